@@ -1,0 +1,119 @@
+// One way to get a GPUDevice, in a browser (window or worker) and in Node (see node-gpu.ts).
+// Requests the adapter's real limits instead of WebGPU's defaults, reports what the adapter
+// is, and turns every way this can fail into a message a person can act on.
+// Tested by kernels/device.gpu.test.ts and the e2e adapter test.
+
+/** What the UI and benchmark reports show about the adapter. */
+export interface AdapterSummary {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  /** True for software rasterisers (SwiftShader, lavapipe): speeds are not representative. */
+  isFallback: boolean;
+  features: string[];
+  limits: Record<string, number>;
+}
+
+export interface Gpu {
+  device: GPUDevice;
+  adapter: AdapterSummary;
+}
+
+/** Raised when WebGPU cannot be used; `message` is written for the person at the screen. */
+export class WebGPUUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly reason: "no-api" | "no-adapter" | "missing-limit" | "missing-feature" | "device-failed",
+  ) {
+    super(message);
+    this.name = "WebGPUUnavailableError";
+  }
+}
+
+/** The limits the engine asks for at the adapter's maximum, and the least it can work with. */
+export const REQUIRED_LIMITS: Record<string, number> = {
+  maxStorageBufferBindingSize: 128 * 1024 * 1024,
+  maxBufferSize: 128 * 1024 * 1024,
+  maxStorageBuffersPerShaderStage: 8,
+  maxComputeWorkgroupStorageSize: 16384,
+  maxComputeInvocationsPerWorkgroup: 256,
+  maxComputeWorkgroupSizeX: 256,
+  maxComputeWorkgroupSizeY: 256,
+  maxComputeWorkgroupsPerDimension: 65535,
+};
+
+const HINT =
+  "Use a recent Chrome or Edge on a machine with a GPU (chrome://gpu shows whether WebGPU is on); " +
+  "on Linux, start Chrome with --enable-unsafe-webgpu.";
+
+export interface CreateGpuOptions {
+  powerPreference?: GPUPowerPreference;
+  /** Optional features to enable when the adapter has them (e.g. "shader-f16"). */
+  optionalFeatures?: GPUFeatureName[];
+}
+
+/** Returns `navigator.gpu` where it exists (browser window or worker), else undefined. */
+export function browserGpu(): GPU | undefined {
+  const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
+  return nav?.gpu;
+}
+
+export async function createGpu(gpu: GPU | undefined, options: CreateGpuOptions = {}): Promise<Gpu> {
+  if (!gpu) {
+    throw new WebGPUUnavailableError(`WebGPU is not available in this browser. ${HINT}`, "no-api");
+  }
+  const adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? "high-performance" });
+  if (!adapter) {
+    throw new WebGPUUnavailableError(
+      `WebGPU is present but no GPU adapter was found (requestAdapter returned null). ${HINT}`,
+      "no-adapter",
+    );
+  }
+  const requiredLimits: Record<string, number> = {};
+  for (const [name, least] of Object.entries(REQUIRED_LIMITS)) {
+    const has = (adapter.limits as unknown as Record<string, number>)[name];
+    if (has === undefined || has < least) {
+      throw new WebGPUUnavailableError(
+        `This GPU's WebGPU limit ${name} is ${has ?? "missing"}, but the lab needs at least ${least}.`,
+        "missing-limit",
+      );
+    }
+    requiredLimits[name] = has;
+  }
+  const features = (options.optionalFeatures ?? []).filter((f) => adapter.features.has(f));
+  let device: GPUDevice;
+  try {
+    device = await adapter.requestDevice({ requiredLimits, requiredFeatures: features });
+  } catch (err) {
+    throw new WebGPUUnavailableError(
+      `The GPU adapter refused to create a device: ${(err as Error).message}`,
+      "device-failed",
+    );
+  }
+  return { device, adapter: summarizeAdapter(adapter, device) };
+}
+
+function summarizeAdapter(adapter: GPUAdapter, device: GPUDevice): AdapterSummary {
+  const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
+  const vendor = info?.vendor ?? "";
+  const architecture = info?.architecture ?? "";
+  const description = info?.description ?? "";
+  const deviceName = info?.device ?? "";
+  const text = `${vendor} ${architecture} ${description} ${deviceName}`.toLowerCase();
+  const limits: Record<string, number> = {};
+  for (const name of Object.keys(REQUIRED_LIMITS)) {
+    limits[name] = (device.limits as unknown as Record<string, number>)[name];
+  }
+  return {
+    vendor,
+    architecture,
+    device: deviceName,
+    description,
+    isFallback:
+      Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter) ||
+      /swiftshader|lavapipe|llvmpipe/.test(text),
+    features: [...device.features].sort(),
+    limits,
+  };
+}
