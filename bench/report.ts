@@ -42,7 +42,10 @@ export function median(xs: number[]): number {
 
 /** Builds a row from repeated measurements of ours and the baseline. */
 export function makeRow(
-  r: Omit<BenchRow, "ours" | "baseline" | "ratio" | "reps" | "spread"> & { ours: number[]; baseline: number[] },
+  r: Omit<BenchRow, "ours" | "baseline" | "ratio" | "reps" | "spread"> & {
+    ours: number[];
+    baseline: number[];
+  },
 ): BenchRow {
   const ours = median(r.ours);
   const baseline = median(r.baseline);
@@ -80,7 +83,8 @@ export function toMarkdown(report: BenchReport): string {
     "| id | ours | baseline | unit | ratio (x better) | reps | spread | note |",
     "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |",
   ];
-  const f = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toPrecision(3));
+  const f = (x: number) =>
+    Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toPrecision(3);
   for (const r of report.rows) {
     lines.push(
       `| ${r.id} | ${f(r.ours)} | ${f(r.baseline)} | ${r.unit} | ${f(r.ratio)} | ${r.reps} | ${(r.spread * 100).toFixed(0)}% | ${r.note ?? ""} |`,

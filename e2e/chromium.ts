@@ -1,17 +1,25 @@
 // Finds and launches the system's Chromium through playwright-core (test tools may not
 // download browsers here). Used by the e2e tests and the in-browser benchmarks.
-import { existsSync } from "node:fs";
+
 import { execSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { type Browser, chromium } from "playwright-core";
 
-const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable"];
+const CANDIDATES = [
+  "/usr/bin/chromium",
+  "/usr/bin/chromium-browser",
+  "/usr/bin/google-chrome",
+  "/usr/bin/google-chrome-stable",
+];
 
-export const INSTALL_HINT = "sudo apt-get install -y chromium   (or set CHROME_PATH to a Chrome/Chromium binary)";
+export const INSTALL_HINT =
+  "sudo apt-get install -y chromium   (or set CHROME_PATH to a Chrome/Chromium binary)";
 
 export function findChromium(): string {
   const fromEnv = process.env.CHROME_PATH;
   if (fromEnv) {
-    if (!existsSync(fromEnv)) throw new Error(`CHROME_PATH=${fromEnv} does not exist. Install Chromium: ${INSTALL_HINT}`);
+    if (!existsSync(fromEnv))
+      throw new Error(`CHROME_PATH=${fromEnv} does not exist. Install Chromium: ${INSTALL_HINT}`);
     return fromEnv;
   }
   for (const p of CANDIDATES) if (existsSync(p)) return p;
@@ -21,7 +29,9 @@ export function findChromium(): string {
       if (p) return p;
     } catch {}
   }
-  throw new Error(`No Chromium found (tried CHROME_PATH, ${CANDIDATES.join(", ")}). Install it: ${INSTALL_HINT}`);
+  throw new Error(
+    `No Chromium found (tried CHROME_PATH, ${CANDIDATES.join(", ")}). Install it: ${INSTALL_HINT}`,
+  );
 }
 
 const BASE_FLAGS = [

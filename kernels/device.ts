@@ -63,7 +63,9 @@ export async function createGpu(gpu: GPU | undefined, options: CreateGpuOptions 
   if (!gpu) {
     throw new WebGPUUnavailableError(`WebGPU is not available in this browser. ${HINT}`, "no-api");
   }
-  const adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? "high-performance" });
+  const adapter = await gpu.requestAdapter({
+    powerPreference: options.powerPreference ?? "high-performance",
+  });
   if (!adapter) {
     throw new WebGPUUnavailableError(
       `WebGPU is present but no GPU adapter was found (requestAdapter returned null). ${HINT}`,
