@@ -1,0 +1,6 @@
+// Public entry of config/: RunConfig schema, defaults, parsing with migrations, field
+// metadata and live edits. A leaf module (imports only zod). Tests: `npx vitest run config/`.
+export * from "./edit.ts";
+export * from "./meta.ts";
+export * from "./migrate.ts";
+export * from "./schema.ts";

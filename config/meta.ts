@@ -1,0 +1,306 @@
+// Field metadata for the config panel and for live edits: for every leaf of RunConfig,
+// whether it may change while a run is going (live) or needs a restart, its UI group, a
+// one-line help text, the paper it comes from, and its range or options. Array elements
+// are addressed with `*` (rewards.terms.*.weight); free-form records (task.options,
+// reward/filter options) are one leaf each. config/config.test.ts checks that every leaf
+// of the default config resolves to an entry here.
+import {
+  ADVANTAGE_NAMES,
+  AGG_MODES,
+  KL_ESTIMATORS,
+  LR_SCHEDULES,
+  POLICY_LOSS_NAMES,
+  REFILL_MODES,
+  SHAPING_NAMES,
+} from "./schema.ts";
+
+export type FieldGroup =
+  | "model"
+  | "task"
+  | "sft"
+  | "algorithm"
+  | "rewards"
+  | "filters"
+  | "sampling"
+  | "limits"
+  | "run";
+
+export type FieldMeta = {
+  live: boolean;
+  group: FieldGroup;
+  help: string;
+  paper?: string;
+  min?: number;
+  max?: number;
+  options?: string[];
+};
+
+type Extra = Omit<FieldMeta, "live" | "group" | "help">;
+const live = (group: FieldGroup, help: string, extra: Extra = {}): FieldMeta => ({
+  live: true,
+  group,
+  help,
+  ...extra,
+});
+const restart = (group: FieldGroup, help: string, extra: Extra = {}): FieldMeta => ({
+  live: false,
+  group,
+  help,
+  ...extra,
+});
+const opts = (xs: readonly string[]) => ({ options: [...xs] });
+
+export const FIELD_META: Record<string, FieldMeta> = {
+  version: restart("run", "Config schema version (migrated automatically)."),
+  seed: restart("run", "Seed for data order, initialisation and sampling.", { min: 0 }),
+  checkpoint_every: live("run", "Save a checkpoint every N RL steps (0 = only at the end).", { min: 0 }),
+
+  "model.layers": restart("model", "Number of transformer blocks.", { min: 1, max: 64 }),
+  "model.d_model": restart("model", "Residual stream width.", { min: 8, max: 4096 }),
+  "model.heads": restart("model", "Attention heads (must divide d_model).", { min: 1, max: 64 }),
+  "model.context": restart("model", "Maximum sequence length in tokens.", { min: 8, max: 8192 }),
+  "model.norm": restart("model", "Normalisation layer.", opts(["layernorm", "rmsnorm"])),
+  "model.mlp": restart("model", "MLP kind.", opts(["gelu", "swiglu"])),
+  "model.positional": restart("model", "Position encoding.", opts(["learned", "rope"])),
+  "model.tied_embeddings": restart("model", "Share the input embedding with the output projection."),
+  "model.init_std": restart("model", "Std of the normal weight initialisation.", { min: 0, max: 1 }),
+
+  "task.name": restart("task", "Task (environment and verifier) to train on."),
+  "task.options": restart("task", "Task-specific options, checked by the task."),
+  "task.template": restart("task", "Transcript template.", opts(["inline", "chatml-turns"])),
+  "task.eval_size": restart("task", "Held-out prompts per evaluation.", { min: 0 }),
+  "task.eval_every": live("task", "Evaluate every N RL steps (0 = only at step 0).", { min: 0 }),
+  "task.buckets": restart("task", "Difficulty buckets reported as val/acc/<bucket>."),
+
+  "sft.steps": restart("sft", "SFT cold-start steps (0 = skip).", { min: 0 }),
+  "sft.batch": restart("sft", "SFT batch size (sequences).", { min: 1 }),
+  "sft.lr": live("sft", "SFT peak learning rate.", { min: 0, max: 1 }),
+  "sft.warmup_steps": restart("sft", "Linear warm-up steps.", { min: 0 }),
+  "sft.schedule": restart("sft", "Learning-rate decay after warm-up.", opts(LR_SCHEDULES)),
+  "sft.min_lr_ratio": restart("sft", "Final lr as a fraction of the peak.", { min: 0, max: 1 }),
+  "sft.betas": restart("sft", "AdamW betas (beta1, beta2)."),
+  "sft.weight_decay": live("sft", "AdamW decoupled weight decay.", { min: 0 }),
+  "sft.grad_clip": live("sft", "Global gradient-norm clip (0 = off).", { min: 0 }),
+  "sft.init_checkpoint": restart("sft", "Checkpoint to start from instead of random weights."),
+
+  "rl.advantage": restart("algorithm", "Advantage estimator.", {
+    ...opts(ADVANTAGE_NAMES),
+    paper: "GRPO 2402.03300; Dr. GRPO 2503.20783; RLOO 2402.14740; REINFORCE++ 2501.03262",
+  }),
+  "rl.policy_loss": restart("algorithm", "Policy loss.", {
+    ...opts(POLICY_LOSS_NAMES),
+    paper: "PPO 1707.06347",
+  }),
+  "rl.clip_eps_low": live("algorithm", "Lower ratio clip: ratio >= 1 - eps_low.", {
+    min: 0,
+    max: 1,
+    paper: "PPO 1707.06347",
+  }),
+  "rl.clip_eps_high": live("algorithm", "Upper ratio clip: ratio <= 1 + eps_high (clip-higher).", {
+    min: 0,
+    max: 10,
+    paper: "DAPO 2503.14476",
+  }),
+  "rl.dual_clip_c": live("algorithm", "Dual-clip bound c > 1 for negative advantages (null = off).", {
+    min: 1,
+    paper: "Dual-clip 1912.09729",
+  }),
+  "rl.loss_agg": live("algorithm", "How per-token losses are averaged.", {
+    ...opts(AGG_MODES),
+    paper: "DAPO 2503.14476; Dr. GRPO 2503.20783",
+  }),
+  "rl.l_max": restart("algorithm", "Dr. GRPO constant length normaliser (null = max_new_tokens).", {
+    min: 1,
+    paper: "Dr. GRPO 2503.20783",
+  }),
+  "rl.kl.estimator": restart("algorithm", "KL estimator to the reference.", {
+    ...opts(KL_ESTIMATORS),
+    paper: "Schulman, Approximating KL",
+  }),
+  "rl.kl.coef": live("algorithm", "KL coefficient beta (0 = off).", {
+    min: 0,
+    paper: "DeepSeekMath 2402.03300",
+  }),
+  "rl.kl.in": restart(
+    "algorithm",
+    "Put KL in the loss or fold it into the reward.",
+    opts(["loss", "reward"]),
+  ),
+  "rl.entropy_coef": live("algorithm", "Entropy bonus coefficient (loss -= coef * entropy).", { min: 0 }),
+  "rl.epochs": live("algorithm", "Update epochs over each rollout batch.", { min: 1, max: 100 }),
+  "rl.minibatches": live("algorithm", "Minibatches per epoch (must divide the rollout count).", {
+    min: 1,
+    max: 1024,
+  }),
+  "rl.prompts_per_step": restart("algorithm", "Prompts sampled per RL step.", { min: 1 }),
+  "rl.group_size": restart("algorithm", "Rollouts per prompt (G).", { min: 1, max: 1024 }),
+  "rl.lr": live("algorithm", "RL peak learning rate.", { min: 0, max: 1 }),
+  "rl.warmup_steps": restart("algorithm", "Linear lr warm-up steps.", { min: 0 }),
+  "rl.schedule": restart("algorithm", "Learning-rate decay after warm-up.", opts(LR_SCHEDULES)),
+  "rl.min_lr_ratio": restart("algorithm", "Final lr as a fraction of the peak.", { min: 0, max: 1 }),
+  "rl.betas": restart("algorithm", "AdamW betas (beta1, beta2)."),
+  "rl.weight_decay": live("algorithm", "AdamW decoupled weight decay.", { min: 0 }),
+  "rl.grad_clip": live("algorithm", "Global gradient-norm clip (0 = off).", { min: 0 }),
+  "rl.std_eps": live("algorithm", "Epsilon added to the group std.", { min: 0 }),
+  "rl.std": live("algorithm", "Std convention for group statistics.", opts(["sample", "population"])),
+  "rl.norm_adv_by_std": live("algorithm", "Divide group advantages by the std (off = Dr. GRPO).", {
+    paper: "Dr. GRPO 2503.20783",
+  }),
+  "rl.singleton_group": live("algorithm", "Advantage of a group of one: zero, or the raw reward (verl).", {
+    ...opts(["zero", "raw"]),
+  }),
+  "rl.gamma": restart("algorithm", "Discount factor.", { min: 0, max: 1, paper: "GAE 1506.02438" }),
+  "rl.lambda": restart("algorithm", "GAE lambda.", { min: 0, max: 1, paper: "GAE 1506.02438" }),
+  "rl.lambda_critic": restart("algorithm", "Decoupled GAE: lambda for value targets (null = lambda).", {
+    min: 0,
+    max: 1,
+    paper: "VAPO 2504.05118",
+  }),
+  "rl.length_adaptive_alpha": restart("algorithm", "Length-adaptive GAE alpha (null = off).", {
+    min: 0,
+    paper: "VAPO 2504.05118",
+  }),
+  "rl.value_coef": live("algorithm", "Weight of the critic loss.", { min: 0 }),
+  "rl.value_clip": live("algorithm", "Value clip range eps_v.", { min: 0, paper: "PPO 1707.06347" }),
+  "rl.value_pretrain.steps": restart("algorithm", "Critic pretraining steps before PPO (0 = off).", {
+    min: 0,
+    paper: "VAPO 2504.05118",
+  }),
+  "rl.value_pretrain.stop_explained_var": restart("algorithm", "Stop value pretraining at this EV.", {
+    min: -1,
+    max: 1,
+    paper: "VAPO 2504.05118",
+  }),
+  "rl.mask_tool_output": restart("algorithm", "Exclude tool output tokens from the loss.", {
+    paper: "ToRL 2503.23383",
+  }),
+  "rl.positive_lm_coef": live("algorithm", "NLL weight on correct trajectories (0 = off).", {
+    min: 0,
+    paper: "VAPO 2504.05118",
+  }),
+  "rl.history_window": restart("algorithm", "reinforce-history: batches in the baseline window.", { min: 1 }),
+  "rl.history_ema": restart("algorithm", "reinforce-history: EMA factor (null = window).", {
+    min: 0,
+    max: 1,
+  }),
+  "rl.turn_gamma": restart("algorithm", "Turn-level discount for multi-turn returns.", {
+    min: 0,
+    max: 1,
+    paper: "Kevin-32B",
+  }),
+  "rl.gigpo.step_weight": live("algorithm", "GiGPO step-advantage weight omega.", {
+    min: 0,
+    paper: "GiGPO 2505.10978",
+  }),
+  "rl.gigpo.gamma": restart("algorithm", "GiGPO step-return discount.", {
+    min: 0,
+    max: 1,
+    paper: "GiGPO 2505.10978",
+  }),
+  "rl.gigpo.norm": restart("algorithm", "GiGPO normalisation.", {
+    ...opts(["mean_norm", "mean_std_norm"]),
+    paper: "GiGPO 2505.10978",
+  }),
+  "rl.gigpo.episode_stats": restart(
+    "algorithm",
+    "GiGPO episode stats over trajectories (paper) or rows (code).",
+    {
+      ...opts(["trajectories", "rows"]),
+      paper: "GiGPO 2505.10978",
+    },
+  ),
+
+  "rewards.terms": live("rewards", "Reward terms, summed with their weights."),
+  "rewards.terms.*.name": restart("rewards", "Reward registry name."),
+  "rewards.terms.*.weight": live("rewards", "Weight of this reward term."),
+  "rewards.terms.*.options": live("rewards", "Options of this reward term."),
+  "rewards.custom_js": live("rewards", "JS reward function run in the sandbox (empty = none)."),
+  "rewards.custom_js_weight": live("rewards", "Weight of the custom JS reward."),
+
+  "filters.list": live("filters", "Group filters applied in order."),
+  "filters.list.*.name": restart("filters", "Filter registry name."),
+  "filters.list.*.options": live("filters", "Options of this filter."),
+  "filters.refill": live("filters", "When groups are dropped: none, resample or duplicate.", {
+    ...opts(REFILL_MODES),
+    paper: "DAPO 2503.14476; TAO-RL 2606.03762",
+  }),
+  "filters.max_gen_rounds": live("filters", "Cap on resample rounds (0 = no limit).", {
+    min: 0,
+    paper: "DAPO 2503.14476",
+  }),
+  "filters.oversample": live("filters", "Prompts rolled out per needed prompt (TAO-RL).", { min: 1 }),
+
+  "shaping.kind": restart("algorithm", "Entropy-guided advantage shaping on post-tool tokens.", {
+    ...opts(SHAPING_NAMES),
+    paper: "TAO-RL 2606.03762; 2506.14758",
+  }),
+  "shaping.coef": live("algorithm", "tao-code coefficient c.", { min: 0, paper: "TAO-RL 2606.03762" }),
+  "shaping.restrict_to_post_tool": live("algorithm", "Shape only post-tool tokens."),
+  "shaping.detach_entropy": restart("algorithm", "Stop gradients through the entropy term."),
+  "shaping.fallback_all_tokens": live("algorithm", "Shape all tokens when no post-tool token exists."),
+  "shaping.alpha": live("algorithm", "tao-additive alpha.", { min: 0, paper: "2506.14758" }),
+  "shaping.kappa": live("algorithm", "tao-additive kappa (bonus <= |A|/kappa).", {
+    min: 0,
+    paper: "2506.14758",
+  }),
+  "shaping.q_h": live("algorithm", "tao-additive: top fraction of post-tool tokens by entropy.", {
+    min: 0,
+    max: 1,
+  }),
+
+  "sampling.temperature": live("sampling", "Sampling temperature (log-probs use the same).", {
+    min: 0,
+    max: 10,
+  }),
+  "sampling.top_k": live("sampling", "Top-k sampling (0 = off).", { min: 0 }),
+  "sampling.top_p": live("sampling", "Nucleus sampling (1 = off).", { min: 0, max: 1 }),
+  "sampling.max_new_tokens": restart("sampling", "Maximum generated tokens per trajectory.", { min: 1 }),
+
+  "limits.max_tool_calls": live("limits", "Maximum tool calls per trajectory.", { min: 0 }),
+  "limits.max_tool_response_chars": live("limits", "Tool responses are cut (head+tail) to this.", { min: 1 }),
+  "limits.tool_timeout_s": live("limits", "Hard deadline per tool call (seconds).", { min: 0, max: 60 }),
+  "limits.memory_mb": live("limits", "Sandbox memory limit per call (MB).", { min: 0, max: 1024 }),
+  "limits.notice_on_exceeded": live("limits", "Inject a notice when the call budget runs out."),
+
+  "stop.max_steps": live("run", "Stop after this many RL steps.", { min: 0 }),
+  "stop.target": live("run", "Stop early when a metric reaches a value ({key, value} or null)."),
+};
+
+/** Paths that are one leaf even though their value is an object (free-form records). */
+export const OPAQUE_PATHS: ReadonlySet<string> = new Set([
+  "task.options",
+  "rewards.terms.*.options",
+  "filters.list.*.options",
+  "stop.target",
+]);
+
+/** Normalise array indices to `*`: "rewards.terms.0.weight" -> "rewards.terms.*.weight". */
+export function metaKey(path: string): string {
+  return path
+    .split(".")
+    .map((s) => (/^\d+$/.test(s) ? "*" : s))
+    .join(".");
+}
+
+/**
+ * Metadata for a dotted path: exact entry, else the nearest ancestor entry (so
+ * "task.options.digits" uses "task.options"). undefined for paths not in the config.
+ */
+export function fieldMeta(path: string): FieldMeta | undefined {
+  const parts = metaKey(path).split(".");
+  for (let n = parts.length; n > 0; n--) {
+    const m = FIELD_META[parts.slice(0, n).join(".")];
+    if (m) return m;
+  }
+  return undefined;
+}
+
+/** Dotted paths of every leaf of a config-shaped object (arrays and opaque records are leaves). */
+export function leafPaths(obj: unknown, prefix = ""): string[] {
+  if (typeof obj !== "object" || obj === null || Array.isArray(obj) || OPAQUE_PATHS.has(metaKey(prefix))) {
+    return [prefix];
+  }
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(obj)) out.push(...leafPaths(v, prefix ? `${prefix}.${k}` : k));
+  return out;
+}
