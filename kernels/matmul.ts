@@ -1,0 +1,77 @@
+// Matmul dispatch: the general batched op(A)·op(B) used by linear layers and their backward, and
+// the llm.c-style linear layer pair matmulForward / matmulBackward. WGSL in matmul.wgsl;
+// reference in reference.ts (matmulRef); tested by matmul.gpu.test.ts.
+import src from "./matmul.wgsl?raw";
+import type { MatmulShape } from "./reference";
+import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
+
+export type { MatmulShape } from "./reference";
+
+const WG_X = 16;
+const WG_Y = 16;
+const TM = 4;
+const TN = 4;
+
+/** out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in floats. */
+export function matmul(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: View | null, s: MatmulShape) {
+  const pipeline = rt.pipeline(src, "main", { WG_X, WG_Y, TRANS_A: s.transA ? 1 : 0, TRANS_B: s.transB ? 1 : 0 });
+  const u = rt.uniform(
+    packUniform([
+      ["u32", s.M],
+      ["u32", s.N],
+      ["u32", s.K],
+      ["u32", bias ? 1 : 0],
+      ["u32", s.strideA ?? 0],
+      ["u32", s.strideB ?? 0],
+      ["u32", s.strideOut ?? 0],
+      ["u32", s.accumulate ? 1 : 0],
+      ["f32", s.alpha ?? 1],
+    ]),
+  );
+  rt.dispatch(rec, pipeline, [out, a, b, bias ?? rt.dummy, u], [
+    Math.ceil(s.N / (WG_X * TN)),
+    Math.ceil(s.M / (WG_Y * TM)),
+    s.batch ?? 1,
+  ]);
+}
+
+/** out (N,OC) = inp (N,C) · weightᵀ (weight (OC,C)) + bias (OC): a linear layer. */
+export function matmulForward(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  inp: View,
+  weight: View,
+  bias: View | null,
+  N: number,
+  C: number,
+  OC: number,
+) {
+  matmul(rt, rec, out, inp, weight, bias, { M: N, N: OC, K: C, transB: true });
+}
+
+/** dinp += dout·weight, dweight += doutᵀ·inp, dbias += column sums of dout. Any may be null. */
+export function matmulBackward(
+  rt: Runtime,
+  rec: Recorder,
+  dinp: View | null,
+  dweight: View | null,
+  dbias: View | null,
+  dout: View,
+  inp: View,
+  weight: View,
+  N: number,
+  C: number,
+  OC: number,
+) {
+  if (dinp) matmul(rt, rec, dinp, dout, weight, null, { M: N, N: C, K: OC, accumulate: true });
+  if (dweight) matmul(rt, rec, dweight, dout, inp, null, { M: OC, N: C, K: N, transA: true, accumulate: true });
+  if (dbias) biasBackward(rt, rec, dbias, dout, N, OC);
+}
+
+/** dbias (OC) += sum over the N rows of dout (N,OC). */
+export function biasBackward(rt: Runtime, rec: Recorder, dbias: View, dout: View, N: number, OC: number) {
+  const pipeline = rt.pipeline(src, "bias_backward", { WG: 64 });
+  const u = rt.uniform(packUniform([["u32", N], ["u32", OC]]));
+  rt.dispatch(rec, pipeline, [dbias, dout, u], [Math.ceil(OC / 64)]);
+}

@@ -1,0 +1,221 @@
+// The kernels' runtime: buffer views, upload/readback, a pipeline cache keyed by (shader, entry,
+// overrides), a uniform arena that is safe when one op is recorded many times in one encoder, and
+// the one `dispatch` every op goes through. Tested by every kernels/*.gpu.test.ts.
+//
+// Conventions every op follows:
+// - A tensor is a `View` {buffer, offset (bytes), size (bytes)} into some buffer, so parameters and
+//   gradients can each live in one flat buffer with named offsets. Storage-binding offsets must be
+//   multiples of `minStorageBufferOffsetAlignment` (256 bytes = 64 floats): lay tensors out with
+//   `alignFloats` (see `layout`).
+// - Ops record into a GPUCommandEncoder (a compute pass per dispatch) or into an open compute pass;
+//   they never submit or read back. Call `rt.submit(enc)` (or `rt.resetUniforms()` after your own
+//   submit) so the uniform arena is reused.
+// - Every storage binding is declared `read_write` in WGSL: WebGPU forbids a buffer being bound
+//   read-only and writable in the same dispatch, but allows disjoint writable views of one buffer,
+//   so the model may read and write views of the same activation buffer in one op. The views bound
+//   to one dispatch must not OVERLAP (a validation error): ops are not in place unless they say so.
+// - No float atomics anywhere: every output element has exactly one writer, so results are bit-identical
+//   across runs on one device.
+
+export interface View {
+  buffer: GPUBuffer;
+  /** Byte offset into `buffer`; a multiple of 256 when bound as storage. */
+  offset: number;
+  /** Byte size. */
+  size: number;
+}
+
+/** Where ops record: a command encoder (each dispatch gets its own pass) or an open compute pass. */
+export type Recorder = GPUCommandEncoder | GPUComputePassEncoder;
+
+export const FLOAT_ALIGN = 64; // 256 bytes / 4
+
+/** Rounds a float count up to the storage offset alignment (64 floats = 256 bytes). */
+export function alignFloats(n: number): number {
+  return Math.ceil(n / FLOAT_ALIGN) * FLOAT_ALIGN;
+}
+
+/** Lays named tensors (sizes in floats) one after another at aligned offsets (in floats). */
+export function layout<K extends string>(
+  sizes: Record<K, number>,
+): { offsets: Record<K, number>; total: number } {
+  const offsets = {} as Record<K, number>;
+  let total = 0;
+  for (const k of Object.keys(sizes) as K[]) {
+    offsets[k] = total;
+    total += alignFloats(sizes[k]);
+  }
+  return { offsets, total };
+}
+
+/** A view of `n` elements (4 bytes each) starting at element `at` of `buffer`. */
+export function view(buffer: GPUBuffer, at = 0, n?: number): View {
+  const size = n === undefined ? buffer.size - at * 4 : n * 4;
+  return { buffer, offset: at * 4, size };
+}
+
+/** A view of `n` elements starting at element `at` inside another view. */
+export function subview(v: View, at: number, n: number): View {
+  if ((at + n) * 4 > v.size) throw new Error(`subview [${at}, ${at + n}) is outside a view of ${v.size / 4}`);
+  return { buffer: v.buffer, offset: v.offset + at * 4, size: n * 4 };
+}
+
+type Field = ["u32" | "i32" | "f32", number];
+
+/** Packs scalar uniform fields in declaration order (WGSL structs of scalars: 4 bytes each). */
+export function packUniform(fields: Field[]): ArrayBuffer {
+  const bytes = Math.max(16, Math.ceil((fields.length * 4) / 16) * 16);
+  const buf = new ArrayBuffer(bytes);
+  const dv = new DataView(buf);
+  fields.forEach(([t, x], i) => {
+    if (t === "u32") dv.setUint32(i * 4, x >>> 0, true);
+    else if (t === "i32") dv.setInt32(i * 4, x | 0, true);
+    else dv.setFloat32(i * 4, x, true);
+  });
+  return buf;
+}
+
+const ARENA_CHUNK = 64 * 1024;
+const UNIFORM_SLOT = 256;
+
+export class Runtime {
+  private pipelines = new Map<string, GPUComputePipeline>();
+  private modules = new Map<string, GPUShaderModule>();
+  private chunks: GPUBuffer[] = [];
+  private chunk = 0;
+  private used = 0;
+
+  /** Bound where an op's optional input is absent (binding `out` twice would overlap). */
+  readonly dummy: View;
+
+  constructor(readonly device: GPUDevice) {
+    this.dummy = view(this.buffer(64, "dummy"), 0, 64);
+  }
+
+  /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */
+  buffer(n: number, label?: string, extraUsage = 0): GPUBuffer {
+    return this.device.createBuffer({
+      label,
+      size: Math.max(16, alignFloats(n) * 4),
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | extraUsage,
+    });
+  }
+
+  /** A whole-buffer-backed tensor of `n` elements with `data` uploaded. */
+  tensor(data: Float32Array | Int32Array | Uint32Array | number, label?: string): View {
+    const n = typeof data === "number" ? data : data.length;
+    const buf = this.buffer(n, label);
+    if (typeof data !== "number") this.upload(view(buf, 0, n), data);
+    return view(buf, 0, n);
+  }
+
+  upload(v: View, data: Float32Array | Int32Array | Uint32Array): void {
+    if (data.byteLength > v.size) throw new Error(`upload of ${data.byteLength} bytes into a view of ${v.size}`);
+    this.device.queue.writeBuffer(v.buffer, v.offset, data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  /** Submits whatever is pending, then copies the view back. For tests, metrics and decoding. */
+  async readBytes(v: View): Promise<ArrayBuffer> {
+    const size = Math.ceil(v.size / 4) * 4;
+    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const enc = this.device.createCommandEncoder();
+    enc.copyBufferToBuffer(v.buffer, v.offset, staging, 0, size);
+    this.submit(enc);
+    await staging.mapAsync(GPUMapMode.READ);
+    const out = staging.getMappedRange().slice(0);
+    staging.unmap();
+    staging.destroy();
+    return out;
+  }
+
+  async read(v: View): Promise<Float32Array> {
+    return new Float32Array(await this.readBytes(v));
+  }
+
+  async readU32(v: View): Promise<Uint32Array> {
+    return new Uint32Array(await this.readBytes(v));
+  }
+
+  /** Submits one encoder and recycles the uniform arena (its writes are queued before later ones). */
+  submit(enc: GPUCommandEncoder): void {
+    this.device.queue.submit([enc.finish()]);
+    this.resetUniforms();
+  }
+
+  /**
+   * Slots written with queue.writeBuffer before the submit that uses them; every dispatch gets its
+   * own slot, so recording the same op many times in one encoder sees each its own parameters.
+   * Reset only after the submit: later writeBuffers are ordered after that submit on the queue.
+   */
+  resetUniforms(): void {
+    this.chunk = 0;
+    this.used = 0;
+  }
+
+  uniform(data: ArrayBuffer): GPUBufferBinding {
+    if (data.byteLength > UNIFORM_SLOT) throw new Error("uniform block larger than 256 bytes");
+    if (this.used + UNIFORM_SLOT > ARENA_CHUNK) {
+      this.chunk++;
+      this.used = 0;
+    }
+    if (this.chunk === this.chunks.length) {
+      this.chunks.push(
+        this.device.createBuffer({
+          label: `uniform-arena-${this.chunk}`,
+          size: ARENA_CHUNK,
+          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+        }),
+      );
+    }
+    const buffer = this.chunks[this.chunk];
+    const offset = this.used;
+    this.used += UNIFORM_SLOT;
+    this.device.queue.writeBuffer(buffer, offset, data);
+    return { buffer, offset, size: data.byteLength };
+  }
+
+  /** The compute pipeline for (shader, entry point, override constants), built once. */
+  pipeline(code: string, entryPoint: string, constants: Record<string, number> = {}): GPUComputePipeline {
+    const key = `${entryPoint}|${JSON.stringify(constants)}|${code}`;
+    let p = this.pipelines.get(key);
+    if (!p) {
+      let module = this.modules.get(code);
+      if (!module) {
+        module = this.device.createShaderModule({ code });
+        this.modules.set(code, module);
+      }
+      p = this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint, constants } });
+      this.pipelines.set(key, p);
+    }
+    return p;
+  }
+
+  /**
+   * Records one dispatch. `bindings[i]` goes to @binding(i) of group 0 (storage views first, the
+   * uniform last, as each .wgsl declares them); `groups` may exceed 65535 in x, it is folded into y.
+   */
+  dispatch(
+    rec: Recorder,
+    pipeline: GPUComputePipeline,
+    bindings: (View | GPUBufferBinding)[],
+    groups: [number, number?, number?],
+  ): void {
+    const bindGroup = this.device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: bindings.map((b, i) => ({ binding: i, resource: b as GPUBufferBinding })),
+    });
+    let [x, y = 1, z = 1] = groups;
+    if (x === 0 || y === 0 || z === 0) return;
+    if (x > 65535) {
+      if (y !== 1) throw new Error("dispatch folds only a 1-D grid");
+      y = Math.ceil(x / 65535);
+      x = 65535;
+    }
+    const isPass = "dispatchWorkgroups" in rec;
+    const pass = isPass ? (rec as GPUComputePassEncoder) : (rec as GPUCommandEncoder).beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(x, y, z);
+    if (!isPass) pass.end();
+  }
+}
