@@ -1,0 +1,83 @@
+// The ToolProtocol a rollout uses, built from a task's tools and a sandbox: parses the calls
+// the model wrote (rl/parse.ts) and runs them in QuickJS (sandbox/), all calls of a batch at
+// once. The built-in code tool runs the code itself (after the task's character check, as the
+// demo's calculator does); a user-defined tool runs its JS body with the JSON arguments,
+// which the sandbox validates against the tool's schema. Failures of any kind come back as
+// tool results (ok: false), never as exceptions.
+// Tested by rl/rollout.test.ts.
+import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../sandbox/types";
+import { isBuiltinTool, type ToolSpec } from "../tasks/types";
+import { parseToolCalls, type ToolCallFormat } from "./parse";
+import type { ToolCallRequest, ToolOutcome, ToolProtocol } from "./rollout";
+
+export interface ToolLimits {
+  /** Seconds of interpreter time per call. */
+  timeoutS: number;
+  memoryMB: number;
+}
+
+/** The text the model sees for a sandbox result: the value (or stdout), or the last line of an error (ToRL). */
+export function resultText(r: RunCodeResult): string {
+  if (r.status === "Success") {
+    if (r.value !== undefined && r.value !== null) {
+      return typeof r.value === "string" ? r.value : JSON.stringify(r.value);
+    }
+    return r.run_result.stdout.trimEnd();
+  }
+  const e = r.error;
+  const text = e ? `${e.name}: ${e.message}` : r.run_result.stderr.trim() || r.status;
+  const lines = text.split("\n").filter((l) => l.trim().length > 0);
+  return lines[lines.length - 1] ?? r.status;
+}
+
+function outcomeOf(r: RunCodeResult): ToolOutcome {
+  const ok = r.status === "Success";
+  const status = ok ? "Success" : r.error ? `${r.error.kind}: ${r.error.name}` : r.status;
+  return { ok, text: resultText(r), status, detail: r.value };
+}
+
+export function makeToolProtocol(
+  tools: ToolSpec[],
+  sandbox: SandboxRunner,
+  limits: ToolLimits,
+): ToolProtocol {
+  const builtin = tools.find(isBuiltinTool);
+  const userTools = tools.filter((t) => !isBuiltinTool(t)) as SandboxToolSpec[];
+  const formats: ToolCallFormat[] = [];
+  if (userTools.length > 0) formats.push("json");
+  if (builtin) formats.push("code");
+  const allowed = builtin?.allowedChars ? new RegExp(`^[${builtin.allowedChars}]*$`) : undefined;
+  const request = { run_timeout: limits.timeoutS, memory_limit_MB: limits.memoryMB };
+
+  async function runOne(call: ToolCallRequest): Promise<ToolOutcome> {
+    if (call.error) return { ok: false, text: call.error, status: "ParseError" };
+    if (builtin && call.name === builtin.name && call.code !== undefined) {
+      if (allowed && !allowed.test(call.code))
+        return { ok: false, text: "SyntaxError", status: "Refused: characters" };
+      return outcomeOf(await sandbox.run({ ...request, code: call.code }));
+    }
+    const spec = userTools.find((t) => t.name === call.name);
+    if (!spec)
+      return { ok: false, text: `Error: unknown tool ${JSON.stringify(call.name)}`, status: "UnknownTool" };
+    const code = `${spec.name}(${JSON.stringify(call.arguments ?? {})})`;
+    return outcomeOf(await sandbox.run({ ...request, code, tools: [spec] }));
+  }
+
+  return {
+    parse(segment) {
+      if (formats.length === 0) return [];
+      return parseToolCalls(segment, { formats, codeToolName: builtin?.name ?? "run_code" }).map((c) =>
+        c.ok
+          ? { name: c.name, code: c.code, arguments: c.arguments, raw: c.raw }
+          : { name: "", raw: c.raw, error: `Error: ${c.message}` },
+      );
+    },
+    execute(calls) {
+      return Promise.all(
+        calls.map((c) =>
+          runOne(c).catch((e: Error) => ({ ok: false, text: e.message, status: "SandboxError" })),
+        ),
+      );
+    },
+  };
+}
