@@ -1,0 +1,163 @@
+// Tests for tasks/arithmetic.ts: seeded sampling, the eval split, the problem mix, the
+// verifier, and the SFT demo mix and transcripts of DEMO-RECIPE.md.
+import { describe, expect, it } from "vitest";
+import { inlineToolTurn, makeArithmeticTask, miscopyOperand, perturbNumber } from "./arithmetic.ts";
+import { calculator } from "./calc.ts";
+import { Rng } from "./rng.ts";
+import { isEvalKey } from "./split.ts";
+
+const task = makeArithmeticTask();
+
+describe("arithmetic problems", () => {
+  it("are deterministic per seed", () => {
+    expect(task.sample(new Rng(5), 50)).toEqual(task.sample(new Rng(5), 50));
+    expect(task.sample(new Rng(5), 50)).not.toEqual(task.sample(new Rng(6), 50));
+    expect(task.evalSet(40)).toEqual(task.evalSet(40));
+  });
+
+  it("follow the demo mix: 50% hard (70% abc*de, 30% (ab+cd)*ef), 50% easy", () => {
+    const ps = task.sample(new Rng(1), 4000);
+    const hard = ps.filter((p) => p.bucket === "hard");
+    expect(Math.abs(hard.length / ps.length - 0.5)).toBeLessThan(0.03);
+    const mul = hard.filter((p) => /^\d{3}\*\d{2}$/.test(String(p.meta.expr)));
+    const sum = hard.filter((p) => /^\(\d{2}\+\d{2}\)\*\d{2}$/.test(String(p.meta.expr)));
+    expect(mul.length + sum.length).toBe(hard.length);
+    expect(Math.abs(mul.length / hard.length - 0.7)).toBeLessThan(0.04);
+    for (const p of ps.filter((q) => q.bucket === "easy")) {
+      expect(String(p.meta.expr)).toMatch(/^([1-9]\*[1-9]|([1-9]|1\d|20)\+([1-9]|1\d|20))$/);
+    }
+    for (const p of ps.slice(0, 200)) {
+      expect(p.messages).toEqual([{ role: "user", content: `What is ${p.meta.expr}?` }]);
+      expect(p.answer).toBe(calculator(String(p.meta.expr)).output);
+    }
+  });
+
+  it("keep the eval set disjoint from training samples", () => {
+    const evalKeys = new Set(task.evalSet(100).map((p) => p.id));
+    expect(evalKeys.size).toBeGreaterThan(80);
+    const train = task.sample(new Rng(11), 5000);
+    for (const p of train) expect(evalKeys.has(p.id)).toBe(false);
+    for (const p of train.slice(0, 500)) expect(isEvalKey("arithmetic", String(p.meta.expr))).toBe(false);
+    const ev = task.evalSet(100);
+    expect(ev.filter((p) => p.bucket === "easy").length).toBeGreaterThan(20);
+    expect(ev.filter((p) => p.bucket === "hard").length).toBeGreaterThan(20);
+  });
+
+  it("difficulty knobs change the shapes", () => {
+    const t = makeArithmeticTask({
+      hardFraction: 1,
+      random: { steps: 3, digits: 2, operators: ["+", "-"], parens: false },
+    });
+    for (const p of t.sample(new Rng(2), 50)) {
+      expect(String(p.meta.expr)).toMatch(/^\d{2}([+-]\d{2}){3}$/);
+      expect(p.bucket).toBe("hard");
+    }
+  });
+});
+
+describe("arithmetic verifier", () => {
+  const p = task.sample(new Rng(3), 1)[0];
+  it("accepts the exact integer and rejects the rest", () => {
+    expect(task.verify(p, p.answer)).toMatchObject({ correct: true, score: 1 });
+    expect(task.verify(p, ` ${p.answer}\n`).correct).toBe(true);
+    expect(task.verify(p, String(Number(p.answer) + 1)).correct).toBe(false);
+    expect(task.verify(p, `${p.answer}.5`).correct).toBe(false);
+    expect(task.verify(p, `${p.answer} apples`).correct).toBe(false);
+    expect(task.verify(p, null)).toMatchObject({ correct: false, score: 0 });
+  });
+});
+
+describe("arithmetic tool", () => {
+  it("runs locally and refuses disallowed characters", () => {
+    expect(task.runToolLocally?.("calculator", "347*29")).toEqual({ ok: true, output: "10063" });
+    expect(task.runToolLocally?.("calculator", "347/29")).toEqual({ ok: false, output: "SyntaxError" });
+    expect(task.runToolLocally?.("other", "1")).toBeUndefined();
+  });
+});
+
+describe("arithmetic SFT demos", () => {
+  it("render the inline transcript of DEMO-RECIPE.md exactly", () => {
+    const content = inlineToolTurn("use tool", "347*29", "10063", "10063");
+    const transcript = `<|im_start|>user\nWhat is 347*29?<|im_end|>\n<|im_start|>assistant\n${content}<|im_end|>`;
+    expect(transcript).toBe(
+      "<|im_start|>user\nWhat is 347*29?<|im_end|>\n<|im_start|>assistant\n" +
+        "<think>use tool</think><tool_call>347*29</tool_call><tool_response>10063" +
+        "</tool_response><answer>10063</answer><|im_end|>",
+    );
+  });
+
+  it("follow the default mix over 2000 demos", () => {
+    const demos = task.sftDemos(new Rng(9), 2000);
+    const share = (f: (d: (typeof demos)[number]) => boolean) => demos.filter(f).length / demos.length;
+    expect(Math.abs(share((d) => d.meta.useTool === true) - 0.3)).toBeLessThan(0.035);
+    expect(Math.abs(share((d) => d.meta.think === true) - 0.3)).toBeLessThan(0.035);
+    expect(Math.abs(share((d) => d.bucket === "hard") - 0.5)).toBeLessThan(0.035);
+    // Tool use is spread over both buckets.
+    const toolHard = demos.filter((d) => d.meta.useTool && d.bucket === "hard").length;
+    const toolEasy = demos.filter((d) => d.meta.useTool && d.bucket === "easy").length;
+    expect(Math.abs(toolHard / (toolHard + toolEasy) - 0.5)).toBeLessThan(0.06);
+    for (const d of demos) {
+      const expr = String(d.meta.expr);
+      const truth = calculator(expr).output;
+      const a = d.messages[d.messages.length - 1];
+      expect(a.role).toBe("assistant");
+      expect(d.messages[0]).toEqual({ role: "user", content: `What is ${expr}?` });
+      if (d.meta.useTool) {
+        const think = d.meta.think ? "<think>use tool</think>" : "";
+        expect(a.content).toBe(
+          `${think}<tool_call>${expr}</tool_call><tool_response>${truth}</tool_response><answer>${truth}</answer>`,
+        );
+        expect(d.meta.correct).toBe(true);
+      } else {
+        const m = /^(<think>answer directly<\/think>)?<answer>(-?\d+)<\/answer>$/.exec(a.content);
+        expect(m, a.content).not.toBeNull();
+        const given = m?.[2] ?? "";
+        if (d.bucket === "easy") expect(given).toBe(truth);
+        else {
+          expect(given).not.toBe(truth);
+          let diff = 0;
+          if (given.length === truth.length)
+            for (let i = 0; i < given.length; i++) diff += given[i] !== truth[i] ? 1 : 0;
+          expect(given.length).toBe(truth.length);
+          expect(diff === 1 || diff === 2).toBe(true);
+        }
+      }
+    }
+  });
+
+  it("toolErrorRate makes tool demos that copy one operand wrong", () => {
+    const demos = task.sftDemos(new Rng(4), 400, { toolRate: 1, toolErrorRate: 0.3, thinkRate: 0 });
+    const errs = demos.filter((d) => d.meta.toolError);
+    expect(Math.abs(errs.length / demos.length - 0.3)).toBeLessThan(0.08);
+    for (const d of errs) {
+      const a = d.messages[1].content;
+      const m =
+        /^<tool_call>(.*)<\/tool_call><tool_response>(.*)<\/tool_response><answer>(.*)<\/answer>$/.exec(a);
+      expect(m).not.toBeNull();
+      const [, call, resp, ans] = m ?? [];
+      expect(call).not.toBe(d.meta.expr);
+      expect(call.replace(/\d/g, "9")).toBe(String(d.meta.expr).replace(/\d/g, "9"));
+      expect(resp).toBe(calculator(call).output);
+      expect(ans).toBe(resp);
+    }
+  });
+
+  it("are deterministic and use training prompts only", () => {
+    expect(task.sftDemos(new Rng(1), 30)).toEqual(task.sftDemos(new Rng(1), 30));
+    const evalIds = new Set(task.evalSet(100).map((p) => p.id));
+    for (const d of task.sftDemos(new Rng(2), 1000))
+      expect(evalIds.has(`arithmetic:${d.meta.expr}`)).toBe(false);
+  });
+
+  it("perturbNumber and miscopyOperand change 1-2 digits only", () => {
+    const r = new Rng(8);
+    for (let i = 0; i < 200; i++) {
+      const w = perturbNumber(r, "10063");
+      expect(w).not.toBe("10063");
+      expect(w).toMatch(/^[1-9]\d{4}$/);
+      const e = miscopyOperand(r, "(12+34)*56");
+      expect(e).not.toBe("(12+34)*56");
+      expect(e).toMatch(/^\([1-9]\d\+[1-9]\d\)\*[1-9]\d$/);
+    }
+  });
+});

@@ -1,0 +1,58 @@
+// Tests for tasks/calc.ts: the calculator matches JavaScript on valid input and refuses
+// what the tool must refuse with "SyntaxError".
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { calculator } from "./calc.ts";
+
+describe("calculator", () => {
+  it("evaluates the demo's shapes", () => {
+    expect(calculator("347*29")).toEqual({ ok: true, value: 10063, output: "10063" });
+    expect(calculator("(12+34)*56").output).toBe("2576");
+    expect(calculator(" 2 + 3 * 4 ").output).toBe("14");
+    expect(calculator("2**3**2").output).toBe("512");
+    expect(calculator("-(3-5)").output).toBe("2");
+    expect(calculator("2- -3").output).toBe("5");
+  });
+
+  it("refuses characters outside [0-9+-*() ] and malformed input", () => {
+    for (const bad of [
+      "",
+      "   ",
+      "3/4",
+      "Math.max(1,2)",
+      "1 2",
+      "2--3",
+      "(1+2",
+      "1+2)",
+      "()",
+      "012",
+      "-2**2",
+      "2*",
+      "1e3",
+    ]) {
+      expect(calculator(bad), bad).toEqual({ ok: false, output: "SyntaxError" });
+    }
+  });
+
+  it("agrees with JavaScript on random valid expressions", () => {
+    const num = fc.integer({ min: 0, max: 999 }).map(String);
+    const expr: fc.Arbitrary<string> = fc.letrec<{ e: string }>((tie) => ({
+      e: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        num,
+        fc
+          .tuple(tie("e"), fc.constantFrom("+", "-", "*", " + ", " * "), tie("e"))
+          .map(([a, op, b]) => `${a}${op}${b}`),
+        tie("e").map((a) => `(${a})`),
+      ),
+    })).e;
+    fc.assert(
+      fc.property(expr, (src) => {
+        // biome-ignore lint/security/noGlobalEval: the test compares against the JS engine itself
+        const js = (0, eval)(src) as number;
+        expect(calculator(src).output).toBe(String(js));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
