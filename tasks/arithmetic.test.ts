@@ -1,7 +1,13 @@
 // Tests for tasks/arithmetic.ts: seeded sampling, the eval split, the problem mix, the
 // verifier, and the SFT demo mix and transcripts of DEMO-RECIPE.md.
 import { describe, expect, it } from "vitest";
-import { inlineToolTurn, makeArithmeticTask, miscopyOperand, perturbNumber } from "./arithmetic.ts";
+import {
+  inlineTranscript,
+  makeArithmeticTask,
+  miscopyOperand,
+  perturbNumber,
+  toolDemoMessages,
+} from "./arithmetic.ts";
 import { calculator } from "./calc.ts";
 import { Rng } from "./rng.ts";
 import { isEvalKey } from "./split.ts";
@@ -77,9 +83,11 @@ describe("arithmetic tool", () => {
 
 describe("arithmetic SFT demos", () => {
   it("render the inline transcript of DEMO-RECIPE.md exactly", () => {
-    const content = inlineToolTurn("use tool", "347*29", "10063", "10063");
-    const transcript = `<|im_start|>user\nWhat is 347*29?<|im_end|>\n<|im_start|>assistant\n${content}<|im_end|>`;
-    expect(transcript).toBe(
+    const messages = [
+      { role: "user" as const, content: "What is 347*29?" },
+      ...toolDemoMessages("use tool", "347*29", "10063", "10063"),
+    ];
+    expect(inlineTranscript(messages)).toBe(
       "<|im_start|>user\nWhat is 347*29?<|im_end|>\n<|im_start|>assistant\n" +
         "<think>use tool</think><tool_call>347*29</tool_call><tool_response>10063" +
         "</tool_response><answer>10063</answer><|im_end|>",
@@ -99,11 +107,18 @@ describe("arithmetic SFT demos", () => {
     for (const d of demos) {
       const expr = String(d.meta.expr);
       const truth = calculator(expr).output;
-      const a = d.messages[d.messages.length - 1];
-      expect(a.role).toBe("assistant");
+      const a = {
+        content: inlineTranscript(d.messages.slice(1)).slice(
+          "<|im_start|>assistant\n".length,
+          -"<|im_end|>".length,
+        ),
+      };
+      expect(d.messages[d.messages.length - 1].role).toBe("assistant");
       expect(d.messages[0]).toEqual({ role: "user", content: `What is ${expr}?` });
       if (d.meta.useTool) {
         const think = d.meta.think ? "<think>use tool</think>" : "";
+        expect(d.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+        expect(d.messages[2].content).toBe(truth);
         expect(a.content).toBe(
           `${think}<tool_call>${expr}</tool_call><tool_response>${truth}</tool_response><answer>${truth}</answer>`,
         );
@@ -130,9 +145,11 @@ describe("arithmetic SFT demos", () => {
     const errs = demos.filter((d) => d.meta.toolError);
     expect(Math.abs(errs.length / demos.length - 0.3)).toBeLessThan(0.08);
     for (const d of errs) {
-      const a = d.messages[1].content;
+      const a = inlineTranscript(d.messages.slice(1));
       const m =
-        /^<tool_call>(.*)<\/tool_call><tool_response>(.*)<\/tool_response><answer>(.*)<\/answer>$/.exec(a);
+        /^<\|im_start\|>assistant\n<tool_call>(.*)<\/tool_call><tool_response>(.*)<\/tool_response><answer>(.*)<\/answer><\|im_end\|>$/.exec(
+          a,
+        );
       expect(m).not.toBeNull();
       const [, call, resp, ans] = m ?? [];
       expect(call).not.toBe(d.meta.expr);

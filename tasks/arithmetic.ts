@@ -7,7 +7,16 @@
 import { CALC_ALLOWED_CHARS, calculator } from "./calc.ts";
 import type { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng } from "./split.ts";
-import type { Demo, LocalToolResult, Problem, Task, ToolSpec, Trajectory, VerifyResult } from "./types.ts";
+import type {
+  Demo,
+  LocalToolResult,
+  Message,
+  Problem,
+  Task,
+  ToolSpec,
+  Trajectory,
+  VerifyResult,
+} from "./types.ts";
 
 export type Operator = "+" | "-" | "*";
 
@@ -160,14 +169,47 @@ export function verifyInteger(reference: string, answer: string | null): VerifyR
   return { correct, score: correct ? 1 : 0 };
 }
 
-export function inlineToolTurn(think: string | null, call: string, response: string, answer: string): string {
+/** The assistant side of a tool demo: call, tool response (a "tool" message), answer. */
+export function toolDemoMessages(
+  think: string | null,
+  call: string,
+  response: string,
+  answer: string,
+): Message[] {
   const t = think === null ? "" : `<think>${think}</think>`;
-  return `${t}<tool_call>${call}</tool_call><tool_response>${response}</tool_response><answer>${answer}</answer>`;
+  return [
+    { role: "assistant", content: `${t}<tool_call>${call}</tool_call>` },
+    { role: "tool", content: response },
+    { role: "assistant", content: `<answer>${answer}</answer>` },
+  ];
 }
 
-export function inlineDirectTurn(think: string | null, answer: string): string {
+export function directDemoMessages(think: string | null, answer: string): Message[] {
   const t = think === null ? "" : `<think>${think}</think>`;
-  return `${t}<answer>${answer}</answer>`;
+  return [{ role: "assistant", content: `${t}<answer>${answer}</answer>` }];
+}
+
+/**
+ * The `inline` transcript of a conversation as text (what model/template.ts renders to
+ * tokens), for previews and tests: assistant and tool messages after a user turn form one
+ * assistant turn, tool messages wrapped in `<tool_response>`.
+ */
+export function inlineTranscript(messages: Message[]): string {
+  const parts: string[] = [];
+  let inAssistant = false;
+  for (const m of messages) {
+    if (m.role === "system" || m.role === "user") {
+      if (inAssistant) parts.push("<|im_end|>\n");
+      inAssistant = false;
+      parts.push(`<|im_start|>${m.role}\n${m.content}<|im_end|>\n`);
+    } else {
+      if (!inAssistant) parts.push("<|im_start|>assistant\n");
+      inAssistant = true;
+      parts.push(m.role === "tool" ? `<tool_response>${m.content}</tool_response>` : m.content);
+    }
+  }
+  if (inAssistant) parts.push("<|im_end|>");
+  return parts.join("");
 }
 
 export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task {
@@ -201,7 +243,7 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
         const expr = String(p.meta.expr);
         const useTool = r.bool(k.toolRate);
         const think = r.bool(k.thinkRate) ? (useTool ? k.thinkTool : k.thinkDirect) : null;
-        let content: string;
+        let turn: Message[];
         let answer: string;
         let toolError = false;
         if (useTool) {
@@ -209,15 +251,15 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
           const call = toolError ? miscopyOperand(r, expr) : expr;
           const out = calculator(call).output;
           answer = out;
-          content = inlineToolTurn(think, call, out, answer);
+          turn = toolDemoMessages(think, call, out, answer);
         } else {
           const wrong = r.bool(p.bucket === "hard" ? k.wrongRate : k.easyWrongRate);
           answer = wrong ? perturbNumber(r, p.answer) : p.answer;
-          content = inlineDirectTurn(think, answer);
+          turn = directDemoMessages(think, answer);
         }
         return {
           id: `${p.id}#demo${i}`,
-          messages: [...p.messages, { role: "assistant", content }],
+          messages: [...p.messages, ...turn],
           bucket: p.bucket,
           meta: { expr, useTool, think: think !== null, toolError, correct: answer === p.answer, answer },
         };

@@ -7,12 +7,12 @@ import type { Rng } from "./rng.ts";
 
 export type TemplateName = "inline" | "chatml-turns";
 
-export type Role = "system" | "user" | "assistant";
+export type Role = "system" | "user" | "assistant" | "tool";
 
 /**
- * One chat message. In the `inline` template an assistant message may hold
- * `<tool_response>..</tool_response>` spans written by the environment (mask 0); in
- * `chatml-turns` tool responses arrive as a user message of `<tool_response>` blocks.
+ * One chat message, the shape model/template.ts renders. A "tool" message holds one tool
+ * response's bare text (no tags): the template wraps it in `<tool_response>..</tool_response>`,
+ * inside the assistant turn for `inline`, as a user turn for `chatml-turns`, and masks it.
  */
 export interface Message {
   role: Role;
