@@ -191,18 +191,18 @@ export class Runtime {
   }
 
   /**
-   * Records one dispatch. `bindings[i]` goes to @binding(i) of group 0 (storage views first, the
-   * uniform last, as each .wgsl declares them); `groups` may exceed 65535 in x, it is folded into y.
+   * Records one dispatch. `bindings[i]` goes to @binding(i) of group 0 (null: a binding this entry
+   * point does not use); `groups` may exceed 65535 in x, it is then folded into y.
    */
   dispatch(
     rec: Recorder,
     pipeline: GPUComputePipeline,
-    bindings: (View | GPUBufferBinding)[],
+    bindings: (View | GPUBufferBinding | null)[],
     groups: [number, number?, number?],
   ): void {
     const bindGroup = this.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
-      entries: bindings.map((b, i) => ({ binding: i, resource: b as GPUBufferBinding })),
+      entries: bindings.flatMap((b, i) => (b ? [{ binding: i, resource: b as GPUBufferBinding }] : [])),
     });
     let [x, y = 1, z = 1] = groups;
     if (x === 0 || y === 0 || z === 0) return;

@@ -1,0 +1,112 @@
+// Causal multi-head attention (forward, backward) over a packed qkv (B,T,3C), with an optional
+// key mask (B,T) for padded batches, plus single-token decode over a KV cache and the cache write.
+// WGSL in attention.wgsl; references in reference.ts; tested by attention.gpu.test.ts.
+import src from "./attention.wgsl?raw";
+import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
+
+const WG = 64;
+export const MAX_HEAD_SIZE = 128;
+
+function params(rt: Runtime, B: number, T: number, C: number, NH: number, mask: View | null, extra = 0) {
+  const hs = C / NH;
+  if (!Number.isInteger(hs) || hs > MAX_HEAD_SIZE) throw new Error(`head size ${hs} must be an integer <= ${MAX_HEAD_SIZE}`);
+  return rt.uniform(
+    packUniform([
+      ["u32", B],
+      ["u32", T],
+      ["u32", C],
+      ["u32", NH],
+      ["u32", hs],
+      ["u32", mask ? 1 : 0],
+      ["f32", 1 / Math.sqrt(hs)],
+      ["u32", extra],
+    ]),
+  );
+}
+
+/** out (B,T,C), lse (B,NH,T) saved; qkv (B,T,3C); mask (B,T) uint32, 1 = real token, or null. */
+export function attentionForward(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  lse: View,
+  qkv: View,
+  mask: View | null,
+  B: number,
+  T: number,
+  C: number,
+  NH: number,
+) {
+  const u = params(rt, B, T, C, NH, mask);
+  const pipe = rt.pipeline(src, "forward", { WG });
+  rt.dispatch(rec, pipe, [out, lse, qkv, mask ?? rt.dummy, null, null, null, u], [Math.ceil((B * NH * T) / WG)]);
+}
+
+/**
+ * dqkv (B,T,3C) += the gradient through attention. `scratch` holds (B,NH,T) floats (D = dout·out);
+ * its contents are overwritten. out and lse are the forward's.
+ */
+export function attentionBackward(
+  rt: Runtime,
+  rec: Recorder,
+  dqkv: View,
+  scratch: View,
+  dout: View,
+  qkv: View,
+  out: View,
+  lse: View,
+  mask: View | null,
+  B: number,
+  T: number,
+  C: number,
+  NH: number,
+) {
+  const u = params(rt, B, T, C, NH, mask);
+  const groups: [number] = [Math.ceil((B * NH * T) / WG)];
+  const m = mask ?? rt.dummy;
+  rt.dispatch(rec, rt.pipeline(src, "backward_query", { WG }), [dqkv, lse, qkv, m, dout, out, scratch, u], groups);
+  rt.dispatch(rec, rt.pipeline(src, "backward_key", { WG }), [dqkv, lse, qkv, m, dout, null, scratch, u], groups);
+}
+
+/**
+ * One query per sequence over the cache: out (B,C); q = the first C columns of each (B,qStride)
+ * row (qStride = 3C for a qkv row); kcache, vcache (B,Tmax,C); lens (B) uint32 = cache positions
+ * to read (the current token included); mask (B,Tmax) uint32 or null for left-padded prompts.
+ */
+export function decodeAttention(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  q: View,
+  kcache: View,
+  vcache: View,
+  lens: View,
+  mask: View | null,
+  B: number,
+  Tmax: number,
+  C: number,
+  NH: number,
+  qStride = 3 * C,
+) {
+  const u = params(rt, B, Tmax, C, NH, mask, qStride);
+  const pipe = rt.pipeline(src, "decode", { WG });
+  rt.dispatch(rec, pipe, [out, q, kcache, vcache, lens, mask ?? rt.dummy, u], [Math.ceil((B * NH) / WG)]);
+}
+
+/** Writes each row's k (columns C..2C) and v (2C..3C) of kv (B,kvStride) into the caches at slot[b]. */
+export function kvCacheWrite(
+  rt: Runtime,
+  rec: Recorder,
+  kcache: View,
+  vcache: View,
+  kv: View,
+  slot: View,
+  B: number,
+  Tmax: number,
+  C: number,
+  NH: number,
+  kvStride = 3 * C,
+) {
+  const u = params(rt, B, Tmax, C, NH, null, kvStride);
+  rt.dispatch(rec, rt.pipeline(src, "kv_write", { WG }), [kcache, vcache, kv, slot, u], [Math.ceil((B * C) / WG)]);
+}

@@ -1,0 +1,194 @@
+// GPU tests: embedding, LayerNorm, RMSNorm, residual, GELU, SiLU, SwiGLU, fill/axpy, each forward
+// and backward against reference.ts on odd shapes (N=45 rows, C=65/24), with extreme values, and
+// bit-identical on repeated runs. Run: npx vitest run --project gpu kernels/ops
+import { describe, expect, it } from "vitest";
+import { embeddingBackward, embeddingForward } from "./embedding";
+import { layernormBackward, layernormForward, rmsnormBackward, rmsnormForward } from "./norm";
+import {
+  axpy,
+  fill,
+  geluBackward,
+  geluForward,
+  residualBackward,
+  residualForward,
+  siluBackward,
+  siluForward,
+  swigluBackward,
+  swigluForward,
+} from "./pointwise";
+import * as R from "./reference";
+import type { Runtime, View } from "./runtime";
+import { assertClose, bitEqual, gpuRuntime, randInt, randn, TOL } from "./testing";
+
+async function record(rt: Runtime, f: (enc: GPUCommandEncoder) => void) {
+  const enc = rt.device.createCommandEncoder();
+  f(enc);
+  rt.submit(enc);
+}
+
+describe("embedding", () => {
+  it("forward and backward match the reference, padding tokens included", async () => {
+    const rt = await gpuRuntime();
+    const [N, C, V, maxT] = [45, 24, 13, 9];
+    const tokens = randInt(N, V, 1);
+    tokens[3] = -1;
+    tokens[17] = -1;
+    const pos = Uint32Array.from(randInt(N, maxT, 2));
+    const wte = randn(V * C, 3);
+    const wpe = randn(maxT * C, 4);
+    const dout = randn(N * C, 5);
+    const out = new Float32Array(N * C);
+    R.embeddingForwardRef(out, tokens, pos, wte, wpe, N, C);
+    const dwte = randn(V * C, 6);
+    const dwpe = randn(maxT * C, 7);
+    const [g, gdwte, gdwpe] = [rt.tensor(N * C), rt.tensor(dwte), rt.tensor(dwpe)];
+    R.embeddingBackwardRef(dwte, dwpe, dout, tokens, pos, N, C);
+    const [gt, gp] = [rt.tensor(tokens), rt.tensor(pos)];
+    await record(rt, (enc) => {
+      embeddingForward(rt, enc, g, gt, gp, rt.tensor(wte), rt.tensor(wpe), N, C);
+      embeddingBackward(rt, enc, gdwte, gdwpe, rt.tensor(dout), gt, gp, N, C, V, maxT);
+    });
+    assertClose("embedding out", out, await rt.read(g), TOL.fwd.atol);
+    assertClose("dwte", dwte, await rt.read(gdwte), TOL.grad.atol * Math.sqrt(N));
+    assertClose("dwpe", dwpe, await rt.read(gdwpe), TOL.grad.atol * Math.sqrt(N));
+  });
+});
+
+async function normCase(rt: Runtime, N: number, C: number, shift: number, rms: boolean) {
+  const inp = randn(N * C, 10);
+  for (let i = 0; i < inp.length; i++) inp[i] += shift;
+  const w = randn(C, 11);
+  const b = randn(C, 12);
+  const dout = randn(N * C, 13);
+  const [out, mean, rstd] = [new Float32Array(N * C), new Float32Array(N), new Float32Array(N)];
+  const dinp = randn(N * C, 14);
+  const dw = randn(C, 15);
+  const db = randn(C, 16);
+  const [gout, gmean, grstd] = [rt.tensor(N * C), rt.tensor(N), rt.tensor(N)];
+  const [ginp, gw, gb, gdout] = [rt.tensor(inp), rt.tensor(w), rt.tensor(b), rt.tensor(dout)];
+  const [gdinp, gdw, gdb] = [rt.tensor(dinp), rt.tensor(dw), rt.tensor(db)];
+  if (rms) {
+    R.rmsnormForwardRef(out, rstd, inp, w, N, C);
+    R.rmsnormBackwardRef(dinp, dw, dout, inp, w, rstd, N, C);
+    await record(rt, (enc) => {
+      rmsnormForward(rt, enc, gout, grstd, ginp, gw, N, C);
+      rmsnormBackward(rt, enc, gdinp, gdw, gdout, ginp, gw, grstd, N, C);
+    });
+  } else {
+    R.layernormForwardRef(out, mean, rstd, inp, w, b, N, C);
+    R.layernormBackwardRef(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    await record(rt, (enc) => {
+      layernormForward(rt, enc, gout, gmean, grstd, ginp, gw, gb, N, C);
+      layernormBackward(rt, enc, gdinp, gdw, gdb, gdout, ginp, gw, gmean, grstd, N, C);
+    });
+    assertClose("ln mean", mean, await rt.read(gmean), TOL.fwd.atol * Math.max(1, Math.abs(shift)));
+    assertClose("ln dbias", db, await rt.read(gdb), TOL.grad.atol * Math.sqrt(N));
+  }
+  const label = rms ? "rmsnorm" : "layernorm";
+  // a shifted input loses ~log2(shift) bits of the centered value in fp32, on both sides
+  const k = Math.max(1, Math.abs(shift) / 10);
+  assertClose(`${label} out`, out, await rt.read(gout), TOL.fwd.atol * Math.sqrt(C) * k);
+  assertClose(`${label} rstd`, rstd, await rt.read(grstd), TOL.fwd.atol * k);
+  assertClose(`${label} dinp`, dinp, await rt.read(gdinp), TOL.grad.atol * Math.sqrt(C) * k);
+  assertClose(`${label} dweight`, dw, await rt.read(gdw), TOL.grad.atol * Math.sqrt(N) * k);
+  return rt.read(gdinp);
+}
+
+describe("norms", () => {
+  it("layernorm 45x65", async () => void (await normCase(await gpuRuntime(), 45, 65, 0, false)));
+  it("layernorm, C=300 > workgroup, mean 100 (extreme)", async () => void (await normCase(await gpuRuntime(), 7, 300, 100, false)));
+  it("rmsnorm 45x65", async () => void (await normCase(await gpuRuntime(), 45, 65, 0, true)));
+  it("rmsnorm C=24, shifted by 50", async () => void (await normCase(await gpuRuntime(), 7, 24, 50, true)));
+  it("is bit-identical on repeated runs", async () => {
+    const rt = await gpuRuntime();
+    expect(bitEqual(await normCase(rt, 45, 65, 0, false), await normCase(rt, 45, 65, 0, false))).toBe(true);
+  });
+});
+
+type Unary = (rt: Runtime, rec: GPUCommandEncoder, out: View, inp: View, n: number) => void;
+type UnaryBack = (rt: Runtime, rec: GPUCommandEncoder, dinp: View, inp: View, dout: View, n: number) => void;
+
+async function unaryCase(
+  name: string,
+  fwd: Unary,
+  bwd: UnaryBack,
+  fref: (o: Float32Array, i: Float32Array, n: number) => void,
+  bref: (d: Float32Array, i: Float32Array, g: Float32Array, n: number) => void,
+) {
+  const rt = await gpuRuntime();
+  const n = 45 * 65;
+  const inp = randn(n, 20, 3);
+  inp[0] = 50;
+  inp[1] = -50; // saturated tails
+  inp[2] = 0;
+  const dout = randn(n, 21);
+  const out = new Float32Array(n);
+  const dinp = randn(n, 22);
+  const [gout, ginp, gdinp] = [rt.tensor(n), rt.tensor(inp), rt.tensor(dinp)];
+  fref(out, inp, n);
+  bref(dinp, inp, dout, n);
+  await record(rt, (enc) => {
+    fwd(rt, enc, gout, ginp, n);
+    bwd(rt, enc, gdinp, ginp, rt.tensor(dout), n);
+  });
+  assertClose(`${name} out`, out, await rt.read(gout), TOL.fwd.atol);
+  assertClose(`${name} dinp`, dinp, await rt.read(gdinp), TOL.grad.atol);
+}
+
+describe("pointwise", () => {
+  it("gelu (tanh)", () => unaryCase("gelu", geluForward, geluBackward, R.geluForwardRef, R.geluBackwardRef));
+  it("silu", () => unaryCase("silu", siluForward, siluBackward, R.siluForwardRef, R.siluBackwardRef));
+
+  it("residual forward and backward", async () => {
+    const rt = await gpuRuntime();
+    const n = 45 * 65;
+    const [a, b, dout] = [randn(n, 30), randn(n, 31), randn(n, 32)];
+    const [da, db] = [randn(n, 33), randn(n, 34)];
+    const out = new Float32Array(n);
+    const [gout, gda, gdb] = [rt.tensor(n), rt.tensor(da), rt.tensor(db)];
+    R.residualForwardRef(out, a, b, n);
+    R.residualBackwardRef(da, db, dout, n);
+    await record(rt, (enc) => {
+      residualForward(rt, enc, gout, rt.tensor(a), rt.tensor(b), n);
+      residualBackward(rt, enc, gda, gdb, rt.tensor(dout), n);
+    });
+    assertClose("residual out", out, await rt.read(gout), TOL.fwd.atol);
+    assertClose("residual da", da, await rt.read(gda), TOL.grad.atol);
+    assertClose("residual db", db, await rt.read(gdb), TOL.grad.atol);
+  });
+
+  it("swiglu forward and backward", async () => {
+    const rt = await gpuRuntime();
+    const [N, H] = [45, 65];
+    const inp = randn(N * 2 * H, 40, 2);
+    const dout = randn(N * H, 41);
+    const dinp = randn(N * 2 * H, 42);
+    const out = new Float32Array(N * H);
+    const [gout, gdinp, ginp] = [rt.tensor(N * H), rt.tensor(dinp), rt.tensor(inp)];
+    R.swigluForwardRef(out, inp, N, H);
+    R.swigluBackwardRef(dinp, inp, dout, N, H);
+    await record(rt, (enc) => {
+      swigluForward(rt, enc, gout, ginp, N, H);
+      swigluBackward(rt, enc, gdinp, ginp, rt.tensor(dout), N, H);
+    });
+    assertClose("swiglu out", out, await rt.read(gout), TOL.fwd.atol);
+    assertClose("swiglu dinp", dinp, await rt.read(gdinp), TOL.grad.atol);
+  });
+
+  it("fill and axpy on a view inside a larger buffer", async () => {
+    const rt = await gpuRuntime();
+    const big = rt.tensor(randn(256, 50));
+    const x = randn(100, 51);
+    const inner = { buffer: big.buffer, offset: 64 * 4, size: 100 * 4 };
+    await record(rt, (enc) => {
+      fill(rt, enc, inner, 2);
+      axpy(rt, enc, inner, 0.5, rt.tensor(x), 100);
+    });
+    const got = await rt.read(big);
+    const before = randn(256, 50);
+    for (let i = 0; i < 256; i++) {
+      const want = i >= 64 && i < 164 ? 2 + 0.5 * x[i - 64] : before[i];
+      expect(Math.abs(got[i] - want)).toBeLessThanOrEqual(1e-6);
+    }
+  });
+});
