@@ -1,0 +1,74 @@
+// Loss masks and masked metrics (ALGORITHMS.md §10): which tokens get gradient (policy
+// tokens only, with a switch to train on tool output for the mask on/off contrast), the
+// TAO-RL post-tool mask (§8.2), and the actor metrics as masked means (NaN for an empty
+// mask, never 0/0). Tested by rl/algos/masks.test.ts (`npx vitest run rl/algos/`).
+import { KL, k3 as k3Fn } from "./losses.ts";
+import { type Arr, maskedMean } from "./types.ts";
+
+/** What produced a response token. "tool" = tool response (and its wrapper); "env" = other inserted text. */
+export type TokenKind = "policy" | "tool" | "env" | "pad";
+
+/**
+ * Loss mask over a response. On (default): 1 for policy tokens only. Off (the "loss mask
+ * off" contrast in DEMO-RECIPE): tool and env tokens also train; padding never does.
+ * `scale` multiplies the whole trajectory (TAO-RL all-tools-failed, void turns).
+ */
+export function buildLossMask(kinds: readonly TokenKind[], maskToolOutput = true, scale = 1): Float64Array {
+  return Float64Array.from(kinds, (k) => {
+    if (k === "pad") return 0;
+    if (k === "policy" || !maskToolOutput) return scale;
+    return 0;
+  });
+}
+
+/**
+ * Post-tool mask (§8.2, DESIGN): 1 for every policy token generated after the first tool
+ * response of the trajectory (inline: after </tool_response>; turns: the next assistant turn).
+ * Zero tool calls give an all-zero mask.
+ */
+export function buildPostToolMask(kinds: readonly TokenKind[]): Float64Array {
+  const out = new Float64Array(kinds.length);
+  let seenTool = false;
+  kinds.forEach((k, i) => {
+    if (k === "tool") seenTool = true;
+    else if (k === "policy" && seenTool) out[i] = 1;
+  });
+  return out;
+}
+
+export type ActorMetricInput = {
+  mask: Arr; // (N)
+  entropy?: Arr; // (N)
+  postTool?: Arr; // (N)
+  logprob?: Arr; // (N)
+  oldLogprob?: Arr; // (N)
+  refLogprob?: Arr; // (N)
+};
+
+/**
+ * Token-mean metrics of §10 over flat arrays. Keys whose mask is empty or whose inputs are
+ * missing are left out (metrics.jsonl never holds NaN).
+ */
+export function actorMetrics(x: ActorMetricInput, klEstimator = "k3"): Record<string, number> {
+  const out: Record<string, number> = {};
+  const put = (key: string, v: number) => {
+    if (Number.isFinite(v)) out[key] = v;
+  };
+  if (x.entropy) {
+    put("actor/entropy", maskedMean(x.entropy, x.mask));
+    if (x.postTool) {
+      const m = Float64Array.from(x.mask, (v, i) => v * (x.postTool as Arr)[i]);
+      put("actor/entropy_post_tool", maskedMean(x.entropy, m));
+    }
+  }
+  if (x.logprob && x.oldLogprob) {
+    const d = Float64Array.from(x.logprob, (lp, i) => (x.oldLogprob as Arr)[i] - lp);
+    put("actor/ppo_kl", maskedMean(d, x.mask));
+  }
+  if (x.logprob && x.refLogprob) {
+    const fn = KL[klEstimator] ?? k3Fn;
+    const k = Float64Array.from(x.logprob, (lp, i) => fn(lp, (x.refLogprob as Arr)[i]).value);
+    put("actor/kl_ref", maskedMean(k, x.mask));
+  }
+  return out;
+}
