@@ -8,7 +8,15 @@ import * as R from "./reference";
 import type { Runtime } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
 
-async function attnCase(rt: Runtime, B: number, T: number, C: number, NH: number, mask: Uint32Array | null, qscale: number) {
+async function attnCase(
+  rt: Runtime,
+  B: number,
+  T: number,
+  C: number,
+  NH: number,
+  mask: Uint32Array | null,
+  qscale: number,
+) {
   const qkv = randn(B * T * 3 * C, 1);
   for (let i = 0; i < B * T; i++) for (let c = 0; c < C; c++) qkv[i * 3 * C + c] *= qscale;
   const dout = randn(B * T * C, 2);
@@ -18,7 +26,12 @@ async function attnCase(rt: Runtime, B: number, T: number, C: number, NH: number
   const dqkv = randn(B * T * 3 * C, 3);
   const gdqkv = rt.tensor(dqkv);
   R.attentionBackwardRef(dqkv, dout, qkv, out, lse, mask, B, T, C, NH);
-  const [gout, glse, gqkv, scratch] = [rt.tensor(B * T * C), rt.tensor(B * NH * T), rt.tensor(qkv), rt.tensor(B * NH * T)];
+  const [gout, glse, gqkv, scratch] = [
+    rt.tensor(B * T * C),
+    rt.tensor(B * NH * T),
+    rt.tensor(qkv),
+    rt.tensor(B * NH * T),
+  ];
   const gmask = mask ? rt.tensor(mask) : null;
   const enc = rt.device.createCommandEncoder();
   attentionForward(rt, enc, gout, glse, gqkv, gmask, B, T, C, NH);
@@ -34,7 +47,8 @@ async function attnCase(rt: Runtime, B: number, T: number, C: number, NH: number
 }
 
 describe("attention", () => {
-  it("T=7, head size 24, no mask", async () => void (await attnCase(await gpuRuntime(), 2, 7, 48, 2, null, 1)));
+  it("T=7, head size 24, no mask", async () =>
+    void (await attnCase(await gpuRuntime(), 2, 7, 48, 2, null, 1)));
   it("left and right padding masks, a fully masked query", async () => {
     const T = 7;
     const mask = new Uint32Array(3 * T).fill(1);
@@ -42,10 +56,13 @@ describe("attention", () => {
     mask[T + 5] = mask[T + 6] = 0; // right padded sequence 1
     await attnCase(await gpuRuntime(), 3, T, 48, 2, mask, 1);
   });
-  it("large logits (q scaled by 30)", async () => void (await attnCase(await gpuRuntime(), 2, 7, 48, 2, null, 30)));
+  it("large logits (q scaled by 30)", async () =>
+    void (await attnCase(await gpuRuntime(), 2, 7, 48, 2, null, 30)));
   it("T=33, 4 heads of 8, bit-identical on repeated runs", async () => {
     const rt = await gpuRuntime();
-    expect(bitEqual(await attnCase(rt, 1, 33, 32, 4, null, 1), await attnCase(rt, 1, 33, 32, 4, null, 1))).toBe(true);
+    expect(
+      bitEqual(await attnCase(rt, 1, 33, 32, 4, null, 1), await attnCase(rt, 1, 33, 32, 4, null, 1)),
+    ).toBe(true);
   });
 
   it("decode over a KV cache matches the reference and full attention", async () => {
@@ -61,15 +78,30 @@ describe("attention", () => {
     const enc = rt.device.createCommandEncoder();
     for (let t = 0; t < T; t++) {
       const row = new Float32Array(B * 3 * C);
-      for (let b = 0; b < B; b++) row.set(qkv.subarray((b * T + t) * 3 * C, (b * T + t + 1) * 3 * C), b * 3 * C);
+      for (let b = 0; b < B; b++)
+        row.set(qkv.subarray((b * T + t) * 3 * C, (b * T + t + 1) * 3 * C), b * 3 * C);
       kvCacheWrite(rt, enc, kc, vc, rt.tensor(row), rt.tensor(new Uint32Array(B).fill(t)), B, Tmax, C, NH);
       for (let b = 0; b < B; b++) cmask[b * Tmax + t] = mask[b * T + t];
     }
     const last = new Float32Array(B * 3 * C);
-    for (let b = 0; b < B; b++) last.set(qkv.subarray((b * T + T - 1) * 3 * C, (b * T + T) * 3 * C), b * 3 * C);
+    for (let b = 0; b < B; b++)
+      last.set(qkv.subarray((b * T + T - 1) * 3 * C, (b * T + T) * 3 * C), b * 3 * C);
     const lens = new Uint32Array([T, T, T - 2]); // sequence 2 reads only its first 5 cache slots
     const gout = rt.tensor(B * C);
-    decodeAttention(rt, enc, gout, rt.tensor(last), kc, vc, rt.tensor(lens), rt.tensor(cmask), B, Tmax, C, NH);
+    decodeAttention(
+      rt,
+      enc,
+      gout,
+      rt.tensor(last),
+      kc,
+      vc,
+      rt.tensor(lens),
+      rt.tensor(cmask),
+      B,
+      Tmax,
+      C,
+      NH,
+    );
     rt.submit(enc);
     const got = await rt.read(gout);
     const kcache = await rt.read(kc);
@@ -82,6 +114,7 @@ describe("attention", () => {
     assertClose("decode vs full attention", atLast, got, TOL.fwd.atol * Math.sqrt(T * C), 1e-3, 2 * C);
     for (let b = 0; b < B; b++)
       for (let t = 0; t < T; t++)
-        for (let c = 0; c < C; c++) expect(kcache[(b * Tmax + t) * C + c]).toBe(qkv[(b * T + t) * 3 * C + C + c]);
+        for (let c = 0; c < C; c++)
+          expect(kcache[(b * Tmax + t) * C + c]).toBe(qkv[(b * T + t) * 3 * C + C + c]);
   });
 });

@@ -9,7 +9,8 @@ export const MAX_HEAD_SIZE = 128;
 
 function params(rt: Runtime, B: number, T: number, C: number, NH: number, mask: View | null, extra = 0) {
   const hs = C / NH;
-  if (!Number.isInteger(hs) || hs > MAX_HEAD_SIZE) throw new Error(`head size ${hs} must be an integer <= ${MAX_HEAD_SIZE}`);
+  if (!Number.isInteger(hs) || hs > MAX_HEAD_SIZE)
+    throw new Error(`head size ${hs} must be an integer <= ${MAX_HEAD_SIZE}`);
   return rt.uniform(
     packUniform([
       ["u32", B],
@@ -39,7 +40,12 @@ export function attentionForward(
 ) {
   const u = params(rt, B, T, C, NH, mask);
   const pipe = rt.pipeline(src, "forward", { WG });
-  rt.dispatch(rec, pipe, [out, lse, qkv, mask ?? rt.dummy, null, null, null, u], [Math.ceil((B * NH * T) / WG)]);
+  rt.dispatch(
+    rec,
+    pipe,
+    [out, lse, qkv, mask ?? rt.dummy, null, null, null, u],
+    [Math.ceil((B * NH * T) / WG)],
+  );
 }
 
 /**
@@ -64,8 +70,18 @@ export function attentionBackward(
   const u = params(rt, B, T, C, NH, mask);
   const groups: [number] = [Math.ceil((B * NH * T) / WG)];
   const m = mask ?? rt.dummy;
-  rt.dispatch(rec, rt.pipeline(src, "backward_query", { WG }), [dqkv, lse, qkv, m, dout, out, scratch, u], groups);
-  rt.dispatch(rec, rt.pipeline(src, "backward_key", { WG }), [dqkv, lse, qkv, m, dout, null, scratch, u], groups);
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "backward_query", { WG }),
+    [dqkv, lse, qkv, m, dout, out, scratch, u],
+    groups,
+  );
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "backward_key", { WG }),
+    [dqkv, lse, qkv, m, dout, null, scratch, u],
+    groups,
+  );
 }
 
 /**
@@ -108,5 +124,10 @@ export function kvCacheWrite(
   kvStride = 3 * C,
 ) {
   const u = params(rt, B, Tmax, C, NH, null, kvStride);
-  rt.dispatch(rec, rt.pipeline(src, "kv_write", { WG }), [kcache, vcache, kv, slot, u], [Math.ceil((B * C) / WG)]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "kv_write", { WG }),
+    [kcache, vcache, kv, slot, u],
+    [Math.ceil((B * C) / WG)],
+  );
 }

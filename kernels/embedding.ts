@@ -19,8 +19,19 @@ export function embeddingForward(
   N: number,
   C: number,
 ) {
-  const u = rt.uniform(packUniform([["u32", N], ["u32", C], ["u32", 0]]));
-  rt.dispatch(rec, rt.pipeline(src, "forward", { WG }), [out, tokens, pos, wte, wpe, u], [Math.ceil((N * C) / WG)]);
+  const u = rt.uniform(
+    packUniform([
+      ["u32", N],
+      ["u32", C],
+      ["u32", 0],
+    ]),
+  );
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "forward", { WG }),
+    [out, tokens, pos, wte, wpe, u],
+    [Math.ceil((N * C) / WG)],
+  );
 }
 
 /**
@@ -45,7 +56,13 @@ export function embeddingBackward(
     [dwpe, maxT, true],
   ] as const) {
     if (!table) continue;
-    const u = rt.uniform(packUniform([["u32", N], ["u32", C], ["u32", rows]]));
+    const u = rt.uniform(
+      packUniform([
+        ["u32", N],
+        ["u32", C],
+        ["u32", rows],
+      ]),
+    );
     const pipeline = rt.pipeline(src, "backward", { WG, BY_POSITION: byPos ? 1 : 0 });
     rt.dispatch(rec, pipeline, [table, tokens, pos, dout, null, u], [Math.ceil((rows * C) / WG)]);
   }

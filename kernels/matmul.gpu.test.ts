@@ -2,7 +2,7 @@
 // against matmulRef on odd shapes, and the linear layer pair. Run: npx vitest run --project gpu kernels/matmul
 import { describe, expect, it } from "vitest";
 import { biasBackward, matmul, matmulBackward, matmulForward } from "./matmul";
-import { matmulBackwardRef, matmulForwardRef, matmulRef, type MatmulShape } from "./reference";
+import { type MatmulShape, matmulBackwardRef, matmulForwardRef, matmulRef } from "./reference";
 import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
 
 async function check(s: MatmulShape, withBias: boolean, seed: number) {
@@ -20,7 +20,14 @@ async function check(s: MatmulShape, withBias: boolean, seed: number) {
   matmul(rt, enc, out, rt.tensor(a), rt.tensor(b), bias ? rt.tensor(bias) : null, shape);
   rt.submit(enc);
   const got = await rt.read(out);
-  assertClose(`matmul ${JSON.stringify(s)}`, ref, got, TOL.fwd.atol * Math.sqrt(s.K), TOL.fwd.rtol, ref.length);
+  assertClose(
+    `matmul ${JSON.stringify(s)}`,
+    ref,
+    got,
+    TOL.fwd.atol * Math.sqrt(s.K),
+    TOL.fwd.rtol,
+    ref.length,
+  );
   return got;
 }
 
@@ -28,7 +35,8 @@ describe("matmul", () => {
   it("A·B on 45x65 by 65x33 (not tile multiples)", () => check({ M: 45, N: 33, K: 65 }, false, 1));
   it("A·Bᵀ with bias", () => check({ M: 45, N: 65, K: 37, transB: true }, true, 2));
   it("Aᵀ·B accumulating", () => check({ M: 70, N: 29, K: 45, transA: true, accumulate: true }, false, 3));
-  it("Aᵀ·Bᵀ, batched, alpha", () => check({ M: 7, N: 24, K: 24, transA: true, transB: true, batch: 3, alpha: 0.5 }, false, 4));
+  it("Aᵀ·Bᵀ, batched, alpha", () =>
+    check({ M: 7, N: 24, K: 24, transA: true, transB: true, batch: 3, alpha: 0.5 }, false, 4));
   it("a larger square, 130x130x130", () => check({ M: 130, N: 130, K: 130 }, false, 5));
   it("is bit-identical on repeated runs", async () => {
     const s = { M: 45, N: 65, K: 77 };

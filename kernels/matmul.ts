@@ -13,8 +13,21 @@ const TM = 4;
 const TN = 4;
 
 /** out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in floats. */
-export function matmul(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: View | null, s: MatmulShape) {
-  const pipeline = rt.pipeline(src, "main", { WG_X, WG_Y, TRANS_A: s.transA ? 1 : 0, TRANS_B: s.transB ? 1 : 0 });
+export function matmul(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  a: View,
+  b: View,
+  bias: View | null,
+  s: MatmulShape,
+) {
+  const pipeline = rt.pipeline(src, "main", {
+    WG_X,
+    WG_Y,
+    TRANS_A: s.transA ? 1 : 0,
+    TRANS_B: s.transB ? 1 : 0,
+  });
   const u = rt.uniform(
     packUniform([
       ["u32", s.M],
@@ -28,11 +41,12 @@ export function matmul(rt: Runtime, rec: Recorder, out: View, a: View, b: View, 
       ["f32", s.alpha ?? 1],
     ]),
   );
-  rt.dispatch(rec, pipeline, [out, a, b, bias ?? rt.dummy, u], [
-    Math.ceil(s.N / (WG_X * TN)),
-    Math.ceil(s.M / (WG_Y * TM)),
-    s.batch ?? 1,
-  ]);
+  rt.dispatch(
+    rec,
+    pipeline,
+    [out, a, b, bias ?? rt.dummy, u],
+    [Math.ceil(s.N / (WG_X * TN)), Math.ceil(s.M / (WG_Y * TM)), s.batch ?? 1],
+  );
 }
 
 /** out (N,OC) = inp (N,C) · weightᵀ (weight (OC,C)) + bias (OC): a linear layer. */
@@ -65,13 +79,19 @@ export function matmulBackward(
   OC: number,
 ) {
   if (dinp) matmul(rt, rec, dinp, dout, weight, null, { M: N, N: C, K: OC, accumulate: true });
-  if (dweight) matmul(rt, rec, dweight, dout, inp, null, { M: OC, N: C, K: N, transA: true, accumulate: true });
+  if (dweight)
+    matmul(rt, rec, dweight, dout, inp, null, { M: OC, N: C, K: N, transA: true, accumulate: true });
   if (dbias) biasBackward(rt, rec, dbias, dout, N, OC);
 }
 
 /** dbias (OC) += sum over the N rows of dout (N,OC). */
 export function biasBackward(rt: Runtime, rec: Recorder, dbias: View, dout: View, N: number, OC: number) {
   const pipeline = rt.pipeline(src, "bias_backward", { WG: 64 });
-  const u = rt.uniform(packUniform([["u32", N], ["u32", OC]]));
+  const u = rt.uniform(
+    packUniform([
+      ["u32", N],
+      ["u32", OC],
+    ]),
+  );
   rt.dispatch(rec, pipeline, [dbias, dout, u], [Math.ceil(OC / 64)]);
 }

@@ -8,7 +8,13 @@ import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 const WG = 64;
 
 function params(rt: Runtime, N: number, C: number) {
-  return rt.uniform(packUniform([["u32", N], ["u32", C], ["f32", NORM_EPS]]));
+  return rt.uniform(
+    packUniform([
+      ["u32", N],
+      ["u32", C],
+      ["f32", NORM_EPS],
+    ]),
+  );
 }
 
 /** out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N) saved. */
@@ -25,7 +31,12 @@ export function layernormForward(
   C: number,
 ) {
   const u = params(rt, N, C);
-  rt.dispatch(rec, rt.pipeline(src, "layernorm_forward", { WG }), [out, mean, rstd, inp, weight, bias, null, u], [N]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "layernorm_forward", { WG }),
+    [out, mean, rstd, inp, weight, bias, null, u],
+    [N],
+  );
 }
 
 export function layernormBackward(
@@ -67,7 +78,12 @@ export function rmsnormForward(
   C: number,
 ) {
   const u = params(rt, N, C);
-  rt.dispatch(rec, rt.pipeline(src, "rmsnorm_forward", { WG }), [out, null, rstd, inp, weight, null, null, u], [N]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "rmsnorm_forward", { WG }),
+    [out, null, rstd, inp, weight, null, null, u],
+    [N],
+  );
 }
 
 export function rmsnormBackward(

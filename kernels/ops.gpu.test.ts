@@ -96,7 +96,8 @@ async function normCase(rt: Runtime, N: number, C: number, shift: number, rms: b
 
 describe("norms", () => {
   it("layernorm 45x65", async () => void (await normCase(await gpuRuntime(), 45, 65, 0, false)));
-  it("layernorm, C=300 > workgroup, mean 100 (extreme)", async () => void (await normCase(await gpuRuntime(), 7, 300, 100, false)));
+  it("layernorm, C=300 > workgroup, mean 100 (extreme)", async () =>
+    void (await normCase(await gpuRuntime(), 7, 300, 100, false)));
   it("rmsnorm 45x65", async () => void (await normCase(await gpuRuntime(), 45, 65, 0, true)));
   it("rmsnorm C=24, shifted by 50", async () => void (await normCase(await gpuRuntime(), 7, 24, 50, true)));
   it("is bit-identical on repeated runs", async () => {

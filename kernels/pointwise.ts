@@ -6,8 +6,24 @@ import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 256;
 
-function run(rt: Runtime, rec: Recorder, entry: string, o0: View, o1: View | null, i0: View | null, n: number, H = 0, value = 0) {
-  const u = rt.uniform(packUniform([["u32", n], ["u32", H], ["f32", value]]));
+function run(
+  rt: Runtime,
+  rec: Recorder,
+  entry: string,
+  o0: View,
+  o1: View | null,
+  i0: View | null,
+  n: number,
+  H = 0,
+  value = 0,
+) {
+  const u = rt.uniform(
+    packUniform([
+      ["u32", n],
+      ["u32", H],
+      ["f32", value],
+    ]),
+  );
   rt.dispatch(rec, rt.pipeline(src, entry, { WG }), [o0, o1, i0, u], [Math.ceil(n / WG)]);
 }
 
@@ -44,7 +60,15 @@ export function swigluForward(rt: Runtime, rec: Recorder, out: View, inp: View, 
 }
 
 /** dinp (N,2H) += the SwiGLU gradient of dout (N,H). */
-export function swigluBackward(rt: Runtime, rec: Recorder, dinp: View, inp: View, dout: View, N: number, H: number) {
+export function swigluBackward(
+  rt: Runtime,
+  rec: Recorder,
+  dinp: View,
+  inp: View,
+  dout: View,
+  N: number,
+  H: number,
+) {
   run(rt, rec, "swiglu_backward", dinp, inp, dout, N * H, H);
 }
 

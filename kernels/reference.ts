@@ -51,7 +51,15 @@ export function matmulRef(out: F, a: F, b: F, bias: F | null, s: MatmulShape): v
 }
 
 /** out (N,OC) = inp (N,C) · weightᵀ (OC,C) + bias (OC): the linear layer. */
-export function matmulForwardRef(out: F, inp: F, weight: F, bias: F | null, N: number, C: number, OC: number) {
+export function matmulForwardRef(
+  out: F,
+  inp: F,
+  weight: F,
+  bias: F | null,
+  N: number,
+  C: number,
+  OC: number,
+) {
   matmulRef(out, inp, weight, bias, { M: N, N: OC, K: C, transB: true });
 }
 
@@ -96,7 +104,16 @@ export function embeddingBackwardRef(dwte: F, dwpe: F, dout: F, tokens: I, pos: 
 
 export const NORM_EPS = 1e-5;
 
-export function layernormForwardRef(out: F, mean: F, rstd: F, inp: F, weight: F, bias: F, N: number, C: number) {
+export function layernormForwardRef(
+  out: F,
+  mean: F,
+  rstd: F,
+  inp: F,
+  weight: F,
+  bias: F,
+  N: number,
+  C: number,
+) {
   for (let n = 0; n < N; n++) {
     const x = n * C;
     let m = 0;
@@ -157,7 +174,16 @@ export function rmsnormForwardRef(out: F, rstd: F, inp: F, weight: F, N: number,
   }
 }
 
-export function rmsnormBackwardRef(dinp: F, dweight: F, dout: F, inp: F, weight: F, rstd: F, N: number, C: number) {
+export function rmsnormBackwardRef(
+  dinp: F,
+  dweight: F,
+  dout: F,
+  inp: F,
+  weight: F,
+  rstd: F,
+  N: number,
+  C: number,
+) {
   for (let n = 0; n < N; n++) {
     const x = n * C;
     let dot = 0; // mean over c of dnorm * norm
@@ -367,7 +393,8 @@ export function decodeAttentionRef(
           continue;
         }
         let dot = 0;
-        for (let d = 0; d < hs; d++) dot += q[b * qStride + h * hs + d] * kcache[(b * Tmax + j) * C + h * hs + d];
+        for (let d = 0; d < hs; d++)
+          dot += q[b * qStride + h * hs + d] * kcache[(b * Tmax + j) * C + h * hs + d];
         s.push(dot * scale);
         mx = Math.max(mx, dot * scale);
       }

@@ -110,14 +110,18 @@ export class Runtime {
   }
 
   upload(v: View, data: Float32Array | Int32Array | Uint32Array): void {
-    if (data.byteLength > v.size) throw new Error(`upload of ${data.byteLength} bytes into a view of ${v.size}`);
+    if (data.byteLength > v.size)
+      throw new Error(`upload of ${data.byteLength} bytes into a view of ${v.size}`);
     this.device.queue.writeBuffer(v.buffer, v.offset, data.buffer, data.byteOffset, data.byteLength);
   }
 
   /** Submits whatever is pending, then copies the view back. For tests, metrics and decoding. */
   async readBytes(v: View): Promise<ArrayBuffer> {
     const size = Math.ceil(v.size / 4) * 4;
-    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const staging = this.device.createBuffer({
+      size,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
     const enc = this.device.createCommandEncoder();
     enc.copyBufferToBuffer(v.buffer, v.offset, staging, 0, size);
     this.submit(enc);

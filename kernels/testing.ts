@@ -56,7 +56,9 @@ export function assertClose(
     if (d > maxDiff || Number.isNaN(d)) maxDiff = Number.isNaN(d) ? Number.NaN : d;
   }
   if (bad > 0) {
-    throw new Error(`${label}: ${bad}/${n} elements off (atol ${atol}, rtol ${rtol}), max diff ${maxDiff}; ${pairs.join("; ")}`);
+    throw new Error(
+      `${label}: ${bad}/${n} elements off (atol ${atol}, rtol ${rtol}), max diff ${maxDiff}; ${pairs.join("; ")}`,
+    );
   }
 }
 

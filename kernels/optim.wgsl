@@ -1,0 +1,75 @@
+// Optimizer-side passes over one flat buffer: AdamW, the global gradient L2 norm (two-stage tree
+// reduction with a fixed partition, so bit-identical across runs), and clip-by-norm whose scale
+// is computed on the GPU from the norm (no readback between norm and clip). Reference: reference.ts.
+
+struct AdamP { n: u32, lr: f32, beta1: f32, beta2: f32, eps: f32, wd: f32, bc1: f32, bc2: f32 }
+
+@group(0) @binding(0) var<storage, read_write> params: array<f32>;
+@group(0) @binding(1) var<storage, read_write> grads: array<f32>;
+@group(0) @binding(2) var<storage, read_write> m1: array<f32>;
+@group(0) @binding(3) var<storage, read_write> m2: array<f32>;
+@group(0) @binding(4) var<uniform> ap: AdamP;
+
+override WG: u32 = 256;
+
+fn linear(wid: vec3u, nwg: vec3u, lid: vec3u) -> u32 { return (wid.y * nwg.x + wid.x) * WG + lid.x; }
+
+@compute @workgroup_size(WG)
+fn adamw(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let i = linear(wid, nwg, lid);
+  if (i >= ap.n) { return; }
+  let g = grads[i];
+  let m = ap.beta1 * m1[i] + (1.0 - ap.beta1) * g;
+  let v = ap.beta2 * m2[i] + (1.0 - ap.beta2) * g * g;
+  m1[i] = m;
+  m2[i] = v;
+  let w = params[i];
+  params[i] = w - ap.lr * ((m / ap.bc1) / (sqrt(v / ap.bc2) + ap.eps) + ap.wd * w);
+}
+
+// ---- global norm: stage 1 writes one sum of squares per workgroup (NPART of them), stage 2 one sqrt
+struct NormP { n: u32, chunk: u32, nparts: u32, maxNorm: f32 }
+
+@group(0) @binding(0) var<storage, read_write> g: array<f32>;
+@group(0) @binding(1) var<storage, read_write> partial: array<f32>; // (nparts)
+@group(0) @binding(2) var<storage, read_write> norm: array<f32>;    // [0] = norm
+@group(0) @binding(3) var<uniform> np: NormP;
+
+var<workgroup> red: array<f32, WG>;
+
+fn tree(v: f32, lid: u32) -> f32 {
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) { red[lid] += red[lid + s]; }
+    workgroupBarrier();
+  }
+  return red[0];
+}
+
+@compute @workgroup_size(WG)
+fn norm_partial(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let start = wid.x * np.chunk;
+  let end = min(start + np.chunk, np.n);
+  var s = 0.0;
+  for (var i = start + lid.x; i < end; i += WG) { s += g[i] * g[i]; }
+  let total = tree(s, lid.x);
+  if (lid.x == 0u) { partial[wid.x] = total; }
+}
+
+@compute @workgroup_size(WG)
+fn norm_final(@builtin(local_invocation_id) lid: vec3u) {
+  var s = 0.0;
+  for (var i = lid.x; i < np.nparts; i += WG) { s += partial[i]; }
+  let total = tree(s, lid.x);
+  if (lid.x == 0u) { norm[0] = sqrt(total); }
+}
+
+// g *= min(1, maxNorm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_
+@compute @workgroup_size(WG)
+fn clip(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let i = linear(wid, nwg, lid);
+  if (i >= np.n) { return; }
+  let scale = min(1.0, np.maxNorm / (norm[0] + 1e-6));
+  g[i] *= scale;
+}
