@@ -1,0 +1,119 @@
+// The model interface the RL loop uses; the CPU reference (model/cpu.ts) and the WebGPU
+// model (model/gpu.ts) both implement it, so rl/ code and its unit tests run on either.
+//
+// Training path: forwardScore(batch) -> per-token logp of the given next tokens, entropy
+// (and values) -> the loss is computed in TS -> backward({dlogp, dentropy, dvalue}) adds
+// into the gradients -> step(hparams). SFT cross-entropy is dlogp = -1/N on trained tokens.
+// Generation path: a GenerationSession holds a KV cache per sequence (each with its own
+// length), samples with a seed, and lets the rollout append tool-response tokens to one
+// sequence and keep decoding without recomputing its prefix. model/generate.ts adds stop
+// strings and token budgets on top of it.
+// Tested through model/cpu.test.ts and model/gpu.gpu.test.ts.
+import type { ModelConfig, ParamLayout } from "./config";
+
+/** B sequences of T tokens, right-padded (causal attention: padding after a token never changes it). */
+export interface ScoreBatch {
+  B: number;
+  T: number;
+  /** (B,T) input ids. */
+  tokens: Int32Array;
+  /** (B,T) the next token scored at each position (tokens shifted left by one); any id where unused. */
+  targets: Int32Array;
+  /** (B,T) position of each token (default t); must be < config.context. */
+  positions?: Int32Array;
+}
+
+export interface ScoreResult {
+  /** (B,T) log p(target | prefix). */
+  logp: Float32Array;
+  /** (B,T) entropy of the next-token distribution, in nats. */
+  entropy: Float32Array;
+  /** (B,T) the value head's output, when the config has one. */
+  values?: Float32Array;
+  /** (B,T,V) raw logits, only when asked for (tests, inspection). */
+  logits?: Float32Array;
+}
+
+/** Gradients of the scalar loss w.r.t. the outputs of the last forwardScore, each (B,T). */
+export interface ScoreGrads {
+  dlogp: Float32Array;
+  dentropy?: Float32Array;
+  dvalue?: Float32Array;
+}
+
+export interface AdamWHparams {
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+  /** Clip the global gradient norm to this (<= 0 or Infinity: no clipping). */
+  maxGradNorm: number;
+}
+
+export interface StepResult {
+  /** Global L2 norm of the gradients before clipping. */
+  gradNorm: number;
+  /** True when the norm was not finite: the weights and moments were left unchanged. */
+  skipped: boolean;
+}
+
+export interface OptimizerState {
+  m: Float32Array;
+  v: Float32Array;
+  /** Completed AdamW steps (bias correction uses step + 1 next). */
+  step: number;
+}
+
+export interface SamplingOptions {
+  /** 0: greedy (argmax). Otherwise logits are divided by it before softmax. */
+  temperature: number;
+  /** Keep the k most likely tokens (0 or undefined: all). */
+  topK?: number;
+  /** Keep the smallest most-likely set whose probability reaches p (1 or undefined: all). */
+  topP?: number;
+  /** Same seed, same prompts and same calls -> same tokens. */
+  seed: number;
+}
+
+export interface DecodeResult {
+  /** (B) the sampled token of each active sequence, -1 for inactive ones. */
+  tokens: Int32Array;
+  /** (B) log-prob of that token under the temperature-scaled full distribution (NaN if inactive). */
+  logprobs: Float32Array;
+}
+
+export interface GenerationSession {
+  /** Fills the KV caches with the prompts (one per sequence, lengths may differ). */
+  prefill(prompts: number[][]): Promise<void>;
+  /** Samples one token for each active sequence and feeds it back (extends its cache). */
+  decode(active: ArrayLike<boolean>): Promise<DecodeResult>;
+  /** Feeds extra tokens (a tool response) to one sequence; its next decode continues after them. */
+  append(seq: number, tokens: number[]): Promise<void>;
+  /** Tokens in each sequence so far (prompt, appended and sampled). */
+  lengths(): number[];
+  /** Releases the caches. */
+  finish(): void;
+}
+
+export interface PolicyModel {
+  readonly config: ModelConfig;
+  readonly layout: ParamLayout;
+  readonly backend: "cpu" | "webgpu";
+  /** Forward over a batch; keeps what backward needs until the next forwardScore. */
+  forwardScore(batch: ScoreBatch, options?: { logits?: boolean }): Promise<ScoreResult>;
+  /** Backward of the last forwardScore; ADDS into the gradient buffer. */
+  backward(grads: ScoreGrads): Promise<void>;
+  zeroGrad(): void;
+  /** Global grad norm, clip, AdamW (non-finite norm: reported, weights untouched). */
+  step(hparams: AdamWHparams): Promise<StepResult>;
+  getWeights(): Promise<Float32Array>;
+  setWeights(weights: Float32Array): Promise<void>;
+  getGrads(): Promise<Float32Array>;
+  getOptimizerState(): Promise<OptimizerState>;
+  setOptimizerState(state: OptimizerState): Promise<void>;
+  /** An independent copy of the weights (the reference policy); its optimizer state is fresh. */
+  frozenCopy(): Promise<PolicyModel>;
+  startGeneration(sampling: SamplingOptions): GenerationSession;
+  dispose(): void;
+}

@@ -1,0 +1,129 @@
+// Checkpoints in the safetensors format, as bytes (Uint8Array) so the same code saves to
+// OPFS/IndexedDB in the browser and to files in Node:
+//   8-byte little-endian header length | JSON header | raw little-endian F32 data.
+// The header names each tensor of the layout ({dtype: "F32", shape, data_offsets: [begin,
+// end)} relative to the data), plus "optim.m.<name>" / "optim.v.<name>" when optimizer state
+// is saved, and __metadata__ (string values only, per the format): the model config as
+// JSON, the optimizer step, and a format tag. The gaps of the flat buffer are not stored.
+// PyTorch's safetensors.torch.load_file reads these files (same names as nanoGPT's state dict).
+// Tested by model/checkpoint.test.ts.
+import type { OptimizerState } from "./api";
+import { type ModelConfig, modelConfig, type ParamLayout, paramLayout } from "./config";
+
+export const CHECKPOINT_FORMAT = "agentic-rl-lab/model/v1";
+
+export interface Checkpoint {
+  config: ModelConfig;
+  weights: Float32Array; // flat, the layout's total size
+  optimizer?: OptimizerState;
+  /** Extra string metadata (run id, step, ...). */
+  metadata?: Record<string, string>;
+}
+
+interface HeaderEntry {
+  dtype: string;
+  shape: number[];
+  data_offsets: [number, number];
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+export function saveCheckpoint(ck: Checkpoint): Uint8Array {
+  const layout = paramLayout(ck.config);
+  const sources: [string, Float32Array][] = [["", ck.weights]];
+  if (ck.optimizer) sources.push(["optim.m.", ck.optimizer.m], ["optim.v.", ck.optimizer.v]);
+  const header: Record<string, HeaderEntry | Record<string, string>> = {};
+  header.__metadata__ = {
+    ...ck.metadata,
+    format: CHECKPOINT_FORMAT,
+    config: JSON.stringify(ck.config),
+    ...(ck.optimizer ? { optimizer_step: String(ck.optimizer.step) } : {}),
+  };
+  let bytes = 0;
+  for (const [prefix, buf] of sources) {
+    if (buf.length !== layout.total)
+      throw new Error(
+        `saveCheckpoint: ${prefix || "weights"} has ${buf.length} floats, expected ${layout.total}`,
+      );
+    for (const t of layout.tensors) {
+      header[prefix + t.name] = { dtype: "F32", shape: t.shape, data_offsets: [bytes, bytes + t.size * 4] };
+      bytes += t.size * 4;
+    }
+  }
+  let json = JSON.stringify(header);
+  // Pad the header with spaces so the data starts 8-byte aligned (as the reference writer does).
+  json += " ".repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
+  const head = new TextEncoder().encode(json);
+  const out = new Uint8Array(8 + head.length + bytes);
+  const dv = new DataView(out.buffer);
+  dv.setBigUint64(0, BigInt(head.length), true);
+  out.set(head, 8);
+  let at = 8 + head.length;
+  for (const [, buf] of sources) {
+    for (const t of layout.tensors) {
+      const src = buf.subarray(t.offset, t.offset + t.size);
+      if (LITTLE_ENDIAN) out.set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength), at);
+      else for (let i = 0; i < src.length; i++) dv.setFloat32(at + 4 * i, src[i], true);
+      at += t.size * 4;
+    }
+  }
+  return out;
+}
+
+export function loadCheckpoint(bytes: Uint8Array): Checkpoint {
+  if (bytes.length < 8) throw new Error("not a safetensors checkpoint: fewer than 8 bytes");
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headLen = Number(dv.getBigUint64(0, true));
+  if (8 + headLen > bytes.length)
+    throw new Error(`not a safetensors checkpoint: header length ${headLen} exceeds the file`);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headLen))) as Record<
+    string,
+    unknown
+  >;
+  const meta = (header.__metadata__ ?? {}) as Record<string, string>;
+  if (typeof meta.config !== "string")
+    throw new Error("checkpoint has no model config in __metadata__.config");
+  const config = modelConfig(JSON.parse(meta.config) as Partial<ModelConfig>);
+  const layout = paramLayout(config);
+  const dataStart = 8 + headLen;
+  const read = (prefix: string): Float32Array | undefined => {
+    if (!(prefix + layout.tensors[0].name in header)) return undefined;
+    return readFlat(header, layout, prefix, bytes, dataStart);
+  };
+  const weights = read("")!;
+  if (!weights) throw new Error(`checkpoint lacks tensor ${layout.tensors[0].name}`);
+  const m = read("optim.m.");
+  const v = read("optim.v.");
+  const { format: _f, config: _c, optimizer_step, ...rest } = meta;
+  return {
+    config,
+    weights,
+    optimizer: m && v ? { m, v, step: Number(optimizer_step ?? 0) } : undefined,
+    metadata: rest,
+  };
+}
+
+function readFlat(
+  header: Record<string, unknown>,
+  layout: ParamLayout,
+  prefix: string,
+  bytes: Uint8Array,
+  dataStart: number,
+): Float32Array {
+  const flat = new Float32Array(layout.total);
+  for (const t of layout.tensors) {
+    const e = header[prefix + t.name] as HeaderEntry | undefined;
+    if (!e) throw new Error(`checkpoint lacks tensor ${prefix + t.name}`);
+    if (e.dtype !== "F32") throw new Error(`tensor ${prefix + t.name} is ${e.dtype}; only F32 is supported`);
+    if (e.shape.join(",") !== t.shape.join(",")) {
+      throw new Error(`tensor ${prefix + t.name} has shape [${e.shape}], the config needs [${t.shape}]`);
+    }
+    const [begin, end] = e.data_offsets;
+    if (end - begin !== t.size * 4 || dataStart + end > bytes.length)
+      throw new Error(`tensor ${prefix + t.name} has bad data_offsets`);
+    // Copy through a DataView: the data need not be 4-byte aligned in the caller's buffer.
+    const dv = new DataView(bytes.buffer, bytes.byteOffset + dataStart + begin, t.size * 4);
+    for (let i = 0; i < t.size; i++) flat[t.offset + i] = dv.getFloat32(4 * i, true);
+  }
+  return flat;
+}

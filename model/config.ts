@@ -1,0 +1,214 @@
+// The model's configuration (one typed object with commented defaults, overridden by a
+// partial) and its parameter layout: ONE flat Float32 buffer with named offsets and a size
+// table (llm.c ParameterTensors). Every tensor starts at a multiple of 64 floats (256 bytes)
+// so a GPU storage binding can point straight at it. Gradients and the Adam moments use the
+// same layout in buffers of the same size; the gaps between tensors stay zero.
+// Also the GPT-2 style seeded initialisation and the seeded PRNG it uses.
+// Tested by model/config.test.ts (layout) and through every model test.
+import { VOCAB_SIZE } from "./tokenizer";
+
+export interface ModelConfig {
+  /** Transformer blocks. Demo: 3. */
+  layers: number;
+  /** Width of the residual stream (C). Demo: 128. */
+  dModel: number;
+  /** Attention heads (NH); dModel must divide by it. Demo: 4 (head size 32). */
+  heads: number;
+  /** Longest sequence the model sees (positions 0..context-1). Demo: 128. */
+  context: number;
+  /** Vocabulary size (V). Demo: the tokenizer's 107. */
+  vocab: number;
+  /** "layernorm" (GPT-2: weight and bias) or "rmsnorm" (weight only). Demo: layernorm. */
+  norm: "layernorm" | "rmsnorm";
+  /** "gelu" (GPT-2: fc -> GELU(tanh) -> proj) or "swiglu" (silu(gate) * up -> proj). Demo: gelu. */
+  mlp: "gelu" | "swiglu";
+  /** Hidden width of the MLP as a multiple of dModel. Demo: 4. */
+  mlpRatio: number;
+  /** "learned" (a wpe table, GPT-2) or "rope" (rotary on q and k, no table). Demo: learned. */
+  positional: "learned" | "rope";
+  /** The LM head reuses the token embedding (wte). Demo: true. */
+  tiedEmbeddings: boolean;
+  /** A scalar per token from a separate linear on the final hidden state (PPO's critic). Demo: false. */
+  valueHead: boolean;
+  /** Epsilon of the norms. */
+  normEps: number;
+  /** Base of the rotary frequencies (only with positional "rope"). */
+  ropeTheta: number;
+}
+
+export const DEFAULT_MODEL_CONFIG: ModelConfig = {
+  layers: 3,
+  dModel: 128,
+  heads: 4,
+  context: 128,
+  vocab: VOCAB_SIZE,
+  norm: "layernorm",
+  mlp: "gelu",
+  mlpRatio: 4,
+  positional: "learned",
+  tiedEmbeddings: true,
+  valueHead: false,
+  normEps: 1e-5,
+  ropeTheta: 10000,
+};
+
+export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
+  const c = { ...DEFAULT_MODEL_CONFIG, ...overrides };
+  const positive = ["layers", "dModel", "heads", "context", "vocab", "mlpRatio"] as const;
+  for (const k of positive) {
+    if (!Number.isInteger(c[k]) || c[k] <= 0)
+      throw new Error(`ModelConfig.${k} must be a positive integer, got ${c[k]}`);
+  }
+  if (c.dModel % c.heads !== 0)
+    throw new Error(`ModelConfig.dModel (${c.dModel}) must divide by heads (${c.heads})`);
+  if (c.positional === "rope" && (c.dModel / c.heads) % 2 !== 0) {
+    throw new Error(`rope needs an even head size, got ${c.dModel / c.heads}`);
+  }
+  return c;
+}
+
+/** Hidden width of the MLP (H); swiglu's fc holds gate and up stacked, 2H rows. */
+export function mlpHidden(c: ModelConfig): number {
+  return c.dModel * c.mlpRatio;
+}
+
+export const ALIGN_FLOATS = 64; // 256 bytes: minStorageBufferOffsetAlignment
+
+export interface TensorSpec {
+  name: string;
+  shape: number[];
+  /** Offset in floats into the flat buffer, a multiple of ALIGN_FLOATS. */
+  offset: number;
+  size: number;
+}
+
+export interface LayerOffsets {
+  ln1w: number;
+  ln1b: number; // -1 with rmsnorm
+  qkvw: number; // (3C, C)
+  qkvb: number; // (3C)
+  projw: number; // (C, C)
+  projb: number; // (C)
+  ln2w: number;
+  ln2b: number;
+  fcw: number; // (H, C) gelu, (2H, C) swiglu: rows [0,H) gate, [H,2H) up
+  fcb: number;
+  fcprojw: number; // (C, H)
+  fcprojb: number; // (C)
+}
+
+export interface ParamLayout {
+  tensors: TensorSpec[];
+  byName: Map<string, TensorSpec>;
+  /** Floats in the flat buffer (a multiple of ALIGN_FLOATS). */
+  total: number;
+  /** Floats that are parameters (total minus alignment gaps). */
+  count: number;
+  wte: number; // (V, C)
+  wpe: number; // (T, C) or -1 with rope
+  layers: LayerOffsets[];
+  lnfw: number;
+  lnfb: number;
+  lmHead: number; // (V, C); equals wte when tied
+  valuew: number; // (C) or -1
+  valueb: number; // (1) or -1
+}
+
+// Names follow nanoGPT's state dict so checkpoints read naturally next to PyTorch's.
+export function paramLayout(c: ModelConfig): ParamLayout {
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+  const tensors: TensorSpec[] = [];
+  let offset = 0;
+  const add = (name: string, shape: number[]): number => {
+    const size = shape.reduce((a, b) => a * b, 1);
+    tensors.push({ name, shape, offset, size });
+    const at = offset;
+    offset += Math.ceil(size / ALIGN_FLOATS) * ALIGN_FLOATS;
+    return at;
+  };
+  const hasBias = c.norm === "layernorm";
+  const wte = add("wte.weight", [c.vocab, C]);
+  const wpe = c.positional === "learned" ? add("wpe.weight", [c.context, C]) : -1;
+  const layers: LayerOffsets[] = [];
+  for (let l = 0; l < c.layers; l++) {
+    const p = `h.${l}.`;
+    layers.push({
+      ln1w: add(`${p}ln_1.weight`, [C]),
+      ln1b: hasBias ? add(`${p}ln_1.bias`, [C]) : -1,
+      qkvw: add(`${p}attn.c_attn.weight`, [3 * C, C]),
+      qkvb: add(`${p}attn.c_attn.bias`, [3 * C]),
+      projw: add(`${p}attn.c_proj.weight`, [C, C]),
+      projb: add(`${p}attn.c_proj.bias`, [C]),
+      ln2w: add(`${p}ln_2.weight`, [C]),
+      ln2b: hasBias ? add(`${p}ln_2.bias`, [C]) : -1,
+      fcw: add(`${p}mlp.c_fc.weight`, [fcRows, C]),
+      fcb: add(`${p}mlp.c_fc.bias`, [fcRows]),
+      fcprojw: add(`${p}mlp.c_proj.weight`, [C, H]),
+      fcprojb: add(`${p}mlp.c_proj.bias`, [C]),
+    });
+  }
+  const lnfw = add("ln_f.weight", [C]);
+  const lnfb = hasBias ? add("ln_f.bias", [C]) : -1;
+  const lmHead = c.tiedEmbeddings ? wte : add("lm_head.weight", [c.vocab, C]);
+  const valuew = c.valueHead ? add("value_head.weight", [C]) : -1;
+  const valueb = c.valueHead ? add("value_head.bias", [1]) : -1;
+  return {
+    tensors,
+    byName: new Map(tensors.map((t) => [t.name, t])),
+    total: offset,
+    count: tensors.reduce((a, t) => a + t.size, 0),
+    wte,
+    wpe,
+    layers,
+    lnfw,
+    lnfb,
+    lmHead,
+    valuew,
+    valueb,
+  };
+}
+
+/** mulberry32: a small seeded PRNG; uniform in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Standard normal samples from a uniform source (Box-Muller). */
+export function gaussian(uniform: () => number): () => number {
+  return () => {
+    const u1 = Math.max(uniform(), 1e-12);
+    return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * uniform());
+  };
+}
+
+/**
+ * GPT-2 initialisation: weights N(0, 0.02), the two residual projections per block
+ * N(0, 0.02/sqrt(2L)) so the residual stream's variance does not grow with depth,
+ * biases 0, norm weights 1. The value head starts at 0 (value 0 everywhere).
+ */
+export function initParams(c: ModelConfig, layout: ParamLayout, seed: number): Float32Array {
+  const p = new Float32Array(layout.total);
+  const randn = gaussian(mulberry32(seed));
+  const residStd = 0.02 / Math.sqrt(2 * c.layers);
+  for (const t of layout.tensors) {
+    const leaf = t.name.split(".").slice(-2).join(".");
+    if (t.name.startsWith("value_head")) continue;
+    if (t.name.endsWith(".bias")) continue;
+    if (/^(ln_1|ln_2|ln_f)\.weight$/.test(leaf) || t.name === "ln_f.weight") {
+      p.fill(1, t.offset, t.offset + t.size);
+      continue;
+    }
+    const std = t.name.endsWith("c_proj.weight") ? residStd : 0.02;
+    for (let i = 0; i < t.size; i++) p[t.offset + i] = std * randn();
+  }
+  return p;
+}
