@@ -424,13 +424,16 @@ export interface RopeShape {
   base: number;
 }
 
-/** Rotates pairs (i, i + hd/2) of each head by pos[n] * base^(-2i/hd), in place (GPT-NeoX / Llama). */
+/**
+ * Rotates pairs (i, i + hd/2) of each head by theta = pos[n] * base^(-2i/hd), in place
+ * (GPT-NeoX / Llama "rotate_half"). theta is rounded to float32 as the GPU computes it.
+ */
 export function ropeForwardRef(x: F, pos: I, s: RopeShape, sign = 1) {
   const half = s.headDim / 2;
   for (let n = 0; n < s.N; n++)
     for (let h = 0; h < s.nHeads; h++)
       for (let i = 0; i < half; i++) {
-        const theta = pos[n] * s.base ** ((-2 * i) / s.headDim);
+        const theta = Math.fround(pos[n] * Math.fround(s.base ** ((-2 * i) / s.headDim)));
         const c = Math.cos(theta);
         const sn = sign * Math.sin(theta);
         const a = n * s.rowStride + s.colOffset + h * s.headDim + i;
@@ -562,65 +565,69 @@ export function orderedKey(x: number): number {
 }
 
 /**
- * Samples one token per row of logits (B,V): keep the tokens whose logit is >= a threshold (the
- * k-th largest for top-k, the smallest nucleus with mass >= topP), renormalize, invert the CDF in
- * index order at u = sampleUniform(seed, step, row). logps[b] is log q(token) under that kept,
- * renormalized, tempered distribution. Greedy (temperature 0): the first argmax, logp 0.
+ * The distribution the sampler draws row `row` from: q (V) sums to 1 over the kept tokens (those
+ * whose logit is >= a threshold: the k-th largest for top-k, the smallest nucleus with mass >= topP),
+ * 0 elsewhere, with softmax(logits / temperature) renormalized over the kept set.
+ */
+export function sampleDistribution(logits: F, V: number, s: SampleParams): Float64Array {
+  let mx = -Infinity;
+  for (let v = 0; v < V; v++) mx = Math.max(mx, logits[v]);
+  const inv = 1 / s.temperature;
+  const p = new Float64Array(V);
+  let total = 0;
+  for (let v = 0; v < V; v++) total += p[v] = Math.exp((logits[v] - mx) * inv);
+  const keys = Array.from({ length: V }, (_, v) => orderedKey(logits[v]));
+  const sorted = [...keys].sort((x, y) => y - x);
+  let thr = 0;
+  if (s.topK > 0 && s.topK < V) thr = sorted[s.topK - 1];
+  if (s.topP < 1) {
+    // the largest key whose "keys >= it" mass reaches topP
+    for (let i = 0; i < V; i++) {
+      const k = sorted[i];
+      if (i + 1 < V && sorted[i + 1] === k) continue;
+      let mass = 0;
+      for (let v = 0; v < V; v++) if (keys[v] >= k) mass += p[v];
+      if (mass >= s.topP * total) {
+        thr = Math.max(thr, k);
+        break;
+      }
+    }
+  }
+  let kept = 0;
+  for (let v = 0; v < V; v++) {
+    if (keys[v] < thr) p[v] = 0;
+    kept += p[v];
+  }
+  for (let v = 0; v < V; v++) p[v] /= kept;
+  return p;
+}
+
+/**
+ * Samples one token per row of logits (B,V) by inverting the CDF of sampleDistribution in index
+ * order at u = sampleUniform(seed, step, row). logps[b] = log q(token). Greedy (temperature 0): the
+ * first argmax, logp 0.
  */
 export function sampleRef(tokens: Int32Array, logps: F, logits: F, B: number, V: number, s: SampleParams) {
   for (let b = 0; b < B; b++) {
-    const r = b * V;
-    let mx = -Infinity;
-    let arg = 0;
-    for (let v = 0; v < V; v++)
-      if (logits[r + v] > mx) {
-        mx = logits[r + v];
-        arg = v;
-      }
+    const row = logits.subarray(b * V, (b + 1) * V);
     if (s.temperature === 0) {
+      let arg = 0;
+      for (let v = 1; v < V; v++) if (row[v] > row[arg]) arg = v;
       tokens[b] = arg;
       logps[b] = 0;
       continue;
     }
-    const inv = 1 / s.temperature;
-    const p = new Float64Array(V);
-    let total = 0;
-    for (let v = 0; v < V; v++) total += p[v] = Math.exp((logits[r + v] - mx) * inv);
-    const keys = Array.from({ length: V }, (_, v) => orderedKey(logits[r + v]));
-    const sorted = [...keys].sort((x, y) => y - x);
-    let thr = 0;
-    if (s.topK > 0 && s.topK < V) thr = sorted[s.topK - 1];
-    if (s.topP < 1) {
-      // the largest key whose "keys >= it" mass reaches topP
-      let mass = 0;
-      for (let i = 0; i < V; i++) {
-        const k = sorted[i];
-        if (i + 1 < V && sorted[i + 1] === k) continue;
-        mass = 0;
-        for (let v = 0; v < V; v++) if (keys[v] >= k) mass += p[v];
-        if (mass >= s.topP * total) {
-          thr = Math.max(thr, k);
-          break;
-        }
-      }
-    }
-    let kept = 0;
-    for (let v = 0; v < V; v++) if (keys[v] >= thr) kept += p[v];
-    const u = sampleUniform(s.seed, s.step, b) * kept;
+    const q = sampleDistribution(row, V, s);
+    const u = sampleUniform(s.seed, s.step, b);
     let cum = 0;
     let tok = -1;
-    let last = 0;
     for (let v = 0; v < V; v++) {
-      if (keys[v] < thr) continue;
-      last = v;
-      cum += p[v];
-      if (u < cum) {
-        tok = v;
-        break;
-      }
+      if (q[v] === 0) continue;
+      tok = v;
+      cum += q[v];
+      if (u < cum) break;
     }
-    if (tok < 0) tok = last;
     tokens[b] = tok;
-    logps[b] = Math.log(p[tok] / kept);
+    logps[b] = Math.log(q[tok]);
   }
 }

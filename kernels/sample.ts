@@ -1,0 +1,37 @@
+// Token sampling from logits (B,V): temperature, top-k, top-p, seeded counter-based PRNG; gives
+// each row's token (int32) and its log-prob under the (tempered, truncated, renormalized)
+// sampling distribution. Greedy when temperature = 0. WGSL in sample.wgsl; reference sampleRef;
+// tested by sample.gpu.test.ts.
+
+import type { SampleParams } from "./reference";
+import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
+import src from "./sample.wgsl?raw";
+
+export type { SampleParams } from "./reference";
+
+const WG = 256;
+
+/** tokens int32 (B), logps (B) from logits (B,V); the draw of row b uses (seed, step, b). */
+export function sample(
+  rt: Runtime,
+  rec: Recorder,
+  tokens: View,
+  logps: View,
+  logits: View,
+  B: number,
+  V: number,
+  s: SampleParams,
+) {
+  const u = rt.uniform(
+    packUniform([
+      ["u32", B],
+      ["u32", V],
+      ["f32", s.temperature],
+      ["u32", s.topK],
+      ["f32", s.topP],
+      ["u32", s.seed],
+      ["u32", s.step],
+    ]),
+  );
+  rt.dispatch(rec, rt.pipeline(src, "main", { WG }), [tokens, logps, logits, u], [B]);
+}

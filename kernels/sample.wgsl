@@ -1,0 +1,170 @@
+// Sampling one token per row of logits (B,V), one workgroup per row: temperature, top-k, top-p
+// with a counter-based PRNG (PCG hash of seed, step, row), so a seed reproduces the same tokens.
+// The kept set is {v : logit_v >= threshold}; thresholds are found exactly by building the
+// threshold's ordered-u32 key bit by bit (32 counting / mass reductions), with no sort.
+// The token is drawn by inverting the kept, renormalized CDF in index order: per-thread contiguous
+// chunks, a serial scan of chunk sums, then a scan inside the chosen chunk. logp = log q(token)
+// under that distribution. temperature 0: the first argmax, logp 0. Reference: sampleRef.
+
+struct P { B: u32, V: u32, temperature: f32, topK: u32, topP: f32, seed: u32, step: u32 }
+
+@group(0) @binding(0) var<storage, read_write> tokens: array<i32>; // (B)
+@group(0) @binding(1) var<storage, read_write> logps: array<f32>;  // (B)
+@group(0) @binding(2) var<storage, read_write> logits: array<f32>; // (B,V)
+@group(0) @binding(3) var<uniform> p: P;
+
+override WG: u32 = 256;
+var<workgroup> redf: array<f32, WG>;
+var<workgroup> redu: array<u32, WG>;
+var<workgroup> pick: vec2u;    // chosen chunk, found flag
+var<workgroup> pickBase: f32;  // cumulative mass before that chunk
+
+fn pcg(x: u32) -> u32 {
+  let state = x * 747796405u + 2891336453u;
+  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+  return (word >> 22u) ^ word;
+}
+
+fn ordered(x: f32) -> u32 {
+  let u = bitcast<u32>(x);
+  return select(u | 0x80000000u, ~u, (u & 0x80000000u) != 0u);
+}
+
+fn sumf(v: f32, lid: u32) -> f32 {
+  redf[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) { redf[lid] += redf[lid + s]; }
+    workgroupBarrier();
+  }
+  let r = redf[0];
+  workgroupBarrier();
+  return r;
+}
+
+fn sumu(v: u32, lid: u32) -> u32 {
+  redu[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) { redu[lid] += redu[lid + s]; }
+    workgroupBarrier();
+  }
+  let r = redu[0];
+  workgroupBarrier();
+  return r;
+}
+
+// (max value, first index of it)
+fn argmax(v: f32, i: u32, lid: u32) -> vec2f {
+  redf[lid] = v;
+  redu[lid] = i;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      let a = redf[lid];
+      let b = redf[lid + s];
+      if (b > a || (b == a && redu[lid + s] < redu[lid])) { redf[lid] = b; redu[lid] = redu[lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  let r = vec2f(redf[0], bitcast<f32>(redu[0]));
+  workgroupBarrier();
+  return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+  let b = wid.y * nwg.x + wid.x;
+  if (b >= p.B) { return; }
+  let lid = lid3.x;
+  let r = b * p.V;
+
+  var best = -3.4e38;
+  var bi = 0xffffffffu;
+  for (var v = lid; v < p.V; v += WG) {
+    if (logits[r + v] > best) { best = logits[r + v]; bi = v; }
+  }
+  let am = argmax(best, bi, lid);
+  let mx = am.x;
+  if (p.temperature == 0.0) {
+    if (lid == 0u) { tokens[b] = i32(bitcast<u32>(am.y)); logps[b] = 0.0; }
+    return;
+  }
+  let inv = 1.0 / p.temperature;
+
+  var s = 0.0;
+  for (var v = lid; v < p.V; v += WG) { s += exp((logits[r + v] - mx) * inv); }
+  let total = sumf(s, lid);
+
+  var thr = 0u;
+  if (p.topK > 0u && p.topK < p.V) {
+    // the largest key with count(key >= it) >= k: the k-th largest logit
+    var ans = 0u;
+    for (var bit = 31i; bit >= 0i; bit--) {
+      let cand = ans | (1u << u32(bit));
+      var c = 0u;
+      for (var v = lid; v < p.V; v += WG) { c += select(0u, 1u, ordered(logits[r + v]) >= cand); }
+      if (sumu(c, lid) >= p.topK) { ans = cand; }
+    }
+    thr = ans;
+  }
+  if (p.topP < 1.0) {
+    // the largest key whose mass(key >= it) reaches topP: the smallest nucleus
+    var ans = 0u;
+    for (var bit = 31i; bit >= 0i; bit--) {
+      let cand = ans | (1u << u32(bit));
+      var m = 0.0;
+      for (var v = lid; v < p.V; v += WG) {
+        if (ordered(logits[r + v]) >= cand) { m += exp((logits[r + v] - mx) * inv); }
+      }
+      if (sumf(m, lid) >= p.topP * total) { ans = cand; }
+    }
+    thr = max(thr, ans);
+  }
+
+  let chunk = (p.V + WG - 1u) / WG;
+  let lo = lid * chunk;
+  let hi = min(lo + chunk, p.V);
+  var cs = 0.0;
+  for (var v = lo; v < hi; v++) {
+    if (ordered(logits[r + v]) >= thr) { cs += exp((logits[r + v] - mx) * inv); }
+  }
+  // chunk sums, kept in place for the serial scan below
+  redf[lid] = cs;
+  workgroupBarrier();
+  if (lid == 0u) {
+    var kept = 0.0;
+    for (var i = 0u; i < WG; i++) { kept += redf[i]; }
+    let u = f32(pcg(pcg(pcg(p.seed) ^ p.step) ^ b) >> 8u) / 16777216.0 * kept;
+    // the chunk holding u; past the end (rounding) the last non-empty chunk, whose last kept token wins
+    var cum = 0.0;
+    var sel = 0u;
+    var base = 0.0;
+    for (var i = 0u; i < WG; i++) {
+      if (redf[i] > 0.0) {
+        sel = i;
+        base = cum;
+        if (u < cum + redf[i]) { break; }
+      }
+      cum += redf[i];
+    }
+    pick = vec2u(sel, bitcast<u32>(kept));
+    pickBase = base;
+    redu[0] = bitcast<u32>(u);
+  }
+  workgroupBarrier();
+  if (lid == pick.x) {
+    let u = bitcast<f32>(redu[0]);
+    let kept = bitcast<f32>(pick.y);
+    var cum = pickBase;
+    var tok = 0u;
+    for (var v = lo; v < hi; v++) {
+      if (ordered(logits[r + v]) < thr) { continue; }
+      tok = v;
+      cum += exp((logits[r + v] - mx) * inv);
+      if (u < cum) { break; }
+    }
+    tokens[b] = i32(tok);
+    logps[b] = (logits[r + tok] - mx) * inv - log(kept);
+  }
+}
