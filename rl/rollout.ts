@@ -105,7 +105,14 @@ interface SeqState {
 export async function rollout(
   policy: GenerationPolicy,
   prompts: number[][],
-  opts: { template: TemplateName; sampling: SamplingOptions; limits: RolloutLimits; tools?: ToolProtocol },
+  opts: {
+    template: TemplateName;
+    sampling: SamplingOptions;
+    limits: RolloutLimits;
+    tools?: ToolProtocol;
+    /** Wall seconds spent waiting for tool calls are added here. */
+    stats?: { toolSeconds: number };
+  },
 ): Promise<Trajectory[]> {
   const { template, limits, tools } = opts;
   const contextLength = policy.config.context;

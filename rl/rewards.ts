@@ -1,0 +1,127 @@
+// Rewards for a batch of rollouts: the configured terms (rl/algos/rewards.ts registry),
+// weighted, plus the user's JavaScript reward run in the sandbox. A custom reward that throws,
+// times out or returns a non-number scores 0 for that trajectory and its error is kept (the
+// run goes on; the UI shows the message).
+// Tested by rl/trainer.test.ts and rl/rewards.test.ts.
+import type { RunConfig } from "../config";
+import type { SandboxRunner } from "../sandbox/types";
+import type { Problem } from "../tasks/types";
+import { checkCustomReward, combineRewards, type RewardInput } from "./algos/rewards";
+import { parseAnswer } from "./parse";
+import type { Trajectory } from "./rollout";
+
+export interface RewardedTrajectory {
+  traj: Trajectory;
+  problem: Problem;
+  groupId: string;
+  correct: boolean;
+  reward: number;
+  terms: Record<string, number>;
+  /** Loss-mask multiplier from filters (TAO-RL all-tools-failed); 1 = untouched. */
+  lossScale: number;
+  /** Error of the custom JS reward for this trajectory, if it failed. */
+  customError?: string;
+}
+
+/** Builds the registry's view of one trajectory. */
+export function rewardInput(
+  t: Trajectory,
+  problem: Problem,
+  correct: boolean,
+  ctx: { step: number; totalSteps: number; maxLength: number },
+): RewardInput {
+  const ans = parseAnswer(t.text, { mode: "lenient" });
+  const gt = problem.meta.gtCalls as { name: string; arguments?: Record<string, unknown> }[] | undefined;
+  return {
+    text: t.text,
+    answerText: ans.ok ? ans.answer : null,
+    correct,
+    toolCalls: t.toolCalls
+      .filter((c) => c.executed)
+      .map((c) => ({
+        name: c.call.name || undefined,
+        args: c.call.arguments ?? c.call.code,
+        ok: c.outcome.ok,
+      })),
+    gtCalls: gt?.map((c) => ({ name: c.name, arguments: c.arguments ?? {} })) ?? null,
+    responseLength: t.mask.reduce((a, b) => a + b, 0),
+    maxLength: ctx.maxLength,
+    step: ctx.step,
+    totalSteps: ctx.totalSteps,
+  };
+}
+
+/**
+ * Runs a user reward in the sandbox. The source is either a declaration of
+ * `function reward(x, options)` or a function expression such as `(x) => x.correct ? 1 : 0`.
+ */
+export async function runCustomReward(
+  sandbox: SandboxRunner,
+  source: string,
+  input: RewardInput,
+  limits: { timeoutS: number; memoryMB: number },
+): Promise<{ ok: true; value: number } | { ok: false; error: string }> {
+  const code = `(function () {\n${source}\n;return typeof reward === "function" ? reward : (${source});\n})()(${JSON.stringify(input)}, {})`;
+  const r = await sandbox.run({ code, run_timeout: limits.timeoutS, memory_limit_MB: limits.memoryMB });
+  if (r.status !== "Success") {
+    const e = r.error;
+    return {
+      ok: false,
+      error: e ? `${e.name}: ${e.message}${e.line ? ` (line ${Math.max(1, e.line - 1)})` : ""}` : r.status,
+    };
+  }
+  try {
+    return { ok: true, value: checkCustomReward(r.value) };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message };
+  }
+}
+
+export async function computeRewards(
+  items: { traj: Trajectory; problem: Problem; groupId: string; correct: boolean }[],
+  config: RunConfig,
+  ctx: { step: number; sandbox: SandboxRunner },
+): Promise<RewardedTrajectory[]> {
+  const rc = { step: ctx.step, totalSteps: config.stop.max_steps, maxLength: config.sampling.max_new_tokens };
+  const inputs = items.map((it) => rewardInput(it.traj, it.problem, it.correct, rc));
+  // OTC-GRPO compares each trajectory with its group.
+  const byGroup = new Map<string, number[]>();
+  items.forEach((it, i) => byGroup.set(it.groupId, [...(byGroup.get(it.groupId) ?? []), i]));
+  for (const idx of byGroup.values()) {
+    const group = {
+      toolCalls: idx.map((i) => inputs[i].toolCalls.length),
+      correct: idx.map((i) => inputs[i].correct),
+    };
+    for (const i of idx) inputs[i].group = group;
+  }
+  const custom = config.rewards.custom_js.trim();
+  const customResults = custom
+    ? await Promise.all(
+        inputs.map((x) =>
+          runCustomReward(ctx.sandbox, custom, x, {
+            timeoutS: config.limits.tool_timeout_s,
+            memoryMB: config.limits.memory_mb,
+          }),
+        ),
+      )
+    : [];
+  return items.map((it, i) => {
+    const { total, terms } = combineRewards(inputs[i], config.rewards.terms);
+    let reward = total;
+    let customError: string | undefined;
+    if (custom) {
+      const r = customResults[i];
+      const v = r.ok ? r.value : 0;
+      if (!r.ok) customError = r.error;
+      terms["custom-js"] = v;
+      reward += config.rewards.custom_js_weight * v;
+    }
+    return {
+      ...it,
+      reward,
+      terms,
+      lossScale: 1,
+      ...(customError ? { customError } : {}),
+    };
+  });
+}
