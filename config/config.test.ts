@@ -14,7 +14,9 @@ import {
   migrateConfig,
   migrateWith,
   parseRunConfig,
+  RECIPES,
   type RunConfig,
+  recipeConfig,
   setPath,
 } from "./index.ts";
 
@@ -262,5 +264,30 @@ describe("migrateConfig", () => {
     expect(errorsOf({ version: 0 })).toEqual([
       "version: unknown config version 0 (this lab reads versions 1..1)",
     ]);
+  });
+});
+
+describe("recipes", () => {
+  it("every recipe is a valid config", () => {
+    for (const name of Object.keys(RECIPES)) expect(() => recipeConfig(name), name).not.toThrow();
+    expect(recipeConfig("demo")).toEqual(defaultRunConfig());
+  });
+
+  it("recipes set their method's knobs and keep the rest", () => {
+    const d = recipeConfig("dapo");
+    expect(d.rl.clip_eps_high).toBe(0.28);
+    expect(d.filters.refill).toBe("resample");
+    expect(d.rl.group_size).toBe(8);
+    expect(recipeConfig("dr-grpo").rl.loss_agg).toBe("seq-mean-token-sum-norm");
+    expect(recipeConfig("grpo", { rl: { kl: { coef: 0.001 } } }).rl.kl).toEqual({
+      estimator: "k3",
+      coef: 0.001,
+      in: "loss",
+    });
+  });
+
+  it("names the recipe and the field on errors", () => {
+    expect(() => recipeConfig("nope")).toThrow(/unknown recipe "nope"/);
+    expect(() => recipeConfig("ppo", { rl: { lambda: 2 } })).toThrow(/recipe ppo:\nrl.lambda: must be <= 1/);
   });
 });

@@ -3,4 +3,5 @@
 export * from "./edit.ts";
 export * from "./meta.ts";
 export * from "./migrate.ts";
+export * from "./presets.ts";
 export * from "./schema.ts";
