@@ -1,7 +1,8 @@
 // Import of user data as a task: one JSON object a line,
 //   {"prompt": "...", "answer": "...", "tools"?: [tool specs], "verifier"?: {...},
 //    "system"?: "...", "bucket"?: "...", "completion"?: "assistant text for SFT"}
-// with verifier {type:"exact"} | {type:"numeric", tolerance?} | {type:"regex", pattern, flags?}
+// with verifier {type:"exact"} | {type:"numeric", tolerance?, relTolerance?} (correct when
+// |ref - got| <= tolerance + relTolerance*|ref|) | {type:"regex", pattern, flags?}
 // | {type:"js", source}. JS verifiers are only represented here (the sandbox runs them).
 // Every bad row is reported with its 1-based line number and skipped; import never throws.
 // Tested by tasks/jsonl.test.ts against public/data/sample.jsonl.
@@ -13,7 +14,7 @@ import { verifyExact, verifyNumeric } from "./verify.ts";
 
 export type Verifier =
   | { type: "exact" }
-  | { type: "numeric"; tolerance: number }
+  | { type: "numeric"; tolerance: number; relTolerance: number }
   | { type: "regex"; pattern: string; flags: string }
   | { type: "js"; source: string };
 
@@ -51,10 +52,16 @@ function parseVerifier(v: unknown): Verifier {
       return { type: "exact" };
     case "numeric": {
       const tol = v.tolerance ?? DEFAULT_NUMERIC_TOLERANCE;
-      if (typeof tol !== "number" || !Number.isFinite(tol) || tol < 0) {
-        throw new RowError('numeric verifier: "tolerance" must be a non-negative number');
+      const rel = v.relTolerance ?? 0;
+      for (const [k, x] of [
+        ["tolerance", tol],
+        ["relTolerance", rel],
+      ] as const) {
+        if (typeof x !== "number" || !Number.isFinite(x) || x < 0) {
+          throw new RowError(`numeric verifier: "${k}" must be a non-negative number`);
+        }
       }
-      return { type: "numeric", tolerance: tol };
+      return { type: "numeric", tolerance: tol as number, relTolerance: rel as number };
     }
     case "regex": {
       if (typeof v.pattern !== "string") throw new RowError('regex verifier: "pattern" must be a string');
@@ -159,7 +166,7 @@ export function verifyRow(row: Pick<JsonlRow, "answer" | "verifier">, answer: st
     case "exact":
       return verifyExact(row.answer, answer);
     case "numeric":
-      return verifyNumeric(row.answer, answer, v.tolerance);
+      return verifyNumeric(row.answer, answer, v.tolerance, v.relTolerance);
     case "regex": {
       if (answer === null) return { correct: false, score: 0, detail: { reason: "no answer" } };
       const correct = new RegExp(v.pattern, v.flags).test(answer);

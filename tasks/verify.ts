@@ -16,13 +16,13 @@ export function parseNumber(text: string): number | null {
   return Number.isFinite(v) ? v : null;
 }
 
-/** |ref - got| <= tolerance * max(1, |ref|): absolute near zero, relative for large values. */
-export function verifyNumeric(reference: string, answer: string | null, tolerance = 1e-9): VerifyResult {
+/** The project's one tolerance rule (STYLE.md): |ref - got| <= atol + rtol * |ref|. */
+export function verifyNumeric(reference: string, answer: string | null, atol = 1e-9, rtol = 0): VerifyResult {
   if (answer === null) return { correct: false, score: 0, detail: { reason: "no answer" } };
   const ref = Number(reference);
   const got = parseNumber(answer);
   if (got === null) return { correct: false, score: 0, detail: { reason: "no single number", answer } };
-  const correct = Math.abs(ref - got) <= tolerance * Math.max(1, Math.abs(ref));
+  const correct = Math.abs(ref - got) <= atol + rtol * Math.abs(ref);
   return { correct, score: correct ? 1 : 0, detail: { parsed: got } };
 }
 
