@@ -1,0 +1,89 @@
+// Browser side of the kernels benchmark (bundled by bench/kernels.ts with Vite, loaded in headless
+// Chromium): our matmul and tfjs-backend-webgpu's tf.matMul on the same adapter, square f32
+// matrices, each timed to GPU completion (submit, then queue.onSubmittedWorkDone) over the same
+// sizes and repetition counts. Exposes globalThis.kernelsBench.
+import * as tf from "@tensorflow/tfjs-core";
+import "@tensorflow/tfjs-backend-webgpu";
+import type { WebGPUBackend } from "@tensorflow/tfjs-backend-webgpu";
+import { browserGpu, createGpu } from "../kernels/device";
+import { matmul } from "../kernels/matmul";
+import { Runtime } from "../kernels/runtime";
+
+export interface PageResult {
+  adapter: { vendor: string; architecture: string; description: string; isFallback: boolean };
+  sizes: { n: number; inner: number; ours: number[]; tfjs: number[]; maxDiff: number }[];
+}
+
+function randomMatrix(n: number, seed: number): Float32Array {
+  let s = seed >>> 0;
+  const out = new Float32Array(n * n);
+  for (let i = 0; i < out.length; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 4294967296 - 0.5;
+  }
+  return out;
+}
+
+async function bench(sizes: number[], reps: number): Promise<PageResult> {
+  const { device, adapter } = await createGpu(browserGpu());
+  const rt = new Runtime(device);
+  await tf.setBackend("webgpu");
+  await tf.ready();
+  const backend = tf.backend() as WebGPUBackend;
+  const flushTf = async () => {
+    backend.ensureCommandEncoderReady();
+    backend.endComputePassEncoder();
+    backend.submitQueue();
+    await backend.device.queue.onSubmittedWorkDone();
+  };
+  const result: PageResult = {
+    adapter: {
+      vendor: adapter.vendor,
+      architecture: adapter.architecture,
+      description: adapter.description,
+      isFallback: adapter.isFallback,
+    },
+    sizes: [],
+  };
+  for (const n of sizes) {
+    const [ha, hb] = [randomMatrix(n, 1), randomMatrix(n, 2)];
+    const [a, b, out] = [rt.tensor(ha), rt.tensor(hb), rt.tensor(n * n)];
+    const [ta, tb] = [tf.tensor2d(ha, [n, n]), tf.tensor2d(hb, [n, n])];
+    const ours = async (inner: number) => {
+      const enc = device.createCommandEncoder();
+      for (let i = 0; i < inner; i++) matmul(rt, enc, out, a, b, null, { M: n, N: n, K: n });
+      const t0 = performance.now();
+      rt.submit(enc);
+      await device.queue.onSubmittedWorkDone();
+      return performance.now() - t0;
+    };
+    const theirs = async (inner: number) => {
+      const t0 = performance.now();
+      const cs: tf.Tensor[] = [];
+      for (let i = 0; i < inner; i++) cs.push(tf.matMul(ta, tb));
+      await flushTf();
+      const ms = performance.now() - t0;
+      for (const c of cs) c.dispose();
+      return ms;
+    };
+    // warm-up (pipeline compilation), then batch enough products per sample to hide submit latency
+    const t1 = Math.min(await ours(1), await theirs(1), await ours(1), await theirs(1));
+    const inner = Math.max(1, Math.min(32, Math.round(20 / Math.max(t1, 1e-3))));
+    const flops = 2 * n * n * n * inner;
+    const row = { n, inner, ours: [] as number[], tfjs: [] as number[], maxDiff: 0 };
+    for (let r = 0; r < reps; r++) {
+      row.ours.push(flops / ((await ours(inner)) * 1e6));
+      row.tfjs.push(flops / ((await theirs(inner)) * 1e6));
+    }
+    const got = await rt.read(out);
+    const ref = await tf.matMul(ta, tb).data();
+    for (let i = 0; i < got.length; i++) row.maxDiff = Math.max(row.maxDiff, Math.abs(got[i] - ref[i]));
+    result.sizes.push(row);
+    for (const t of [a, b, out]) t.buffer.destroy();
+    tf.dispose([ta, tb]);
+  }
+  device.destroy();
+  return result;
+}
+
+(globalThis as unknown as { kernelsBench: typeof bench }).kernelsBench = bench;

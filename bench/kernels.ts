@@ -1,0 +1,106 @@
+// The kernels benchmark: our matmul vs tfjs-backend-webgpu's tf.matMul (GFLOP/s) on square f32
+// matrices 256/512/1024 (+2048 when not quick), in ONE headless Chromium run on one adapter.
+// bench/kernels-page.ts is bundled with Vite into a temp dir, served from http://localhost (WebGPU
+// needs a secure context) and driven through playwright-core. Rows: matmul_vs_tfjs_<n>.
+// Run standalone: npx tsx bench/kernels.ts [--full]   (npm run bench calls runKernelsBench)
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "vite";
+import { launchChromium } from "../e2e/chromium";
+import type { PageResult } from "./kernels-page";
+import { type BenchAdapter, type BenchRow, makeRow } from "./report";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+async function bundlePage(dir: string): Promise<void> {
+  await build({
+    configFile: false,
+    logLevel: "warn",
+    root: HERE,
+    define: { "process.env.NODE_ENV": JSON.stringify("production") },
+    build: {
+      outDir: dir,
+      emptyOutDir: false,
+      target: "es2022",
+      minify: false,
+      lib: { entry: join(HERE, "kernels-page.ts"), formats: ["es"], fileName: () => "bench.js" },
+    },
+  });
+  writeFileSync(join(dir, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script>`);
+}
+
+function serve(dir: string): Promise<{ url: string; close: () => void }> {
+  const server = createServer((req, res) => {
+    const name = (req.url ?? "/").split("?")[0] === "/" ? "index.html" : (req.url ?? "").split("?")[0].slice(1);
+    try {
+      const body = readFileSync(join(dir, name.replace(/\.\./g, "")));
+      const type = name.endsWith(".js") ? "text/javascript" : "text/html";
+      res.writeHead(200, { "content-type": type });
+      res.end(body);
+    } catch {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({ url: `http://localhost:${port}/`, close: () => server.close() });
+    }),
+  );
+}
+
+export async function runKernelsBench(opts: { quick: boolean }): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
+  const sizes = opts.quick ? [256, 512, 1024] : [256, 512, 1024, 2048];
+  const reps = opts.quick ? 3 : 7;
+  const dir = mkdtempSync(join(tmpdir(), "kernels-bench-"));
+  const server = await serve(dir);
+  const browser = await launchChromium();
+  try {
+    await bundlePage(dir);
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(server.url);
+    await page.waitForFunction(() => "kernelsBench" in globalThis, null, { timeout: 60_000 }).catch(() => {
+      throw new Error(`the bench page did not load: ${errors.join("; ") || "no error reported"}`);
+    });
+    const result = (await page.evaluate(
+      ([s, r]) => (globalThis as unknown as { kernelsBench: (s: number[], r: number) => Promise<unknown> }).kernelsBench(s, r),
+      [sizes, reps] as const,
+    )) as PageResult;
+    const rows = result.sizes.map((s) =>
+      makeRow({
+        id: `matmul_vs_tfjs_${s.n}`,
+        group: "kernels",
+        ours: s.ours,
+        baseline: s.tfjs,
+        unit: "GFLOP/s",
+        better: "higher",
+        note: `baseline tf.matMul (tfjs-backend-webgpu); ${s.inner} products per timing; max |ours - tfjs| ${s.maxDiff.toExponential(1)}${result.adapter.isFallback ? "; software adapter" : ""}`,
+      }),
+    );
+    const { vendor, architecture, description } = result.adapter;
+    return { rows, adapter: { vendor, architecture, description } };
+  } finally {
+    await browser.close();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const t0 = Date.now();
+  const { rows, adapter } = await runKernelsBench({ quick: !process.argv.includes("--full") });
+  console.log(`adapter: ${adapter.vendor} ${adapter.architecture} ${adapter.description}`);
+  for (const r of rows) {
+    console.log(
+      `${r.id.padEnd(22)} ours ${r.ours.toFixed(2)} ${r.unit}  tfjs ${r.baseline.toFixed(2)}  ratio ${r.ratio.toFixed(2)}x  spread ${(r.spread * 100).toFixed(0)}%  (${r.note})`,
+    );
+  }
+  console.log(`took ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+}
