@@ -187,6 +187,17 @@ describe("reinforce-pp and reinforce-pp-baseline (§5)", () => {
     const mu = 0.475;
     const sd = Math.sqrt(all.reduce((s, x) => s + (x - mu) ** 2, 0) / 4 + 1e-8);
     close(r.advantages[0], [(0.9 - mu) / sd, (1 - mu) / sd]);
+    // k2 of (−1, −1.5) is 0.125: rewards [−0.025, 1] → returns [0.975, 1]
+    const k2 = ADVANTAGE["reinforce-pp"](
+      [t, u],
+      withAdvantageDefaults({ klCoef: 0.2, klEstimator: "k2", whiten: false }),
+    );
+    const raw = ADVANTAGE.remax(
+      [{ ...t, baselineReward: 0 }],
+      withAdvantageDefaults({ klCoef: 0.2, klEstimator: "k2" }),
+    );
+    close(raw.advantages[0], [0.975, 1]);
+    expect(k2.advantages[0][0]).not.toBeCloseTo(r.advantages[0][0], 3);
   });
 
   it("baseline variant reproduces the worked numbers and guards degenerate batches", () => {

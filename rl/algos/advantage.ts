@@ -4,6 +4,7 @@
 // Every function is pure: batch + options (+ state for the history baseline) in, per-token
 // advantages (and value targets where a critic exists) out.
 // Tested by rl/algos/advantage.test.ts (`npx vitest run rl/algos/`).
+import { KL } from "./losses.ts";
 import {
   type Arr,
   broadcast,
@@ -26,7 +27,8 @@ export type AdvantageOptions = {
   lambdaCritic: number | null; // decoupled GAE: λ for value targets (§12); null = lambda
   lengthAdaptiveAlpha: number | null; // §12: λ_policy = 1 − 1/(α·l) per sequence; null = off
   whiten: boolean; // GAE: whiten advantages over the batch's masked tokens (verl does)
-  klCoef: number; // KL-in-reward β: r[t] −= β·(lp_old − lp_ref) (GAE, REINFORCE++, ReMax)
+  klCoef: number; // KL-in-reward β: r[t] −= β·KL_t on policy tokens (GAE, REINFORCE++, ReMax)
+  klEstimator: "k1" | "k2" | "k3"; // KL_t estimator, evaluated at lp_old vs lp_ref (§1 and §5 use k1)
   gigpo: {
     stepWeight: number; // ω
     gamma: number; // step-return discount
@@ -48,6 +50,7 @@ export const DEFAULT_ADVANTAGE_OPTIONS: AdvantageOptions = {
   lengthAdaptiveAlpha: null,
   whiten: true,
   klCoef: 0,
+  klEstimator: "k1",
   gigpo: { stepWeight: 1, gamma: 0.95, norm: "mean_norm", episodeStats: "trajectories", invalidPenalty: 0.1 },
   history: { window: 10, ema: null },
 };
@@ -122,9 +125,10 @@ export const rloo: AdvantageFn = (batch, opts) =>
 
 /**
  * Token rewards: explicit `tokenRewards`, else the outcome reward on the last policy token;
- * minus β·(lp_old − lp_ref) on policy tokens when KL goes into the reward (§1, §5).
+ * minus β·KL(lp_old, lp_ref) on policy tokens when KL goes into the reward (§1, §5). The KL
+ * uses the rollout log-probs, so it is a constant of the update (no gradient).
  */
-export function tokenRewards(t: Trajectory, klCoef: number): Float64Array {
+export function tokenRewards(t: Trajectory, klCoef: number, klEstimator = "k1"): Float64Array {
   const T = t.mask.length;
   const r = new Float64Array(T);
   if (t.tokenRewards) {
@@ -135,7 +139,10 @@ export function tokenRewards(t: Trajectory, klCoef: number): Float64Array {
   }
   if (klCoef !== 0) {
     if (!t.oldLogprob || !t.refLogprob) throw new Error("KL in reward needs oldLogprob and refLogprob");
-    for (let i = 0; i < T; i++) if (t.mask[i] !== 0) r[i] -= klCoef * (t.oldLogprob[i] - t.refLogprob[i]);
+    const kl = KL[klEstimator];
+    if (!kl) throw new Error(`unknown KL estimator "${klEstimator}"`);
+    for (let i = 0; i < T; i++)
+      if (t.mask[i] !== 0) r[i] -= klCoef * kl(t.oldLogprob[i], t.refLogprob[i]).value;
   }
   return r;
 }
@@ -207,7 +214,7 @@ export const gae: AdvantageFn = (batch, opts) => {
   const returns: Float64Array[] = [];
   for (const t of batch) {
     if (!t.values) throw new Error("gae needs values (critic predictions)");
-    const r = tokenRewards(t, opts.klCoef);
+    const r = tokenRewards(t, opts.klCoef, opts.klEstimator);
     const lamPolicy =
       opts.lengthAdaptiveAlpha !== null
         ? lengthAdaptiveLambda(sum(t.mask), opts.lengthAdaptiveAlpha)
@@ -244,7 +251,9 @@ function rewardToGo(r: Arr, m: Arr, gamma: number): Float64Array {
 
 /** REINFORCE++ (§5): per-token discounted return with KL in the reward, whitened over the batch. */
 export const reinforcePP: AdvantageFn = (batch, opts) => {
-  const advantages = batch.map((t) => rewardToGo(tokenRewards(t, opts.klCoef), t.mask, opts.gamma));
+  const advantages = batch.map((t) =>
+    rewardToGo(tokenRewards(t, opts.klCoef, opts.klEstimator), t.mask, opts.gamma),
+  );
   whitenInPlace(
     advantages,
     batch.map((t) => t.mask),
@@ -271,7 +280,7 @@ export const reinforcePPBaseline: AdvantageFn = (batch, opts) => {
 export const remax: AdvantageFn = (batch, opts) => ({
   advantages: batch.map((t) => {
     if (t.baselineReward === undefined) throw new Error("remax needs baselineReward (greedy decode reward)");
-    const ret = rewardToGo(tokenRewards(t, opts.klCoef), t.mask, 1);
+    const ret = rewardToGo(tokenRewards(t, opts.klCoef, opts.klEstimator), t.mask, 1);
     for (let i = 0; i < ret.length; i++) ret[i] = t.mask[i] !== 0 ? ret[i] - t.baselineReward : 0;
     return ret;
   }),

@@ -137,9 +137,10 @@ export const k2: KlFn = (lp, lpRef) => ({ value: 0.5 * (lp - lpRef) ** 2, grad: 
 export const k3: KlFn = (lp, lpRef) => {
   const raw = lpRef - lp;
   const x = clamp(raw, -20, 20);
-  const v = Math.exp(x) - x - 1;
+  // expm1 keeps precision for small x; the max guards the last ulp so k3 is never below 0.
+  const v = Math.max(0, Math.expm1(x) - x);
   if (raw !== x || v > 10) return { value: clamp(v, -10, 10), grad: 0 };
-  return { value: v, grad: 1 - Math.exp(x) };
+  return { value: v, grad: -Math.expm1(x) };
 };
 
 export const KL: Record<string, KlFn> = { k1, k2, k3 };
