@@ -276,9 +276,6 @@ export const RunConfigSchema = z
     if (c.rl.l_max !== null && c.rl.l_max < c.sampling.max_new_tokens) {
       ctx.addIssue({ code: "custom", path: ["rl", "l_max"], message: "must be >= sampling.max_new_tokens" });
     }
-    if (c.rl.advantage === "gae" && c.rl.epochs < 1) {
-      ctx.addIssue({ code: "custom", path: ["rl", "epochs"], message: "must be >= 1" });
-    }
     if (c.sft.warmup_steps > c.sft.steps && c.sft.steps > 0) {
       ctx.addIssue({ code: "custom", path: ["sft", "warmup_steps"], message: "must be <= sft.steps" });
     }
