@@ -193,6 +193,16 @@ describe("checkFormat", () => {
     ).toBe(true);
   });
 
+  it("checks a chatml-turns transcript across turns, one think per turn", () => {
+    const turns =
+      '<think>look up</think><tool_call>{"name":"a","arguments":{}}</tool_call><|im_end|>\n' +
+      "<|im_start|>user\n<tool_response>1</tool_response>\n<tool_response>2</tool_response><|im_end|>\n" +
+      "<|im_start|>assistant\n<think>sum</think><answer>3</answer><|im_end|>";
+    expect(checkFormat(turns)).toEqual({ ok: true, errors: [] });
+    expect(checkFormat(turns.replace("<answer>3</answer>", ""))).toMatchObject({ ok: false });
+    expect(checkFormat("<think>a</think><think>b</think><answer>1</answer>").ok).toBe(false);
+  });
+
   it("names what is wrong", () => {
     expect(checkFormat("<answer>1</answer>").errors).toContain("<answer> before <think>");
     expect(checkFormat("<think>a</think>").errors).toContain("no <answer>");

@@ -395,7 +395,9 @@ function parseBoxedAnswer(t: string, mode: "strict" | "lenient", markers: string
 
 // ---------------------------------------------------------------------------------------
 // Format check: [<think>..</think>] then tool calls (each followed by its response when
-// inline) then exactly one <answer>..</answer>, then only the end marker.
+// inline) then exactly one <answer>..</answer>, then only the end marker. A chatml-turns
+// transcript is checked as one sequence: the user turns that carry tool responses count as
+// responses, and each assistant turn after them may open with its own think.
 
 export interface FormatOptions {
   /** The text must open with a think block (ToolRL's and R1's format); default true. */
@@ -428,6 +430,9 @@ export function checkFormat(text: string, opts: FormatOptions = {}): FormatCheck
   const allowTools = opts.allowToolCalls ?? true;
   const markers = opts.endMarkers ?? [TAGS.imEnd];
   const errors: string[] = [];
+  const TURN_GAP =
+    /<\|im_end\|>\s*<\|im_start\|>user\n((?:\s*<tool_response>[\s\S]*?<\/tool_response>)+)\s*<\|im_end\|>\s*<\|im_start\|>assistant\n/g;
+  text = text.replace(TURN_GAP, "$1");
   // Tokenize into tags and the text between them.
   const tagRe = new RegExp(ALL_TAGS.map((x) => x.replace(/[|]/g, "\\|")).join("|"), "g");
   const items: { tag: string | null; text: string }[] = [];
@@ -443,6 +448,8 @@ export function checkFormat(text: string, opts: FormatOptions = {}): FormatCheck
   type State = "start" | "afterThink" | "afterAnswer" | "afterEnd";
   let state: State = "start";
   let sawThink = false;
+  // A think may open the text or follow tool responses (the next turn's reasoning).
+  let afterResponse = false;
   let answers = 0;
   let k = 0;
   // Reads `open` content `close` from k; returns false (and records an error) when unclosed or nested.
@@ -479,8 +486,11 @@ export function checkFormat(text: string, opts: FormatOptions = {}): FormatCheck
       errors.push(`${it.tag} after </answer>`);
       break;
     }
+    const wasAfterResponse = afterResponse;
+    afterResponse = false;
     if (it.tag === TAGS.thinkOpen) {
-      if (sawThink || state !== "start") errors.push("<think> not at the start or repeated");
+      if (state !== "start" && !wasAfterResponse)
+        errors.push("<think> not at the start or after a tool response");
       sawThink = true;
       if (!readBlock(TAGS.thinkOpen, TAGS.thinkClose)) break;
       state = "afterThink";
@@ -491,6 +501,7 @@ export function checkFormat(text: string, opts: FormatOptions = {}): FormatCheck
       state = "afterThink";
     } else if (it.tag === TAGS.respOpen) {
       if (!readBlock(TAGS.respOpen, TAGS.respClose)) break;
+      afterResponse = true;
     } else if (it.tag === TAGS.answerOpen) {
       if (requireThink && !sawThink) errors.push("<answer> before <think>");
       if (!readBlock(TAGS.answerOpen, TAGS.answerClose)) break;

@@ -229,8 +229,10 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
     tools: [CALCULATOR_TOOL],
     buckets: ["easy", "hard"],
     sample,
+    // Repeats allowed: the easy bucket has only ~50 held-out keys, and rejecting repeats
+    // would tilt the eval mix toward hard problems.
     evalSet(n: number) {
-      return drawSplit(evalRng(name), n, draw, key, true, name, cfg.evalFraction, true);
+      return drawSplit(evalRng(name), n, draw, key, true, name, cfg.evalFraction);
     },
     verify(problem: Problem, finalAnswerText: string | null, _trajectory?: Trajectory) {
       return verifyInteger(problem.answer, finalAnswerText);
