@@ -72,14 +72,21 @@ export interface SamplingOptions {
   topK?: number;
   /** Keep the smallest most-likely set whose probability reaches p (1 or undefined: all). */
   topP?: number;
-  /** Same seed, same prompts and same calls -> same tokens. */
+  /**
+   * Same seed, same prompts and same calls -> same tokens. The draw for sequence b at the
+   * session's n-th decode call is kernels' sampleUniform(seed, n, b), on the CPU and the GPU.
+   */
   seed: number;
 }
 
 export interface DecodeResult {
   /** (B) the sampled token of each active sequence, -1 for inactive ones. */
   tokens: Int32Array;
-  /** (B) log-prob of that token under the temperature-scaled full distribution (NaN if inactive). */
+  /**
+   * (B) log-prob of that token under the distribution it was drawn from: softmax(logits/T)
+   * renormalized over the top-k / top-p set (the full tempered softmax when both are off);
+   * 0 for greedy. NaN for inactive sequences.
+   */
   logprobs: Float32Array;
 }
 

@@ -187,23 +187,26 @@ describe("CPU generation", () => {
     expect((await run(42, prompts.slice(0, 1)))[0]).toEqual(a[0]);
   });
 
-  it("greedy decoding picks the argmax; logprobs are the model's log-probs", async () => {
+  it("greedy picks the argmax; at temperature 1 logprobs are the model's log-probs", async () => {
     const model = new CpuModel(small, undefined, 4);
-    const s = model.startGeneration({ temperature: 0, seed: 0 });
-    await s.prefill([encode("x=")]);
-    const logits = s.nextLogits(0);
-    const { tokens, logprobs } = await s.decode([true]);
+    const greedy = model.startGeneration({ temperature: 0, seed: 0 });
+    await greedy.prefill([encode("x=")]);
+    const logits = greedy.nextLogits(0);
     let best = 0;
     for (let v = 1; v < logits.length; v++) if (logits[v] > logits[best]) best = v;
-    expect(tokens[0]).toBe(best);
-    const ids = [...encode("x="), best];
+    expect((await greedy.decode([true])).tokens[0]).toBe(best);
+    const s = model.startGeneration({ temperature: 1, seed: 5 });
+    await s.prefill([encode("x=")]);
+    const out = await generate(s, { maxNewTokens: 6, stop: [], context: small.context });
+    const ids = [...encode("x="), ...out[0].tokens];
+    const T = ids.length - 1;
     const full = await model.forwardScore({
       B: 1,
-      T: 2,
-      tokens: Int32Array.from(ids.slice(0, 2)),
-      targets: Int32Array.from(ids.slice(1, 3)),
+      T,
+      tokens: Int32Array.from(ids.slice(0, T)),
+      targets: Int32Array.from(ids.slice(1)),
     });
-    expect(logprobs[0]).toBeCloseTo(full.logp[1], 5);
+    assertClose("sampling logprobs", out[0].logprobs, full.logp.subarray(1), 1e-5, 1e-4);
   });
 
   it("stops exactly at a stop string and continues after appended tokens", async () => {

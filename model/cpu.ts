@@ -11,7 +11,9 @@
 // then h = normf(x), logits = h @ lmHead^T, value = h . wv + bv.
 // GELU is the tanh form (GPT-2's; WGSL has no erf). Norm eps = config.normEps.
 // Tested by model/cpu.test.ts (PyTorch golden, finite differences, KV cache, generation,
-// overfitting) and model/sampling.test.ts.
+// overfitting); sampling is kernels' sampleRef (the GPU sampler's specification).
+
+import { sampleRef } from "../kernels/reference";
 import type {
   AdamWHparams,
   DecodeResult,
@@ -32,7 +34,6 @@ import {
   type ParamLayout,
   paramLayout,
 } from "./config";
-import { sampleToken } from "./sampling";
 
 // Layers and the network take float32 (the model) or float64 (finite-difference checks) arrays.
 type F32 = Float32Array<ArrayBufferLike> | Float64Array<ArrayBufferLike>;
@@ -761,15 +762,15 @@ export function gradNorm(grads: F32): number {
 }
 
 /**
- * Global norm, clip (scale = maxGradNorm / (norm + 1e-6) when the norm exceeds it, as
- * torch.nn.utils.clip_grad_norm_), then AdamW as torch.optim.AdamW: p -= lr*wd*p;
+ * Global norm, clip (scale = min(1, maxGradNorm / (norm + 1e-6)), as
+ * torch.nn.utils.clip_grad_norm_ and kernels' clipByNorm), then AdamW as torch.optim.AdamW: p -= lr*wd*p;
  * m, v moments; p -= lr * mhat / (sqrt(vhat) + eps). Weight decay applies to every
  * parameter. A non-finite norm leaves params, moments and step unchanged.
  */
 export function adamwStep(params: F32, grads: F32, state: OptimizerState, h: AdamWHparams): StepResult {
   const norm = gradNorm(grads);
   if (!Number.isFinite(norm)) return { gradNorm: norm, skipped: true };
-  const scale = h.maxGradNorm > 0 && norm > h.maxGradNorm ? h.maxGradNorm / (norm + 1e-6) : 1;
+  const scale = h.maxGradNorm > 0 ? Math.min(1, h.maxGradNorm / (norm + 1e-6)) : 1;
   const t = state.step + 1;
   const bc1 = 1 - h.beta1 ** t;
   const bc2 = 1 - h.beta2 ** t;
@@ -877,12 +878,18 @@ export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, to
   return logits;
 }
 
+/** The kernels' sampler parameters for decode call `step` of a session. */
+export function samplerParams(s: SamplingOptions, step: number) {
+  return { temperature: s.temperature, topK: s.topK ?? 0, topP: s.topP ?? 1, seed: s.seed >>> 0, step };
+}
+
 // A sampled token is fed to the cache lazily, at the next decode or append, so a sequence
 // can sample its last token when its cache already holds context-1 tokens.
 class CpuGenerationSession implements GenerationSession {
   private caches: KvCache[] = [];
   private lastLogits: F32[] = [];
   private pending: (number | null)[] = [];
+  private steps = 0;
 
   constructor(
     private readonly model: CpuModel,
@@ -913,25 +920,24 @@ class CpuGenerationSession implements GenerationSession {
 
   async decode(active: ArrayLike<boolean>): Promise<DecodeResult> {
     const B = this.caches.length;
+    const V = this.model.config.vocab;
+    const logits = new Float32Array(B * V); // (B,V), rows of inactive sequences stay 0
+    for (let b = 0; b < B; b++) {
+      if (!active[b]) continue;
+      this.flush(b);
+      if (this.caches[b].length >= this.model.config.context) throw new Error(`sequence ${b} is full`);
+      logits.set(this.lastLogits[b], b * V);
+    }
+    const sampled = new Int32Array(B);
+    const logps = new Float32Array(B);
+    sampleRef(sampled, logps, logits, B, V, samplerParams(this.sampling, this.steps++));
     const tokens = new Int32Array(B).fill(-1);
     const logprobs = new Float32Array(B).fill(Number.NaN);
     for (let b = 0; b < B; b++) {
       if (!active[b]) continue;
-      this.flush(b);
-      const position = this.caches[b].length;
-      if (position >= this.model.config.context)
-        throw new Error(`sequence ${b} is full (${position} tokens)`);
-      const { token, logprob } = sampleToken(
-        this.lastLogits[b],
-        0,
-        this.model.config.vocab,
-        this.sampling,
-        b,
-        position,
-      );
-      tokens[b] = token;
-      logprobs[b] = logprob;
-      this.pending[b] = token;
+      tokens[b] = sampled[b];
+      logprobs[b] = logps[b];
+      this.pending[b] = sampled[b];
     }
     return { tokens, logprobs };
   }

@@ -1,0 +1,851 @@
+// The transformer on WebGPU, built from the kernels' ops: the same network as the CPU
+// reference (model/cpu.ts), which it must equal. Reads top to bottom: buffers, the forward
+// pass, the backward pass, the optimizer step, KV-cache generation, the GpuModel class.
+//
+// Legend: B batch, T time, C channels (dModel), NH heads, hs head size, H MLP hidden,
+// V vocab, L layers, N = B*T rows.
+// Parameters, gradients and the two Adam moments are four buffers of the one flat layout
+// (model/config.ts). A forward (or backward) is one command encoder and one submit; a
+// forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
+// 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
+// Right padding only (causal attention, no key mask): padding after a token never changes it.
+// Generation: per-layer KV caches (B, context, C); a "feed step" pushes one token for each
+// sequence that has input waiting (prompt, appended tool response or the last sampled token)
+// through the network and keeps the logits of those rows; decode() feeds, samples with the
+// kernels' sampler and reads back B tokens and log-probs.
+// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling).
+import {
+  adamw,
+  alignFloats,
+  attentionBackward,
+  attentionForward,
+  clipByNorm,
+  decodeAttention,
+  embeddingBackward,
+  embeddingForward,
+  geluBackward,
+  geluForward,
+  gradNorm,
+  kvCacheWrite,
+  layernormBackward,
+  layernormForward,
+  logSoftmax,
+  matmulBackward,
+  matmulForward,
+  NORM_PARTS,
+  type Recorder,
+  Runtime,
+  residualForward,
+  rmsnormBackward,
+  rmsnormForward,
+  ropeBackward,
+  ropeForward,
+  sample,
+  swigluBackward,
+  swigluForward,
+  type View,
+  view,
+  zero,
+} from "../kernels/index";
+import { NORM_EPS } from "../kernels/reference";
+import type {
+  AdamWHparams,
+  DecodeResult,
+  GenerationSession,
+  OptimizerState,
+  PolicyModel,
+  SamplingOptions,
+  ScoreBatch,
+  ScoreGrads,
+  ScoreResult,
+  StepResult,
+} from "./api";
+import { initParams, type ModelConfig, mlpHidden, type ParamLayout, paramLayout } from "./config";
+import { checkBatch, samplerParams } from "./cpu";
+
+// ---------------------------------------------------------------------------------------
+// Buffers
+
+interface LayerViews {
+  ln1w: View;
+  ln1b: View | null;
+  qkvw: View;
+  qkvb: View;
+  projw: View;
+  projb: View;
+  ln2w: View;
+  ln2b: View | null;
+  fcw: View;
+  fcb: View;
+  fcprojw: View;
+  fcprojb: View;
+}
+
+interface ParamViews {
+  wte: View;
+  wpe: View | null;
+  layers: LayerViews[];
+  lnfw: View;
+  lnfb: View | null;
+  lmHead: View;
+  valuew: View | null;
+  valueb: View | null;
+}
+
+function paramViews(buf: GPUBuffer, layout: ParamLayout): ParamViews {
+  const sizeAt = new Map(layout.tensors.map((t) => [t.offset, t.size]));
+  const v = (off: number): View | null => (off < 0 ? null : view(buf, off, sizeAt.get(off)!));
+  return {
+    wte: v(layout.wte)!,
+    wpe: v(layout.wpe),
+    layers: layout.layers.map((o) => ({
+      ln1w: v(o.ln1w)!,
+      ln1b: v(o.ln1b),
+      qkvw: v(o.qkvw)!,
+      qkvb: v(o.qkvb)!,
+      projw: v(o.projw)!,
+      projb: v(o.projb)!,
+      ln2w: v(o.ln2w)!,
+      ln2b: v(o.ln2b),
+      fcw: v(o.fcw)!,
+      fcb: v(o.fcb)!,
+      fcprojw: v(o.fcprojw)!,
+      fcprojb: v(o.fcprojb)!,
+    })),
+    lnfw: v(layout.lnfw)!,
+    lnfb: v(layout.lnfb),
+    lmHead: v(layout.lmHead)!,
+    valuew: v(layout.valuew),
+    valueb: v(layout.valueb),
+  };
+}
+
+/** Named tensors carved out of one buffer at 256-byte aligned offsets. */
+function arena<K extends string>(rt: Runtime, label: string, sizes: Record<K, number>): Record<K, View> {
+  let total = 0;
+  const at = {} as Record<K, number>;
+  for (const k of Object.keys(sizes) as K[]) {
+    at[k] = total;
+    total += alignFloats(Math.max(1, sizes[k]));
+  }
+  const buf = rt.buffer(total, label);
+  const out = {} as Record<K, View>;
+  for (const k of Object.keys(sizes) as K[]) out[k] = view(buf, at[k], sizes[k]);
+  return out;
+}
+
+function layerActSizes(c: ModelConfig, B: number, T: number) {
+  const N = B * T;
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  return {
+    ln1: N * C,
+    ln1Mean: N,
+    ln1Rstd: N,
+    qkv: N * 3 * C, // q and k after rope
+    atty: N * C,
+    lse: B * c.heads * T,
+    res2: N * C,
+    ln2: N * C,
+    ln2Mean: N,
+    ln2Rstd: N,
+    fch: N * (c.mlp === "swiglu" ? 2 * H : H),
+    fchAct: N * H,
+    res3: N * C,
+  };
+}
+type LayerActs = Record<keyof ReturnType<typeof layerActSizes>, View>;
+
+/** Everything one (B,T) training batch needs; reallocated only when the shape changes. */
+class TrainBuffers {
+  readonly io: Record<
+    | "tokens"
+    | "targets"
+    | "pos"
+    | "wlp"
+    | "went"
+    | "dvalue"
+    | "encoded"
+    | "tmp"
+    | "lnf"
+    | "lnfMean"
+    | "lnfRstd"
+    | "values"
+    | "out",
+    View
+  >;
+  readonly layers: LayerActs[];
+  readonly logits: View; // (N,V)
+  readonly dlogits: View; // (N,V)
+  readonly grad: Record<"dres" | "dln" | "datty" | "dqkv" | "dfch" | "dfchAct" | "attScratch", View>;
+  /** Offsets (floats) of logp, entropy, values inside io.out: one readback per forward. */
+  readonly outAt: { logp: number; entropy: number; values: number };
+
+  constructor(
+    rt: Runtime,
+    c: ModelConfig,
+    readonly B: number,
+    readonly T: number,
+  ) {
+    const N = B * T;
+    const C = c.dModel;
+    const H = mlpHidden(c);
+    const a = alignFloats(N);
+    this.outAt = { logp: 0, entropy: a, values: 2 * a };
+    this.io = arena(rt, "train-io", {
+      tokens: N,
+      targets: N,
+      pos: N,
+      wlp: N,
+      went: N,
+      dvalue: N,
+      encoded: N * C,
+      tmp: N * C,
+      lnf: N * C,
+      lnfMean: N,
+      lnfRstd: N,
+      values: N,
+      out: 3 * a,
+    });
+    this.layers = Array.from({ length: c.layers }, (_, l) =>
+      arena(rt, `train-layer-${l}`, layerActSizes(c, B, T)),
+    );
+    this.logits = view(rt.buffer(N * c.vocab, "logits"), 0, N * c.vocab);
+    this.dlogits = view(rt.buffer(N * c.vocab, "dlogits"), 0, N * c.vocab);
+    this.grad = arena(rt, "train-grad", {
+      dres: N * C,
+      dln: N * C,
+      datty: N * C,
+      dqkv: N * 3 * C,
+      dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
+      dfchAct: N * H,
+      attScratch: B * c.heads * T,
+    });
+  }
+
+  destroy(): void {
+    const bufs = new Set<GPUBuffer>([
+      this.io.tokens.buffer,
+      this.logits.buffer,
+      this.dlogits.buffer,
+      this.grad.dres.buffer,
+    ]);
+    for (const l of this.layers) bufs.add(l.ln1.buffer);
+    for (const b of bufs) b.destroy();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The network: norms and MLP activations by config, forward, backward
+
+function normForward(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  out: View,
+  mean: View,
+  rstd: View,
+  inp: View,
+  w: View,
+  b: View | null,
+  N: number,
+) {
+  if (c.norm === "layernorm") layernormForward(rt, rec, out, mean, rstd, inp, w, b!, N, c.dModel);
+  else rmsnormForward(rt, rec, out, rstd, inp, w, N, c.dModel);
+}
+
+function normBackward(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  dinp: View,
+  dw: View,
+  db: View | null,
+  dout: View,
+  inp: View,
+  w: View,
+  mean: View,
+  rstd: View,
+  N: number,
+) {
+  if (c.norm === "layernorm") layernormBackward(rt, rec, dinp, dw, db, dout, inp, w, mean, rstd, N, c.dModel);
+  else rmsnormBackward(rt, rec, dinp, dw, dout, inp, w, rstd, N, c.dModel);
+}
+
+function rope(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  qkv: View,
+  pos: View,
+  N: number,
+  backward: boolean,
+) {
+  const hs = c.dModel / c.heads;
+  for (const colOffset of [0, c.dModel]) {
+    const s = { N, nHeads: c.heads, headDim: hs, rowStride: 3 * c.dModel, colOffset, base: c.ropeTheta };
+    if (backward) ropeBackward(rt, rec, qkv, pos, s);
+    else ropeForward(rt, rec, qkv, pos, s);
+  }
+}
+
+/** One block forward over N rows: residual -> a.res3 (attention is the caller's: full or cached). */
+function blockForward(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  p: LayerViews,
+  a: Pick<
+    LayerActs,
+    | "ln1"
+    | "ln1Mean"
+    | "ln1Rstd"
+    | "qkv"
+    | "atty"
+    | "res2"
+    | "ln2"
+    | "ln2Mean"
+    | "ln2Rstd"
+    | "fch"
+    | "fchAct"
+    | "res3"
+  >,
+  residual: View,
+  tmp: View,
+  pos: View,
+  N: number,
+  attention: () => void,
+) {
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+  normForward(rt, rec, c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
+  matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C); // (N,3C)
+  if (c.positional === "rope") rope(rt, rec, c, a.qkv, pos, N, false);
+  attention(); // a.atty (N,C) from a.qkv
+  matmulForward(rt, rec, tmp, a.atty, p.projw, p.projb, N, C, C);
+  residualForward(rt, rec, a.res2, residual, tmp, N * C);
+  normForward(rt, rec, c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
+  matmulForward(rt, rec, a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows); // (N,H) or (N,2H)
+  if (c.mlp === "gelu") geluForward(rt, rec, a.fchAct, a.fch, N * H);
+  else swigluForward(rt, rec, a.fchAct, a.fch, N, H);
+  matmulForward(rt, rec, tmp, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
+  residualForward(rt, rec, a.res3, a.res2, tmp, N * C);
+}
+
+function forwardPass(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  p: ParamViews,
+  zeroWpe: View,
+  tb: TrainBuffers,
+) {
+  const { B, T } = tb;
+  const N = B * T;
+  const C = c.dModel;
+  const io = tb.io;
+  embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe ?? zeroWpe, N, C); // (N,C)
+  let residual = io.encoded;
+  p.layers.forEach((lp, l) => {
+    const a = tb.layers[l];
+    blockForward(rt, rec, c, lp, a, residual, io.tmp, io.pos, N, () =>
+      attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, C, c.heads),
+    );
+    residual = a.res3;
+  });
+  normForward(rt, rec, c, io.lnf, io.lnfMean, io.lnfRstd, residual, p.lnfw, p.lnfb, N);
+  matmulForward(rt, rec, tb.logits, io.lnf, p.lmHead, null, N, C, c.vocab); // (N,V)
+  // With zero weights the head only computes logp and entropy (dlogits comes out zero).
+  const out = io.out;
+  const o = (at: number) => ({ buffer: out.buffer, offset: out.offset + at * 4, size: N * 4 });
+  logSoftmax(
+    rt,
+    rec,
+    o(tb.outAt.logp),
+    o(tb.outAt.entropy),
+    tb.dlogits,
+    tb.logits,
+    io.targets,
+    io.wlp,
+    io.went,
+    N,
+    c.vocab,
+  );
+  if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
+}
+
+/** Adds d(loss)/d(params) into g, with io.wlp/went/dvalue holding dloss/d(logp, entropy, value). */
+function backwardPass(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  p: ParamViews,
+  g: ParamViews,
+  tb: TrainBuffers,
+  hasValue: boolean,
+) {
+  const { B, T } = tb;
+  const N = B * T;
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+  const { io, grad: d } = tb;
+  const scratch = (at: number) => ({ buffer: io.out.buffer, offset: io.out.offset + at * 4, size: N * 4 });
+  // Recomputes logp/entropy (cheap) and WRITES dlogits (N,V).
+  logSoftmax(
+    rt,
+    rec,
+    scratch(tb.outAt.logp),
+    scratch(tb.outAt.entropy),
+    tb.dlogits,
+    tb.logits,
+    io.targets,
+    io.wlp,
+    io.went,
+    N,
+    c.vocab,
+  );
+  zero(rt, rec, d.dln, N * C); // dlnf
+  matmulBackward(rt, rec, d.dln, g.lmHead, null, tb.dlogits, io.lnf, p.lmHead, N, C, c.vocab);
+  if (hasValue && p.valuew && g.valuew && g.valueb) {
+    matmulBackward(rt, rec, d.dln, g.valuew, g.valueb, io.dvalue, io.lnf, p.valuew, N, C, 1);
+  }
+  const last = c.layers > 0 ? tb.layers[c.layers - 1].res3 : io.encoded;
+  zero(rt, rec, d.dres, N * C); // d/d residual stream
+  normBackward(rt, rec, c, d.dres, g.lnfw, g.lnfb, d.dln, last, p.lnfw, io.lnfMean, io.lnfRstd, N);
+  for (let l = c.layers - 1; l >= 0; l--) {
+    const lp = p.layers[l];
+    const lg = g.layers[l];
+    const a = tb.layers[l];
+    const residual = l === 0 ? io.encoded : tb.layers[l - 1].res3;
+    // MLP: dres is d/d res3 and d/d (MLP output).
+    zero(rt, rec, d.dfchAct, N * H);
+    matmulBackward(rt, rec, d.dfchAct, lg.fcprojw, lg.fcprojb, d.dres, a.fchAct, lp.fcprojw, N, H, C);
+    zero(rt, rec, d.dfch, N * fcRows);
+    if (c.mlp === "gelu") geluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N * H);
+    else swigluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N, H);
+    zero(rt, rec, d.dln, N * C);
+    matmulBackward(rt, rec, d.dln, lg.fcw, lg.fcb, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
+    normBackward(rt, rec, c, d.dres, lg.ln2w, lg.ln2b, d.dln, a.res2, lp.ln2w, a.ln2Mean, a.ln2Rstd, N);
+    // Attention: dres is now d/d res2 and d/d (attention output).
+    zero(rt, rec, d.datty, N * C);
+    matmulBackward(rt, rec, d.datty, lg.projw, lg.projb, d.dres, a.atty, lp.projw, N, C, C);
+    zero(rt, rec, d.dqkv, N * 3 * C);
+    attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, C, c.heads);
+    if (c.positional === "rope") rope(rt, rec, c, d.dqkv, io.pos, N, true);
+    zero(rt, rec, d.dln, N * C);
+    matmulBackward(rt, rec, d.dln, lg.qkvw, lg.qkvb, d.dqkv, a.ln1, lp.qkvw, N, C, 3 * C);
+    normBackward(rt, rec, c, d.dres, lg.ln1w, lg.ln1b, d.dln, residual, lp.ln1w, a.ln1Mean, a.ln1Rstd, N);
+  }
+  embeddingBackward(rt, rec, g.wte, g.wpe, d.dres, io.tokens, io.pos, N, C, c.vocab, c.context);
+}
+
+// ---------------------------------------------------------------------------------------
+// Generation: KV caches and feed steps of one token per sequence
+
+const NO_SLOT = 0xffffffff; // kvCacheWrite skips slots >= Tmax: rows without input write nothing
+
+class GpuGenerationSession implements GenerationSession {
+  private B = 0;
+  private kcache: View[] = [];
+  private vcache: View[] = [];
+  private step: Record<
+    | "tokens"
+    | "pos"
+    | "slot"
+    | "lens"
+    | "x"
+    | "tmp"
+    | "ln1"
+    | "ln1Mean"
+    | "ln1Rstd"
+    | "qkv"
+    | "atty"
+    | "res2"
+    | "ln2"
+    | "ln2Mean"
+    | "ln2Rstd"
+    | "fch"
+    | "fchAct"
+    | "res3"
+    | "sampled",
+    View
+  > | null = null;
+  private logits: View | null = null; // (B,V) of the rows fed this step
+  private nextBuf: View | null = null; // (B,V) the logits each sequence samples from next
+  private fed: number[] = []; // tokens in each cache
+  private queue: number[][] = []; // tokens waiting to be fed, per sequence
+  private decodes = 0;
+  private buffers: GPUBuffer[] = [];
+
+  constructor(
+    private readonly model: GpuModel,
+    private readonly sampling: SamplingOptions,
+  ) {}
+
+  async prefill(prompts: number[][]): Promise<void> {
+    this.finish();
+    const { rt, config: c } = this.model;
+    const B = prompts.length;
+    const C = c.dModel;
+    const H = mlpHidden(c);
+    const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+    this.B = B;
+    prompts.forEach((p, i) => {
+      if (p.length === 0) throw new Error(`prompt ${i} is empty`);
+      if (p.length > c.context)
+        throw new Error(`prompt ${i} has ${p.length} tokens, the context is ${c.context}`);
+    });
+    const cache = (label: string) => {
+      const buf = rt.buffer(B * c.context * C, label);
+      this.buffers.push(buf);
+      return view(buf, 0, B * c.context * C);
+    };
+    this.kcache = Array.from({ length: c.layers }, (_, l) => cache(`kcache-${l}`));
+    this.vcache = Array.from({ length: c.layers }, (_, l) => cache(`vcache-${l}`));
+    this.step = arena(rt, "decode-step", {
+      tokens: B,
+      pos: B,
+      slot: B,
+      lens: B,
+      x: B * C,
+      tmp: B * C,
+      ln1: B * C,
+      ln1Mean: B,
+      ln1Rstd: B,
+      qkv: B * 3 * C,
+      atty: B * C,
+      res2: B * C,
+      ln2: B * C,
+      ln2Mean: B,
+      ln2Rstd: B,
+      fch: B * fcRows,
+      fchAct: B * H,
+      res3: B * C,
+      sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
+    });
+    this.buffers.push(this.step.tokens.buffer);
+    // Two buffers: a copy may not have the same buffer as source and destination.
+    const logits = rt.buffer(B * c.vocab, "decode-logits");
+    const next = rt.buffer(B * c.vocab, "decode-next-logits");
+    this.buffers.push(logits, next);
+    this.logits = view(logits, 0, B * c.vocab);
+    this.nextBuf = view(next, 0, B * c.vocab);
+    this.fed = prompts.map(() => 0);
+    this.queue = prompts.map((p) => [...p]);
+    this.decodes = 0;
+    this.drain();
+  }
+
+  /** Feeds every waiting token, one step (one submit) per token position, no readback. */
+  private drain(): void {
+    while (this.queue.some((q) => q.length > 0)) this.feedStep();
+  }
+
+  private feedStep(): void {
+    const { rt, config: c, params: p } = this.model;
+    const s = this.step!;
+    const B = this.B;
+    const C = c.dModel;
+    const V = c.vocab;
+    const tokens = new Int32Array(B);
+    const pos = new Uint32Array(B);
+    const slot = new Uint32Array(B).fill(NO_SLOT);
+    const lens = new Uint32Array(B);
+    const rows: number[] = [];
+    for (let b = 0; b < B; b++) {
+      if (this.queue[b].length === 0) continue;
+      if (this.fed[b] >= c.context) throw new Error(`sequence ${b} exceeds the context ${c.context}`);
+      tokens[b] = this.queue[b].shift()!;
+      pos[b] = this.fed[b];
+      slot[b] = this.fed[b];
+      lens[b] = this.fed[b] + 1;
+      this.fed[b]++;
+      rows.push(b);
+    }
+    rt.upload(s.tokens, tokens);
+    rt.upload(s.pos, pos);
+    rt.upload(s.slot, slot);
+    rt.upload(s.lens, lens);
+    const enc = rt.device.createCommandEncoder();
+    embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe ?? this.model.zeroWpe, B, C); // (B,C)
+    let residual = s.x;
+    p.layers.forEach((lp, l) => {
+      blockForward(rt, enc, c, lp, s, residual, s.tmp, s.pos, B, () => {
+        kvCacheWrite(rt, enc, this.kcache[l], this.vcache[l], s.qkv, s.slot, B, c.context, C, c.heads);
+        decodeAttention(
+          rt,
+          enc,
+          s.atty,
+          s.qkv,
+          this.kcache[l],
+          this.vcache[l],
+          s.lens,
+          null,
+          B,
+          c.context,
+          C,
+          c.heads,
+        );
+      });
+      // The next block may read res3 as its residual: no dispatch binds it with the res3 it writes.
+      residual = s.res3;
+    });
+    normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, residual, p.lnfw, p.lnfb, B);
+    matmulForward(rt, enc, this.logits!, s.ln1, p.lmHead, null, B, C, V); // (B,V)
+    for (const b of rows) {
+      enc.copyBufferToBuffer(
+        this.logits!.buffer,
+        this.logits!.offset + b * V * 4,
+        this.nextBuf!.buffer,
+        this.nextBuf!.offset + b * V * 4,
+        V * 4,
+      );
+    }
+    rt.submit(enc);
+  }
+
+  async decode(active: ArrayLike<boolean>): Promise<DecodeResult> {
+    const { rt, config: c } = this.model;
+    const B = this.B;
+    for (let b = 0; b < B; b++) {
+      if (active[b] && this.fed[b] + this.queue[b].length >= c.context)
+        throw new Error(`sequence ${b} is full`);
+    }
+    this.drain();
+    const s = this.step!;
+    const a = alignFloats(B);
+    const sampled = s.sampled;
+    const at = (k: number): View => ({ buffer: sampled.buffer, offset: sampled.offset + k * 4, size: B * 4 });
+    const enc = rt.device.createCommandEncoder();
+    sample(rt, enc, at(0), at(a), this.nextBuf!, B, c.vocab, samplerParams(this.sampling, this.decodes++));
+    rt.submit(enc);
+    const bytes = await rt.readBytes(sampled);
+    const toks = new Int32Array(bytes, 0, B);
+    const lps = new Float32Array(bytes, a * 4, B);
+    const tokens = new Int32Array(B).fill(-1);
+    const logprobs = new Float32Array(B).fill(Number.NaN);
+    for (let b = 0; b < B; b++) {
+      if (!active[b]) continue;
+      tokens[b] = toks[b];
+      logprobs[b] = lps[b];
+      this.queue[b].push(toks[b]);
+    }
+    return { tokens, logprobs };
+  }
+
+  async append(seq: number, tokens: number[]): Promise<void> {
+    if (this.fed[seq] + this.queue[seq].length + tokens.length > this.model.config.context) {
+      throw new Error(`append: sequence ${seq} would exceed the context ${this.model.config.context}`);
+    }
+    this.queue[seq].push(...tokens);
+  }
+
+  /** (V) logits the next decode of this sequence samples from (tests). */
+  async nextLogits(seq: number): Promise<Float32Array> {
+    this.drain();
+    const V = this.model.config.vocab;
+    const nl = this.nextBuf!;
+    return this.model.rt.read({ buffer: nl.buffer, offset: nl.offset + seq * V * 4, size: V * 4 });
+  }
+
+  lengths(): number[] {
+    return this.fed.map((f, b) => f + this.queue[b].length);
+  }
+
+  finish(): void {
+    for (const b of this.buffers) b.destroy();
+    this.buffers = [];
+    this.step = null;
+    this.B = 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The PolicyModel on WebGPU
+
+export class GpuModel implements PolicyModel {
+  readonly backend = "webgpu" as const;
+  readonly layout: ParamLayout;
+  readonly paramsBuf: GPUBuffer;
+  readonly gradsBuf: GPUBuffer;
+  private readonly mBuf: GPUBuffer;
+  private readonly vBuf: GPUBuffer;
+  readonly params: ParamViews;
+  private readonly grads: ParamViews;
+  /** (context, C) zeros standing in for wpe with rope (the embedding op always adds a table). */
+  readonly zeroWpe: View;
+  private readonly misc: Record<"norm" | "normScratch", View>;
+  private train: TrainBuffers | null = null;
+  private hasForward = false;
+  private optStep = 0;
+
+  constructor(
+    readonly rt: Runtime,
+    readonly config: ModelConfig,
+    weights?: Float32Array,
+    seed = 0,
+  ) {
+    if (config.normEps !== NORM_EPS)
+      throw new Error(`the GPU norms use eps ${NORM_EPS}; config.normEps is ${config.normEps}`);
+    this.layout = paramLayout(config);
+    const n = this.layout.total;
+    this.paramsBuf = rt.buffer(n, "params");
+    this.gradsBuf = rt.buffer(n, "grads");
+    this.mBuf = rt.buffer(n, "adam-m");
+    this.vBuf = rt.buffer(n, "adam-v");
+    this.params = paramViews(this.paramsBuf, this.layout);
+    this.grads = paramViews(this.gradsBuf, this.layout);
+    const w = weights ?? initParams(config, this.layout, seed);
+    if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
+    rt.upload(view(this.paramsBuf, 0, n), w);
+    this.zeroWpe = view(
+      rt.buffer(config.context * config.dModel, "zero-wpe"),
+      0,
+      config.context * config.dModel,
+    );
+    this.misc = arena(rt, "optim-misc", { norm: 1, normScratch: NORM_PARTS });
+  }
+
+  /** A model on a fresh device from navigator.gpu (browser) or Dawn (Node): see kernels/device.ts. */
+  static async create(
+    device: GPUDevice,
+    config: ModelConfig,
+    weights?: Float32Array,
+    seed = 0,
+  ): Promise<GpuModel> {
+    return new GpuModel(new Runtime(device), config, weights, seed);
+  }
+
+  private trainBuffers(B: number, T: number): TrainBuffers {
+    if (!this.train || this.train.B !== B || this.train.T !== T) {
+      this.train?.destroy();
+      this.train = new TrainBuffers(this.rt, this.config, B, T);
+    }
+    return this.train;
+  }
+
+  async forwardScore(batch: ScoreBatch, options: { logits?: boolean } = {}): Promise<ScoreResult> {
+    const positions = checkBatch(this.config, batch);
+    const { B, T } = batch;
+    const N = B * T;
+    const tb = this.trainBuffers(B, T);
+    this.rt.upload(tb.io.tokens, batch.tokens);
+    this.rt.upload(tb.io.targets, batch.targets);
+    this.rt.upload(tb.io.pos, Uint32Array.from(positions));
+    const zeros = new Float32Array(N);
+    this.rt.upload(tb.io.wlp, zeros);
+    this.rt.upload(tb.io.went, zeros);
+    const enc = this.rt.device.createCommandEncoder();
+    forwardPass(this.rt, enc, this.config, this.params, this.zeroWpe, tb);
+    this.rt.submit(enc);
+    this.hasForward = true;
+    const out = await this.rt.read(tb.io.out);
+    const { logp, entropy, values } = tb.outAt;
+    return {
+      logp: out.slice(logp, logp + N),
+      entropy: out.slice(entropy, entropy + N),
+      values: this.config.valueHead ? out.slice(values, values + N) : undefined,
+      logits: options.logits ? await this.rt.read(tb.logits) : undefined,
+    };
+  }
+
+  async backward(grads: ScoreGrads): Promise<void> {
+    const tb = this.train;
+    if (!tb || !this.hasForward) throw new Error("backward() needs a forwardScore() first");
+    const N = tb.B * tb.T;
+    this.rt.upload(tb.io.wlp, grads.dlogp);
+    this.rt.upload(tb.io.went, grads.dentropy ?? new Float32Array(N));
+    if (grads.dvalue) this.rt.upload(tb.io.dvalue, grads.dvalue);
+    const enc = this.rt.device.createCommandEncoder();
+    backwardPass(this.rt, enc, this.config, this.params, this.grads, tb, Boolean(grads.dvalue));
+    this.rt.submit(enc);
+  }
+
+  zeroGrad(): void {
+    const enc = this.rt.device.createCommandEncoder();
+    zero(this.rt, enc, view(this.gradsBuf, 0, this.layout.total));
+    this.rt.submit(enc);
+  }
+
+  async step(h: AdamWHparams): Promise<StepResult> {
+    const n = this.layout.total;
+    const grads = view(this.gradsBuf, 0, n);
+    let enc = this.rt.device.createCommandEncoder();
+    gradNorm(this.rt, enc, this.misc.norm, grads, this.misc.normScratch, n);
+    this.rt.submit(enc);
+    const norm = (await this.rt.read(this.misc.norm))[0];
+    if (!Number.isFinite(norm)) return { gradNorm: norm, skipped: true };
+    enc = this.rt.device.createCommandEncoder();
+    if (h.maxGradNorm > 0 && Number.isFinite(h.maxGradNorm))
+      clipByNorm(this.rt, enc, grads, this.misc.norm, n, h.maxGradNorm);
+    this.optStep++;
+    adamw(this.rt, enc, view(this.paramsBuf, 0, n), grads, view(this.mBuf, 0, n), view(this.vBuf, 0, n), n, {
+      lr: h.lr,
+      beta1: h.beta1,
+      beta2: h.beta2,
+      eps: h.eps,
+      weightDecay: h.weightDecay,
+      step: this.optStep,
+    });
+    this.rt.submit(enc);
+    return { gradNorm: norm, skipped: false };
+  }
+
+  async getWeights(): Promise<Float32Array> {
+    return this.rt.read(view(this.paramsBuf, 0, this.layout.total));
+  }
+
+  async setWeights(weights: Float32Array): Promise<void> {
+    if (weights.length !== this.layout.total)
+      throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
+    this.rt.upload(view(this.paramsBuf, 0, this.layout.total), weights);
+  }
+
+  async getGrads(): Promise<Float32Array> {
+    return this.rt.read(view(this.gradsBuf, 0, this.layout.total));
+  }
+
+  async getOptimizerState(): Promise<OptimizerState> {
+    const n = this.layout.total;
+    return {
+      m: await this.rt.read(view(this.mBuf, 0, n)),
+      v: await this.rt.read(view(this.vBuf, 0, n)),
+      step: this.optStep,
+    };
+  }
+
+  async setOptimizerState(state: OptimizerState): Promise<void> {
+    const n = this.layout.total;
+    if (state.m.length !== n || state.v.length !== n)
+      throw new Error(`setOptimizerState: moments must have ${n} floats`);
+    this.rt.upload(view(this.mBuf, 0, n), state.m);
+    this.rt.upload(view(this.vBuf, 0, n), state.v);
+    this.optStep = state.step;
+  }
+
+  async frozenCopy(): Promise<PolicyModel> {
+    return new GpuModel(this.rt, this.config, await this.getWeights());
+  }
+
+  startGeneration(
+    sampling: SamplingOptions,
+  ): GenerationSession & { nextLogits(seq: number): Promise<Float32Array> } {
+    return new GpuGenerationSession(this, sampling);
+  }
+
+  dispose(): void {
+    this.train?.destroy();
+    this.train = null;
+    for (const b of [
+      this.paramsBuf,
+      this.gradsBuf,
+      this.mBuf,
+      this.vBuf,
+      this.zeroWpe.buffer,
+      this.misc.norm.buffer,
+    ])
+      b.destroy();
+  }
+}
