@@ -4,6 +4,7 @@
 
 import type { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, isEvalKey } from "./split.ts";
+import type { Demo, Env, Message } from "./types.ts";
 
 export const GRID_ACTIONS = ["Left", "Down", "Right", "Up"] as const;
 export type GridAction = (typeof GRID_ACTIONS)[number];
@@ -60,6 +61,58 @@ export function evalSeedList(
       seen.add(key);
       out.push(seed);
     }
+  }
+  return out;
+}
+
+/**
+ * Plays `plan` (the solver's moves for this seed) in a fresh episode and records it as a
+ * conversation; returns null when the plan does not reach the goal (a solver bug, or slip).
+ */
+export function solverEpisode(
+  env: Env,
+  seed: number,
+  instructions: string,
+  plan: (env: Env) => string[] | null,
+  think: boolean,
+): Demo | null {
+  const messages: Message[] = [
+    { role: "system", content: instructions },
+    { role: "user", content: env.reset(seed) },
+  ];
+  const actions = plan(env);
+  if (actions === null) return null;
+  for (const [i, a] of actions.entries()) {
+    const t = think ? `<think>${actions.length - i} moves left</think>` : "";
+    messages.push({ role: "assistant", content: `${t}<answer>${a}</answer>` });
+    const r = env.step(a);
+    if (r.done) {
+      if (!r.info.success) return null;
+      return { id: `${env.name}:seed${seed}#demo`, messages, bucket: "all", meta: { seed, actions, think } };
+    }
+    messages.push({ role: "user", content: r.observation });
+  }
+  return null;
+}
+
+/** n solver episodes on training seeds (seeds the solver cannot finish are skipped). */
+export function solverDemos(
+  makeEnv: () => Env,
+  seeds: (rng: Rng, n: number) => number[],
+  instructions: string,
+  plan: (env: Env) => string[] | null,
+  rng: Rng,
+  n: number,
+  thinkRate: number,
+): Demo[] {
+  const out: Demo[] = [];
+  const seedRng = rng.fork("seeds");
+  const r = rng.fork("think");
+  for (let tries = 0; out.length < n; tries++) {
+    if (tries > 20 * (n + 1)) throw new Error("solver demos: too many unsolved seeds");
+    const [seed] = seeds(seedRng, 1);
+    const d = solverEpisode(makeEnv(), seed, instructions, plan, r.bool(thinkRate));
+    if (d) out.push({ ...d, id: `${d.id}${out.length}` });
   }
   return out;
 }

@@ -9,6 +9,7 @@ import {
   generateLake,
   makeFrozenLakeTask,
   reachable,
+  solveLake,
 } from "./frozenlake.ts";
 import { Rng } from "./rng.ts";
 
@@ -56,6 +57,40 @@ describe("frozenlake", () => {
       for (const a of path ?? []) last = env.step(`<think>go</think><answer>${a}</answer>`);
       expect(last).toMatchObject({ reward: 1, done: true, info: { success: true } });
       expect(env.render()).toContain("*");
+    }
+  });
+
+  it("solveLake finds shortest paths (same length as the test's BFS)", () => {
+    const env = new FrozenLakeEnv();
+    for (let seed = 0; seed < 100; seed++) {
+      env.reset(seed);
+      expect(solveLake(env.state())?.length).toBe(solve(env.state())?.length);
+    }
+    expect(solveLake({ grid: ["SH", "HG"], row: 0, col: 0 })).toBeNull();
+  });
+
+  it("solver demos are chatml-turns episodes that reach the goal", () => {
+    const task = makeFrozenLakeTask();
+    const demos = task.sftDemos(new Rng(1), 20, { thinkRate: 0.5 });
+    expect(demos).toHaveLength(20);
+    expect(task.sftDemos(new Rng(1), 20, { thinkRate: 0.5 })).toEqual(demos);
+    const evalSeeds = new Set(task.evalSeeds(50));
+    for (const d of demos) {
+      expect(d.messages[0]).toEqual({ role: "system", content: task.instructions });
+      expect(evalSeeds.has(d.meta.seed as number)).toBe(false);
+      const env = task.make();
+      expect(d.messages[1]).toEqual({ role: "user", content: env.reset(d.meta.seed as number) });
+      const turns = d.messages.slice(2);
+      let last = null;
+      for (let i = 0; i < turns.length; i += 2) {
+        expect(turns[i].role).toBe("assistant");
+        expect(turns[i].content).toMatch(
+          /^(<think>\d+ moves left<\/think>)?<answer>(Left|Down|Right|Up)<\/answer>$/,
+        );
+        last = env.step(turns[i].content);
+        if (i + 1 < turns.length) expect(turns[i + 1]).toEqual({ role: "user", content: last.observation });
+      }
+      expect(last?.info.success).toBe(true);
     }
   });
 

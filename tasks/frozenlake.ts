@@ -4,7 +4,15 @@
 // in a hole, a small penalty for an invalid action; episodes stop at maxSteps. The GiGPO
 // anchor key is the map id plus the agent's position. Tested by tasks/frozenlake.test.ts.
 
-import { DELTAS, drawSeeds, evalSeedList, GRID_ACTIONS, type GridAction, parseAction } from "./env-util.ts";
+import {
+  DELTAS,
+  drawSeeds,
+  evalSeedList,
+  GRID_ACTIONS,
+  type GridAction,
+  parseAction,
+  solverDemos,
+} from "./env-util.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { Env, EnvTask, StepResult } from "./types.ts";
 
@@ -59,6 +67,31 @@ export function reachable(grid: string[], fromRow: number, fromCol: number): Set
     }
   }
   return seen;
+}
+
+/** A shortest move list from the agent to the goal that avoids holes; null when there is none. */
+export function solveLake(s: Pick<FrozenLakeState, "grid" | "row" | "col">): GridAction[] | null {
+  const n = s.grid.length;
+  const start = `${s.row},${s.col}`;
+  const prev = new Map<string, [string, GridAction] | null>([[start, null]]);
+  const queue: [number, number][] = [[s.row, s.col]];
+  for (let q = 0; q < queue.length; q++) {
+    const [r, c] = queue[q];
+    if (s.grid[r][c] === "G") {
+      const path: GridAction[] = [];
+      for (let k = `${r},${c}`, e = prev.get(k); e; k = e[0], e = prev.get(k)) path.unshift(e[1]);
+      return path;
+    }
+    for (const a of GRID_ACTIONS) {
+      const nr = r + DELTAS[a][0];
+      const nc = c + DELTAS[a][1];
+      const k = `${nr},${nc}`;
+      if (nr < 0 || nc < 0 || nr >= n || nc >= n || s.grid[nr][nc] === "H" || prev.has(k)) continue;
+      prev.set(k, [`${r},${c}`, a]);
+      queue.push([nr, nc]);
+    }
+  }
+  return null;
 }
 
 function findCell(grid: string[], ch: string): [number, number] {
@@ -220,6 +253,13 @@ export function makeFrozenLakeTask(config: Partial<FrozenLakeConfig> = {}): EnvT
     make: () => new FrozenLakeEnv(cfg),
     sampleSeeds: (rng, n) => drawSeeds(name, layout, rng, n, false),
     evalSeeds: (n) => evalSeedList(name, layout, n),
+    sftDemos(rng, n, knobs = {}) {
+      // Demos are played without slipping, so the shortest path always arrives.
+      const env = () => new FrozenLakeEnv({ ...cfg, slipProb: 0 });
+      const plan = (e: Env) => solveLake(e.state() as FrozenLakeState);
+      const seeds = (r: Rng, k: number) => drawSeeds(name, layout, r, k, false);
+      return solverDemos(env, seeds, FROZENLAKE_INSTRUCTIONS, plan, rng, n, knobs.thinkRate ?? 0);
+    },
   };
 }
 

@@ -32,6 +32,8 @@ describe("task registry", () => {
         const r = env.step(`<answer>${env.actions[0]}</answer>`);
         expect(r.info.valid).toBe(true);
         expect(env.maxSteps).toBeGreaterThan(0);
+        const demo = t.sftDemos(new Rng(2), 2);
+        expect(demo[demo.length - 1].messages.at(-1)?.role).toBe("assistant");
         return;
       }
       const ps = t.sample(new Rng(1), 30);

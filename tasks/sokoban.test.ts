@@ -12,6 +12,7 @@ import {
   renderRoom,
   SokobanEnv,
   type SokobanLayout,
+  solveSokoban,
 } from "./sokoban.ts";
 
 /** Breadth-first search over (player, boxes); returns a shortest solution or null. */
@@ -65,6 +66,25 @@ describe("sokoban", () => {
       expect(last).toMatchObject({ done: true, info: { success: true } });
       // -0.1 per step, -0.1 for the invalid one, +1 per box placed, +10 solved (one box).
       expect(total).toBeCloseTo(-0.1 * ((path?.length ?? 0) + 1) - 0.1 + 1 + 10, 6);
+    }
+  });
+
+  it("solveSokoban agrees with the test's solver, and its demos solve their rooms", () => {
+    for (let seed = 0; seed < 30; seed++) {
+      const l = generateRoom(seed);
+      expect(solveSokoban(l)?.length).toBe(solve(l)?.length);
+    }
+    const task = makeSokobanTask();
+    const demos = task.sftDemos(new Rng(5), 10);
+    expect(demos).toHaveLength(10);
+    for (const d of demos) {
+      const env = task.make();
+      expect(d.messages[1].content).toBe(env.reset(d.meta.seed as number));
+      const acts = d.messages.filter((m) => m.role === "assistant");
+      let r = null;
+      for (const m of acts) r = env.step(m.content);
+      expect(r?.info.success).toBe(true);
+      expect(d.messages[d.messages.length - 1].role).toBe("assistant");
     }
   });
 

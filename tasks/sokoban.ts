@@ -5,7 +5,15 @@
 // box off one, +10 when all are placed. GiGPO anchor: room id + player + boxes.
 // Tested by tasks/sokoban.test.ts (includes a BFS solver that checks solvability).
 
-import { DELTAS, drawSeeds, evalSeedList, GRID_ACTIONS, type GridAction, parseAction } from "./env-util.ts";
+import {
+  DELTAS,
+  drawSeeds,
+  evalSeedList,
+  GRID_ACTIONS,
+  type GridAction,
+  parseAction,
+  solverDemos,
+} from "./env-util.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { Env, EnvTask, StepResult } from "./types.ts";
 
@@ -168,6 +176,34 @@ export function applyMove(
   return { player: [nr, nc], boxes: sortBoxes(next), pushed: i };
 }
 
+/** Breadth-first search over (player, boxes): a shortest solution, or null within `limit` states. */
+export function solveSokoban(l: SokobanLayout, limit = 200_000): GridAction[] | null {
+  const key = (p: [number, number], b: [number, number][]) =>
+    `${p.join(",")}|${b.map((x) => x.join(",")).join(";")}`;
+  const start = key(l.player, l.boxes);
+  const prev = new Map<string, [string, GridAction] | null>([[start, null]]);
+  const queue: { p: [number, number]; b: [number, number][]; k: string }[] = [
+    { p: l.player, b: l.boxes, k: start },
+  ];
+  for (let q = 0; q < queue.length && prev.size < limit; q++) {
+    const cur = queue[q];
+    if (placed(l.room, cur.b) === cur.b.length) {
+      const path: GridAction[] = [];
+      for (let k = cur.k, e = prev.get(k); e; k = e[0], e = prev.get(k)) path.unshift(e[1]);
+      return path;
+    }
+    for (const a of GRID_ACTIONS) {
+      const next = applyMove(l.room, cur.p, cur.b, a);
+      if (!next) continue;
+      const k = key(next.player, next.boxes);
+      if (prev.has(k)) continue;
+      prev.set(k, [cur.k, a]);
+      queue.push({ p: next.player, b: next.boxes, k });
+    }
+  }
+  return null;
+}
+
 function placed(room: string[], boxes: [number, number][]): number {
   return boxes.filter(([r, c]) => room[r][c] === "O").length;
 }
@@ -270,6 +306,19 @@ export function makeSokobanTask(config: Partial<SokobanConfig> = {}): EnvTask {
     make: () => new SokobanEnv(cfg),
     sampleSeeds: (rng, n) => drawSeeds(name, layout, rng, n, false),
     evalSeeds: (n) => evalSeedList(name, layout, n),
+    sftDemos(rng, n, knobs = {}) {
+      const plan = (e: Env) => solveSokoban(e.state() as SokobanState);
+      const seeds = (r: Rng, k: number) => drawSeeds(name, layout, r, k, false);
+      return solverDemos(
+        () => new SokobanEnv(cfg),
+        seeds,
+        SOKOBAN_INSTRUCTIONS,
+        plan,
+        rng,
+        n,
+        knobs.thinkRate ?? 0,
+      );
+    },
   };
 }
 

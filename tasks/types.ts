@@ -177,6 +177,11 @@ export interface EnvTask {
   sampleSeeds(rng: Rng, n: number): number[];
   /** Deterministic held-out seeds, disjoint from sampleSeeds. */
   evalSeeds(n: number): number[];
+  /**
+   * Cold-start episodes played by a solver on training seeds, as chatml-turns conversations:
+   * system instructions, then user observation / assistant `<answer>action</answer>` turns.
+   */
+  sftDemos(rng: Rng, n: number, knobs?: { thinkRate?: number }): Demo[];
 }
 
 export type AnyTask = Task | EnvTask;
