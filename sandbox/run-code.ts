@@ -27,23 +27,46 @@ import {
 } from "./types.ts";
 
 /**
- * The wasm memory of one module is capped (a WebAssembly.Memory with a maximum): QuickJS's
- * own limit (setMemoryLimit) counts allocations, not bytes, in the emscripten build
- * (quickjs-emscripten issues #255/#271), so growth of this memory is what runCode measures
- * per call, and the cap bounds what any call can take from the host.
+ * Memory. QuickJS's own limit (setMemoryLimit) counts allocations, not bytes, in the
+ * emscripten build (quickjs-emscripten issues #255/#271), so loadQuickJS gives each module
+ * its own WebAssembly.Memory: capped at MODULE_HEAP_MAX_MB for the host's sake, and with a
+ * `grow` that refuses to go past the running call's budget (start size + memory_limit_MB),
+ * which makes malloc fail and QuickJS throw "out of memory" at the allocation itself.
  */
 export const MODULE_HEAP_MAX_MB = 384;
 /** A module whose wasm memory grew past this after a call is replaced by a fresh one. */
 export const MODULE_RELOAD_MB = 96;
 const WASM_PAGE = 65536;
 
+interface GrowthBudget {
+  /** Largest wasm memory size, in bytes, that the running call may grow to. */
+  limitBytes: number;
+  /** A grow was refused since the call started. */
+  refused: boolean;
+}
+const budgets = new WeakMap<QuickJSWASMModule, GrowthBudget>();
+
 /** Loads a fresh, isolated QuickJS wasm module (the sync variant). Do this once per worker. */
-export function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<QuickJSWASMModule> {
+export async function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<QuickJSWASMModule> {
   const wasmMemory = new WebAssembly.Memory({
     initial: (16 << 20) / WASM_PAGE,
     maximum: Math.floor((maxHeapMB << 20) / WASM_PAGE),
   });
-  return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory }));
+  const budget: GrowthBudget = { limitBytes: Number.POSITIVE_INFINITY, refused: false };
+  const grow = wasmMemory.grow.bind(wasmMemory);
+  // Emscripten's heap resize calls memory.grow in a try/catch and reports failure to malloc.
+  Object.defineProperty(wasmMemory, "grow", {
+    value: (pages: number) => {
+      if (wasmMemory.buffer.byteLength + pages * WASM_PAGE > budget.limitBytes) {
+        budget.refused = true;
+        throw new RangeError("the sandbox call's memory budget is spent");
+      }
+      return grow(pages);
+    },
+  });
+  const mod = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory }));
+  budgets.set(mod, budget);
+  return mod;
 }
 
 // A module whose wasm trapped or overflowed the host stack mid-call may hold corrupted
@@ -152,6 +175,17 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   // memory left by earlier calls is reused first), exact once that is used up.
   const memory = mod.getWasmMemory();
   const startBytes = memory.buffer.byteLength;
+  const budget = budgets.get(mod) ?? { limitBytes: Number.POSITIVE_INFINITY, refused: false };
+  // Host-side work inside a call (argument checks) must not fail on the call's budget.
+  const unbudgeted = <T>(f: () => T): T => {
+    const saved = budget.limitBytes;
+    budget.limitBytes = Number.POSITIVE_INFINITY;
+    try {
+      return f();
+    } finally {
+      budget.limitBytes = saved;
+    }
+  };
   let memoryExceeded = false;
   const overMemory = () => {
     if (memory.buffer.byteLength - startBytes > heapBytes) memoryExceeded = true;
@@ -169,6 +203,8 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   let error: SandboxErrorInfo | undefined;
   let valueTruncated = false;
   try {
+    budget.limitBytes = startBytes + heapBytes;
+    budget.refused = false;
     rt = mod.newRuntime();
     rt.setMemoryLimit(heapBytes);
     rt.setMaxStackSize(RUN_DEFAULTS.max_stack_bytes);
@@ -182,18 +218,22 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     ctx = vm;
 
     // The helpers are compiled on first use: most calls print and return primitives only.
-    let helpers: QuickJSHandle | undefined;
-    const helper = (name: "show" | "encode" | "describe", arg: QuickJSHandle): string | undefined => {
+    type HelperName = "show" | "encode" | "describe";
+    let helpers: Record<HelperName, QuickJSHandle> | undefined;
+    const helper = (name: HelperName, arg: QuickJSHandle): string | undefined => {
       if (!helpers) {
         const compiled = vm.evalCode(HELPERS_SOURCE, "helpers.js", { type: "global" });
         if (compiled.error) return void compiled.error.dispose();
         const made = vm.callFunction(own(compiled.value), vm.undefined);
         if (made.error) return void made.error.dispose();
-        helpers = own(made.value);
+        const table = own(made.value);
+        helpers = {
+          show: own(vm.getProp(table, "show")),
+          encode: own(vm.getProp(table, "encode")),
+          describe: own(vm.getProp(table, "describe")),
+        };
       }
-      const fn = vm.getProp(helpers, name);
-      const called = vm.callFunction(fn, vm.undefined, arg);
-      fn.dispose();
+      const called = vm.callFunction(helpers[name], vm.undefined, arg);
       if (called.error) return void called.error.dispose();
       const text = vm.typeof(called.value) === "string" ? vm.getString(called.value) : undefined;
       called.value.dispose();
@@ -227,17 +267,19 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     let thrown: QuickJSHandle | undefined;
     if (tools.length > 0) {
       const check = own(
-        vm.newFunction("check", (i, a) => {
-          const tool = tools[vm.getNumber(i)];
-          const text = vm.getString(a);
-          let problem: string | undefined;
-          try {
-            problem = validateArgs(tool.parameters, text === "" ? undefined : JSON.parse(text));
-          } catch {
-            problem = "arguments: not JSON-serializable";
-          }
-          return vm.newString(problem ? `${tool.name}: ${problem}` : "");
-        }),
+        vm.newFunction("check", (i, a) =>
+          unbudgeted(() => {
+            const tool = tools[vm.getNumber(i)];
+            const text = vm.getString(a);
+            let problem: string | undefined;
+            try {
+              problem = validateArgs(tool.parameters, text === "" ? undefined : JSON.parse(text));
+            } catch {
+              problem = "arguments: not JSON-serializable";
+            }
+            return vm.newString(problem ? `${tool.name}: ${problem}` : "");
+          }),
+        ),
       );
       const toolsJson = own(vm.newString(JSON.stringify(tools.map((t) => ({ name: t.name, body: t.body })))));
       const compiled = vm.evalCode(TOOLS_SOURCE, "tools.js", { type: "global" });
@@ -283,11 +325,15 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       }
     }
     const timedOut = !overMemory() && (interrupted || jobLimitHit);
+    // Once malloc has failed, whatever the code throws (QuickJS may even throw null when it
+    // cannot allocate the error) is a consequence of the memory limit.
+    const memoryRefused = budget.refused;
 
     // Post phase: a short deadline and a little heap of its own, to read results out.
     phaseDeadline = performance.now() + POST_PHASE_MS;
     interrupted = false;
     rt.setMemoryLimit(heapBytes + POST_PHASE_HEAP);
+    budget.limitBytes = Math.max(budget.limitBytes, memory.buffer.byteLength) + POST_PHASE_HEAP;
 
     if (memoryExceeded) {
       error = {
@@ -330,8 +376,10 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       const name = String(d.name ?? "Error");
       const message = String(d.message ?? "");
       const stack = d.stack ? d.stack.slice(0, MAX_STACK_TEXT) : undefined;
+      let kind = interrupted ? "Timeout" : classify(message);
+      if (kind === "Exception" && memoryRefused) kind = "MemoryLimit";
       error = {
-        kind: interrupted ? "Timeout" : classify(message),
+        kind,
         name,
         message,
         stack,
@@ -360,6 +408,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
         : `the interpreter crashed: ${message}`,
     };
   } finally {
+    budget.limitBytes = Number.POSITIVE_INFINITY;
     if (!brokenModules.has(mod)) {
       try {
         for (const h of handles) if (h.alive) h.dispose();
