@@ -21,6 +21,11 @@ export interface ScoreBatch {
   targets: Int32Array;
   /** (B,T) position of each token (default t); must be < config.context. */
   positions?: Int32Array;
+  /**
+   * Score under softmax(logits / temperature) (default 1): PPO ratios compare against the
+   * distribution the rollout sampled from. Entropy and gradients follow the same scaling.
+   */
+  temperature?: number;
 }
 
 export interface ScoreResult {

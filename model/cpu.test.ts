@@ -55,7 +55,7 @@ describe("CPU model vs PyTorch (golden fixture)", () => {
 });
 
 // Backward vs central differences of the same network in float64.
-function finiteDifferenceCheck(config: ModelConfig, seed: number) {
+function finiteDifferenceCheck(config: ModelConfig, seed: number, temperature?: number) {
   const layout = paramLayout(config);
   const p32 = initParams(config, layout, seed);
   // Perturb so norms, biases and the value head are not at their trivial init values.
@@ -66,7 +66,7 @@ function finiteDifferenceCheck(config: ModelConfig, seed: number) {
   const tokens = Int32Array.from({ length: B * T }, (_, i) => (i * 37 + seed) % config.vocab);
   const targets = Int32Array.from({ length: B * T }, (_, i) => (i * 53 + 11) % config.vocab);
   const positions = Int32Array.from({ length: B * T }, (_, i) => (i % T) + (i >= T ? 2 : 0));
-  const batch = { B, T, tokens, targets, positions };
+  const batch = { B, T, tokens, targets, positions, temperature };
   const dlogp = Float64Array.from({ length: B * T }, (_, i) => Math.cos(i));
   const dentropy = Float64Array.from({ length: B * T }, (_, i) => 0.3 * Math.sin(i * 2));
   const dvalue = Float64Array.from({ length: B * T }, (_, i) => 0.5 * Math.cos(i * 3));
@@ -123,8 +123,8 @@ describe("CPU backward vs finite differences (float64)", () => {
       2,
     );
   });
-  it("layernorm with a value head and rope", () => {
-    finiteDifferenceCheck(modelConfig({ ...tiny, positional: "rope", valueHead: true, mlpRatio: 2 }), 3);
+  it("layernorm with a value head and rope, scored at temperature 0.7", () => {
+    finiteDifferenceCheck(modelConfig({ ...tiny, positional: "rope", valueHead: true, mlpRatio: 2 }), 3, 0.7);
   });
 });
 
@@ -187,7 +187,7 @@ describe("CPU generation", () => {
     expect((await run(42, prompts.slice(0, 1)))[0]).toEqual(a[0]);
   });
 
-  it("greedy picks the argmax; at temperature 1 logprobs are the model's log-probs", async () => {
+  it("greedy picks the argmax; sampling logprobs equal forwardScore at the same temperature", async () => {
     const model = new CpuModel(small, undefined, 4);
     const greedy = model.startGeneration({ temperature: 0, seed: 0 });
     await greedy.prefill([encode("x=")]);
@@ -195,7 +195,7 @@ describe("CPU generation", () => {
     let best = 0;
     for (let v = 1; v < logits.length; v++) if (logits[v] > logits[best]) best = v;
     expect((await greedy.decode([true])).tokens[0]).toBe(best);
-    const s = model.startGeneration({ temperature: 1, seed: 5 });
+    const s = model.startGeneration({ temperature: 0.7, seed: 5 });
     await s.prefill([encode("x=")]);
     const out = await generate(s, { maxNewTokens: 6, stop: [], context: small.context });
     const ids = [...encode("x="), ...out[0].tokens];
@@ -205,6 +205,7 @@ describe("CPU generation", () => {
       T,
       tokens: Int32Array.from(ids.slice(0, T)),
       targets: Int32Array.from(ids.slice(1)),
+      temperature: 0.7,
     });
     assertClose("sampling logprobs", out[0].logprobs, full.logp.subarray(1), 1e-5, 1e-4);
   });

@@ -391,7 +391,10 @@ export function swigluBackward(dfch: F32, dout: F32, fch: F32, N: number, H: num
   }
 }
 
-/** logp (N) of targets and entropy (N) from logits (N,V), via a stable log-softmax. */
+/**
+ * logp (N) of targets and entropy (N) of softmax(logits * invTemp) from logits (N,V), via a
+ * stable log-softmax (invTemp = 1/temperature; 1 for training).
+ */
 export function scoreForward(
   logp: F32,
   entropy: F32,
@@ -399,27 +402,34 @@ export function scoreForward(
   targets: Int32Array,
   N: number,
   V: number,
+  invTemp = 1,
 ): void {
+  const lp = new Float64Array(V);
   for (let n = 0; n < N; n++) {
-    const z = n * V;
-    let max = -Infinity;
-    for (let v = 0; v < V; v++) if (logits[z + v] > max) max = logits[z + v];
-    let sum = 0;
-    for (let v = 0; v < V; v++) sum += Math.exp(logits[z + v] - max);
-    const lse = max + Math.log(sum);
-    let h = 0;
-    for (let v = 0; v < V; v++) {
-      const l = logits[z + v] - lse;
-      h -= Math.exp(l) * l;
-    }
-    logp[n] = logits[z + targets[n]] - lse;
-    entropy[n] = h;
+    entropy[n] = rowLogSoftmax(lp, logits, n * V, V, invTemp);
+    logp[n] = lp[targets[n]];
   }
 }
 
+// lp (V) = log softmax(logits[off..off+V) * invTemp); returns the entropy.
+function rowLogSoftmax(lp: Float64Array, logits: F32, off: number, V: number, invTemp: number): number {
+  let max = -Infinity;
+  for (let v = 0; v < V; v++) max = Math.max(max, logits[off + v] * invTemp);
+  let sum = 0;
+  for (let v = 0; v < V; v++) sum += Math.exp(logits[off + v] * invTemp - max);
+  const lse = max + Math.log(sum);
+  let h = 0;
+  for (let v = 0; v < V; v++) {
+    lp[v] = logits[off + v] * invTemp - lse;
+    h -= Math.exp(lp[v]) * lp[v];
+  }
+  return h;
+}
+
 /**
- * dlogits (N,V) of sum_n dlogp[n]*logp[n] + dent[n]*H[n]:
- * d logp/dz_v = [v==target] - p_v;  dH/dz_v = -p_v (log p_v + H). Overwrites dlogits.
+ * dlogits (N,V) of sum_n dlogp[n]*logp[n] + dent[n]*H[n], with z = logits * invTemp:
+ * d logp/dz_v = [v==target] - p_v;  dH/dz_v = -p_v (log p_v + H); dz/dlogits = invTemp.
+ * Overwrites dlogits.
  */
 export function scoreBackward(
   dlogits: F32,
@@ -429,6 +439,7 @@ export function scoreBackward(
   targets: Int32Array,
   N: number,
   V: number,
+  invTemp = 1,
 ): void {
   const lp = new Float64Array(V);
   for (let n = 0; n < N; n++) {
@@ -439,19 +450,10 @@ export function scoreBackward(
       dlogits.fill(0, z, z + V);
       continue;
     }
-    let max = -Infinity;
-    for (let v = 0; v < V; v++) if (logits[z + v] > max) max = logits[z + v];
-    let sum = 0;
-    for (let v = 0; v < V; v++) sum += Math.exp(logits[z + v] - max);
-    const lse = max + Math.log(sum);
-    let h = 0;
-    for (let v = 0; v < V; v++) {
-      lp[v] = logits[z + v] - lse;
-      h -= Math.exp(lp[v]) * lp[v];
-    }
+    const h = rowLogSoftmax(lp, logits, z, V, invTemp);
     for (let v = 0; v < V; v++) {
       const p = Math.exp(lp[v]);
-      dlogits[z + v] = wl * ((v === targets[n] ? 1 : 0) - p) - we * p * (lp[v] + h);
+      dlogits[z + v] = invTemp * (wl * ((v === targets[n] ? 1 : 0) - p) - we * p * (lp[v] + h));
     }
   }
 }
@@ -546,6 +548,7 @@ export interface Activations {
   lnfMean: F32;
   lnfRstd: F32;
   logits: F32; // (N,V)
+  invTemp: number;
   logp: F32; // (N)
   entropy: F32; // (N)
   values: F32 | null; // (N)
@@ -603,6 +606,9 @@ export function checkBatch(c: ModelConfig, batch: ScoreBatch): Int32Array {
     throw new Error(`ScoreBatch: tokens and targets must have B*T = ${N} entries`);
   }
   const positions = batch.positions ?? defaultPositions(batch.B, batch.T);
+  if (batch.temperature !== undefined && !(batch.temperature > 0)) {
+    throw new Error(`ScoreBatch.temperature must be > 0, got ${batch.temperature}`);
+  }
   for (let n = 0; n < N; n++) {
     if (positions[n] < 0 || positions[n] >= c.context)
       throw new Error(`position ${positions[n]} is outside the context ${c.context}`);
@@ -668,7 +674,8 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
   matmulForward(logits, lnf, params.lmHead, null, N, C, V);
   const logp = f(N);
   const entropy = f(N);
-  scoreForward(logp, entropy, logits, batch.targets, N, V);
+  const invTemp = 1 / (batch.temperature ?? 1);
+  scoreForward(logp, entropy, logits, batch.targets, N, V, invTemp);
   let values: F32 | null = null;
   if (params.valuew && params.valueb) {
     values = f(N);
@@ -686,6 +693,7 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
     lnfMean,
     lnfRstd,
     logits,
+    invTemp,
     logp,
     entropy,
     values,
@@ -710,7 +718,7 @@ export function backward(
   const f = (n: number) => allocLike(params.wte, n);
 
   const dlogits = f(N * V); // (N,V)
-  scoreBackward(dlogits, g.dlogp, g.dentropy ?? null, acts.logits, acts.targets, N, V);
+  scoreBackward(dlogits, g.dlogp, g.dentropy ?? null, acts.logits, acts.targets, N, V, acts.invTemp);
   const dlnf = f(N * C);
   matmulBackward(dlnf, grads.lmHead, null, dlogits, acts.lnf, params.lmHead, N, C, V);
   if (g.dvalue && params.valuew && grads.valuew && grads.valueb) {

@@ -67,7 +67,7 @@ describe("GPU model vs CPU reference", () => {
   const variants = [
     { name: "default", c: {} },
     {
-      name: "rmsnorm swiglu rope untied value",
+      name: "rmsnorm swiglu rope untied value, temperature 0.8",
       c: {
         norm: "rmsnorm",
         mlp: "swiglu",
@@ -89,6 +89,7 @@ describe("GPU model vs CPU reference", () => {
         T,
         tokens: Int32Array.from({ length: B * T }, (_, i) => (i * 31 + 5) % config.vocab),
         targets: Int32Array.from({ length: B * T }, (_, i) => (i * 17 + 2) % config.vocab),
+        temperature: config.valueHead ? 0.8 : undefined,
       };
       const a = await cpu.forwardScore(batch);
       const b = await gpu.forwardScore(batch);

@@ -178,6 +178,8 @@ class TrainBuffers {
   readonly logits: View; // (N,V)
   readonly dlogits: View; // (N,V)
   readonly grad: Record<"dres" | "dln" | "datty" | "dqkv" | "dfch" | "dfchAct" | "attScratch", View>;
+  /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
+  invTemp = 1;
   /** Offsets (floats) of logp, entropy, values inside io.out: one readback per forward. */
   readonly outAt: { logp: number; entropy: number; values: number };
 
@@ -371,6 +373,7 @@ function forwardPass(
     io.went,
     N,
     c.vocab,
+    tb.invTemp,
   );
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }
@@ -405,6 +408,7 @@ function backwardPass(
     io.went,
     N,
     c.vocab,
+    tb.invTemp,
   );
   zero(rt, rec, d.dln, N * C); // dlnf
   matmulBackward(rt, rec, d.dln, g.lmHead, null, tb.dlogits, io.lnf, p.lmHead, N, C, c.vocab);
@@ -731,6 +735,7 @@ export class GpuModel implements PolicyModel {
     const { B, T } = batch;
     const N = B * T;
     const tb = this.trainBuffers(B, T);
+    tb.invTemp = 1 / (batch.temperature ?? 1);
     this.rt.upload(tb.io.tokens, batch.tokens);
     this.rt.upload(tb.io.targets, batch.targets);
     this.rt.upload(tb.io.pos, Uint32Array.from(positions));
