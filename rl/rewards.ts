@@ -4,9 +4,10 @@
 // run goes on; the UI shows the message).
 // Tested by rl/trainer.test.ts and rl/rewards.test.ts.
 import type { RunConfig } from "../config";
-import type { SandboxRunner } from "../sandbox/types";
+import { runRewardFunction } from "../sandbox/tools";
+import type { JsonValue, SandboxRunner } from "../sandbox/types";
 import type { Problem } from "../tasks/types";
-import { checkCustomReward, combineRewards, type RewardInput } from "./algos/rewards";
+import { combineRewards, type RewardInput } from "./algos/rewards";
 import { parseAnswer } from "./parse";
 import type { Trajectory } from "./rollout";
 
@@ -61,20 +62,11 @@ export async function runCustomReward(
   input: RewardInput,
   limits: { timeoutS: number; memoryMB: number },
 ): Promise<{ ok: true; value: number } | { ok: false; error: string }> {
-  const code = `(function () {\n${source}\n;return typeof reward === "function" ? reward : (${source});\n})()(${JSON.stringify(input)}, {})`;
-  const r = await sandbox.run({ code, run_timeout: limits.timeoutS, memory_limit_MB: limits.memoryMB });
-  if (r.status !== "Success") {
-    const e = r.error;
-    return {
-      ok: false,
-      error: e ? `${e.name}: ${e.message}${e.line ? ` (line ${Math.max(1, e.line - 1)})` : ""}` : r.status,
-    };
-  }
-  try {
-    return { ok: true, value: checkCustomReward(r.value) };
-  } catch (err) {
-    return { ok: false, error: (err as Error).message };
-  }
+  const fn = `(function () {\n${source}\n;return typeof reward === "function" ? reward : (${source});\n})()`;
+  return runRewardFunction(sandbox, fn, input as unknown as JsonValue, {
+    run_timeout: limits.timeoutS,
+    memory_limit_MB: limits.memoryMB,
+  });
 }
 
 export async function computeRewards(
@@ -86,7 +78,9 @@ export async function computeRewards(
   const inputs = items.map((it) => rewardInput(it.traj, it.problem, it.correct, rc));
   // OTC-GRPO compares each trajectory with its group.
   const byGroup = new Map<string, number[]>();
-  items.forEach((it, i) => byGroup.set(it.groupId, [...(byGroup.get(it.groupId) ?? []), i]));
+  items.forEach((it, i) => {
+    byGroup.set(it.groupId, [...(byGroup.get(it.groupId) ?? []), i]);
+  });
   for (const idx of byGroup.values()) {
     const group = {
       toolCalls: idx.map((i) => inputs[i].toolCalls.length),

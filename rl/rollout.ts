@@ -9,6 +9,7 @@
 import type { GenerationSession, PolicyModel, SamplingOptions } from "../model/api";
 import { type TemplateName, toolResponseTokens } from "../model/template";
 import { decode, encode, IM_END_ID, SPECIAL_IDS } from "../model/tokenizer";
+import { headTail } from "../sandbox/run-code";
 
 /** What the agent loop needs of a model: its context length and a generation session. */
 export type GenerationPolicy = Pick<PolicyModel, "startGeneration"> & {
@@ -80,14 +81,6 @@ export interface Trajectory {
   finish: "stop" | "length" | "context";
   /** The decoded response (for verifiers and the inspector). */
   text: string;
-}
-
-/** Truncates a tool response to head + "..." + tail, as the model sees it. */
-export function clipResponse(text: string, maxChars: number): string {
-  if (text.length <= maxChars) return text;
-  const head = Math.ceil((maxChars - 3) / 2);
-  const tail = Math.floor((maxChars - 3) / 2);
-  return `${text.slice(0, head)}...${tail > 0 ? text.slice(text.length - tail) : ""}`;
 }
 
 const CALL_END_ID = SPECIAL_IDS["</tool_call>"];
@@ -222,8 +215,7 @@ async function runPending(
       const outcome: ToolOutcome = executed
         ? outcomes[k++]
         : { ok: false, text: limits.overLimitNotice, status: "Refused: tool-call limit reached" };
-      if (executed || limits.overLimitNotice)
-        texts.push(clipResponse(outcome.text, limits.maxToolResponseChars));
+      if (executed || limits.overLimitNotice) texts.push(headTail(outcome.text, limits.maxToolResponseChars));
       records.push({ call, outcome, responseStart: 0, responseEnd: 0, executed });
     });
     const inserted =

@@ -5,7 +5,8 @@ import type { RunConfig } from "../config";
 import { type ModelConfig, modelConfig } from "../model/config";
 import { VOCAB_SIZE } from "../model/tokenizer";
 import { makeArithmeticTask } from "../tasks/arithmetic";
-import type { Task } from "../tasks/types";
+import { getTask } from "../tasks/index";
+import { isEnvTask, type Task } from "../tasks/types";
 
 export function modelConfigOf(c: RunConfig): ModelConfig {
   return modelConfig({

@@ -5,6 +5,7 @@
 // which the sandbox validates against the tool's schema. Failures of any kind come back as
 // tool results (ok: false), never as exceptions.
 // Tested by rl/rollout.test.ts.
+import { formatToolResponse } from "../sandbox/tools";
 import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../sandbox/types";
 import { isBuiltinTool, type ToolSpec } from "../tasks/types";
 import { parseToolCalls, type ToolCallFormat } from "./parse";
@@ -16,24 +17,11 @@ export interface ToolLimits {
   memoryMB: number;
 }
 
-/** The text the model sees for a sandbox result: the value (or stdout), or the last line of an error (ToRL). */
-export function resultText(r: RunCodeResult): string {
-  if (r.status === "Success") {
-    if (r.value !== undefined && r.value !== null) {
-      return typeof r.value === "string" ? r.value : JSON.stringify(r.value);
-    }
-    return r.run_result.stdout.trimEnd();
-  }
-  const e = r.error;
-  const text = e ? `${e.name}: ${e.message}` : r.run_result.stderr.trim() || r.status;
-  const lines = text.split("\n").filter((l) => l.trim().length > 0);
-  return lines[lines.length - 1] ?? r.status;
-}
-
 function outcomeOf(r: RunCodeResult): ToolOutcome {
   const ok = r.status === "Success";
   const status = ok ? "Success" : r.error ? `${r.error.kind}: ${r.error.name}` : r.status;
-  return { ok, text: resultText(r), status, detail: r.value };
+  // The rollout cuts the text to limits.max_tool_response_chars; keep it whole here.
+  return { ok, text: formatToolResponse(r, { maxChars: Number.MAX_SAFE_INTEGER }), status, detail: r.value };
 }
 
 export function makeToolProtocol(

@@ -309,7 +309,9 @@ export class Trainer {
       keptFracs.push(fr.metrics["filter/kept_frac"]);
       groups.forEach((g, gi) => {
         decisions.set(g[0].groupId, fr.reasons[gi]);
-        if (fr.trajectoryScale) g.forEach((t, k) => (t.lossScale = fr.trajectoryScale![gi][k]));
+        g.forEach((t, k) => {
+          t.lossScale = fr.trajectoryScale?.[gi][k] ?? 1;
+        });
         if (fr.keep[gi]) kept.push(g);
       });
       round++;
@@ -389,7 +391,10 @@ export class Trainer {
       const r = await model.forwardScore(batch);
       out.logp.push(...gatherRows(r.logp, index));
       out.entropy.push(...gatherRows(r.entropy, index));
-      if (r.values) (out.values ??= []).push(...gatherRows(r.values, index));
+      if (r.values) {
+        out.values ??= [];
+        out.values.push(...gatherRows(r.values, index));
+      }
     }
     return out;
   }

@@ -1,14 +1,95 @@
-// The types shared by the UI and the engine's workers: the only engine-facing import the app has.
+// The types shared by the UI and the engine's workers: the only engine-facing import the app
+// has besides config/. The trainer worker implements TrainerApi over comlink; the UI calls it
+// through app/engine.ts and receives pushes through the callbacks it subscribes with.
+import type { ConfigEdit, RunConfig } from "../config";
 import type { AdapterSummary } from "../kernels/device";
+import type { MetricsRow, SampleRecord } from "../rl/trainer";
 
-export type { AdapterSummary };
+export type { AdapterSummary, ConfigEdit, MetricsRow, RunConfig, SampleRecord };
 
 /** What the trainer worker reports about WebGPU: the adapter, or why there is none. */
 export type GpuStatus =
   | { ok: true; adapter: AdapterSummary }
   | { ok: false; reason: string; message: string };
 
-/** The trainer worker's comlink surface (grows with the RL loop). */
+/** Where a run is. "paused" after pause() or a single step; "done" at a stop rule; "error" with a message. */
+export type RunPhase = "idle" | "loading" | "sft" | "rl" | "paused" | "done" | "error";
+
+/** A run event: an applied or refused edit (chart markers), a skipped update, a pause, an error. */
+export interface RunEvent {
+  step: number;
+  phase: string;
+  kind: "edit" | "edit-refused" | "skipped" | "paused" | "stopped" | "error" | "info";
+  message: string;
+  edit?: ConfigEdit;
+}
+
+/** Progress for the progress bar: where the run is and how fast it goes. */
+export interface RunProgress {
+  runId: string;
+  phase: RunPhase;
+  /** The current step within the phase and the phase's total. */
+  step: number;
+  total: number;
+  /** Seconds since the run started and the estimated seconds left. */
+  elapsed: number;
+  eta: number;
+  tokensPerS: number;
+  /** What the step is doing now. */
+  activity: "sft" | "rollout" | "tools" | "reward" | "update" | "eval" | "idle";
+}
+
+/** Everything the worker pushes to the UI. `fast` mode batches rows and skips samples. */
+export interface RunListener {
+  row(row: MetricsRow): void;
+  samples(samples: SampleRecord[]): void;
+  event(e: RunEvent): void;
+  progress(p: RunProgress): void;
+}
+
+export interface StartOptions {
+  /** A new run from this config, or an existing run id to resume from its last checkpoint. */
+  config?: RunConfig;
+  resumeRunId?: string;
+  /** Edits to replay at their steps (a share link's replay). */
+  edits?: ConfigEdit[];
+  /** Train without pushing samples (fast mode); rows still arrive. */
+  fast?: boolean;
+  /** Start paused (the UI's "single step" from idle). */
+  paused?: boolean;
+}
+
+/** A generation from the "try the model" panel: the transcript with tool calls and results. */
+export interface TryResult {
+  text: string;
+  tokens: number[];
+  /** Per token: 1 sampled by the model, 0 inserted (tool response). */
+  mask: number[];
+  toolCalls: { raw: string; response: string; ok: boolean; status: string }[];
+  answer: string | null;
+}
+
+/** The result of testing a reward function on a trajectory. */
+export type RewardTestResult = { ok: true; value: number } | { ok: false; error: string };
+
+/** The trainer worker's comlink surface. */
 export interface TrainerApi {
   gpuStatus(): Promise<GpuStatus>;
+  /** Starts (or resumes) a run; resolves with its id once it is running. */
+  start(options: StartOptions, listener: RunListener): Promise<{ runId: string }>;
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  /** One more step, then pause. */
+  step(): Promise<void>;
+  stop(): Promise<void>;
+  /** A live edit: applies at the next step (refused edits come back as events). */
+  edit(path: string, value: unknown): Promise<void>;
+  setFast(fast: boolean): Promise<void>;
+  /** Generates from the current weights (or a run's saved checkpoint) with the run's tools. */
+  tryModel(
+    prompt: string,
+    options?: { runId?: string; temperature?: number; seed?: number },
+  ): Promise<TryResult>;
+  /** Runs a JS reward function in the sandbox on one sampled trajectory. */
+  testReward(source: string, sample: SampleRecord): Promise<RewardTestResult>;
 }

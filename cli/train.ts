@@ -1,0 +1,229 @@
+// `npm run train -- <recipe.json> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu]`
+// `npm run train -- --list`
+// The same engine as the browser, headless in Node: WebGPU through Dawn (lavapipe or
+// SwiftShader here), QuickJS in worker_threads. Prints a progress bar with ETA and the key
+// metrics, and writes the run to a folder: config.json, metrics.jsonl (one row per step,
+// DESIGN.md's names), samples.jsonl, events.jsonl, checkpoint.safetensors.
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
+import { parseRecipeFile } from "../config/recipe-file";
+import { createGpu } from "../kernels/device";
+import { nodeGpu } from "../kernels/node-gpu";
+import type { PolicyModel } from "../model/api";
+import { saveCheckpoint } from "../model/checkpoint";
+import { CpuModel } from "../model/cpu";
+import { GpuModel } from "../model/gpu";
+import { listRegistries } from "../rl/algos/registry";
+import { RunLoop } from "../rl/runner";
+import { createTrainer } from "../rl/session";
+import type { MetricsRow } from "../rl/trainer";
+import { createNodeSandboxPool } from "../sandbox/pool-node";
+
+interface Args {
+  recipe?: string;
+  out?: string;
+  steps?: number;
+  seed?: number;
+  backend: "webgpu" | "cpu";
+  list: boolean;
+  quiet: boolean;
+}
+
+function usage(msg?: string): never {
+  if (msg) console.error(`error: ${msg}\n`);
+  console.error(
+    "usage: npm run train -- <recipe.json> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu] [--quiet]\n" +
+      "       npm run train -- --list",
+  );
+  process.exit(2);
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { backend: "webgpu", list: false, quiet: false };
+  for (let i = 0; i < argv.length; i++) {
+    const x = argv[i];
+    const next = () => {
+      const v = argv[++i];
+      if (v === undefined) usage(`${x} needs a value`);
+      return v;
+    };
+    if (x === "--list") a.list = true;
+    else if (x === "--quiet") a.quiet = true;
+    else if (x === "--out") a.out = next();
+    else if (x === "--steps") a.steps = Number(next());
+    else if (x === "--seed") a.seed = Number(next());
+    else if (x === "--backend") {
+      const b = next();
+      if (b !== "webgpu" && b !== "cpu") usage(`--backend must be webgpu or cpu, not ${b}`);
+      a.backend = b;
+    } else if (x.startsWith("--")) usage(`unknown option ${x}`);
+    else if (a.recipe) usage(`one recipe at a time (got ${a.recipe} and ${x})`);
+    else a.recipe = x;
+  }
+  for (const k of ["steps", "seed"] as const) {
+    const v = a[k];
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0)) usage(`--${k} must be a whole number`);
+  }
+  return a;
+}
+
+function loadConfig(a: Args): { config: RunConfig; name: string } {
+  const path = a.recipe ?? usage("a recipe file is needed");
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    console.error(`error: cannot read ${path}: ${(err as Error).message}`);
+    process.exit(2);
+  }
+  const r = parseRecipeFile(text, path);
+  if (!r.ok) {
+    console.error(`error: ${r.error}`);
+    process.exit(2);
+  }
+  const over: Record<string, unknown> = {};
+  if (a.steps !== undefined) over.stop = { max_steps: a.steps };
+  if (a.seed !== undefined) over.seed = a.seed;
+  const p = parseRunConfig(mergeConfig(r.config, over));
+  if (!p.ok) {
+    console.error(`error: ${p.errors.map((e) => `${e.path}: ${e.message}`).join("\n")}`);
+    process.exit(2);
+  }
+  return { config: p.config, name: r.recipe.name };
+}
+
+/** Files named in a config resolve against public/ (the app serves them from there) or the cwd. */
+function readProjectFile(path: string): Uint8Array {
+  for (const p of [resolve("public", path), resolve(path)]) {
+    try {
+      return new Uint8Array(readFileSync(p));
+    } catch {}
+  }
+  throw new Error(`not found in public/ or ${process.cwd()}`);
+}
+
+function fmt(x: unknown, digits = 3): string {
+  return typeof x === "number" ? (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(digits)) : "-";
+}
+
+function bar(done: number, total: number, width = 24): string {
+  const f = total > 0 ? Math.min(1, done / total) : 0;
+  const n = Math.round(f * width);
+  return `[${"#".repeat(n)}${".".repeat(width - n)}]`;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.list) {
+    for (const { registry, name } of listRegistries()) console.log(`${registry}: ${name}`);
+    return;
+  }
+  const { config, name } = loadConfig(args);
+  const out = resolve(args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`));
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
+  for (const f of ["metrics.jsonl", "samples.jsonl", "events.jsonl"]) writeFileSync(join(out, f), "");
+
+  let makeModel: (
+    mc: Parameters<typeof GpuModel.create>[1],
+    w: Float32Array | undefined,
+    seed: number,
+  ) => Promise<PolicyModel>;
+  let adapterText = "CPU reference model";
+  if (args.backend === "webgpu") {
+    const gpu = await createGpu(await nodeGpu());
+    adapterText = `${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`.trim();
+    makeModel = (mc, w, seed) => GpuModel.create(gpu.device, mc, w, seed);
+  } else {
+    makeModel = async (mc, w, seed) => new CpuModel(mc, w, seed);
+  }
+  const sandbox = createNodeSandboxPool({ size: 2 });
+  const t0 = Date.now();
+  const trainer = await createTrainer(config, {
+    makeModel,
+    sandbox,
+    readFile: async (p) => readProjectFile(p),
+  });
+  const sftTotal = Math.max(0, config.sft.steps - trainer.sftStepIndex);
+  const total = sftTotal + config.stop.max_steps;
+  let done = 0;
+  let last: MetricsRow | undefined;
+  const firstVal: Record<string, number> = {};
+  console.error(
+    `run ${name} -> ${out}\nbackend: ${args.backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
+  );
+
+  const checkpoint = async () => {
+    const p = trainer.policy;
+    const bytes = saveCheckpoint({
+      config: p.config,
+      weights: await p.getWeights(),
+      optimizer: await p.getOptimizerState(),
+      metadata: {
+        sft_step: String(trainer.sftStepIndex),
+        rl_step: String(trainer.rlStepIndex),
+        seed: String(config.seed),
+      },
+    });
+    writeFileSync(join(out, "checkpoint.safetensors"), bytes);
+  };
+
+  const loop = new RunLoop(trainer, {
+    row(row) {
+      appendFileSync(join(out, "metrics.jsonl"), `${JSON.stringify(row)}\n`);
+      if (row.phase === "rl" && row["reward/mean"] === undefined) return; // the final evaluation row
+      done++;
+      last = row;
+      for (const k of Object.keys(row))
+        if (k.startsWith("val/") && !(k in firstVal)) firstVal[k] = row[k] as number;
+      if (args.quiet) return;
+      const elapsed = (Date.now() - t0) / 1000;
+      const eta = done > 0 ? (elapsed / done) * (total - done) : 0;
+      const metrics =
+        row.phase === "sft"
+          ? `loss ${fmt(row.loss)}`
+          : `reward ${fmt(row["reward/mean"])} acc ${fmt(row["acc/mean"])} tool ${fmt(row["tool/call_rate"])} ent ${fmt(row["actor/entropy"])} gn ${fmt(row["actor/grad_norm"])}` +
+            (row["val/acc"] !== undefined ? ` val/acc ${fmt(row["val/acc"])}` : "");
+      console.error(
+        `${bar(done, total)} ${row.phase} ${row.step} ${elapsed.toFixed(0)}s eta ${eta.toFixed(0)}s  ${metrics}`,
+      );
+    },
+    samples(samples) {
+      appendFileSync(
+        join(out, "samples.jsonl"),
+        samples.map((s) => JSON.stringify(s)).join("\n") + (samples.length ? "\n" : ""),
+      );
+    },
+    event(e) {
+      appendFileSync(join(out, "events.jsonl"), `${JSON.stringify(e)}\n`);
+      if (e.kind !== "edit") console.error(`[${e.kind}] step ${e.step}: ${e.message}`);
+    },
+    async checkpoint(info) {
+      const every = config.checkpoint_every;
+      if (info.phase === "sft" || (every > 0 && info.step % every === 0)) await checkpoint();
+    },
+  });
+  try {
+    await loop.run();
+    await checkpoint();
+  } finally {
+    await sandbox.close();
+  }
+  const secs = (Date.now() - t0) / 1000;
+  const lines = [`done in ${secs.toFixed(1)} s; run folder ${out}`];
+  if (last)
+    lines.push(
+      `last step: reward ${fmt(last["reward/mean"])}, acc ${fmt(last["acc/mean"])}, tool rate ${fmt(last["tool/call_rate"])}`,
+    );
+  if (firstVal["val/acc"] !== undefined) lines.push(`val/acc at RL step 0: ${fmt(firstVal["val/acc"])}`);
+  console.error(lines.join("\n"));
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(`error: ${(err as Error).message}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,79 @@
+// Builds a ready Trainer from a RunConfig, wherever it runs: the caller says how to make a
+// model (WebGPU or CPU), which sandbox to use and how to read a file (fetch in the browser,
+// fs in Node). A run that names sft.init_checkpoint starts from those weights and skips SFT.
+// Used by workers/trainer.worker.ts and cli/train.ts.
+import type { RunConfig } from "../config";
+import type { PolicyModel } from "../model/api";
+import { loadCheckpoint } from "../model/checkpoint";
+import { initParams, type ModelConfig, paramLayout } from "../model/config";
+import type { SandboxRunner } from "../sandbox/types";
+import { modelConfigOf, taskOf } from "./setup";
+import { Trainer } from "./trainer";
+
+export interface SessionDeps {
+  makeModel(config: ModelConfig, weights: Float32Array | undefined, seed: number): Promise<PolicyModel>;
+  sandbox: SandboxRunner;
+  readFile(path: string): Promise<Uint8Array>;
+  clock?: () => number;
+}
+
+export async function createTrainer(config: RunConfig, deps: SessionDeps): Promise<Trainer> {
+  const mc = modelConfigOf(config);
+  const task = taskOf(config);
+  let weights: Float32Array | undefined;
+  const init = config.sft.init_checkpoint;
+  if (init) {
+    let bytes: Uint8Array;
+    try {
+      bytes = await deps.readFile(init);
+    } catch (err) {
+      throw new Error(`sft.init_checkpoint: cannot read ${init}: ${(err as Error).message}`);
+    }
+    let ck: ReturnType<typeof loadCheckpoint>;
+    try {
+      ck = loadCheckpoint(bytes);
+    } catch (err) {
+      throw new Error(`sft.init_checkpoint: ${init} is not a checkpoint: ${(err as Error).message}`);
+    }
+    for (const k of [
+      "layers",
+      "dModel",
+      "heads",
+      "context",
+      "vocab",
+      "norm",
+      "mlp",
+      "positional",
+      "tiedEmbeddings",
+    ] as const) {
+      if (ck.config[k] !== mc[k]) {
+        throw new Error(
+          `sft.init_checkpoint: ${init} has ${k} = ${ck.config[k]} but the run's model has ${mc[k]}`,
+        );
+      }
+    }
+    if (ck.config.valueHead === mc.valueHead) weights = ck.weights;
+    else weights = adaptValueHead(mc, ck.weights, ck.config, config.seed);
+  }
+  const policy = await deps.makeModel(mc, weights, config.seed);
+  const trainer = new Trainer(config, { policy, task, sandbox: deps.sandbox, clock: deps.clock });
+  if (init) trainer.sftStepIndex = config.sft.steps;
+  return trainer;
+}
+
+// A checkpoint without a value head (SFT) starting a PPO run (or the reverse): copy the
+// shared tensors into a newly initialised model's layout.
+function adaptValueHead(
+  mc: ModelConfig,
+  weights: Float32Array,
+  from: ModelConfig,
+  seed: number,
+): Float32Array {
+  const dst = paramLayout(mc);
+  const out = initParams(mc, dst, seed);
+  for (const t of paramLayout(from).tensors) {
+    const d = dst.byName.get(t.name);
+    if (d && d.size === t.size) out.set(weights.subarray(t.offset, t.offset + t.size), d.offset);
+  }
+  return out;
+}
