@@ -90,6 +90,8 @@ describe("GPU model vs CPU reference", () => {
         tokens: Int32Array.from({ length: B * T }, (_, i) => (i * 31 + 5) % config.vocab),
         targets: Int32Array.from({ length: B * T }, (_, i) => (i * 17 + 2) % config.vocab),
         temperature: config.valueHead ? 0.8 : undefined,
+        // Per-token positions (a sequence starting later in its context).
+        positions: Int32Array.from({ length: B * T }, (_, i) => (i % T) + (i >= T ? 3 : 0)),
       };
       const a = await cpu.forwardScore(batch);
       const b = await gpu.forwardScore(batch);
@@ -108,8 +110,12 @@ describe("GPU model vs CPU reference", () => {
       await gpu.backward(grads);
       assertClose("grads", await gpu.getGrads(), await cpu.getGrads(), 1e-5, 1e-3);
       const h = { lr: 1e-2, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0.5 };
+      const frozen = await gpu.frozenCopy();
       const sa = await cpu.step(h);
       const sb = await gpu.step(h);
+      // The reference copy keeps the old weights.
+      assertClose("frozen copy", (await frozen.forwardScore(batch)).logp, a.logp, 1e-5, 1e-3);
+      frozen.dispose();
       expect(sb.gradNorm).toBeCloseTo(sa.gradNorm, 4);
       // Adam's first step is about lr*sign(g): for near-zero gradients (rare tokens' embeddings)
       // fp32 rounding moves g/(|g|+eps) visibly, so the bound is 1% of lr.

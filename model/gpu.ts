@@ -542,12 +542,26 @@ class GpuGenerationSession implements GenerationSession {
     this.drain();
   }
 
-  /** Feeds every waiting token, one step (one submit) per token position, no readback. */
-  private drain(): void {
-    while (this.queue.some((q) => q.length > 0)) this.feedStep();
+  /**
+   * Feeds every waiting token, one step (one submit) per token position, no readback. `then`
+   * records more work (the sampler) into the last step's encoder. A step's inputs are
+   * uploaded after the previous step's submit, which the queue orders before them.
+   */
+  private drain(then?: (enc: GPUCommandEncoder) => void): void {
+    const rt = this.model.rt;
+    let enc: GPUCommandEncoder | null = null;
+    while (this.queue.some((q) => q.length > 0)) {
+      if (enc) rt.submit(enc);
+      enc = rt.device.createCommandEncoder();
+      this.feedStep(enc);
+    }
+    if (!enc && !then) return;
+    enc ??= rt.device.createCommandEncoder();
+    then?.(enc);
+    rt.submit(enc);
   }
 
-  private feedStep(): void {
+  private feedStep(enc: GPUCommandEncoder): void {
     const { rt, config: c, params: p } = this.model;
     const s = this.step!;
     const B = this.B;
@@ -572,7 +586,6 @@ class GpuGenerationSession implements GenerationSession {
     rt.upload(s.pos, pos);
     rt.upload(s.slot, slot);
     rt.upload(s.lens, lens);
-    const enc = rt.device.createCommandEncoder();
     embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe ?? this.model.zeroWpe, B, C); // (B,C)
     let residual = s.x;
     p.layers.forEach((lp, l) => {
@@ -607,7 +620,6 @@ class GpuGenerationSession implements GenerationSession {
         V * 4,
       );
     }
-    rt.submit(enc);
   }
 
   async decode(active: ArrayLike<boolean>): Promise<DecodeResult> {
@@ -617,14 +629,11 @@ class GpuGenerationSession implements GenerationSession {
       if (active[b] && this.fed[b] + this.queue[b].length >= c.context)
         throw new Error(`sequence ${b} is full`);
     }
-    this.drain();
-    const s = this.step!;
     const a = alignFloats(B);
-    const sampled = s.sampled;
+    const sampled = this.step!.sampled;
     const at = (k: number): View => ({ buffer: sampled.buffer, offset: sampled.offset + k * 4, size: B * 4 });
-    const enc = rt.device.createCommandEncoder();
-    sample(rt, enc, at(0), at(a), this.nextBuf!, B, c.vocab, samplerParams(this.sampling, this.decodes++));
-    rt.submit(enc);
+    const params = samplerParams(this.sampling, this.decodes++);
+    this.drain((enc) => sample(rt, enc, at(0), at(a), this.nextBuf!, B, c.vocab, params));
     const bytes = await rt.readBytes(sampled);
     const toks = new Int32Array(bytes, 0, B);
     const lps = new Float32Array(bytes, a * 4, B);
