@@ -5,6 +5,7 @@ export { POOL_DEFAULTS, type PoolOptions, type PoolStats, SandboxPool, type Work
 export { createBrowserSandboxPool } from "./pool-browser.ts";
 export { headTail, InProcessSandbox, isModuleUsable, loadQuickJS, runCode } from "./run-code.ts";
 export { validateArgs, validateToolSpec } from "./schema.ts";
+export { type SmokeCheck, type SmokeReport, sandboxSmoke } from "./smoke.ts";
 export {
   type CallOptions,
   callTool,

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxPool } from "./pool.ts";
 import { createNodeSandboxPool, nodeWorkerFactory } from "./pool-node.ts";
+import { sandboxSmoke } from "./smoke.ts";
 
 describe.sequential("SandboxPool on worker_threads", () => {
   let pool: SandboxPool;
@@ -49,6 +50,12 @@ describe.sequential("SandboxPool on worker_threads", () => {
     expect(r.status).toBe("SandboxError");
     expect(r.error?.name).toBe("InvalidRequest");
     expect(pool.stats().completed).toBe(before);
+  });
+
+  it("passes the smoke check the browser e2e test runs", async () => {
+    const report = await sandboxSmoke(pool, 200);
+    expect(report.checks.filter((c) => !c.ok)).toEqual([]);
+    expect(report.ok).toBe(true);
   });
 
   it("after close, calls resolve with SandboxError", async () => {

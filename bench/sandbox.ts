@@ -1,0 +1,134 @@
+// Sandbox benchmark: a trivial tool call (`347*29` through the interpreter tool) on the
+// QuickJS worker pool, beside a process-per-call baseline measured in the same run (a fresh
+// `node -e` per call via child_process, as HTTP code sandboxes spawn a process per request).
+// Latency: one call at a time (p50, p99). Throughput: 2 workers under concurrent load vs 2
+// concurrent process spawns. Standalone: `npx tsx bench/sandbox.ts [--quick]` prints the rows.
+import { execFile } from "node:child_process";
+import { pathToFileURL } from "node:url";
+import { createNodeSandboxPool } from "../sandbox/pool-node.ts";
+import { callTool, JS_INTERPRETER_TOOL } from "../sandbox/tools.ts";
+import type { SandboxRunner } from "../sandbox/types.ts";
+import { type BenchRow, makeRow } from "./report.ts";
+
+const CODE = "347*29";
+const EXPECTED = 10063;
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+
+async function oneCall(pool: SandboxRunner): Promise<void> {
+  const r = await callTool(pool, JS_INTERPRETER_TOOL, { code: CODE });
+  if (r.value !== EXPECTED) throw new Error(`sandbox returned ${JSON.stringify(r)}`);
+}
+
+function oneProcess(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ["-e", `console.log(${CODE})`], (err, stdout) => {
+      if (err) reject(err);
+      else if (Number(stdout.trim()) !== EXPECTED) reject(new Error(`process printed ${stdout}`));
+      else resolve();
+    });
+  });
+}
+
+/** Per-call latencies in ms, one call at a time. */
+async function latencies(call: () => Promise<void>, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+/** Calls per second with `concurrency` calls in flight until `total` have finished. */
+async function throughput(call: () => Promise<void>, total: number, concurrency: number): Promise<number> {
+  let started = 0;
+  const t0 = performance.now();
+  const lane = async () => {
+    while (started < total) {
+      started++;
+      await call();
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  return total / ((performance.now() - t0) / 1000);
+}
+
+export async function runSandboxBench(opts: { quick: boolean }): Promise<BenchRow[]> {
+  const reps = opts.quick ? 3 : 5;
+  const n = {
+    calls: opts.quick ? 300 : 2000,
+    spawns: opts.quick ? 15 : 40,
+    load: opts.quick ? 2000 : 10_000,
+  };
+  const pool = createNodeSandboxPool({ size: 2 });
+  try {
+    if (!(await pool.whenReady())) throw new Error("the sandbox pool did not start");
+    const call = () => oneCall(pool);
+    await latencies(call, 200); // warm-up: JIT of the host and worker paths
+    await oneProcess();
+
+    const ours = { p50: [] as number[], p99: [] as number[], rate: [] as number[] };
+    const base = { p50: [] as number[], p99: [] as number[], rate: [] as number[] };
+    for (let r = 0; r < reps; r++) {
+      const l = await latencies(call, n.calls);
+      ours.p50.push(quantile(l, 0.5));
+      ours.p99.push(quantile(l, 0.99));
+      const b = await latencies(oneProcess, n.spawns);
+      base.p50.push(quantile(b, 0.5));
+      base.p99.push(quantile(b, 0.99));
+      ours.rate.push(await throughput(call, n.load, 16));
+      base.rate.push(await throughput(oneProcess, n.spawns, 2));
+    }
+    const note = `${n.calls} calls/rep through a 2-worker pool vs ${n.spawns} \`node -e\` spawns/rep`;
+    return [
+      makeRow({
+        id: "sandbox_p50_vs_process",
+        group: "sandbox",
+        unit: "ms",
+        better: "lower",
+        ours: ours.p50,
+        baseline: base.p50,
+        note,
+      }),
+      makeRow({
+        id: "sandbox_p99_vs_process",
+        group: "sandbox",
+        unit: "ms",
+        better: "lower",
+        ours: ours.p99,
+        baseline: base.p99,
+        note,
+      }),
+      makeRow({
+        id: "sandbox_calls_per_s",
+        group: "sandbox",
+        unit: "calls/s",
+        better: "higher",
+        ours: ours.rate,
+        baseline: base.rate,
+        note: `2 workers, 16 calls in flight vs 2 concurrent process spawns`,
+      }),
+    ];
+  } finally {
+    pool.close();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const rows = await runSandboxBench({ quick: process.argv.includes("--quick") });
+  console.table(
+    rows.map((r) => ({
+      id: r.id,
+      ours: r.ours,
+      baseline: r.baseline,
+      unit: r.unit,
+      ratio: r.ratio,
+      spread: r.spread,
+    })),
+  );
+}
