@@ -1,12 +1,103 @@
-import { GpuPanel } from "./GpuPanel";
+// The lab's page: top bar (controls, progress, GPU), the config panel on the left, and the
+// main area with tabs: charts, trajectory inspector, try the model, reward editor, runs.
+import { ChartGrid } from "./ChartGrid";
+import { ConfigPanel } from "./ConfigPanel";
+import { ErrorBoundary } from "./ErrorBoundary";
+import { Inspector } from "./Inspector";
+import { RewardEditor } from "./RewardEditor";
+import { RunsList } from "./RunsList";
+import { useShortcuts } from "./shortcuts";
+import { useLab, type ViewSlice } from "./store";
+import { TopBar } from "./TopBar";
+import { TryModelPanel } from "./TryModelPanel";
+
+const TABS: { id: ViewSlice["tab"]; title: string }[] = [
+  { id: "charts", title: "Charts" },
+  { id: "inspector", title: "Inspector" },
+  { id: "try", title: "Try the model" },
+  { id: "reward", title: "Reward editor" },
+  { id: "runs", title: "Runs" },
+];
 
 export function App() {
+  useShortcuts();
+  const tab = useLab((s) => s.tab);
   return (
     <div className="app">
-      <header className="topbar">
-        <h1>Agentic RL Lab</h1>
-        <GpuPanel />
-      </header>
+      <ErrorBoundary name="Top bar">
+        <TopBar />
+      </ErrorBoundary>
+      <ErrorList />
+      <div className="layout">
+        <ErrorBoundary name="Config panel">
+          <ConfigPanel />
+        </ErrorBoundary>
+        <main className="main">
+          <div className="tabs" role="tablist">
+            {TABS.map((t, i) => (
+              <button
+                key={t.id}
+                type="button"
+                role="tab"
+                aria-selected={tab === t.id}
+                data-testid={`tab-${t.id}`}
+                className={tab === t.id ? "active" : ""}
+                title={`${t.title} (${i + 1})`}
+                onClick={() => useLab.setState({ tab: t.id })}
+              >
+                {t.title}
+              </button>
+            ))}
+          </div>
+          {/* Charts stay mounted (hidden) so they keep their zoom and catch up cheaply. */}
+          <div hidden={tab !== "charts"}>
+            <ErrorBoundary name="Charts">
+              <ChartGrid />
+            </ErrorBoundary>
+          </div>
+          {tab === "inspector" && (
+            <ErrorBoundary name="Inspector">
+              <Inspector />
+            </ErrorBoundary>
+          )}
+          {tab === "try" && (
+            <ErrorBoundary name="Try the model">
+              <TryModelPanel />
+            </ErrorBoundary>
+          )}
+          {tab === "reward" && (
+            <ErrorBoundary name="Reward editor">
+              <RewardEditor />
+            </ErrorBoundary>
+          )}
+          {tab === "runs" && (
+            <ErrorBoundary name="Runs">
+              <RunsList />
+            </ErrorBoundary>
+          )}
+        </main>
+      </div>
+    </div>
+  );
+}
+
+function ErrorList() {
+  const errors = useLab((s) => s.errors);
+  if (errors.length === 0) return null;
+  return (
+    <div className="errors">
+      {errors.map((e, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: messages may repeat
+        <div key={i} className="banner banner-error" role="alert" data-testid="app-error">
+          {e}{" "}
+          <button
+            type="button"
+            onClick={() => useLab.setState((s) => ({ errors: s.errors.filter((_, j) => j !== i) }))}
+          >
+            dismiss
+          </button>
+        </div>
+      ))}
     </div>
   );
 }

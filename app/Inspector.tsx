@@ -1,0 +1,293 @@
+// The trajectory inspector: pick a step (follows the latest unless pinned); its sampled
+// trajectories token by token, coloured by provenance (prompt / trained policy token /
+// inserted tool output, hatched and never heat-coloured), with a per-token overlay
+// (log-prob, entropy, advantage); GRPO groups side by side with reward terms, advantage,
+// filter decision and tool calls with their sandbox results; hover or click a token for
+// its values. Clicking a trajectory selects it for the reward editor's test.
+import { useMemo, useState } from "react";
+import type { SampleRecord } from "../workers/api";
+import { fmtNum } from "./chartData";
+import { inspectorStep, openRun, useLab } from "./store";
+import {
+  groupSamples,
+  type InspectorToken,
+  inspectorTokens,
+  matchesFilter,
+  type Overlay,
+  type OverlayScale,
+  overlayScale,
+  overlayValue,
+  type SampleFilter,
+  sampleAdvantage,
+  tokenColour,
+} from "./tokenModel";
+
+export function Inspector() {
+  const run = useLab(openRun);
+  const state = useLab((s) => s.inspector);
+  const { steps, current } = useLab((s) => inspectorStep(s, openRun(s)));
+  const samples = useMemo(() => (current && run ? (run.samples.get(current) ?? []) : []), [current, run]);
+  const scale = useMemo(() => overlayScale(samples, state.overlay), [samples, state.overlay]);
+  const shown = samples.filter((s) =>
+    matchesFilter(s, state.filter, Math.max(Math.abs(scale.min), Math.abs(scale.max))),
+  );
+  const groups = groupSamples(shown);
+  const [raw, setRaw] = useState(false);
+  const set = (patch: Partial<typeof state>) =>
+    useLab.setState((s) => ({ inspector: { ...s.inspector, ...patch } }));
+  if (!run) return <div className="panel-empty">Start a run to see its trajectories.</div>;
+  return (
+    <section className="inspector" data-testid="inspector" aria-label="Trajectory inspector">
+      <div className="inspector-toolbar">
+        <label>
+          Step{" "}
+          <select
+            data-testid="inspector-step"
+            value={state.pinnedStep ?? ""}
+            onChange={(e) => set({ pinnedStep: e.target.value || null, selected: null })}
+          >
+            <option value="">latest{current && !state.pinnedStep ? ` (${current})` : ""}</option>
+            {steps.map((k) => (
+              <option key={k} value={k}>
+                {k}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Colour by{" "}
+          <select
+            data-testid="inspector-overlay"
+            value={state.overlay}
+            onChange={(e) => set({ overlay: e.target.value as Overlay })}
+          >
+            <option value="none">role only</option>
+            <option value="logprob">log-prob</option>
+            <option value="entropy">entropy</option>
+            <option value="advantage">advantage</option>
+          </select>
+        </label>
+        <label>
+          Show{" "}
+          <select value={state.filter} onChange={(e) => set({ filter: e.target.value as SampleFilter })}>
+            <option value="all">all trajectories</option>
+            <option value="failed-tools">failed tool calls</option>
+            <option value="truncated">truncated</option>
+            <option value="extreme-adv">extreme advantages</option>
+          </select>
+        </label>
+        <OverlayLegend scale={scale} />
+        <button type="button" onClick={() => setRaw(!raw)}>
+          {raw ? "Hide JSON" : "Raw JSON"}
+        </button>
+      </div>
+      <RoleLegend />
+      {samples.length === 0 && <div className="panel-empty">No trajectories yet (fast mode sends none).</div>}
+      {raw && <pre className="raw-json">{JSON.stringify(shown, null, 1)}</pre>}
+      <div className="groups">
+        {groups.map((g) => (
+          <div key={g.groupId} className="group" data-testid="sample-group">
+            <div className="group-head">
+              group {g.groupId}
+              {g.zeroStd && (
+                <span className="badge badge-warn" title="Every reward equal: no learning signal">
+                  zero std
+                </span>
+              )}
+              <span className={`badge filter-${g.filter || "kept"}`} data-testid="filter-decision">
+                {g.filter || "kept"}
+              </span>
+            </div>
+            <div className="group-samples">
+              {g.samples.map((s) => (
+                <SampleCard
+                  key={samples.indexOf(s)}
+                  sample={s}
+                  index={samples.indexOf(s)}
+                  stepKey={current ?? ""}
+                  scale={scale}
+                />
+              ))}
+            </div>
+          </div>
+        ))}
+      </div>
+    </section>
+  );
+}
+
+function RoleLegend() {
+  return (
+    <div className="role-legend">
+      <span className="token role-prompt">prompt</span>
+      <span className="token role-policy">trained (policy)</span>
+      <span className="token role-tool">tool output (not trained)</span>
+    </div>
+  );
+}
+
+function OverlayLegend({ scale }: { scale: OverlayScale }) {
+  if (scale.overlay === "none") return null;
+  const lo = tokenColour(scale.min, scale);
+  const hi = tokenColour(scale.max, scale);
+  return (
+    <span className="overlay-legend">
+      <span style={{ background: lo?.background, color: lo?.color }}>{fmtNum(scale.min)}</span>
+      {scale.signed && <span style={{ background: "#fff", color: "#111" }}>0</span>}
+      <span style={{ background: hi?.background, color: hi?.color }}>{fmtNum(scale.max)}</span>
+    </span>
+  );
+}
+
+function SampleCard({
+  sample,
+  index,
+  stepKey,
+  scale,
+}: {
+  sample: SampleRecord;
+  index: number;
+  stepKey: string;
+  scale: OverlayScale;
+}) {
+  const selected = useLab(
+    (s) => s.inspector.selected?.key === stepKey && s.inspector.selected.index === index,
+  );
+  const tokens = useMemo(() => inspectorTokens(sample), [sample]);
+  const [locked, setLocked] = useState<InspectorToken | null>(null);
+  const [hover, setHover] = useState<InspectorToken | null>(null);
+  const adv = sampleAdvantage(sample);
+  const detail = hover ?? locked;
+  return (
+    // biome-ignore lint/a11y/useSemanticElements: a card holding buttons and token spans
+    <div
+      className={`sample-card${selected ? " selected" : ""}${sample.correct ? " correct" : ""}`}
+      data-testid="sample"
+      data-filter={sample.filter}
+      role="button"
+      tabIndex={0}
+      onClick={() =>
+        useLab.setState((s) => ({ inspector: { ...s.inspector, selected: { key: stepKey, index } } }))
+      }
+      onKeyDown={(e) => {
+        if (e.key === "Enter")
+          useLab.setState((s) => ({ inspector: { ...s.inspector, selected: { key: stepKey, index } } }));
+      }}
+    >
+      <div className="sample-head">
+        <span className={sample.correct ? "ok" : "bad"}>{sample.correct ? "✓" : "✗"}</span>
+        <span>
+          reward <b data-testid="sample-reward">{fmtNum(sample.reward)}</b>
+        </span>
+        {Object.entries(sample.rewardTerms).map(([k, v]) => (
+          <span key={k} className="muted">
+            {k} {fmtNum(v)}
+          </span>
+        ))}
+        <span>adv {adv === null ? "–" : fmtNum(adv)}</span>
+        <span className="muted">{sample.finish}</span>
+        {sample.filter && <span className="badge">{sample.filter}</span>}
+      </div>
+      {/* biome-ignore lint/a11y/noStaticElementInteractions: ends the hover preview only */}
+      <div className="tokens" onMouseLeave={() => setHover(null)}>
+        {tokens.map((t, i) => (
+          <TokenSpan
+            // biome-ignore lint/suspicious/noArrayIndexKey: tokens are positional
+            key={i}
+            token={t}
+            scale={scale}
+            locked={locked === t}
+            onHover={setHover}
+            onLock={(tok) => setLocked(locked === tok ? null : tok)}
+          />
+        ))}
+      </div>
+      {detail && <TokenDetail token={detail} tokens={tokens} overlay={scale.overlay} />}
+      {sample.toolCalls.map((c, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: calls are positional
+        <div key={i} className={`tool-call ${c.ok ? "ok" : "bad"}`} data-testid="tool-call">
+          <div>
+            <b>tool call {i + 1}</b> <span className="badge">{c.status}</span>
+            {!c.executed && <span className="badge badge-warn">not executed</span>}
+          </div>
+          <code>{c.raw}</code>
+          <div className="muted">→</div>
+          <code data-testid="tool-response">{c.response}</code>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+function TokenSpan({
+  token,
+  scale,
+  locked,
+  onHover,
+  onLock,
+}: {
+  token: InspectorToken;
+  scale: OverlayScale;
+  locked: boolean;
+  onHover: (t: InspectorToken) => void;
+  onLock: (t: InspectorToken) => void;
+}) {
+  const c = tokenColour(overlayValue(token, scale.overlay), scale);
+  return (
+    // biome-ignore lint/a11y/useSemanticElements: hundreds of inline tokens; spans keep the text flowing
+    <span
+      className={`token role-${token.role}${token.postTool ? " post-tool" : ""}${locked ? " locked" : ""}`}
+      data-testid="token"
+      data-mask={token.mask}
+      data-role={token.role}
+      role="button"
+      tabIndex={-1}
+      style={c ? { background: c.background, color: c.color } : undefined}
+      onMouseEnter={() => onHover(token)}
+      onClick={(e) => {
+        e.stopPropagation();
+        onLock(token);
+      }}
+      onKeyDown={(e) => {
+        if (e.key === "Enter" || e.key === " ") onLock(token);
+      }}
+    >
+      {token.display}
+    </span>
+  );
+}
+
+function TokenDetail({
+  token,
+  tokens,
+  overlay,
+}: {
+  token: InspectorToken;
+  tokens: InspectorToken[];
+  overlay: Overlay;
+}) {
+  const i = tokens.indexOf(token);
+  const prev = i > 0 ? tokens[i - 1].display : "";
+  const row = (name: Overlay, label: string, v: number | null, extra = "") => (
+    <span className={overlay === name ? "strong" : ""}>
+      {label} {v === null ? "–" : fmtNum(v)}
+      {extra}
+    </span>
+  );
+  return (
+    <div className="token-detail" data-testid="token-detail">
+      <span>
+        {prev}→<b>{token.display}</b> (id {token.id}, {token.role}
+        {token.postTool ? ", post-tool" : ""})
+      </span>
+      {row(
+        "logprob",
+        "log-prob",
+        token.logprob,
+        token.logprob === null ? "" : ` (${(Math.exp(token.logprob) * 100).toFixed(1)}%)`,
+      )}
+      {row("entropy", "entropy", token.entropy)}
+      {row("advantage", "advantage", token.advantage)}
+    </div>
+  );
+}

@@ -1,0 +1,106 @@
+// The presets picker: recipes from public/recipes/ and config/'s algorithm recipes. On load
+// it picks the URL's `preset` (default quick-demo) and applies the URL's dotted-path values
+// over it; afterwards the URL holds only what differs from the preset (replaceState).
+import { useEffect, useState } from "react";
+import type { RunConfig } from "../config";
+import { applyQuery, queryFor } from "./configModel";
+import { loadPresetIndex, type PresetEntry, presetConfig } from "./presets";
+import { pushError, useLab } from "./store";
+
+const DEFAULT_PRESET = "quick-demo";
+
+async function choose(p: PresetEntry, search = ""): Promise<void> {
+  try {
+    const base = await presetConfig(p);
+    const { config, notices } = applyQuery(base, search);
+    useLab.setState({
+      preset: p.id,
+      presetConfig: base,
+      form: { config, pending: {} },
+      liveErrors: {},
+      notices,
+    });
+  } catch (err) {
+    useLab.setState((s) => pushError(s, (err as Error).message));
+  }
+}
+
+function useUrlSync() {
+  const config = useLab((s) => s.form.config) as RunConfig;
+  const presetCfg = useLab((s) => s.presetConfig);
+  const preset = useLab((s) => s.preset);
+  useEffect(() => {
+    if (!preset) return;
+    const q = queryFor(config, presetCfg, preset);
+    const keep = new URLSearchParams(window.location.search);
+    const view = [...keep].filter(([k]) => k.startsWith("_"));
+    const params = new URLSearchParams(q);
+    for (const [k, v] of view) params.set(k, v);
+    const next = `?${params.toString()}`;
+    if (next !== window.location.search) history.replaceState(null, "", `${window.location.pathname}${next}`);
+  }, [config, presetCfg, preset]);
+}
+
+export function PresetPicker() {
+  const [presets, setPresets] = useState<PresetEntry[]>([]);
+  const preset = useLab((s) => s.preset);
+  const notices = useLab((s) => s.notices);
+  useUrlSync();
+  useEffect(() => {
+    let live = true;
+    loadPresetIndex().then(({ presets: list, notice }) => {
+      if (!live) return;
+      setPresets(list);
+      if (notice) useLab.setState((s) => ({ notices: [...s.notices, notice] }));
+      const search = window.location.search;
+      const wanted = new URLSearchParams(search).get("preset") ?? DEFAULT_PRESET;
+      const p = list.find((x) => x.id === wanted) ?? list.find((x) => x.id === DEFAULT_PRESET) ?? list[0];
+      if (p) void choose(p, search);
+    });
+    return () => {
+      live = false;
+    };
+  }, []);
+  const current = presets.find((p) => p.id === preset);
+  return (
+    <div className="preset-picker">
+      <label>
+        Preset{" "}
+        <select
+          data-testid="preset-picker"
+          value={preset ?? ""}
+          onChange={(e) => {
+            const p = presets.find((x) => x.id === e.target.value);
+            if (p) void choose(p);
+          }}
+        >
+          {!preset && <option value="">loading…</option>}
+          <optgroup label="Recipes">
+            {presets
+              .filter((p) => p.source === "recipes")
+              .map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+          </optgroup>
+          <optgroup label="Algorithms">
+            {presets
+              .filter((p) => p.source === "algorithm")
+              .map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+          </optgroup>
+        </select>
+      </label>
+      {current?.description && <p className="muted">{current.description}</p>}
+      {notices.map((n) => (
+        <div key={n} className="notice" data-testid="config-notice">
+          {n}
+        </div>
+      ))}
+    </div>
+  );
+}

@@ -1,0 +1,175 @@
+// The one place the UI's effects talk to the trainer worker: run control, live edits,
+// fast mode, "try the model" and the reward test. Pushes from the worker are buffered and
+// applied to the store at most once per animation frame, so charts redraw at most once a
+// frame however fast rows arrive. Components call these actions; none reaches the engine.
+import * as Comlink from "comlink";
+import { getPath, type RunConfig, validateRunConfig } from "../config";
+import type { RewardTestResult, RunListener, SampleRecord, TryResult } from "../workers/api";
+import { getTrainer } from "./engine";
+import {
+  activeRun,
+  addRun,
+  applyIncoming,
+  type Incoming,
+  isRunning,
+  pushError,
+  setRunPhase,
+  setWorkerId,
+  useLab,
+} from "./store";
+
+const buffers = new Map<string, Incoming>();
+let frame = 0;
+
+function flush() {
+  frame = 0;
+  const pending = [...buffers];
+  buffers.clear();
+  useLab.setState((s) => {
+    let state = s;
+    for (const [id, inc] of pending) state = { ...state, ...applyIncoming(state, id, inc) };
+    return state;
+  });
+}
+
+function schedule() {
+  if (frame) return;
+  frame =
+    typeof requestAnimationFrame === "function"
+      ? requestAnimationFrame(flush)
+      : (setTimeout(flush, 16) as unknown as number);
+}
+
+function buffer(id: string): Incoming {
+  let b = buffers.get(id);
+  if (!b) {
+    b = { rows: [], samples: [], events: [], progress: null };
+    buffers.set(id, b);
+  }
+  return b;
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function report(err: unknown) {
+  useLab.setState((s) => pushError(s, message(err)));
+}
+
+let localRunSeq = 0;
+
+/** Starts a new run from `config`. Rows and events before the worker names the run are kept. */
+export async function startRun(config: RunConfig, opts: { paused?: boolean } = {}): Promise<void> {
+  const v = validateRunConfig(config);
+  if (!v.ok) {
+    report(new Error(`Config is invalid: ${v.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`));
+    return;
+  }
+  const current = activeRun(useLab.getState());
+  if (isRunning(current)) await stopRun();
+  const localId = `run-${Date.now().toString(36)}-${++localRunSeq}`;
+  useLab.setState((s) => addRun(s, localId, v.config));
+  const listener: RunListener = {
+    row: (row) => {
+      buffer(localId).rows.push(row);
+      schedule();
+    },
+    samples: (samples) => {
+      buffer(localId).samples.push(samples);
+      schedule();
+    },
+    event: (e) => {
+      buffer(localId).events.push(e);
+      schedule();
+    },
+    progress: (p) => {
+      buffer(localId).progress = p;
+      schedule();
+    },
+  };
+  try {
+    const { runId } = await getTrainer().start(
+      { config: v.config, fast: useLab.getState().fast, paused: opts.paused },
+      Comlink.proxy(listener),
+    );
+    useLab.setState((s) => setWorkerId(s, localId, runId));
+  } catch (err) {
+    useLab.setState((s) => ({
+      ...setRunPhase(s, localId, "error", message(err)),
+      ...pushError(s, `Could not start the run: ${message(err)}`),
+    }));
+  }
+}
+
+async function control(name: "pause" | "resume" | "step" | "stop"): Promise<void> {
+  try {
+    await getTrainer()[name]();
+  } catch (err) {
+    report(err);
+  }
+}
+
+export const pauseRun = () => control("pause");
+export const resumeRun = () => control("resume");
+
+/** One step: from idle a new run that starts paused and takes one step; else one more step. */
+export async function stepRun(config: RunConfig): Promise<void> {
+  const run = activeRun(useLab.getState());
+  if (!isRunning(run)) {
+    await startRun(config, { paused: true });
+  }
+  await control("step");
+}
+
+export async function stopRun(): Promise<void> {
+  const run = activeRun(useLab.getState());
+  await control("stop");
+  if (run && isRunning(run)) useLab.setState((s) => setRunPhase(s, run.id, "done"));
+}
+
+/** Reset: stop the run and clear the active run (its curves stay in the runs list). */
+export async function resetRun(): Promise<void> {
+  await stopRun();
+  useLab.setState({ activeId: null });
+}
+
+/** A live edit of the running config; the worker applies it at the next step (an event comes back). */
+export async function editLive(path: string, value: unknown): Promise<void> {
+  try {
+    await getTrainer().edit(path, value);
+  } catch (err) {
+    report(err);
+  }
+}
+
+export async function setFastMode(fast: boolean): Promise<void> {
+  useLab.setState({ fast });
+  try {
+    await getTrainer().setFast(fast);
+  } catch (err) {
+    report(err);
+  }
+}
+
+export async function tryModel(prompt: string, temperature: number): Promise<TryResult> {
+  const run = useLab.getState();
+  const open = run.runs.find((r) => r.id === run.openId);
+  const opts: { temperature: number; runId?: string } = { temperature };
+  if (open && open.id !== run.activeId && open.workerId) opts.runId = open.workerId;
+  return getTrainer().tryModel(prompt, opts);
+}
+
+export async function testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {
+  try {
+    return await getTrainer().testReward(source, sample);
+  } catch (err) {
+    return { ok: false, error: message(err) };
+  }
+}
+
+/** The running config's value at a path (for "what would this edit change"). */
+export function liveValue(path: string): unknown {
+  const run = activeRun(useLab.getState());
+  return run ? getPath(run.liveConfig, path) : undefined;
+}

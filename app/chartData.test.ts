@@ -1,0 +1,213 @@
+// Tests of the chart data model and the store's handling of rows and markers:
+// `npx vitest run app/chartData.test.ts`.
+import { describe, expect, it } from "vitest";
+import { defaultRunConfig } from "../config";
+import type { MetricsRow, RunEvent, SampleRecord } from "../workers/api";
+import { buildChartData, CHARTS, chartMarkers, editLabel, fmtNum } from "./chartData";
+import { debiasedEma } from "./smoothing";
+import {
+  activeRun,
+  addRun,
+  applyIncoming,
+  initialState,
+  type LabState,
+  lastValues,
+  MAX_SAMPLE_STEPS,
+} from "./store";
+
+const reward = CHARTS.find((c) => c.id === "reward")!;
+const sft = CHARTS.find((c) => c.id === "sft-loss")!;
+
+function rl(step: number, extra: Record<string, number>): MetricsRow {
+  return { step, phase: "rl", time: step, ...extra };
+}
+
+describe("buildChartData", () => {
+  it("joins runs on one x with null gaps and keeps phases apart", () => {
+    const a = [rl(0, { "reward/mean": 0.1 }), rl(1, { "reward/mean": 0.2 }), rl(2, { "reward/mean": 0.3 })];
+    const b = [rl(1, { "reward/mean": 0.5 }), rl(3, { "reward/mean": 0.7 })];
+    const sftRows: MetricsRow[] = [{ step: 0, phase: "sft", time: 0, loss: 4 }];
+    const d = buildChartData(
+      reward,
+      [
+        { id: "a", color: "#111111", current: false, rows: [...sftRows, ...a] },
+        { id: "b", color: "#222222", current: true, rows: b },
+      ],
+      { smoothing: 0, buckets: 100 },
+    );
+    expect(d.x).toEqual([0, 1, 2, 3]);
+    const aMean = d.series.find((s) => s.runId === "a" && s.key === "reward/mean")!;
+    const bMean = d.series.find((s) => s.runId === "b" && s.key === "reward/mean")!;
+    expect(aMean.raw).toEqual([0.1, 0.2, 0.3, null]);
+    expect(bMean.raw).toEqual([null, 0.5, null, 0.7]);
+    expect(bMean.current).toBe(true);
+    expect(aMean.points).toBe(3);
+    // No reward/std rows: no series for it.
+    expect(d.series.some((s) => s.key === "reward/std")).toBe(false);
+    const l = buildChartData(sft, [{ id: "a", color: "#111111", current: true, rows: [...sftRows, ...a] }], {
+      smoothing: 0,
+      buckets: 100,
+    });
+    expect(l.x).toEqual([0]);
+    expect(l.series[0].raw).toEqual([4]);
+  });
+
+  it("smooths each run on its own points before joining and downsampling", () => {
+    const n = 2000;
+    const rows = Array.from({ length: n }, (_, i) => rl(i, { "reward/mean": i % 7 === 0 ? 1 : 0 }));
+    const full = debiasedEma(
+      rows.map((r) => r["reward/mean"] as number),
+      0.9,
+    );
+    const d = buildChartData(reward, [{ id: "a", color: "#111111", current: true, rows }], {
+      smoothing: 0.9,
+      buckets: 50,
+    });
+    expect(d.x.length).toBeLessThan(n);
+    expect(d.series[0].points).toBe(n);
+    d.x.forEach((x, i) => {
+      expect(d.series[0].smooth[i]).toBeCloseTo(full[x] as number, 12);
+    });
+    // the spikes survive downsampling
+    expect(Math.max(...(d.series[0].raw as number[]))).toBe(1);
+  });
+
+  it("skips non-finite and non-numeric values", () => {
+    const rows = [rl(0, { "reward/mean": Number.NaN }), { ...rl(1, {}), "reward/mean": "x" } as MetricsRow];
+    const d = buildChartData(reward, [{ id: "a", color: "#111111", current: true, rows }], {
+      smoothing: 0,
+      buckets: 10,
+    });
+    expect(d.series).toEqual([]);
+  });
+});
+
+describe("markers", () => {
+  it("labels edits with the old and new value and filters by run and phase", () => {
+    expect(editLabel("rl.kl.coef", 0.05, 0.1)).toBe("kl_coef 0.05→0.1");
+    expect(editLabel("rl.lr", 0.0003, 0.001)).toBe("lr 3e-4→0.001");
+    const ms = [
+      { runId: "a", step: 3, phase: "rl", kind: "edit" as const, label: "x", detail: "" },
+      { runId: "a", step: 3, phase: "sft", kind: "skipped" as const, label: "y", detail: "" },
+      { runId: "b", step: 4, phase: "rl", kind: "edit" as const, label: "z", detail: "" },
+    ];
+    expect(chartMarkers(reward, ms, new Set(["a"])).map((m) => m.label)).toEqual(["x"]);
+    expect(chartMarkers(sft, ms, new Set(["a", "b"])).map((m) => m.label)).toEqual(["y"]);
+  });
+
+  it("formats numbers briefly", () => {
+    expect(fmtNum(0.0003)).toBe("3e-4");
+    expect(fmtNum(0.123456)).toBe("0.1235");
+    expect(fmtNum(123456)).toBe("1.23e5");
+    expect(fmtNum(0)).toBe("0");
+  });
+});
+
+function sample(step: number): SampleRecord {
+  return {
+    step,
+    groupId: "g",
+    problemId: "p",
+    bucket: "easy",
+    answer: "1",
+    promptTokens: [],
+    tokens: [],
+    mask: [],
+    postTool: [],
+    logprobs: [],
+    entropy: [],
+    advantages: [],
+    reward: 0,
+    rewardTerms: {},
+    correct: false,
+    toolCalls: [],
+    finish: "stop",
+    filter: "",
+  };
+}
+
+describe("store: incoming rows, events and samples", () => {
+  function withRun(): LabState {
+    const s = initialState();
+    return { ...s, ...addRun(s, "r1", defaultRunConfig()) };
+  }
+
+  it("turns an edit event into a labelled marker and updates the live config", () => {
+    let s = withRun();
+    const edit: RunEvent = {
+      step: 5,
+      phase: "rl",
+      kind: "edit",
+      message: "rl.lr = 0.001",
+      edit: { step: 5, path: "rl.lr", value: 0.001 },
+    };
+    s = {
+      ...s,
+      ...applyIncoming(s, "r1", {
+        rows: [rl(5, { "actor/lr": 0.001 })],
+        samples: [],
+        events: [edit],
+        progress: null,
+      }),
+    };
+    const run = activeRun(s)!;
+    expect(run.markers).toEqual([
+      { runId: "r1", step: 5, phase: "rl", kind: "edit", label: "lr 3e-4→0.001", detail: "rl.lr = 0.001" },
+    ]);
+    expect(run.liveConfig.rl.lr).toBe(0.001);
+    expect(run.config.rl.lr).toBe(0.0003);
+    expect(lastValues(run.rows)["actor/lr"]).toBe(0.001);
+  });
+
+  it("marks skipped updates from events or from the row's event field, once", () => {
+    let s = withRun();
+    const ev: RunEvent = { step: 2, phase: "rl", kind: "skipped", message: "non-finite grad" };
+    const row = { ...rl(2, {}), event: "non-finite grad" } as MetricsRow;
+    s = { ...s, ...applyIncoming(s, "r1", { rows: [row], samples: [], events: [ev], progress: null }) };
+    s = {
+      ...s,
+      ...applyIncoming(s, "r1", {
+        rows: [{ ...rl(3, {}), event: "nan loss" } as MetricsRow],
+        samples: [],
+        events: [],
+        progress: null,
+      }),
+    };
+    expect(activeRun(s)!.markers.map((m) => [m.kind, m.step])).toEqual([
+      ["skipped", 2],
+      ["skipped", 3],
+    ]);
+  });
+
+  it("keeps samples by step, capped, and records errors", () => {
+    let s = withRun();
+    const batches = Array.from({ length: MAX_SAMPLE_STEPS + 5 }, (_, i) => [sample(i)]);
+    s = { ...s, ...applyIncoming(s, "r1", { rows: [], samples: batches, events: [], progress: null }) };
+    const keys = [...activeRun(s)!.samples.keys()];
+    expect(keys.length).toBe(MAX_SAMPLE_STEPS);
+    expect(keys[keys.length - 1]).toBe(`rl:${MAX_SAMPLE_STEPS + 4}`);
+    s = {
+      ...s,
+      ...applyIncoming(s, "r1", {
+        rows: [],
+        samples: [],
+        events: [{ step: 9, phase: "rl", kind: "error", message: "reward threw" }],
+        progress: null,
+      }),
+    };
+    expect(activeRun(s)!.phase).toBe("error");
+    expect(activeRun(s)!.error).toBe("reward threw");
+  });
+
+  it("diffs a new run against the previous one and caps the overlay", () => {
+    let s = withRun();
+    const c2 = defaultRunConfig();
+    c2.rl.lr = 0.001;
+    s = { ...s, ...addRun(s, "r2", c2) };
+    expect(s.runs[1].diff).toEqual([{ path: "rl.lr", from: 0.0003, to: 0.001 }]);
+    expect(s.runs[1].color).not.toBe(s.runs[0].color);
+    for (let i = 3; i <= 8; i++) s = { ...s, ...addRun(s, `r${i}`, defaultRunConfig()) };
+    expect(s.runs.filter((r) => r.visible).length).toBe(6);
+    expect(s.runs[0].visible).toBe(false);
+  });
+});

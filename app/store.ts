@@ -1,0 +1,280 @@
+// The UI's one zustand store, in slices: runs (every run of the session with its rows,
+// samples, markers), run (the active run's phase and progress), form (the config panel),
+// view (charts, theme, tabs, inspector selection). Reducers are plain functions of the
+// state so app/store.test.ts can test them without a DOM. Only app/bridge.ts talks to the
+// worker; components read this store and call the bridge's actions.
+import { create } from "zustand";
+import { defaultRunConfig, getPath, type RunConfig, setPath } from "../config";
+import type { MetricsRow, RunEvent, RunPhase, RunProgress, SampleRecord } from "../workers/api";
+import { editLabel, type Marker } from "./chartData";
+import { type ConfigChange, configDiff, type FormState } from "./configModel";
+import type { Overlay, SampleFilter } from "./tokenModel";
+
+export const RUN_COLORS = [
+  "#2563eb",
+  "#dc2626",
+  "#16a34a",
+  "#9333ea",
+  "#ea580c",
+  "#0891b2",
+  "#ca8a04",
+  "#db2777",
+];
+/** Steps of samples kept per run (older ones are dropped to bound memory). */
+export const MAX_SAMPLE_STEPS = 60;
+/** Runs drawn at once ("Showing the last N runs"). */
+export const MAX_OVERLAY = 6;
+
+export interface RunRecord {
+  id: string;
+  /** The id the worker gave the run (for tryModel on a stored run); null until start resolves. */
+  workerId: string | null;
+  /** Order in the session (1, 2, ...) for labels. */
+  n: number;
+  color: string;
+  config: RunConfig;
+  /** The live config: the start config plus applied edits. */
+  liveConfig: RunConfig;
+  rows: MetricsRow[];
+  markers: Marker[];
+  events: RunEvent[];
+  /** Samples by step: key `${phase}:${step}`. */
+  samples: Map<string, SampleRecord[]>;
+  phase: RunPhase;
+  progress: RunProgress | null;
+  visible: boolean;
+  diff: ConfigChange[];
+  error: string | null;
+}
+
+export interface RunsSlice {
+  runs: RunRecord[];
+  /** The run the controls drive (the last started), and the run the inspector shows. */
+  activeId: string | null;
+  openId: string | null;
+}
+
+export interface FormSlice {
+  form: FormState;
+  preset: string | null;
+  presetConfig: RunConfig;
+  /** Restart-only changes made while a run goes: shown as "New changes → restart". */
+  pendingRestart: string[];
+  /** Live edits the running config refused (by path). */
+  liveErrors: Record<string, string>;
+  notices: string[];
+}
+
+export interface ViewSlice {
+  smoothing: number;
+  logScale: Record<string, boolean>;
+  outlierClip: Record<string, boolean>;
+  fast: boolean;
+  theme: "auto" | "light" | "dark";
+  tab: "charts" | "inspector" | "try" | "reward" | "runs";
+  inspector: {
+    pinnedStep: string | null;
+    overlay: Overlay;
+    filter: SampleFilter;
+    selected: { key: string; index: number } | null;
+  };
+  errors: string[];
+}
+
+export type LabState = RunsSlice & FormSlice & ViewSlice;
+
+export function initialState(): LabState {
+  const config = defaultRunConfig();
+  return {
+    runs: [],
+    activeId: null,
+    openId: null,
+    form: { config, pending: {} },
+    preset: null,
+    presetConfig: config,
+    pendingRestart: [],
+    liveErrors: {},
+    notices: [],
+    smoothing: 0.6,
+    logScale: {},
+    outlierClip: {},
+    fast: false,
+    theme: "auto",
+    tab: "charts",
+    inspector: { pinnedStep: null, overlay: "none", filter: "all", selected: null },
+    errors: [],
+  };
+}
+
+export const useLab = create<LabState>(() => initialState());
+
+// ---- reducers (pure: state in, partial state out) ----
+
+export function addRun(s: LabState, id: string, config: RunConfig): Partial<LabState> {
+  const prev = s.runs[s.runs.length - 1];
+  const n = (prev?.n ?? 0) + 1;
+  const run: RunRecord = {
+    id,
+    workerId: null,
+    n,
+    color: RUN_COLORS[(n - 1) % RUN_COLORS.length],
+    config,
+    liveConfig: config,
+    rows: [],
+    markers: [],
+    events: [],
+    samples: new Map(),
+    phase: "loading",
+    progress: null,
+    visible: true,
+    diff: prev ? configDiff(prev.config, config) : [],
+    error: null,
+  };
+  const runs = [...s.runs, run];
+  // Overlay cap: only the newest MAX_OVERLAY runs stay visible.
+  const visibleIds = new Set(runs.slice(-MAX_OVERLAY).map((r) => r.id));
+  return {
+    runs: runs.map((r) => (r.visible && !visibleIds.has(r.id) ? { ...r, visible: false } : r)),
+    activeId: id,
+    openId: id,
+    pendingRestart: [],
+  };
+}
+
+function updateRun(s: LabState, id: string, f: (r: RunRecord) => RunRecord): Partial<LabState> {
+  return { runs: s.runs.map((r) => (r.id === id ? f(r) : r)) };
+}
+
+/** What the worker pushed since the last frame, applied in one update. */
+export interface Incoming {
+  rows: MetricsRow[];
+  samples: SampleRecord[][];
+  events: RunEvent[];
+  progress: RunProgress | null;
+}
+
+export function applyIncoming(s: LabState, id: string, inc: Incoming): Partial<LabState> {
+  return updateRun(s, id, (r) => {
+    let liveConfig = r.liveConfig;
+    const markers = [...r.markers];
+    for (const e of inc.events) {
+      if (e.kind === "edit" && e.edit) {
+        const from = getPath(liveConfig, e.edit.path);
+        liveConfig = setPath(liveConfig, e.edit.path, e.edit.value);
+        markers.push({
+          runId: id,
+          step: e.step,
+          phase: e.phase,
+          kind: "edit",
+          label: editLabel(e.edit.path, from, e.edit.value),
+          detail: e.message,
+        });
+      } else if (e.kind === "skipped") {
+        markers.push({
+          runId: id,
+          step: e.step,
+          phase: e.phase,
+          kind: "skipped",
+          label: "skipped",
+          detail: e.message,
+        });
+      }
+    }
+    // A row may also carry `event` (a skipped update) without a separate event push.
+    for (const row of inc.rows) {
+      const ev = row.event;
+      if (
+        typeof ev === "string" &&
+        !markers.some((m) => m.kind === "skipped" && m.step === row.step && m.phase === row.phase)
+      )
+        markers.push({
+          runId: id,
+          step: row.step,
+          phase: row.phase,
+          kind: "skipped",
+          label: "skipped",
+          detail: ev,
+        });
+    }
+    let samples = r.samples;
+    if (inc.samples.length > 0) {
+      samples = new Map(r.samples);
+      for (const batch of inc.samples) {
+        if (batch.length === 0) continue;
+        samples.set(`rl:${batch[0].step}`, batch);
+      }
+      while (samples.size > MAX_SAMPLE_STEPS) samples.delete(samples.keys().next().value as string);
+    }
+    const progress = inc.progress ?? r.progress;
+    const errorEvent = inc.events.find((e) => e.kind === "error");
+    return {
+      ...r,
+      rows: inc.rows.length ? [...r.rows, ...inc.rows] : r.rows,
+      events: inc.events.length ? [...r.events, ...inc.events] : r.events,
+      markers,
+      liveConfig,
+      samples,
+      progress,
+      phase: errorEvent ? "error" : (inc.progress?.phase ?? r.phase),
+      error: errorEvent ? errorEvent.message : r.error,
+    };
+  });
+}
+
+export function setRunPhase(s: LabState, id: string, phase: RunPhase, error?: string): Partial<LabState> {
+  return updateRun(s, id, (r) => ({ ...r, phase, error: error ?? r.error }));
+}
+
+export function setWorkerId(s: LabState, id: string, workerId: string): Partial<LabState> {
+  return updateRun(s, id, (r) => ({ ...r, workerId }));
+}
+
+export function deleteRun(s: LabState, id: string): Partial<LabState> {
+  const runs = s.runs.filter((r) => r.id !== id);
+  return {
+    runs,
+    activeId: s.activeId === id ? null : s.activeId,
+    openId: s.openId === id ? (runs[runs.length - 1]?.id ?? null) : s.openId,
+  };
+}
+
+export function toggleVisible(s: LabState, id: string): Partial<LabState> {
+  return updateRun(s, id, (r) => ({ ...r, visible: !r.visible }));
+}
+
+/** The last value of every metric key of a run (its "final metrics"). */
+export function lastValues(rows: readonly MetricsRow[], phase = "rl"): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const row of rows) {
+    if (row.phase !== phase) continue;
+    for (const [k, v] of Object.entries(row)) if (typeof v === "number" && Number.isFinite(v)) out[k] = v;
+  }
+  return out;
+}
+
+export function isRunning(r: RunRecord | undefined): boolean {
+  return !!r && (r.phase === "loading" || r.phase === "sft" || r.phase === "rl" || r.phase === "paused");
+}
+
+export function activeRun(s: LabState): RunRecord | undefined {
+  return s.runs.find((r) => r.id === s.activeId);
+}
+
+export function openRun(s: LabState): RunRecord | undefined {
+  return s.runs.find((r) => r.id === s.openId) ?? s.runs[s.runs.length - 1];
+}
+
+/** Steps with samples (newest last) and the one the inspector shows: pinned, else latest. */
+export function inspectorStep(
+  s: LabState,
+  run: RunRecord | undefined,
+): { steps: string[]; current: string | null } {
+  const steps = run ? [...run.samples.keys()] : [];
+  const pinned = s.inspector.pinnedStep;
+  const current = pinned && steps.includes(pinned) ? pinned : (steps[steps.length - 1] ?? null);
+  return { steps, current };
+}
+
+export function pushError(s: LabState, message: string): Partial<LabState> {
+  return { errors: [...s.errors.slice(-4), message] };
+}
