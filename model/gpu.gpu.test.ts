@@ -116,6 +116,20 @@ describe("GPU model vs CPU reference", () => {
       // The reference copy keeps the old weights.
       assertClose("frozen copy", (await frozen.forwardScore(batch)).logp, a.logp, 1e-5, 1e-3);
       frozen.dispose();
+      // A smaller batch reuses the training buffers (sized for the larger one).
+      const small: ScoreBatch = {
+        B: 1,
+        T: 3,
+        tokens: Int32Array.from([3, 9, 4]),
+        targets: Int32Array.from([9, 4, 1]),
+      };
+      assertClose(
+        "smaller batch",
+        (await gpu.forwardScore(small)).logp,
+        (await cpu.forwardScore(small)).logp,
+        1e-5,
+        1e-3,
+      );
       expect(sb.gradNorm).toBeCloseTo(sa.gradNorm, 4);
       // Adam's first step is about lr*sign(g): for near-zero gradients (rare tokens' embeddings)
       // fp32 rounding moves g/(|g|+eps) visibly, so the bound is 1% of lr.

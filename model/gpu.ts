@@ -41,6 +41,7 @@ import {
   ropeBackward,
   ropeForward,
   sample,
+  subview,
   swigluBackward,
   swigluForward,
   type View,
@@ -134,8 +135,7 @@ function arena<K extends string>(rt: Runtime, label: string, sizes: Record<K, nu
   return out;
 }
 
-function layerActSizes(c: ModelConfig, B: number, T: number) {
-  const N = B * T;
+function layerActSizes(c: ModelConfig, N: number) {
   const C = c.dModel;
   const H = mlpHidden(c);
   return {
@@ -144,7 +144,7 @@ function layerActSizes(c: ModelConfig, B: number, T: number) {
     ln1Rstd: N,
     qkv: N * 3 * C, // q and k after rope
     atty: N * C,
-    lse: B * c.heads * T,
+    lse: c.heads * N, // (B,NH,T)
     res2: N * C,
     ln2: N * C,
     ln2Mean: N,
@@ -156,7 +156,10 @@ function layerActSizes(c: ModelConfig, B: number, T: number) {
 }
 type LayerActs = Record<keyof ReturnType<typeof layerActSizes>, View>;
 
-/** Everything one (B,T) training batch needs; reallocated only when the shape changes. */
+/**
+ * Everything a training batch needs, sized for up to `capacity` tokens (B*T): RL minibatches
+ * change T every step, so buffers are reused while the batch fits and views are sized to it.
+ */
 class TrainBuffers {
   readonly io: Record<
     | "tokens"
@@ -183,13 +186,15 @@ class TrainBuffers {
   /** Offsets (floats) of logp, entropy, values inside io.out: one readback per forward. */
   readonly outAt: { logp: number; entropy: number; values: number };
 
+  B = 0;
+  T = 0;
+
   constructor(
     rt: Runtime,
     c: ModelConfig,
-    readonly B: number,
-    readonly T: number,
+    readonly capacity: number,
   ) {
-    const N = B * T;
+    const N = capacity;
     const C = c.dModel;
     const H = mlpHidden(c);
     const a = alignFloats(N);
@@ -210,7 +215,7 @@ class TrainBuffers {
       out: 3 * a,
     });
     this.layers = Array.from({ length: c.layers }, (_, l) =>
-      arena(rt, `train-layer-${l}`, layerActSizes(c, B, T)),
+      arena(rt, `train-layer-${l}`, layerActSizes(c, N)),
     );
     this.logits = view(rt.buffer(N * c.vocab, "logits"), 0, N * c.vocab);
     this.dlogits = view(rt.buffer(N * c.vocab, "dlogits"), 0, N * c.vocab);
@@ -221,7 +226,7 @@ class TrainBuffers {
       dqkv: N * 3 * C,
       dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
       dfchAct: N * H,
-      attScratch: B * c.heads * T,
+      attScratch: c.heads * N,
     });
   }
 
@@ -732,10 +737,13 @@ export class GpuModel implements PolicyModel {
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {
-    if (!this.train || this.train.B !== B || this.train.T !== T) {
+    if (!this.train || this.train.capacity < B * T) {
       this.train?.destroy();
-      this.train = new TrainBuffers(this.rt, this.config, B, T);
+      // Rounded up so that slowly growing batches do not reallocate every step.
+      this.train = new TrainBuffers(this.rt, this.config, Math.ceil((B * T) / 1024) * 1024);
     }
+    this.train.B = B;
+    this.train.T = T;
     return this.train;
   }
 
@@ -761,7 +769,7 @@ export class GpuModel implements PolicyModel {
       logp: out.slice(logp, logp + N),
       entropy: out.slice(entropy, entropy + N),
       values: this.config.valueHead ? out.slice(values, values + N) : undefined,
-      logits: options.logits ? await this.rt.read(tb.logits) : undefined,
+      logits: options.logits ? await this.rt.read(subview(tb.logits, 0, N * this.config.vocab)) : undefined,
     };
   }
 
