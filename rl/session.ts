@@ -8,13 +8,14 @@ import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, type ModelConfig, paramLayout } from "../model/config";
 import type { SandboxRunner } from "../sandbox/types";
 import { modelConfigOf, taskOf } from "./setup";
-import { Trainer } from "./trainer";
+import { Trainer, type TrainerDeps } from "./trainer";
 
 export interface SessionDeps {
   makeModel(config: ModelConfig, weights: Float32Array | undefined, seed: number): Promise<PolicyModel>;
   sandbox: SandboxRunner;
   readFile(path: string): Promise<Uint8Array>;
   clock?: () => number;
+  onActivity?: TrainerDeps["onActivity"];
 }
 
 export async function createTrainer(config: RunConfig, deps: SessionDeps): Promise<Trainer> {
@@ -56,7 +57,13 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
     else weights = adaptValueHead(mc, ck.weights, ck.config, config.seed);
   }
   const policy = await deps.makeModel(mc, weights, config.seed);
-  const trainer = new Trainer(config, { policy, task, sandbox: deps.sandbox, clock: deps.clock });
+  const trainer = new Trainer(config, {
+    policy,
+    task,
+    sandbox: deps.sandbox,
+    clock: deps.clock,
+    onActivity: deps.onActivity,
+  });
   if (init) trainer.sftStepIndex = config.sft.steps;
   return trainer;
 }

@@ -77,6 +77,8 @@ export interface TrainerDeps {
   reference?: PolicyModel;
   /** Seconds since the run started (injected so replays can ignore wall time). */
   clock?: () => number;
+  /** Told what a step is doing now (the UI's progress bar). */
+  onActivity?: (activity: "sft" | "rollout" | "tools" | "reward" | "update" | "eval") => void;
 }
 
 export interface StepOutput {
@@ -164,6 +166,7 @@ export class Trainer {
     const masks = rows.map((r) => Float64Array.from(r.mask.slice(1)));
     const n = masks.reduce((s, m, b) => s + m.reduce((a, x, j) => a + (index[b][j] >= 0 ? x : 0), 0), 0);
     const t0 = this.clock();
+    this.deps.onActivity?.("sft");
     const policy = this.deps.policy;
     policy.zeroGrad();
     const out = await policy.forwardScore(batch);
@@ -276,6 +279,7 @@ export class Trainer {
         round === 0 ? needed : Math.ceil(needed * c.filters.oversample),
       );
       const tr = this.clock();
+      this.deps.onActivity?.("rollout");
       const { items: rolled, toolSeconds } = await this.rolloutProblems(
         problems,
         c.rl.group_size,
@@ -284,6 +288,7 @@ export class Trainer {
       timing.rollout += this.clock() - tr - toolSeconds;
       timing.tool += toolSeconds;
       const rw = this.clock();
+      this.deps.onActivity?.("reward");
       const rewarded = await computeRewards(
         rolled.map(({ traj, problem }, i) => ({
           traj,
@@ -341,6 +346,7 @@ export class Trainer {
 
     // 5-6. Advantages and the update.
     const tt = this.clock();
+    this.deps.onActivity?.("update");
     const update = batch.length > 0 ? await this.update(batch, step) : undefined;
     timing.train = this.clock() - tt;
 
@@ -442,6 +448,7 @@ export class Trainer {
         lambdaCritic: r.lambda_critic,
         lengthAdaptiveAlpha: r.length_adaptive_alpha,
         klCoef: r.kl.in === "reward" ? r.kl.coef : 0,
+        klEstimator: r.kl.estimator,
         gigpo: {
           ...withAdvantageDefaults().gigpo,
           stepWeight: r.gigpo.step_weight,
@@ -526,6 +533,7 @@ export class Trainer {
     this.evalProblems ??= this.deps.task.evalSet(c.task.eval_size);
     const problems = this.evalProblems;
     if (problems.length === 0) return {};
+    this.deps.onActivity?.("eval");
     const out: Record<string, number> = {};
     for (const mode of ["greedy", "sampled"] as const) {
       const { items: res } = await this.rolloutProblems(
