@@ -162,12 +162,19 @@ describe("errors", () => {
     expect(r.run_result.execution_time).toBeGreaterThanOrEqual(0.19);
   });
 
-  it("a memory limit stops an allocation bomb", () => {
+  it("a memory limit stops an allocation bomb, counting bytes", () => {
+    const before = mod.getWasmMemory().buffer.byteLength;
     const r = run("const a = []; while (true) a.push('x'.repeat(1000) + a.length)", {
       memory_limit_MB: 8,
       run_timeout: 5,
     });
     expectError(r, "MemoryLimit", "InternalError");
+    // QuickJS's own limit counts allocations in this build; the guarded wasm memory counts bytes.
+    expect(mod.getWasmMemory().buffer.byteLength - before).toBeLessThanOrEqual(9 << 20);
+    const big = run("const b = []; for (let i = 0; i < 128; i++) b.push(new Uint8Array(1 << 20)); b.length", {
+      memory_limit_MB: 32,
+    });
+    expectError(big, "MemoryLimit", "InternalError");
   });
 
   it("deep recursion is a StackOverflow", () => {

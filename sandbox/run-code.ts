@@ -171,8 +171,9 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
 
   let phaseDeadline = t0 + limits.run_timeout * 1000;
   let interrupted = false;
-  // Bytes this call made the wasm memory grow by: a lower bound on what it allocated (free
-  // memory left by earlier calls is reused first), exact once that is used up.
+  // The memory limit bounds how far this call may grow the module's wasm memory: the guarded
+  // grow (loadQuickJS) refuses past it; for a module loaded elsewhere the interrupt handler
+  // checks the growth instead. Free memory already in the module's heap comes on top.
   const memory = mod.getWasmMemory();
   const startBytes = memory.buffer.byteLength;
   const budget = budgets.get(mod) ?? { limitBytes: Number.POSITIVE_INFINITY, refused: false };
