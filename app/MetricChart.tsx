@@ -128,7 +128,9 @@ export function MetricChart({ def }: { def: ChartDef }) {
   const runLabels = useMemo(() => new Map(runs.map((r) => [r.id, `#${r.n}`])), [runs]);
   // The shape of the plot (series list, log) changes rarely; data changes every frame.
   const shapeKey = `${data.series.map((s) => `${s.runId}:${s.key}:${s.current}`).join("|")}|${log}|${clip}|${theme}`;
-  const points = data.series.filter((s) => s.current).reduce((a, s) => a + s.points, 0);
+  const currentSeries = data.series.filter((s) => s.current);
+  const points = currentSeries.reduce((a, s) => a + s.points, 0);
+  const keysWithPoints = currentSeries.map((s) => s.key).join(",");
   const lastSeen = useRef({ data, markers });
   lastSeen.current = { data, markers };
 
@@ -255,6 +257,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
       className="chart"
       data-testid={`chart-${def.id}`}
       data-points={points}
+      data-keys={keysWithPoints}
       data-markers={markers.length}
     >
       <figcaption>

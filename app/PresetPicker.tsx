@@ -9,6 +9,9 @@ import { pushError, useLab } from "./store";
 
 const DEFAULT_PRESET = "quick-demo";
 
+// Notices that outlive a preset change (e.g. recipe files unavailable).
+let baseNotices: string[] = [];
+
 async function choose(p: PresetEntry, search = ""): Promise<void> {
   try {
     const base = await presetConfig(p);
@@ -18,7 +21,7 @@ async function choose(p: PresetEntry, search = ""): Promise<void> {
       presetConfig: base,
       form: { config, pending: {} },
       liveErrors: {},
-      notices,
+      notices: [...baseNotices, ...notices],
     });
   } catch (err) {
     useLab.setState((s) => pushError(s, (err as Error).message));
@@ -51,7 +54,7 @@ export function PresetPicker() {
     loadPresetIndex().then(({ presets: list, notice }) => {
       if (!live) return;
       setPresets(list);
-      if (notice) useLab.setState((s) => ({ notices: [...s.notices, notice] }));
+      baseNotices = notice ? [notice] : [];
       const search = window.location.search;
       const wanted = new URLSearchParams(search).get("preset") ?? DEFAULT_PRESET;
       const p = list.find((x) => x.id === wanted) ?? list.find((x) => x.id === DEFAULT_PRESET) ?? list[0];

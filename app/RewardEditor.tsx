@@ -11,9 +11,10 @@ import { buildFieldSpecs } from "./configModel";
 import { commitField } from "./formActions";
 import { activeRun, inspectorStep, isRunning, openRun, useLab } from "./store";
 
-const EXAMPLE = `// reward(sample) -> number. sample: { text, answer, correct, toolCalls, ... }
-function reward(sample) {
-  return sample.toolCalls.length > 0 ? 0.1 : 0;
+const EXAMPLE = `// reward(x, options) -> number, run in the sandbox per trajectory.
+// x: { text, answerText, correct, toolCalls: [{ name, args, ok }], responseLength, maxLength, step, totalSteps }
+function reward(x) {
+  return x.correct && x.toolCalls.every((c) => c.ok) ? 0.1 * x.toolCalls.length : 0;
 }`;
 
 const SPECS = buildFieldSpecs();

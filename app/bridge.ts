@@ -50,7 +50,10 @@ function buffer(id: string): Incoming {
 }
 
 function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  const m = err instanceof Error ? err.message : String(err);
+  // comlink's way of saying the worker lacks a method.
+  if (/reading 'apply'/.test(m)) return `the trainer worker does not implement this yet (${m})`;
+  return m;
 }
 
 function report(err: unknown) {

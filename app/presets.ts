@@ -2,6 +2,7 @@
 // the algorithm recipes of config/. A preset is a partial config layered over the root
 // defaults; a missing or broken recipe file is a notice, never a blank page.
 import { defaultRunConfig, mergeConfig, parseRunConfig, RECIPES, type RunConfig } from "../config";
+import { parseRecipeFile } from "../config/recipe-file";
 
 export interface PresetEntry {
   id: string;
@@ -45,7 +46,9 @@ export async function presetConfig(p: PresetEntry): Promise<RunConfig> {
   else {
     const res = await fetch(`recipes/${p.file}`);
     if (!res.ok) throw new Error(`recipes/${p.file}: HTTP ${res.status}`);
-    partial = ((await res.json()) as { config?: unknown }).config ?? {};
+    const parsed = parseRecipeFile(await res.text(), `recipes/${p.file}`);
+    if (!parsed.ok) throw new Error(parsed.error);
+    return parsed.config;
   }
   const r = parseRunConfig(mergeConfig(defaultRunConfig(), partial));
   if (!r.ok) throw new Error(`${p.name}: ${r.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);

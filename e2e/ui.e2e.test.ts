@@ -1,0 +1,235 @@
+// e2e: the lab UI in real Chromium with WebGPU (SwiftShader here): choose the tiny preset
+// with KL, a filter and held-out evaluation on; start; every chart gets points; pause; a
+// live learning-rate edit shows as a marker and the next row's actor/lr has the new value;
+// the inspector shows masked tool-response tokens; "try the model" answers; a reward
+// function that throws shows its error and the run keeps going. Screenshots go to
+// e2e/artifacts/ and docs/screenshots/. Run: `npx vitest run --project e2e e2e/ui.e2e.test.ts`.
+import { mkdirSync } from "node:fs";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { launchChromium } from "./chromium";
+
+const baseUrl = inject("baseUrl");
+const browsers: Browser[] = [];
+mkdirSync("e2e/artifacts", { recursive: true });
+mkdirSync("docs/screenshots", { recursive: true });
+
+afterAll(async () => {
+  await Promise.all(browsers.map((b) => b.close()));
+});
+
+const PRESET = "ci-tiny";
+// Charts that every RL step with KL, a filter and tools fills (SFT loss only when SFT runs).
+const RL_CHARTS = [
+  "reward",
+  "accuracy",
+  "entropy",
+  "kl",
+  "clipfrac",
+  "grad-norm",
+  "length",
+  "tool-calls",
+  "tool-success",
+  "kept",
+  "throughput",
+];
+
+async function setField(page: Page, path: string, value: string) {
+  const input = page.locator(`[data-path="${path}"]`);
+  await input.evaluate((el) => {
+    const group = el.closest("details");
+    if (group) group.open = true;
+  });
+  await input.fill(value);
+  await input.press("Tab"); // blur commits (Enter does too)
+}
+
+async function fieldValue(page: Page, path: string): Promise<string> {
+  return page.locator(`[data-path="${path}"]`).inputValue();
+}
+
+async function latestStep(page: Page): Promise<number> {
+  const v = await page.getByTestId("latest-row").getAttribute("data-step");
+  return v === null ? -1 : Number(v);
+}
+
+async function phase(page: Page): Promise<string> {
+  return (await page.getByTestId("progress").getAttribute("data-phase")) ?? "";
+}
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs: number, what: string) {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+describe("lab UI", () => {
+  it("configures, runs, edits live, inspects, tries the model and survives a throwing reward", async () => {
+    const browser = await launchChromium();
+    browsers.push(browser);
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    await page.goto(baseUrl);
+    await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
+
+    // Choose the tiny preset; make sure KL, a filter and held-out evaluation are on.
+    const picker = page.getByTestId("preset-picker");
+    await waitFor(
+      async () => (await picker.locator(`option[value="${PRESET}"]`).count()) > 0,
+      30_000,
+      "the preset list",
+    );
+    await picker.selectOption(PRESET);
+    await waitFor(
+      async () => (await page.evaluate(() => location.search)).includes(`preset=${PRESET}`),
+      10_000,
+      "the preset",
+    );
+    if (Number(await fieldValue(page, "rl.kl.coef")) <= 0) await setField(page, "rl.kl.coef", "0.01");
+    if ((await fieldValue(page, "filters.list")).trim() === "[]")
+      await setField(page, "filters.list", '[{"name":"starpo-variance","options":{"p":0.75}}]');
+    const evalEvery = Number(await fieldValue(page, "task.eval_every"));
+    if (evalEvery === 0 || evalEvery > 2) await setField(page, "task.eval_every", "2");
+    if (Number(await fieldValue(page, "task.eval_size")) === 0) await setField(page, "task.eval_size", "16");
+    await setField(page, "stop.max_steps", "40");
+    expect(await page.getByTestId("config-errors").count()).toBe(0);
+
+    // A bad value is named inline and does not reach the config.
+    await setField(page, "rl.clip_eps_low", "2");
+    await expect
+      .poll(() => page.getByTestId("config-errors").textContent())
+      .toContain("rl.clip_eps_low: must be <= 1");
+    await page.locator('[data-field="rl.clip_eps_low"] [data-testid="field-error"]').waitFor();
+    await setField(page, "rl.clip_eps_low", "0.2");
+    await expect.poll(() => page.getByTestId("config-errors").count()).toBe(0);
+    await page.locator('[data-testid="config-panel"]').screenshot({ path: "e2e/artifacts/ui-config.png" });
+    await page.screenshot({ path: "docs/screenshots/config-panel.png" });
+
+    // Start; every chart receives points.
+    await page.getByTestId("start").click();
+    for (const id of RL_CHARTS) {
+      await waitFor(
+        async () => Number(await page.getByTestId(`chart-${id}`).getAttribute("data-points")) > 0,
+        240_000,
+        `points on chart ${id}`,
+      );
+    }
+    await waitFor(
+      async () =>
+        ((await page.getByTestId("chart-accuracy").getAttribute("data-keys")) ?? "").includes("val/acc"),
+      240_000,
+      "held-out accuracy points",
+    );
+    expect(await page.getByTestId("app-error").count()).toBe(0);
+    await page.screenshot({ path: "e2e/artifacts/ui-running.png" });
+
+    // Pause, change the learning rate, take one step.
+    await page.getByTestId("pause").click();
+    await waitFor(async () => (await phase(page)) === "paused", 120_000, "the paused phase");
+    const before = await latestStep(page);
+    const oldLr = Number(await page.getByTestId("metric-actor/lr").getAttribute("data-value"));
+    const newLr = oldLr > 0.002 ? 0.0005 : 0.0025;
+    await setField(page, "rl.lr", String(newLr));
+    await page.getByTestId("step").click();
+    await waitFor(async () => (await latestStep(page)) > before, 180_000, "the next metrics row");
+    expect(Number(await page.getByTestId("metric-actor/lr").getAttribute("data-value"))).toBeCloseTo(
+      newLr,
+      10,
+    );
+    const marker = page.locator(
+      '[data-testid="chart-reward"] [data-testid="chart-marker"][data-kind="edit"]',
+    );
+    await marker.first().waitFor({ state: "attached", timeout: 30_000 });
+    expect(await marker.first().textContent()).toMatch(/^lr .*→/);
+    for (const id of RL_CHARTS) {
+      expect(Number(await page.getByTestId(`chart-${id}`).getAttribute("data-markers"))).toBeGreaterThan(0);
+    }
+    await page.getByTestId("chart-reward").scrollIntoViewIfNeeded();
+    await page.screenshot({ path: "e2e/artifacts/ui-main.png" });
+    await page.screenshot({ path: "docs/screenshots/main.png" });
+
+    // Inspector: find masked tool-response tokens in some step's trajectories.
+    await page.getByTestId("tab-inspector").click();
+    await page.getByTestId("inspector").waitFor();
+    const stepOptions = await page
+      .getByTestId("inspector-step")
+      .locator("option")
+      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value).filter((v) => v !== ""));
+    expect(stepOptions.length).toBeGreaterThan(0);
+    const toolTokens = page.locator('[data-testid="token"][data-mask="0"][data-role="tool"]');
+    let found = (await toolTokens.count()) > 0;
+    for (const v of stepOptions.reverse()) {
+      if (found) break;
+      await page.getByTestId("inspector-step").selectOption(v);
+      found = (await toolTokens.count()) > 0;
+    }
+    expect(found, "a trajectory with an inserted tool response").toBe(true);
+    expect(
+      await page.locator('[data-testid="token"][data-mask="1"][data-role="policy"]').count(),
+    ).toBeGreaterThan(0);
+    await page.getByTestId("inspector-overlay").selectOption("advantage");
+    const card = page.locator('[data-testid="sample"]', { has: toolTokens }).first();
+    await card.scrollIntoViewIfNeeded();
+    await card.click();
+    await page.screenshot({ path: "e2e/artifacts/ui-inspector.png" });
+    await page.screenshot({ path: "docs/screenshots/inspector.png" });
+
+    // Try the model.
+    await page.getByTestId("tab-try").click();
+    await page.getByTestId("try-prompt").fill("What is 12*7?");
+    await page.getByTestId("try-generate").click();
+    await page
+      .locator('[data-testid="try-output"], [data-testid="try-error"]')
+      .first()
+      .waitFor({ timeout: 180_000 });
+    expect(await page.getByTestId("try-error").count()).toBe(0);
+    expect(await page.locator('[data-testid="try-output"] [data-testid="token"]').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: "e2e/artifacts/ui-try.png" });
+
+    // A reward function that throws: the test shows the error; applied live, the run goes on.
+    await page.getByTestId("tab-reward").click();
+    await page
+      .getByTestId("reward-source")
+      .fill('function reward(x) { throw new Error("boom from the e2e test"); }');
+    await page.getByTestId("reward-test").click();
+    const result = page.getByTestId("reward-test-result");
+    await result.waitFor({ timeout: 60_000 });
+    expect(await result.getAttribute("data-ok")).toBe("0");
+    expect(await result.textContent()).toContain("boom from the e2e test");
+    await page.getByTestId("reward-apply").click();
+    await page.screenshot({ path: "e2e/artifacts/ui-reward.png" });
+    const beforeResume = await latestStep(page);
+    await page.getByTestId("resume").click();
+    await waitFor(
+      async () => (await latestStep(page)) >= beforeResume + 2,
+      240_000,
+      "two more steps after the throwing reward",
+    );
+    expect(await phase(page)).not.toBe("error");
+    expect(await page.getByTestId("app-error").count()).toBe(0);
+
+    // Stop; the run is listed with its final metrics.
+    await page.getByTestId("stop").click();
+    await page.getByTestId("tab-runs").click();
+    await page.getByTestId("run-row").first().waitFor();
+    await page.screenshot({ path: "e2e/artifacts/ui-runs.png" });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("shows a message, not a blank page, when a preset in the URL is unknown and a value is invalid", async () => {
+    const browser = await launchChromium();
+    browsers.push(browser);
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}?preset=${PRESET}&rl.lr=7&rl.nope=1`);
+    const notices = page.getByTestId("config-notice");
+    await notices.first().waitFor({ timeout: 60_000 });
+    const text = (await notices.allTextContents()).join("\n");
+    expect(text).toMatch(/rl\.nope: unknown field/);
+    expect(text).toMatch(/rl\.lr: .*must be <= 1/);
+    expect(await page.locator('[data-path="rl.lr"]').inputValue()).not.toBe("7");
+  });
+});
