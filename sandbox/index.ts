@@ -8,6 +8,7 @@ export { validateArgs, validateToolSpec } from "./schema.ts";
 export { type SmokeCheck, type SmokeReport, sandboxSmoke } from "./smoke.ts";
 export {
   type CallOptions,
+  callNamedTool,
   callTool,
   errorLastLine,
   FORMAT_DEFAULTS,

@@ -4,7 +4,13 @@
 // user-written reward functions. Run: npx vitest run sandbox/tools
 import { beforeAll, describe, expect, it } from "vitest";
 import { InProcessSandbox } from "./run-code.ts";
-import { callTool, formatToolResponse, JS_INTERPRETER_TOOL, runRewardFunction } from "./tools.ts";
+import {
+  callNamedTool,
+  callTool,
+  formatToolResponse,
+  JS_INTERPRETER_TOOL,
+  runRewardFunction,
+} from "./tools.ts";
 import type { RunCodeResult, ToolSpec } from "./types.ts";
 
 let sb: InProcessSandbox;
@@ -88,6 +94,29 @@ describe("callTool", () => {
     const missing = await callTool(sb, JS_INTERPRETER_TOOL, { source: "1" });
     expect(formatToolResponse(missing)).toBe(
       "ToolArgumentError: run_javascript: code: required field is missing",
+    );
+  });
+});
+
+describe("callNamedTool", () => {
+  const offered = [JS_INTERPRETER_TOOL, checkedOut, byAuthor];
+  it("dispatches a parsed call by name; code may use the other offered tools", async () => {
+    const r = await callNamedTool(sb, offered, {
+      name: "search_books_by_author",
+      arguments: { author: "James Joyce" },
+    });
+    expect(r.value).toEqual(["Dubliners"]);
+    const code = await callNamedTool(sb, offered, {
+      name: "run_javascript",
+      arguments: { code: "search_books_by_author({author: 'Jane Austen'}).length" },
+    });
+    expect(code.value).toBe(2);
+  });
+  it("an unknown tool is a Failed result naming the tools on offer", async () => {
+    const r = await callNamedTool(sb, offered, { name: "delete_books", arguments: {} });
+    expect(r.status).toBe("Failed");
+    expect(formatToolResponse(r)).toBe(
+      'ToolNotFoundError: no tool named "delete_books" (tools: run_javascript, get_user_checked_out_books, search_books_by_author)',
     );
   });
 });

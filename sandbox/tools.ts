@@ -98,6 +98,30 @@ export async function callTool(
   });
 }
 
+/**
+ * Runs a parsed `{"name": ..., "arguments": ...}` call against the tools a task offers
+ * (the interpreter tool included, if offered); an unknown name is a Failed result too.
+ */
+export function callNamedTool(
+  runner: SandboxRunner,
+  tools: (ToolSpec | ToolDeclaration)[],
+  call: { name: string; arguments?: unknown },
+  options: CallOptions = {},
+): Promise<RunCodeResult> {
+  const tool = tools.find((t) => t.name === call.name);
+  if (!tool) {
+    const known = tools.map((t) => t.name).join(", ") || "none";
+    return Promise.resolve(
+      refused("ToolNotFoundError", `no tool named ${JSON.stringify(call.name)} (tools: ${known})`),
+    );
+  }
+  const others = tools.filter((t): t is ToolSpec => hasBody(t));
+  return callTool(runner, tool, call.arguments ?? {}, {
+    ...options,
+    tools: [...(options.tools ?? []), ...others],
+  });
+}
+
 export interface FormatOptions {
   /** The longest text returned; longer text keeps its head and tail around "...". */
   maxChars: number;
