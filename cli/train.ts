@@ -3,7 +3,8 @@
 // The same engine as the browser, headless in Node: WebGPU through Dawn (lavapipe or
 // SwiftShader here), QuickJS in worker_threads. Prints a progress bar with ETA and the key
 // metrics, and writes the run to a folder: config.json, metrics.jsonl (one row per step,
-// DESIGN.md's names), samples.jsonl, events.jsonl, checkpoint.safetensors.
+// DESIGN.md's names), samples.jsonl, events.jsonl, checkpoint.safetensors (weights, optimizer
+// state and step, to resume) and weights.safetensors (weights only, to publish).
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
@@ -167,6 +168,11 @@ async function main() {
       },
     });
     writeFileSync(join(out, "checkpoint.safetensors"), bytes);
+    // Weights alone: what gets published (e.g. public/checkpoints/*-sft.safetensors).
+    writeFileSync(
+      join(out, "weights.safetensors"),
+      saveCheckpoint({ config: p.config, weights: await p.getWeights() }),
+    );
   };
 
   const loop = new RunLoop(trainer, {

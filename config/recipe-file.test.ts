@@ -31,3 +31,14 @@ describe("parseRecipeFile", () => {
     }
   });
 });
+
+describe("public/recipes/index.json", () => {
+  it("lists every recipe file with its name, quick-demo first", () => {
+    const dir = "public/recipes";
+    const index = JSON.parse(readFileSync(`${dir}/index.json`, "utf8")) as { file: string; name: string }[];
+    const files = readdirSync(dir).filter((f) => f.endsWith(".json") && f !== "index.json");
+    expect(index.map((e) => e.file).sort()).toEqual(files.sort());
+    expect(index[0].name).toBe("quick-demo");
+    for (const e of index) expect(JSON.parse(readFileSync(`${dir}/${e.file}`, "utf8")).name).toBe(e.name);
+  });
+});
