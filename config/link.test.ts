@@ -19,6 +19,7 @@ import {
 } from "./link.ts";
 import { FIELD_META, leafPaths } from "./meta.ts";
 import { RECIPES, recipeConfig } from "./presets.ts";
+import { parseRecipeFile } from "./recipe-file.ts";
 import { CONFIG_VERSION, defaultRunConfig, type RunConfig, RunConfigSchema } from "./schema.ts";
 
 const DEFAULTS = defaultRunConfig();
@@ -165,20 +166,36 @@ describe("v1 fixture", () => {
   });
 });
 
+/** Ten live edits at late steps with awkward floats (17 significant digits): the JSON worst case. */
+function tenEdits(config: RunConfig): ConfigEdit[] {
+  const edits: ConfigEdit[] = [];
+  for (let i = 0; i < 10; i++) {
+    const path = LIVE_NUMERIC[(i * 7) % LIVE_NUMERIC.length];
+    const cur = getPath(config, path) as number;
+    const value = Number.isInteger(cur) ? cur + i + 1 : cur * (1 + Math.PI / (100 + i));
+    const e = { step: 100 + 37 * i, path, value };
+    if (applyEdits(config, [...edits, e]).ok) edits.push(e);
+  }
+  return edits;
+}
+
 describe("link length budget", () => {
+  it(`the quick-demo recipe with 10 edits fits in ${LINK_BUDGET_CHARS} characters`, async () => {
+    const text = readFileSync(new URL("../public/recipes/quick-demo.json", import.meta.url), "utf8");
+    const r = parseRecipeFile(text, "quick-demo.json");
+    if (!r.ok) throw new Error(r.error);
+    const edits = tenEdits(r.config);
+    expect(edits.length).toBeGreaterThanOrEqual(8);
+    const link = await encodeLink({ config: r.config, edits, name: "quick-demo with ten edits" });
+    expect(`https://agentic-rl-lab.example/${link}`.length).toBeLessThanOrEqual(LINK_BUDGET_CHARS);
+    expect(link.length).toBeLessThan(LINK_BUDGET_CHARS / 2); // measured ~600: ample headroom
+  });
+
   it(`every named recipe with 10 edits fits in ${LINK_BUDGET_CHARS} characters`, async () => {
     const lengths: Record<string, number> = {};
     for (const name of Object.keys(RECIPES)) {
       const config = recipeConfig(name, { seed: 3_999_999_999 });
-      const edits: ConfigEdit[] = [];
-      for (let i = 0; i < 10; i++) {
-        const path = LIVE_NUMERIC[(i * 7) % LIVE_NUMERIC.length];
-        const cur = getPath(config, path) as number;
-        // Awkward floats (17 significant digits) are the worst case for JSON size.
-        const value = Number.isInteger(cur) ? cur + i + 1 : cur * (1 + Math.PI / (100 + i));
-        if (applyEdits(config, [...edits, { step: 100 + 37 * i, path, value }]).ok)
-          edits.push({ step: 100 + 37 * i, path, value });
-      }
+      const edits = tenEdits(config);
       expect(edits.length).toBeGreaterThanOrEqual(8);
       const link = await encodeLink({ config, edits, name: `${name} with ten edits` });
       lengths[name] = `https://agentic-rl-lab.example/${link}`.length;
