@@ -5,6 +5,7 @@
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-webgpu";
 import type { WebGPUBackend } from "@tensorflow/tfjs-backend-webgpu";
+import { randomMatrix as randomSquare, runMatmulVariants } from "../kernels/dev/matmul-variants";
 import { browserGpu, createGpu } from "../kernels/device";
 import { matmul } from "../kernels/matmul";
 import { Runtime } from "../kernels/runtime";
@@ -15,13 +16,7 @@ export interface PageResult {
 }
 
 function randomMatrix(n: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  const out = new Float32Array(n * n);
-  for (let i = 0; i < out.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 4294967296 - 0.5;
-  }
-  return out;
+  return randomSquare(n * n, seed);
 }
 
 async function bench(sizes: number[], reps: number): Promise<PageResult> {
@@ -86,4 +81,14 @@ async function bench(sizes: number[], reps: number): Promise<PageResult> {
   return result;
 }
 
-(globalThis as unknown as { kernelsBench: typeof bench }).kernelsBench = bench;
+/** The dev harness in the browser: every matmul variant checked and timed (kernels/dev). */
+async function dev(sizes: number[], reps: number, only?: string) {
+  const { device } = await createGpu(browserGpu());
+  const rows = await runMatmulVariants(new Runtime(device), sizes, reps, only ? new RegExp(only) : undefined);
+  device.destroy();
+  return rows;
+}
+
+const g = globalThis as unknown as { kernelsBench: typeof bench; kernelsDev: typeof dev };
+g.kernelsBench = bench;
+g.kernelsDev = dev;

@@ -3,14 +3,17 @@
 // bench/kernels-page.ts is bundled with Vite into a temp dir, served from http://localhost (WebGPU
 // needs a secure context) and driven through playwright-core. Rows: matmul_vs_tfjs_<n>.
 // Run standalone: npx tsx bench/kernels.ts [--full]   (npm run bench calls runKernelsBench)
+// Dev harness in the browser: npx tsx bench/kernels.ts --variants [name regex] [sizes]
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
 import { build } from "vite";
 import { launchChromium } from "../e2e/chromium";
+import type { VariantResult } from "../kernels/dev/matmul-variants";
 import type { PageResult } from "./kernels-page";
 import { type BenchAdapter, type BenchRow, makeRow } from "./report";
 
@@ -30,12 +33,16 @@ async function bundlePage(dir: string): Promise<void> {
       lib: { entry: join(HERE, "kernels-page.ts"), formats: ["es"], fileName: () => "bench.js" },
     },
   });
-  writeFileSync(join(dir, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script>`);
+  writeFileSync(
+    join(dir, "index.html"),
+    `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script>`,
+  );
 }
 
 function serve(dir: string): Promise<{ url: string; close: () => void }> {
   const server = createServer((req, res) => {
-    const name = (req.url ?? "/").split("?")[0] === "/" ? "index.html" : (req.url ?? "").split("?")[0].slice(1);
+    const name =
+      (req.url ?? "/").split("?")[0] === "/" ? "index.html" : (req.url ?? "").split("?")[0].slice(1);
     try {
       const body = readFileSync(join(dir, name.replace(/\.\./g, "")));
       const type = name.endsWith(".js") ? "text/javascript" : "text/html";
@@ -54,9 +61,8 @@ function serve(dir: string): Promise<{ url: string; close: () => void }> {
   );
 }
 
-export async function runKernelsBench(opts: { quick: boolean }): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
-  const sizes = opts.quick ? [256, 512, 1024] : [256, 512, 1024, 2048];
-  const reps = opts.quick ? 3 : 7;
+/** Bundles and serves the page, opens it in headless Chromium, and runs `fn` there. */
+async function inPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), "kernels-bench-"));
   const server = await serve(dir);
   const browser = await launchChromium();
@@ -66,11 +72,30 @@ export async function runKernelsBench(opts: { quick: boolean }): Promise<{ rows:
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(server.url);
-    await page.waitForFunction(() => "kernelsBench" in globalThis, null, { timeout: 60_000 }).catch(() => {
-      throw new Error(`the bench page did not load: ${errors.join("; ") || "no error reported"}`);
-    });
+    await page
+      .waitForFunction(() => "kernelsBench" in globalThis, null, { timeout: 60_000 })
+      .catch(() => {
+        throw new Error(`the bench page did not load: ${errors.join("; ") || "no error reported"}`);
+      });
+    return await fn(page);
+  } finally {
+    await browser.close();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function runKernelsBench(opts: {
+  quick: boolean;
+}): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
+  const sizes = opts.quick ? [256, 512, 1024] : [256, 512, 1024, 2048];
+  const reps = opts.quick ? 3 : 7;
+  return inPage(async (page) => {
     const result = (await page.evaluate(
-      ([s, r]) => (globalThis as unknown as { kernelsBench: (s: number[], r: number) => Promise<unknown> }).kernelsBench(s, r),
+      ([s, r]) =>
+        (
+          globalThis as unknown as { kernelsBench: (s: number[], r: number) => Promise<unknown> }
+        ).kernelsBench(s, r),
       [sizes, reps] as const,
     )) as PageResult;
     const rows = result.sizes.map((s) =>
@@ -86,14 +111,35 @@ export async function runKernelsBench(opts: { quick: boolean }): Promise<{ rows:
     );
     const { vendor, architecture, description } = result.adapter;
     return { rows, adapter: { vendor, architecture, description } };
-  } finally {
-    await browser.close();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+/** The kernels/dev matmul variants checked and timed in the browser (not part of the report). */
+export async function runMatmulDev(sizes: number[], reps: number, only?: string): Promise<VariantResult[]> {
+  return inPage((page) =>
+    page.evaluate(
+      ([s, r, o]) =>
+        (
+          globalThis as unknown as {
+            kernelsDev: (s: number[], r: number, o?: string) => Promise<VariantResult[]>;
+          }
+        ).kernelsDev(s, r, o),
+      [sizes, reps, only] as const,
+    ),
+  );
+}
+
+const argv = process.argv;
+if (argv[1] && fileURLToPath(import.meta.url) === argv[1] && argv.includes("--variants")) {
+  // npx tsx bench/kernels.ts --variants [regex] [sizes, e.g. 256,512]
+  const at = argv.indexOf("--variants");
+  const sizes = (argv[at + 2] ?? "256").split(",").map(Number);
+  for (const r of await runMatmulDev(sizes, 3, argv[at + 1])) {
+    console.log(
+      `${r.name.padEnd(38)} n=${r.size} ${r.ok ? "ok  " : "FAIL"} ${r.ms.toFixed(1)} ms ${r.gflops.toFixed(3)} GFLOP/s`,
+    );
+  }
+} else if (argv[1] && fileURLToPath(import.meta.url) === argv[1]) {
   const t0 = Date.now();
   const { rows, adapter } = await runKernelsBench({ quick: !process.argv.includes("--full") });
   console.log(`adapter: ${adapter.vendor} ${adapter.architecture} ${adapter.description}`);

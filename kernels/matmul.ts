@@ -7,10 +7,11 @@ import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 export type { MatmulShape } from "./reference";
 
-const WG_X = 16;
-const WG_Y = 16;
-const TM = 4;
-const TN = 4;
+// must match matmul.wgsl's TM and 4*TN4: an 8x8 block per thread, a 64x64 tile per workgroup
+const WG_X = 8;
+const WG_Y = 8;
+const TM = 8;
+const TN = 8;
 
 /** out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in floats. */
 export function matmul(
@@ -22,12 +23,7 @@ export function matmul(
   bias: View | null,
   s: MatmulShape,
 ) {
-  const pipeline = rt.pipeline(src, "main", {
-    WG_X,
-    WG_Y,
-    TRANS_A: s.transA ? 1 : 0,
-    TRANS_B: s.transB ? 1 : 0,
-  });
+  const pipeline = rt.pipeline(src, "main", { WG_X, WG_Y });
   const u = rt.uniform(
     packUniform([
       ["u32", s.M],
@@ -39,6 +35,8 @@ export function matmul(
       ["u32", s.strideOut ?? 0],
       ["u32", s.accumulate ? 1 : 0],
       ["f32", s.alpha ?? 1],
+      ["u32", s.transA ? 1 : 0],
+      ["u32", s.transB ? 1 : 0],
     ]),
   );
   rt.dispatch(
