@@ -8,6 +8,7 @@ import { runRewardFunction } from "../sandbox/tools";
 import type { JsonValue, SandboxRunner } from "../sandbox/types";
 import type { Problem } from "../tasks/types";
 import { combineRewards, type RewardInput } from "./algos/rewards";
+import type { StepRow } from "./algos/types";
 import { parseAnswer } from "./parse";
 import type { Trajectory } from "./rollout";
 
@@ -22,6 +23,21 @@ export interface RewardedTrajectory {
   lossScale: number;
   /** Error of the custom JS reward for this trajectory, if it failed. */
   customError?: string;
+  /** Multi-turn environments: one GiGPO row per turn, and the undiscounted episode return. */
+  steps?: StepRow[];
+  envReturn?: number;
+  /** ReMax: the reward of the greedy rollout of the same prompt. */
+  baselineReward?: number;
+}
+
+/** What computeRewards scores: a rollout, its prompt and verdict; env episodes bring their return. */
+export interface RewardItem {
+  traj: Trajectory;
+  problem: Problem;
+  groupId: string;
+  correct: boolean;
+  steps?: StepRow[];
+  envReturn?: number;
 }
 
 /** Builds the registry's view of one trajectory. */
@@ -69,8 +85,13 @@ export async function runCustomReward(
   });
 }
 
+/**
+ * Rewards of a batch. A single-turn trajectory gets the weighted reward terms of
+ * rewards.terms; an environment episode (envReturn set) gets its episode return as the term
+ * `env` instead. The custom JS reward, when set, is added to either.
+ */
 export async function computeRewards(
-  items: { traj: Trajectory; problem: Problem; groupId: string; correct: boolean }[],
+  items: RewardItem[],
   config: RunConfig,
   ctx: { step: number; sandbox: SandboxRunner },
 ): Promise<RewardedTrajectory[]> {
@@ -99,16 +120,27 @@ export async function computeRewards(
         ),
       )
     : [];
+  // custom-js may also be listed in rewards.terms (with its own weight); then it is scored
+  // through the registry's check and not added a second time with custom_js_weight.
+  const customTerm = config.rewards.terms.some((t) => t.name === "custom-js");
+  if (customTerm && !custom)
+    throw new Error('rewards.terms: "custom-js" needs rewards.custom_js (the reward function source)');
   return items.map((it, i) => {
-    const { total, terms } = combineRewards(inputs[i], config.rewards.terms);
-    let reward = total;
     let customError: string | undefined;
+    let customValue = 0;
     if (custom) {
       const r = customResults[i];
-      const v = r.ok ? r.value : 0;
-      if (!r.ok) customError = r.error;
-      terms["custom-js"] = v;
-      reward += config.rewards.custom_js_weight * v;
+      if (r.ok) customValue = r.value;
+      else customError = r.error;
+    }
+    const { total, terms } =
+      it.envReturn !== undefined
+        ? { total: it.envReturn, terms: { env: it.envReturn } as Record<string, number> }
+        : combineRewards(inputs[i], config.rewards.terms, custom ? { "custom-js": customValue } : {});
+    let reward = total;
+    if (custom && (it.envReturn !== undefined || !customTerm)) {
+      terms["custom-js"] = customValue;
+      reward += config.rewards.custom_js_weight * customValue;
     }
     return {
       ...it,

@@ -1,6 +1,8 @@
 // The loop around the Trainer that the web worker and the CLI share: the SFT phase (unless
 // the run starts from a checkpoint), held-out evaluation at RL step 0 and every
-// task.eval_every steps, RL steps until stop.max_steps or stop.target, live edits applied
+// task.eval_every steps, VAPO value pretraining before the first RL step when
+// rl.value_pretrain.steps > 0 (rows with phase "value_pretrain", until its stop rule), RL
+// steps until stop.max_steps or stop.target, live edits applied
 // at the start of the next step, pause / resume / single step / stop, and the non-finite
 // guard (a skipped update is an event on the charts; three in a row pause the run).
 // Tested by rl/runner.test.ts (CPU model, real sandbox).
@@ -153,6 +155,21 @@ export class RunLoop {
         await this.on.checkpoint?.({ phase: "sft", step: tr.sftStepIndex });
       }
       this.setPhase("rl");
+      while (tr.needsValuePretrain) {
+        if (!(await this.gate())) return this.finish("stopped");
+        if (this.phase !== "rl") this.setPhase("rl");
+        this.applyPending("rl");
+        const out = await tr.valuePretrainStep();
+        this.on.row?.(out.row);
+        this.guard(out.skipped, out.row.step, "rl");
+        if (tr.valuePretrainFinished)
+          this.on.event?.({
+            step: 0,
+            phase: "rl",
+            kind: "info",
+            message: `value pretraining done after ${tr.valuePretrainStepIndex} steps`,
+          });
+      }
       while (tr.rlStepIndex < tr.config.stop.max_steps) {
         if (!(await this.gate())) return this.finish("stopped");
         if (this.phase !== "rl") this.setPhase("rl");

@@ -7,7 +7,7 @@ import type { PolicyModel } from "../model/api";
 import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, type ModelConfig, paramLayout } from "../model/config";
 import type { SandboxRunner } from "../sandbox/types";
-import { modelConfigOf, taskOf } from "./setup";
+import { modelConfigOf, runTaskOf } from "./setup";
 import { Trainer, type TrainerDeps } from "./trainer";
 
 export interface SessionDeps {
@@ -20,7 +20,7 @@ export interface SessionDeps {
 
 export async function createTrainer(config: RunConfig, deps: SessionDeps): Promise<Trainer> {
   const mc = modelConfigOf(config);
-  const task = taskOf(config);
+  const task = runTaskOf(config);
   let weights: Float32Array | undefined;
   const init = config.sft.init_checkpoint;
   if (init) {

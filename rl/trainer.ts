@@ -11,8 +11,8 @@ import type { PolicyModel } from "../model/api";
 import { lossMask, promptTokens, render } from "../model/template";
 import type { SandboxRunner } from "../sandbox/types";
 import { createRng, hash32 } from "../tasks/rng";
-import type { Problem, Task } from "../tasks/types";
-import { ADVANTAGE, type AdvantageState, withAdvantageDefaults } from "./algos/advantage";
+import { type AnyTask, type EnvTask, isEnvTask, type Problem, type Task } from "../tasks/types";
+import { ADVANTAGE, type AdvantageState, gae, RETURN, withAdvantageDefaults } from "./algos/advantage";
 import { applyFilters, type FilterGroup, planDuplicate, planResample } from "./algos/filters";
 import {
   AGG,
@@ -21,14 +21,25 @@ import {
   explainedVariance,
   klTerm,
   POLICY_LOSS,
+  positiveLm,
   valueLoss,
+  valuePretrainDone,
 } from "./algos/losses";
 import { actorMetrics } from "./algos/masks";
 import { SHAPING } from "./algos/shaping";
-import { type Trajectory as AlgoTrajectory, flatten, mean, std, unflatten } from "./algos/types";
+import {
+  type Trajectory as AlgoTrajectory,
+  flatten,
+  lastPolicyIndex,
+  mean,
+  type StepRow,
+  std,
+  unflatten,
+} from "./algos/types";
 import { gatherRows, packSequences, scatterRows } from "./batch";
+import { envPromptMessages, envRollout, turnTokenRewards } from "./env-rollout";
 import { parseAnswer } from "./parse";
-import { computeRewards, type RewardedTrajectory } from "./rewards";
+import { computeRewards, type RewardedTrajectory, type RewardItem } from "./rewards";
 import { type RolloutLimits, rollout, type ToolProtocol, type Trajectory } from "./rollout";
 import { lrAt } from "./schedule";
 import { makeToolProtocol } from "./tools";
@@ -67,11 +78,14 @@ export interface SampleRecord {
   }[];
   finish: string;
   filter: string;
+  /** Multi-turn environments: one row per turn (anchor state, step reward, action token range). */
+  steps?: StepRow[];
 }
 
 export interface TrainerDeps {
   policy: PolicyModel;
-  task: Task;
+  /** A single-turn task, or a multi-turn environment (rl/env-rollout.ts plays its episodes). */
+  task: AnyTask;
   sandbox: SandboxRunner;
   /** Frozen reference policy for KL; made from the policy on first need when absent. */
   reference?: PolicyModel;
@@ -94,6 +108,9 @@ export class Trainer {
   config: RunConfig;
   rlStepIndex = 0;
   sftStepIndex = 0;
+  /** VAPO value pretraining (rl.value_pretrain): steps done, and whether its stop rule fired. */
+  valuePretrainStepIndex = 0;
+  valuePretrainFinished = false;
   private reference?: PolicyModel;
   private tools: ToolProtocol;
   private advState: AdvantageState = {};
@@ -113,7 +130,8 @@ export class Trainer {
   }
 
   private makeTools(): ToolProtocol {
-    return makeToolProtocol(this.deps.task.tools, this.deps.sandbox, {
+    const task = this.deps.task;
+    return makeToolProtocol(isEnvTask(task) ? [] : task.tools, this.deps.sandbox, {
       timeoutS: this.config.limits.tool_timeout_s,
       memoryMB: this.config.limits.memory_mb,
     });
@@ -136,6 +154,19 @@ export class Trainer {
     return this.config.task.template;
   }
 
+  /** The environment when the task is multi-turn, else undefined. */
+  private get env(): EnvTask | undefined {
+    const t = this.deps.task;
+    return isEnvTask(t) ? t : undefined;
+  }
+
+  /** n training prompts: a task's problems, or an environment's seeds as problems. */
+  private sampleProblems(rng: ReturnType<typeof createRng>, n: number): Problem[] {
+    const env = this.env;
+    if (!env) return (this.deps.task as Task).sample(rng, n);
+    return env.sampleSeeds(rng, n).map((seed) => envProblem(env, seed));
+  }
+
   private limits(): RolloutLimits {
     const l = this.config.limits;
     return {
@@ -154,7 +185,10 @@ export class Trainer {
     const step = this.sftStepIndex;
     const rng = createRng(`${c.seed}:sft:${step}`);
     const knobs = (c.task.options.sft ?? {}) as Record<string, unknown>;
-    const demos = this.deps.task.sftDemos(rng, c.sft.batch, knobs);
+    const env = this.env;
+    const demos = env
+      ? env.sftDemos(rng, c.sft.batch, knobs as { thinkRate?: number })
+      : (this.deps.task as Task).sftDemos(rng, c.sft.batch, knobs);
     const rows = demos.map((d) => {
       const r = render(d.messages as Parameters<typeof render>[0], this.template);
       return { ids: r.ids, mask: lossMask(r.roles) };
@@ -226,16 +260,46 @@ export class Trainer {
     };
   }
 
-  private async rolloutProblems(problems: Problem[], repeat: number, label: string, greedy = false) {
-    const prompts: number[][] = [];
+  /**
+   * Rolls out each problem `repeat` times and judges each trajectory: single-turn tasks by
+   * the verifier on the final answer; environments play their episodes (correct = success).
+   */
+  private async rolloutProblems(
+    problems: Problem[],
+    repeat: number,
+    label: string,
+    greedy = false,
+  ): Promise<{ items: (RewardItem & { problem: Problem })[]; toolSeconds: number }> {
     const owners: Problem[] = [];
-    for (const p of problems) {
-      const ids = promptTokens(p.messages as Parameters<typeof promptTokens>[0], this.template);
-      for (let g = 0; g < repeat; g++) {
-        prompts.push(ids);
-        owners.push(p);
-      }
+    for (const p of problems) for (let g = 0; g < repeat; g++) owners.push(p);
+    const env = this.env;
+    if (env) {
+      const stats = { envSeconds: 0 };
+      const episodes = await envRollout(
+        this.deps.policy,
+        env,
+        owners.map((p) => Number(p.meta.seed)),
+        {
+          sampling: this.sampling(label, greedy),
+          maxNewTokensPerTurn: this.config.sampling.max_new_tokens,
+          stats,
+        },
+      );
+      return {
+        items: episodes.map((e, i) => ({
+          traj: e.traj,
+          problem: owners[i],
+          groupId: "",
+          correct: e.success,
+          steps: e.steps,
+          envReturn: e.envReturn,
+        })),
+        toolSeconds: stats.envSeconds,
+      };
     }
+    const prompts = owners.map((p) =>
+      promptTokens(p.messages as Parameters<typeof promptTokens>[0], this.template),
+    );
     const stats = { toolSeconds: 0 };
     const trajs = await rollout(this.deps.policy, prompts, {
       stats,
@@ -244,7 +308,15 @@ export class Trainer {
       limits: this.limits(),
       tools: this.tools,
     });
-    return { items: trajs.map((t, i) => ({ traj: t, problem: owners[i] })), toolSeconds: stats.toolSeconds };
+    return {
+      items: trajs.map((t, i) => ({
+        traj: t,
+        problem: owners[i],
+        groupId: "",
+        correct: this.verify(owners[i], t),
+      })),
+      toolSeconds: stats.toolSeconds,
+    };
   }
 
   /** Correctness of one trajectory by the task's verifier on its strict final answer. */
@@ -253,7 +325,43 @@ export class Trainer {
     const calls = t.toolCalls
       .filter((c) => !c.call.error)
       .map((c) => ({ name: c.call.name, arguments: c.call.arguments, code: c.call.code }));
-    return this.deps.task.verify(problem, ans.ok ? ans.answer : null, { text: t.text, calls }).correct;
+    return (this.deps.task as Task).verify(problem, ans.ok ? ans.answer : null, { text: t.text, calls })
+      .correct;
+  }
+
+  /**
+   * Rolls out `needed` sampled prompts x group_size and rewards them; with ReMax, also one
+   * greedy rollout per prompt whose reward becomes the group's baselineReward (not trained).
+   */
+  private async rolloutAndReward(label: string, problems: Problem[], step: number) {
+    const c = this.config;
+    const { items, toolSeconds } = await this.rolloutProblems(problems, c.rl.group_size, `rollout:${label}`);
+    const groupOf = (i: number) => `${label}:${Math.floor(i / c.rl.group_size)}`;
+    this.deps.onActivity?.("reward");
+    const rw = this.clock();
+    const rewarded = await computeRewards(
+      items.map((it, i) => ({ ...it, groupId: groupOf(i) })),
+      c,
+      { step, sandbox: this.deps.sandbox },
+    );
+    let rewardSeconds = this.clock() - rw;
+    let seconds = toolSeconds;
+    if (c.rl.advantage === "remax") {
+      this.deps.onActivity?.("rollout");
+      const greedy = await this.rolloutProblems(problems, 1, `rollout:${label}:greedy`, true);
+      seconds += greedy.toolSeconds;
+      const rb = this.clock();
+      const base = await computeRewards(
+        greedy.items.map((it, i) => ({ ...it, groupId: groupOf(i * c.rl.group_size) })),
+        c,
+        { step, sandbox: this.deps.sandbox },
+      );
+      rewarded.forEach((t, i) => {
+        t.baselineReward = base[Math.floor(i / c.rl.group_size)].reward;
+      });
+      rewardSeconds += this.clock() - rb;
+    }
+    return { rewarded, toolSeconds: seconds, rewardSeconds };
   }
 
   /** One RL step. Returns the metrics row and a sample of trajectories for the inspector. */
@@ -274,32 +382,21 @@ export class Trainer {
     let groupsSeen = 0;
     for (;;) {
       const rng = createRng(`${c.seed}:rl:${step}:${round}`);
-      const problems = this.deps.task.sample(
+      const problems = this.sampleProblems(
         rng,
         round === 0 ? needed : Math.ceil(needed * c.filters.oversample),
       );
       const tr = this.clock();
       this.deps.onActivity?.("rollout");
-      const { items: rolled, toolSeconds } = await this.rolloutProblems(
+      const { rewarded, toolSeconds, rewardSeconds } = await this.rolloutAndReward(
+        `${step}:${round}`,
         problems,
-        c.rl.group_size,
-        `rollout:${step}:${round}`,
+        step,
       );
-      timing.rollout += this.clock() - tr - toolSeconds;
+      const elapsed = this.clock() - tr;
       timing.tool += toolSeconds;
-      const rw = this.clock();
-      this.deps.onActivity?.("reward");
-      const rewarded = await computeRewards(
-        rolled.map(({ traj, problem }, i) => ({
-          traj,
-          problem,
-          groupId: `${step}:${round}:${Math.floor(i / c.rl.group_size)}`,
-          correct: this.verify(problem, traj),
-        })),
-        c,
-        { step, sandbox: this.deps.sandbox },
-      );
-      timing.reward += this.clock() - rw;
+      timing.reward += rewardSeconds;
+      timing.rollout += Math.max(0, elapsed - toolSeconds - rewardSeconds);
       all.push(...rewarded);
       const groups = chunk(rewarded, c.rl.group_size);
       groupsSeen += groups.length;
@@ -405,6 +502,21 @@ export class Trainer {
     return out;
   }
 
+  /**
+   * Per-token rewards of an environment episode for the token-level estimators: each turn's
+   * turn-discounted return (rl.turn_gamma, RETURN turn-discount) as in turnTokenRewards,
+   * plus whatever the reward adds beyond the episode return (custom JS) on the last policy
+   * token. Undefined for single-turn trajectories (the outcome reward sits on the last token).
+   */
+  private tokenRewardsOf(t: RewardedTrajectory, mask: ArrayLike<number>): Float64Array | undefined {
+    if (!t.steps || t.envReturn === undefined) return undefined;
+    const r = turnTokenRewards(t.steps, mask.length, this.config.rl.turn_gamma, RETURN["turn-discount"]);
+    const extra = t.reward - t.envReturn;
+    const last = lastPolicyIndex(mask);
+    if (extra !== 0 && last >= 0) r[last] += extra;
+    return r;
+  }
+
   private async update(batch: RewardedTrajectory[], step: number) {
     const c = this.config;
     const r = c.rl;
@@ -431,6 +543,9 @@ export class Trainer {
       toolSuccesses: t.traj.toolCalls.filter((x) => x.executed && x.outcome.ok).length,
       correct: t.correct,
       truncated: t.traj.finish !== "stop",
+      steps: t.steps,
+      baselineReward: t.baselineReward,
+      tokenRewards: this.tokenRewardsOf(t, masks[i]),
     }));
     const advFn = ADVANTAGE[r.advantage];
     if (!advFn) throw new Error(`rl.advantage: unknown estimator "${r.advantage}"`);
@@ -494,6 +609,7 @@ export class Trainer {
           values: adv.returns && out.values ? gatherRows(out.values, index) : undefined,
           oldValues: old.values ? idx.map((i) => old.values![i]) : undefined,
           returns: adv.returns ? idx.map((i) => adv.returns![i]) : undefined,
+          correct: idx.map((i) => batch[i].correct),
         });
         const loss = mbLoss.loss;
         for (const [k, v] of Object.entries(mbLoss.metrics)) push(k, v);
@@ -525,12 +641,185 @@ export class Trainer {
     return { metrics, skipped, tokens, advantages: new Map(batch.map((t, i) => [t, adv.advantages[i]])) };
   }
 
+  // ------------------------------------------------------------------------------ value pretraining
+
+  /**
+   * Whether VAPO value pretraining (ALGORITHMS §12) still has to run before the first RL
+   * step: rl.value_pretrain.steps > 0, a model with a value head, and its stop rule not met.
+   */
+  get needsValuePretrain(): boolean {
+    const vp = this.config.rl.value_pretrain;
+    return (
+      vp.steps > 0 &&
+      this.deps.policy.config.valueHead &&
+      !this.valuePretrainFinished &&
+      this.rlStepIndex === 0
+    );
+  }
+
+  /**
+   * One value-pretraining step: roll out the (frozen) policy on fresh prompts, take the
+   * Monte-Carlo returns (GAE with γ = λ = 1, no KL) as targets and train the value head on the
+   * unclipped value loss only. The policy does not move: after the optimizer step every
+   * tensor but the value head (and its AdamW moments) is put back. The row (phase
+   * "value_pretrain") logs critic/vf_loss and critic/vf_explained_var of the critic as it
+   * was before the step, measured on this step's fresh rollouts; the stop rule
+   * (valuePretrainDone) is checked after each step.
+   */
+  async valuePretrainStep(): Promise<StepOutput> {
+    const c = this.config;
+    const r = c.rl;
+    const step = this.valuePretrainStepIndex;
+    const policy = this.deps.policy;
+    if (!policy.config.valueHead)
+      throw new Error("value pretraining needs a model with a value head (rl.advantage gae)");
+    const t0 = this.clock();
+    const rng = createRng(`${c.seed}:value_pretrain:${step}`);
+    const problems = this.sampleProblems(rng, r.prompts_per_step);
+    this.deps.onActivity?.("rollout");
+    const { rewarded, toolSeconds, rewardSeconds } = await this.rolloutAndReward(`vp${step}`, problems, step);
+    const tRollout = this.clock() - t0;
+    this.deps.onActivity?.("update");
+    const tt = this.clock();
+    const rows = rewarded.map((t) => ({ prompt: t.traj.promptTokens, response: t.traj.tokens }));
+    const masks = rewarded.map((t) => Float64Array.from(t.traj.mask));
+    const mbSize = Math.max(1, Math.ceil(rows.length / r.minibatches));
+    const old = await this.scoreAll(policy, rows, mbSize);
+    if (!old.values) throw new Error("value pretraining: the model returned no values");
+    const oldValues = old.values;
+    const mc = gae(
+      rewarded.map((t, i) => ({
+        groupId: t.groupId,
+        reward: t.reward,
+        mask: masks[i],
+        values: oldValues[i],
+        tokenRewards: this.tokenRewardsOf(t, masks[i]),
+      })),
+      withAdvantageDefaults({ gamma: 1, lambda: 1, lambdaCritic: 1, whiten: false, klCoef: 0 }),
+    );
+    const returns = mc.returns!;
+    const ev = explainedVariance(flatten(returns), flatten(oldValues), flatten(masks));
+    const weightsOf = (idx: number[]) =>
+      AGG[r.loss_agg](
+        idx.map((i) => masks[i]),
+        { lMax: r.l_max ?? c.sampling.max_new_tokens },
+      );
+    const losses: number[] = [];
+    const norms: number[] = [];
+    let skipped: string | undefined;
+    let tokens = 0;
+    const head = ["value_head.weight", "value_head.bias"].map((n) => policy.layout.byName.get(n)!);
+    const order = createRng(`${c.seed}:value_pretrain_mb:${step}`).shuffle(rows.map((_, i) => i));
+    for (let epoch = 0; epoch < r.epochs && !skipped; epoch++) {
+      for (let s = 0; s < order.length && !skipped; s += mbSize) {
+        const idx = order.slice(s, s + mbSize);
+        const { batch: sb, index } = packSequences(
+          idx.map((i) => rows[i]),
+          c.model.context,
+        );
+        tokens += sb.B * sb.T;
+        policy.zeroGrad();
+        const out = await policy.forwardScore(sb);
+        const values = gatherRows(out.values!, index);
+        const weights = flatten(weightsOf(idx));
+        const vl = valueLoss(
+          {
+            values: flatten(values),
+            oldValues: flatten(values),
+            returns: flatten(idx.map((i) => returns[i])),
+            mask: flatten(idx.map((i) => masks[i])),
+          },
+          Number.POSITIVE_INFINITY,
+        );
+        const loss = aggregate(vl.loss, weights);
+        losses.push(loss);
+        if (!Number.isFinite(loss)) {
+          skipped = `non-finite value loss at value-pretraining step ${step}; update skipped`;
+          break;
+        }
+        const size = sb.B * sb.T;
+        const dvalue = scatterRows(
+          unflatten(
+            vl.grad.map((g, i) => g * weights[i]),
+            values.map((v) => v.length),
+          ),
+          index,
+          size,
+        );
+        await policy.backward({ dlogp: new Float32Array(size), dvalue });
+        const before = await policy.getWeights();
+        const beforeOpt = await policy.getOptimizerState();
+        const st = await policy.step({
+          lr: r.lr,
+          beta1: r.betas[0],
+          beta2: r.betas[1],
+          eps: 1e-8,
+          weightDecay: 0,
+          maxGradNorm: r.grad_clip > 0 ? r.grad_clip : Number.POSITIVE_INFINITY,
+        });
+        if (st.skipped) {
+          skipped = `non-finite gradient norm at value-pretraining step ${step}; update skipped`;
+          break;
+        }
+        norms.push(st.gradNorm);
+        // Keep the policy frozen: only the value head (and its moments) takes the step.
+        const after = await policy.getWeights();
+        const afterOpt = await policy.getOptimizerState();
+        for (const t of head) {
+          before.set(after.subarray(t.offset, t.offset + t.size), t.offset);
+          beforeOpt.m.set(afterOpt.m.subarray(t.offset, t.offset + t.size), t.offset);
+          beforeOpt.v.set(afterOpt.v.subarray(t.offset, t.offset + t.size), t.offset);
+        }
+        await policy.setWeights(before);
+        await policy.setOptimizerState({ ...beforeOpt, step: afterOpt.step });
+      }
+    }
+    const train = this.clock() - tt;
+    this.valuePretrainStepIndex++;
+    this.valuePretrainFinished = valuePretrainDone(this.valuePretrainStepIndex, ev, {
+      steps: r.value_pretrain.steps,
+      stopExplainedVar: r.value_pretrain.stop_explained_var,
+    });
+    const row: MetricsRow = { step, phase: "value_pretrain", time: this.clock() };
+    Object.assign(row, rolloutMetrics(rewarded));
+    putFinite(row, "critic/vf_loss", mean(losses));
+    putFinite(row, "critic/vf_explained_var", ev);
+    putFinite(
+      row,
+      "critic/values_mean",
+      mean(flatten(oldValues.map((v, i) => v.filter((_, j) => masks[i][j] !== 0)))),
+    );
+    putFinite(
+      row,
+      "critic/returns_mean",
+      mean(flatten(returns.map((v, i) => v.filter((_, j) => masks[i][j] !== 0)))),
+    );
+    putFinite(row, "critic/grad_norm", mean(norms));
+    putFinite(row, "actor/lr", r.lr);
+    const dt = this.clock() - t0;
+    putFinite(row, "perf/tokens_per_s", dt > 0 ? tokens / dt : Number.NaN);
+    row["timing/rollout_s"] = Math.max(0, tRollout - toolSeconds - rewardSeconds);
+    row["timing/tool_s"] = toolSeconds;
+    row["timing/reward_s"] = rewardSeconds;
+    row["timing/train_s"] = train;
+    if (this.valuePretrainFinished)
+      row.event = `value pretraining done after ${this.valuePretrainStepIndex} steps`;
+    if (skipped) row.event = skipped;
+    return { row, samples: [], skipped };
+  }
+
   // ------------------------------------------------------------------------------ evaluation
 
-  /** Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics). */
+  /**
+   * Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics).
+   * For an environment, val/acc is the success rate of episodes on its eval seeds.
+   */
   async evaluate(): Promise<Record<string, number>> {
     const c = this.config;
-    this.evalProblems ??= this.deps.task.evalSet(c.task.eval_size);
+    const env = this.env;
+    this.evalProblems ??= env
+      ? env.evalSeeds(c.task.eval_size).map((seed) => envProblem(env, seed))
+      : (this.deps.task as Task).evalSet(c.task.eval_size);
     const problems = this.evalProblems;
     if (problems.length === 0) return {};
     this.deps.onActivity?.("eval");
@@ -542,11 +831,16 @@ export class Trainer {
         `eval:${this.rlStepIndex}`,
         mode === "greedy",
       );
-      const correct = res.map(({ traj, problem }) => this.verify(problem, traj));
+      const correct = res.map((r) => r.correct);
       const calls = res.map(({ traj }) => traj.toolCalls.some((x) => x.executed));
       const suffix = mode === "greedy" ? "" : "_sampled";
       out[`val/acc${suffix}`] = mean(correct.map(Number));
       out[`val/tool_call_rate${suffix}`] = mean(calls.map(Number));
+      if (env) {
+        const m = envMetrics(res, "");
+        out[`val/env_steps_mean${suffix}`] = m.steps_mean;
+        out[`val/env_return_mean${suffix}`] = m.return_mean;
+      }
       if (mode === "greedy") {
         for (const bucket of this.deps.task.buckets) {
           const idx = res.map((r, i) => (r.problem.bucket === bucket ? i : -1)).filter((i) => i >= 0);
@@ -573,6 +867,8 @@ export interface MinibatchInput {
   values?: ArrayLike<number>[];
   oldValues?: ArrayLike<number>[];
   returns?: ArrayLike<number>[];
+  /** Per row: the trajectory was judged correct (VAPO positive-example LM loss). */
+  correct?: boolean[];
 }
 
 /**
@@ -637,6 +933,14 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     const et = entropyTerm(flat.entropy, weights, r.entropy_coef);
     loss += et.loss;
     for (let i = 0; i < dent.length; i++) dent[i] += et.gradH[i];
+  }
+  if (r.positive_lm_coef > 0 && x.correct) {
+    const correct = x.correct;
+    const pos = positiveLm(x.logprob.map((lp, b) => ({ logprob: lp, mask: x.mask[b], correct: correct[b] })));
+    const g = flatten(pos.grad);
+    loss += r.positive_lm_coef * pos.loss;
+    for (let i = 0; i < dlogp.length; i++) dlogp[i] += r.positive_lm_coef * g[i];
+    metrics["actor/positive_lm_loss"] = pos.loss;
   }
   let dvalue: Float64Array[] | undefined;
   if (x.values && x.oldValues && x.returns) {
@@ -709,7 +1013,35 @@ function rolloutMetrics(all: RewardedTrajectory[]): Record<string, number> {
   out["tool/calls_mean"] = mean(executed.map((x) => x.length));
   const calls = executed.flat();
   if (calls.length > 0) out["tool/success_rate"] = mean(calls.map((x) => Number(x.outcome.ok)));
+  const episodes = all.filter((t) => t.steps !== undefined);
+  if (episodes.length > 0) Object.assign(out, envMetrics(episodes, "env/"));
   return out;
+}
+
+/** Multi-turn metrics: success rate, turns per episode, invalid-action rate, episode return. */
+function envMetrics(
+  episodes: { correct: boolean; steps?: StepRow[]; envReturn?: number }[],
+  prefix: string,
+): Record<string, number> {
+  const steps = episodes.flatMap((t) => t.steps ?? []);
+  const out: Record<string, number> = {
+    [`${prefix}success_rate`]: mean(episodes.map((t) => Number(t.correct))),
+    [`${prefix}steps_mean`]: mean(episodes.map((t) => t.steps?.length ?? 0)),
+    [`${prefix}return_mean`]: mean(episodes.map((t) => t.envReturn ?? 0)),
+  };
+  if (steps.length > 0) out[`${prefix}invalid_rate`] = mean(steps.map((s) => Number(!!s.invalid)));
+  return out;
+}
+
+/** An environment seed as a prompt: the instructions and the first observation. */
+function envProblem(env: EnvTask, seed: number): Problem {
+  return {
+    id: `${env.name}:seed${seed}`,
+    messages: envPromptMessages(env, env.make().reset(seed)),
+    answer: "",
+    bucket: env.buckets[0] ?? "all",
+    meta: { seed },
+  };
 }
 
 function sampleRecords(
@@ -748,5 +1080,6 @@ function sampleRecords(
       })),
       finish: t.traj.finish,
       filter: decisions.get(t.groupId) ?? "kept",
+      ...(t.steps ? { steps: t.steps } : {}),
     }));
 }
