@@ -203,6 +203,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   let value: JsonValue | undefined;
   let error: SandboxErrorInfo | undefined;
   let valueTruncated = false;
+  let crash: string | undefined;
   try {
     budget.limitBytes = startBytes + heapBytes;
     budget.refused = false;
@@ -401,13 +402,10 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     brokenModules.add(mod);
     const message =
       hostError instanceof Error ? `${hostError.name}: ${hostError.message}` : String(hostError);
-    error = {
-      kind: message.includes("call stack") ? "StackOverflow" : "Exception",
-      name: "InternalError",
-      message: message.includes("call stack")
-        ? "stack overflow (inside a built-in)"
-        : `the interpreter crashed: ${message}`,
-    };
+    // A host-stack overflow is the code's doing (a StackOverflow); anything else is the sandbox's.
+    if (message.includes("call stack"))
+      error = { kind: "StackOverflow", name: "InternalError", message: "stack overflow (inside a built-in)" };
+    else crash = `the interpreter crashed: ${message}`;
   } finally {
     budget.limitBytes = Number.POSITIVE_INFINITY;
     if (!brokenModules.has(mod)) {
@@ -420,6 +418,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       }
     }
   }
+  if (crash) return sandboxError(crash, "SandboxError", (performance.now() - t0) / 1000);
   return finish(t0, out, value, error, valueTruncated);
 }
 
