@@ -1,0 +1,113 @@
+// Headless inputs besides recipe files: a share link (`npm run train -- --link '<url>'`) and a
+// run bundle (`npm run train -- run.lab-run.json.gz`), both giving the same config, seed and
+// edits the browser would run; and `bundleFromRunFolder(dir)`, which packs a CLI run folder
+// (config.json, metrics.jsonl, samples.jsonl, events.jsonl, checkpoint.safetensors) into a
+// bundle the app imports. Errors are thrown as Error with a message naming the file/line or
+// the link's problem, for the CLI to print. Tested by cli/link.test.ts.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import { type ConfigEdit, parseRunConfig, type RunConfig } from "../config";
+import { decodeLink } from "../config/link";
+import { decodeBundle, looksLikeBundle, type RunBundle, type RunEventRecord } from "../rl/bundle";
+import type { MetricsRow, SampleRecord } from "../rl/trainer";
+
+/** What a link or a bundle gives the CLI to run. */
+export interface RunInput {
+  config: RunConfig;
+  /** Live edits to re-apply at their RL steps (see editsAt). */
+  edits: ConfigEdit[];
+  name: string;
+  source: "link" | "bundle";
+  /** The whole bundle, when the input was one (its weights can seed a resume). */
+  bundle?: RunBundle;
+}
+
+/** The config, edits and name of a share link; throws Error("link: <what is wrong>"). */
+export async function configFromLink(url: string): Promise<RunInput> {
+  const r = await decodeLink(url);
+  if (!r.ok) throw new Error(`link: ${r.error}`);
+  return { config: r.config, edits: r.edits, name: r.name ?? "link", source: "link" };
+}
+
+/** A bundle file's run; throws Error("bundle <source>: <what is wrong>"). */
+export async function readBundle(bytes: Uint8Array, source = "file"): Promise<RunBundle> {
+  const r = await decodeBundle(bytes);
+  if (!r.ok) throw new Error(`bundle ${source}: ${r.error}`);
+  return r.run;
+}
+
+/**
+ * Reads the CLI's positional argument when it is not a recipe: a share link (text with
+ * "#run=" or an http(s) URL) or a bundle file (gzip, or JSON with the bundle format).
+ * Returns null for anything else (a recipe file, read as before). Throws with a clear message
+ * when it is a link or a bundle but a bad one.
+ */
+export async function readRunInput(arg: string): Promise<RunInput | null> {
+  if (/^https?:\/\//.test(arg) || arg.includes("#run=") || arg.startsWith("run=")) return configFromLink(arg);
+  if (!existsSync(arg)) return null;
+  const bytes = new Uint8Array(readFileSync(arg));
+  if (!looksLikeBundle(bytes)) return null;
+  const bundle = await readBundle(bytes, arg);
+  return { config: bundle.config, edits: bundle.edits, name: bundle.name, source: "bundle", bundle };
+}
+
+/**
+ * The edits to queue once RL step `step` has finished (RunLoop.edit applies a queued edit at
+ * the start of the next step, so an edit recorded at step k is queued after step k-1, and
+ * those at step 0 before the loop starts: pass step = -1).
+ */
+export function editsAt(edits: readonly ConfigEdit[], step: number): ConfigEdit[] {
+  return edits.filter((e) => e.step === step + 1);
+}
+
+function readJsonl<T>(path: string): T[] {
+  if (!existsSync(path)) return [];
+  const out: T[] = [];
+  const lines = readFileSync(path, "utf8").split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (!line) continue;
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch (e) {
+      // A crashed run can leave a half-written last line; anything else is an error.
+      if (i >= lines.length - 2) break;
+      throw new Error(`${path}:${i + 1}: not JSON (${(e as Error).message})`);
+    }
+  }
+  return out;
+}
+
+/**
+ * A bundle of a CLI run folder. `weights: false` leaves the checkpoint out; the name defaults
+ * to the folder's name and createdAt to config.json's modification time.
+ */
+export function bundleFromRunFolder(dir: string, opts: { weights?: boolean; name?: string } = {}): RunBundle {
+  const configPath = join(dir, "config.json");
+  if (!existsSync(configPath)) throw new Error(`${dir}: not a run folder (no config.json)`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(configPath, "utf8"));
+  } catch (e) {
+    throw new Error(`${configPath}: not JSON (${(e as Error).message})`);
+  }
+  const parsed = parseRunConfig(raw);
+  if (!parsed.ok) {
+    throw new Error(
+      `${configPath}: invalid config\n${parsed.errors.map((e) => `${e.path}: ${e.message}`).join("\n")}`,
+    );
+  }
+  const events = readJsonl<RunEventRecord>(join(dir, "events.jsonl"));
+  const run: RunBundle = {
+    name: opts.name ?? basename(dir),
+    createdAt: statSync(configPath).mtime.toISOString(),
+    config: parsed.config,
+    edits: events.filter((e) => e.kind === "edit" && e.edit).map((e) => e.edit as ConfigEdit),
+    metrics: readJsonl<MetricsRow>(join(dir, "metrics.jsonl")),
+    samples: readJsonl<SampleRecord>(join(dir, "samples.jsonl")),
+    events,
+  };
+  const ck = join(dir, "checkpoint.safetensors");
+  if (opts.weights !== false && existsSync(ck)) run.weights = new Uint8Array(readFileSync(ck));
+  return run;
+}
