@@ -2,7 +2,7 @@
 // the algorithm recipes of config/. A preset is a partial config layered over the root
 // defaults; a missing or broken recipe file is a notice, never a blank page.
 import { defaultRunConfig, mergeConfig, parseRunConfig, RECIPES, type RunConfig } from "../config";
-import { parseRecipeFile } from "../config/recipe-file";
+import { loadRecipeFile } from "../config/recipe-file";
 
 export interface PresetEntry {
   id: string;
@@ -44,9 +44,11 @@ export async function presetConfig(p: PresetEntry): Promise<RunConfig> {
   let partial: unknown = {};
   if (p.source === "algorithm") partial = RECIPES[p.id]?.config ?? {};
   else {
-    const res = await fetch(`recipes/${p.file}`);
-    if (!res.ok) throw new Error(`recipes/${p.file}: HTTP ${res.status}`);
-    const parsed = parseRecipeFile(await res.text(), `recipes/${p.file}`);
+    const parsed = await loadRecipeFile(`recipes/${p.file}`, async (file) => {
+      const res = await fetch(file);
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      return res.text();
+    });
     if (!parsed.ok) throw new Error(parsed.error);
     return parsed.config;
   }

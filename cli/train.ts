@@ -8,7 +8,7 @@
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
-import { parseRecipeFile } from "../config/recipe-file";
+import { loadRecipeFile } from "../config/recipe-file";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { PolicyModel } from "../model/api";
@@ -69,16 +69,9 @@ function parseArgs(argv: string[]): Args {
   return a;
 }
 
-function loadConfig(a: Args): { config: RunConfig; name: string } {
+async function loadConfig(a: Args): Promise<{ config: RunConfig; name: string }> {
   const path = a.recipe ?? usage("a recipe file is needed");
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (err) {
-    console.error(`error: cannot read ${path}: ${(err as Error).message}`);
-    process.exit(2);
-  }
-  const r = parseRecipeFile(text, path);
+  const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"));
   if (!r.ok) {
     console.error(`error: ${r.error}`);
     process.exit(2);
@@ -120,7 +113,7 @@ async function main() {
     for (const { registry, name } of listRegistries()) console.log(`${registry}: ${name}`);
     return;
   }
-  const { config, name } = loadConfig(args);
+  const { config, name } = await loadConfig(args);
   const out = resolve(args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`));
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, "config.json"), `${JSON.stringify(config, null, 2)}\n`);

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { parseRecipeFile } from "./recipe-file";
+import { loadRecipeFile, parseRecipeFile } from "./recipe-file";
 
 describe("parseRecipeFile", () => {
   it("merges a recipe over the defaults and an optional base recipe", () => {
@@ -23,12 +23,35 @@ describe("parseRecipeFile", () => {
     const unknown = parseRecipeFile(JSON.stringify({ name: "x", confg: {} }), "u.json");
     expect(!unknown.ok && unknown.error).toMatch(/unknown field "confg"/);
   });
-  it("parses every committed recipe in public/recipes", () => {
+  it("parses every committed recipe in public/recipes", async () => {
     const dir = "public/recipes";
     for (const f of readdirSync(dir).filter((f) => f.endsWith(".json") && f !== "index.json")) {
-      const r = parseRecipeFile(readFileSync(`${dir}/${f}`, "utf8"), f);
+      const r = await loadRecipeFile(`${dir}/${f}`, async (p) => readFileSync(p, "utf8"));
       expect(r.ok ? "ok" : r.error).toBe("ok");
     }
+  });
+  it("starts from the file a recipe extends, and reports cycles and missing files", async () => {
+    const files: Record<string, string> = {
+      "r/a.json": JSON.stringify({ name: "a", config: { seed: 9, rl: { lr: 0.002 } } }),
+      "r/b.json": JSON.stringify({
+        name: "b",
+        extends: "a.json",
+        config: { rl: { mask_tool_output: false } },
+      }),
+      "r/c.json": JSON.stringify({ name: "c", extends: "d.json" }),
+      "r/d.json": JSON.stringify({ name: "d", extends: "c.json" }),
+      "r/e.json": JSON.stringify({ name: "e", extends: "nope.json" }),
+    };
+    const read = async (p: string) => {
+      if (!(p in files)) throw new Error("no such file");
+      return files[p];
+    };
+    const b = await loadRecipeFile("r/b.json", read);
+    expect(b.ok && [b.config.seed, b.config.rl.lr, b.config.rl.mask_tool_output]).toEqual([9, 0.002, false]);
+    const c = await loadRecipeFile("r/c.json", read);
+    expect(!c.ok && c.error).toMatch(/cycle/);
+    const e = await loadRecipeFile("r/e.json", read);
+    expect(!e.ok && e.error).toMatch(/r\/e\.json: extends r\/nope\.json: cannot read/);
   });
 });
 

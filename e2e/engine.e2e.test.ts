@@ -34,6 +34,16 @@ afterAll(async () => {
 });
 
 describe("trainer worker in Chromium", () => {
+  it("serves tool calls from the QuickJS pool in nested workers, hard kill included", async () => {
+    const page = await browser.newPage();
+    await page.goto(server.url);
+    await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
+    const report = await page.evaluate(() => (globalThis as any).trainer.sandboxSmoke(200));
+    expect(report.checks.filter((c: { ok: boolean }) => !c.ok)).toEqual([]);
+    expect(report.ok).toBe(true);
+    await page.close();
+  });
+
   it("runs SFT and RL steps and pushes metrics rows, samples and progress", async () => {
     const page = await browser.newPage();
     page.on("pageerror", (e) => console.error("pageerror", e.message));

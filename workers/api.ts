@@ -4,8 +4,9 @@
 import type { ConfigEdit, RunConfig } from "../config";
 import type { AdapterSummary } from "../kernels/device";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
+import type { SmokeReport } from "../sandbox/smoke";
 
-export type { AdapterSummary, ConfigEdit, MetricsRow, RunConfig, SampleRecord };
+export type { AdapterSummary, ConfigEdit, MetricsRow, RunConfig, SampleRecord, SmokeReport };
 
 /** What the trainer worker reports about WebGPU: the adapter, or why there is none. */
 export type GpuStatus =
@@ -92,4 +93,6 @@ export interface TrainerApi {
   ): Promise<TryResult>;
   /** Runs a JS reward function in the sandbox on one sampled trajectory. */
   testReward(source: string, sample: SampleRecord): Promise<RewardTestResult>;
+  /** Checks the worker's sandbox pool (tools, limits, hard kill) and measures calls/s. */
+  sandboxSmoke(calls?: number): Promise<SmokeReport>;
 }

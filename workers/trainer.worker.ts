@@ -19,6 +19,7 @@ import { makeToolProtocol } from "../rl/tools";
 import type { SampleRecord, Trainer } from "../rl/trainer";
 import type { SandboxPool } from "../sandbox/pool";
 import { createBrowserSandboxPool } from "../sandbox/pool-browser";
+import { sandboxSmoke } from "../sandbox/smoke";
 import type {
   GpuStatus,
   RewardTestResult,
@@ -262,6 +263,10 @@ const api: TrainerApi = {
       timeoutS: c?.limits.tool_timeout_s ?? 1,
       memoryMB: c?.limits.memory_mb ?? 16,
     });
+  },
+
+  sandboxSmoke(calls?: number) {
+    return sandboxSmoke(getSandbox(), calls);
   },
 };
 
