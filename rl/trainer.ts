@@ -273,6 +273,16 @@ export class Trainer {
     const owners: Problem[] = [];
     for (const p of problems) for (let g = 0; g < repeat; g++) owners.push(p);
     const env = this.env;
+    const template = env ? "chatml-turns" : this.template;
+    const longest = Math.max(
+      0,
+      ...problems.map((p) => promptTokens(p.messages as Parameters<typeof promptTokens>[0], template).length),
+    );
+    // A prompt that fills the context leaves no room to answer: say which field to change.
+    if (longest >= this.deps.policy.config.context)
+      throw new Error(
+        `model.context: ${this.deps.policy.config.context} tokens cannot hold the prompts of task "${this.deps.task.name}" (up to ${longest} tokens); raise model.context`,
+      );
     if (env) {
       const stats = { envSeconds: 0 };
       const episodes = await envRollout(
