@@ -1,4 +1,5 @@
-// `npm run train -- <recipe.json> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu]`
+// `npm run train -- <recipe.json | bundle file> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu]`
+// `npm run train -- --link '<share url>'`   (the config, seed and edits of a link, unchanged)
 // `npm run train -- --list`
 // The same engine as the browser, headless in Node: WebGPU through Dawn (lavapipe or
 // SwiftShader here), QuickJS in worker_threads. Prints a progress bar with ETA and the key
@@ -7,7 +8,7 @@
 // state and step, to resume) and weights.safetensors (weights only, to publish).
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
+import { type ConfigEdit, mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { loadRecipeFile } from "../config/recipe-file";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
@@ -20,9 +21,11 @@ import { RunLoop } from "../rl/runner";
 import { createTrainer } from "../rl/session";
 import type { MetricsRow } from "../rl/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
+import { configFromLink, editsAt, readRunInput } from "./link";
 
 interface Args {
   recipe?: string;
+  link?: string;
   out?: string;
   steps?: number;
   seed?: number;
@@ -34,7 +37,8 @@ interface Args {
 function usage(msg?: string): never {
   if (msg) console.error(`error: ${msg}\n`);
   console.error(
-    "usage: npm run train -- <recipe.json> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu] [--quiet]\n" +
+    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu] [--quiet]\n" +
+      "       npm run train -- --link '<share url>' [--out DIR]\n" +
       "       npm run train -- --list",
   );
   process.exit(2);
@@ -52,6 +56,7 @@ function parseArgs(argv: string[]): Args {
     if (x === "--list") a.list = true;
     else if (x === "--quiet") a.quiet = true;
     else if (x === "--out") a.out = next();
+    else if (x === "--link") a.link = next();
     else if (x === "--steps") a.steps = Number(next());
     else if (x === "--seed") a.seed = Number(next());
     else if (x === "--backend") {
@@ -69,22 +74,30 @@ function parseArgs(argv: string[]): Args {
   return a;
 }
 
-async function loadConfig(a: Args): Promise<{ config: RunConfig; name: string }> {
-  const path = a.recipe ?? usage("a recipe file is needed");
-  const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"));
-  if (!r.ok) {
-    console.error(`error: ${r.error}`);
+async function loadConfig(a: Args): Promise<{ config: RunConfig; name: string; edits: ConfigEdit[] }> {
+  let base: { config: RunConfig; name: string; edits: ConfigEdit[] };
+  try {
+    const input = a.link ? await configFromLink(a.link) : a.recipe ? await readRunInput(a.recipe) : null;
+    if (input) base = { config: input.config, name: input.name, edits: input.edits };
+    else {
+      const path = a.recipe ?? usage("a recipe file, a bundle or --link is needed");
+      const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"));
+      if (!r.ok) throw new Error(r.error);
+      base = { config: r.config, name: r.recipe.name, edits: [] };
+    }
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
     process.exit(2);
   }
   const over: Record<string, unknown> = {};
   if (a.steps !== undefined) over.stop = { max_steps: a.steps };
   if (a.seed !== undefined) over.seed = a.seed;
-  const p = parseRunConfig(mergeConfig(r.config, over));
+  const p = parseRunConfig(mergeConfig(base.config, over));
   if (!p.ok) {
     console.error(`error: ${p.errors.map((e) => `${e.path}: ${e.message}`).join("\n")}`);
     process.exit(2);
   }
-  return { config: p.config, name: r.recipe.name };
+  return { config: p.config, name: base.name, edits: base.edits };
 }
 
 /** Files named in a config resolve against public/ (the app serves them from there) or the cwd. */
@@ -113,7 +126,7 @@ async function main() {
     for (const { registry, name } of listRegistries()) console.log(`${registry}: ${name}`);
     return;
   }
-  const { config, name } = await loadConfig(args);
+  const { config, name, edits } = await loadConfig(args);
   const out = resolve(args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`));
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
@@ -168,9 +181,12 @@ async function main() {
     );
   };
 
+  // Replayed edits (a link's or a bundle's) apply at the start of the RL step they were made at.
+  for (const e of editsAt(edits, -1)) trainer.applyEdit(e);
   const loop = new RunLoop(trainer, {
     row(row) {
       appendFileSync(join(out, "metrics.jsonl"), `${JSON.stringify(row)}\n`);
+      if (row.phase === "rl") for (const e of editsAt(edits, row.step)) loop.edit(e.path, e.value);
       if (row.phase === "rl" && row["reward/mean"] === undefined) return; // the final evaluation row
       done++;
       last = row;

@@ -110,6 +110,8 @@ const api: TrainerApi = {
     const loop = new RunLoop(trainer, {
       row(row) {
         listener.row(row);
+        if (row.phase === "rl")
+          for (const e of replay.filter((x) => x.step === row.step + 1)) loop.edit(e.path, e.value);
         const now = performance.now();
         stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
         lastStepAt = now;
@@ -161,7 +163,9 @@ const api: TrainerApi = {
       },
     };
     run = current;
-    for (const e of options.edits ?? []) trainer.applyEdit(e);
+    // Replayed edits apply at the start of the RL step they were made at (as when recorded).
+    const replay = options.edits ?? [];
+    for (const e of replay.filter((x) => x.step === 0)) trainer.applyEdit(e);
     if (options.paused) loop.pause();
     loop.run().catch((err: Error) => {
       listener.event({ step: trainer.rlStepIndex, phase: "error", kind: "error", message: err.message });
