@@ -25,7 +25,7 @@ import {
 export function Inspector() {
   const run = useLab(openRun);
   const state = useLab((s) => s.inspector);
-  const { steps, current } = useLab((s) => inspectorStep(s, openRun(s)));
+  const { steps, current } = useMemo(() => inspectorStep({ inspector: state }, run), [state, run]);
   const samples = useMemo(() => (current && run ? (run.samples.get(current) ?? []) : []), [current, run]);
   const scale = useMemo(() => overlayScale(samples, state.overlay), [samples, state.overlay]);
   const shown = samples.filter((s) =>

@@ -77,6 +77,8 @@ function placeMarkers(u: uPlot, markers: readonly Marker[], layer: HTMLDivElemen
     const el = document.createElement("div");
     el.className = `chart-marker marker-${m.kind}`;
     el.style.left = `${left}px`;
+    // Labels near the right edge open to the left of their line.
+    if (left > u.over.clientWidth * 0.6) el.classList.add("label-left");
     el.dataset.testid = "chart-marker";
     el.dataset.kind = m.kind;
     el.dataset.step = String(m.step);
@@ -179,7 +181,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
           stroke: cssVar("--muted"),
           grid: { stroke: cssVar("--grid") },
           ticks: { stroke: cssVar("--grid") },
-          size: 48,
+          size: 52,
+          values: (_u, splits) => splits.map((v) => fmtNum(v)),
         },
       ],
       series: seriesOpts(d, runLabels),

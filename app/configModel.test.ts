@@ -131,6 +131,19 @@ describe("diffs and URL state", () => {
     expect(back.config).toEqual(c);
   });
 
+  it("validates URL values together, so related values may change at once", () => {
+    const r = applyQuery(
+      defaultRunConfig(),
+      "?sft.steps=10&sft.warmup_steps=2&model.d_model=32&model.heads=2",
+    );
+    expect(r.notices).toEqual([]);
+    expect(r.config.sft).toMatchObject({ steps: 10, warmup_steps: 2 });
+    // sft.steps alone breaks sft.warmup_steps (50 > 10): a cross-field error names another field.
+    const bad = applyQuery(defaultRunConfig(), "?sft.steps=10");
+    expect(bad.config.sft.steps).toBe(600);
+    expect(bad.notices[0]).toMatch(/^sft\.steps: sft\.warmup_steps: must be <= sft\.steps/);
+  });
+
   it("keeps the default for an unknown or invalid key, with a notice", () => {
     const base = defaultRunConfig();
     const r = applyQuery(base, "?rl.nope=1&rl.lr=7&sampling.temperature=0.5&_smoothing=0.9");

@@ -222,16 +222,17 @@ export function formatDiff(changes: readonly ConfigChange[], max = 4): string {
 
 /**
  * A config from a URL query: `preset=<name>` picks the base, every other key is a dotted
- * path with a JSON (or bare string) value. A bad key or value keeps its default and adds a
- * notice, as UI input would.
+ * path with a JSON (or bare string) value. The values are applied together (so related
+ * values such as sft.steps and sft.warmup_steps validate as a whole); a key that is unknown
+ * or named by a validation error keeps the preset's value, with a notice, as UI input would.
  */
 export function applyQuery(
   base: RunConfig,
   search: string,
 ): { config: RunConfig; preset: string | null; notices: string[] } {
   const params = new URLSearchParams(search);
-  let config = base;
   const notices: string[] = [];
+  const values = new Map<string, unknown>();
   for (const [key, raw] of params) {
     if (key === "preset" || key === "version" || key.startsWith("_")) continue;
     if (!fieldMeta(key)) {
@@ -242,13 +243,36 @@ export function applyQuery(
     try {
       value = JSON.parse(raw);
     } catch {}
-    const next = setPath(config, key, value);
-    const v = validateRunConfig(next);
-    if (v.ok) config = v.config;
-    else
-      notices.push(`${key}: ${v.errors.map((e) => `${e.path}: ${e.message}`).join("; ")} (kept the default)`);
+    values.set(key, value);
   }
-  return { config, preset: params.get("preset"), notices };
+  for (let round = 0; round <= values.size; round++) {
+    let config: unknown = base;
+    try {
+      for (const [k, v] of values) config = setPath(config, k, v);
+    } catch (e) {
+      notices.push(`URL values: ${(e as Error).message} (kept the preset)`);
+      break;
+    }
+    const v = validateRunConfig(config);
+    if (v.ok) return { config: v.config, preset: params.get("preset"), notices };
+    // Drop the keys the errors name; if none is named, drop the last key and retry.
+    const named = [...values.keys()].filter((k) =>
+      v.errors.some((e) => e.path === k || e.path.startsWith(`${k}.`)),
+    );
+    const drop = named.length > 0 ? named : [...values.keys()].slice(-1);
+    if (drop.length === 0) break;
+    for (const k of drop) {
+      const why = v.errors.filter((e) => e.path === k || e.path.startsWith(`${k}.`));
+      const msg = why.length ? why.map((e) => `${e.path}: ${e.message}`).join("; ") : formatErrors(v.errors);
+      notices.push(`${k}: ${msg} (kept the default)`);
+      values.delete(k);
+    }
+  }
+  return { config: base, preset: params.get("preset"), notices };
+}
+
+function formatErrors(errors: readonly { path: string; message: string }[]): string {
+  return errors.map((e) => `${e.path}: ${e.message}`).join("; ");
 }
 
 /** The query for a config: only the leaves that differ from the preset's config. */

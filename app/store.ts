@@ -266,7 +266,7 @@ export function openRun(s: LabState): RunRecord | undefined {
 
 /** Steps with samples (newest last) and the one the inspector shows: pinned, else latest. */
 export function inspectorStep(
-  s: LabState,
+  s: Pick<LabState, "inspector">,
   run: RunRecord | undefined,
 ): { steps: string[]; current: string | null } {
   const steps = run ? [...run.samples.keys()] : [];
