@@ -106,7 +106,7 @@ export async function runKernelsBench(opts: {
         baseline: s.tfjs,
         unit: "GFLOP/s",
         better: "higher",
-        note: `baseline tf.matMul (tfjs-backend-webgpu); ${s.inner} products per timing; max |ours - tfjs| ${s.maxDiff.toExponential(1)}${result.adapter.isFallback ? "; software adapter" : ""}`,
+        note: `baseline tf.matMul (tfjs-backend-webgpu); ${s.inner} products per timing; max |ours - tfjs| ${s.maxDiff.toExponential(1)}, |ours - f64| ${s.refErr.toExponential(1)}${result.adapter.isFallback ? "; software adapter" : ""}`,
       }),
     );
     const { vendor, architecture, description } = result.adapter;

@@ -193,3 +193,33 @@ describe("pointwise", () => {
     }
   });
 });
+
+describe("runtime", () => {
+  it("keeps each of 600 dispatches' uniforms apart in one encoder (arena spans chunks)", async () => {
+    const rt = await gpuRuntime();
+    const n = 600;
+    const buf = rt.buffer(n * 64);
+    const enc = rt.device.createCommandEncoder();
+    for (let i = 0; i < n; i++) fill(rt, enc, { buffer: buf, offset: i * 256, size: 256 }, i + 0.5);
+    rt.submit(enc);
+    const got = await rt.read({ buffer: buf, offset: 0, size: n * 256 });
+    for (let i = 0; i < n; i++) expect(got[i * 64 + 63]).toBe(i + 0.5);
+  });
+
+  it("records into an open compute pass as well as an encoder", async () => {
+    const rt = await gpuRuntime();
+    const [a, b, out] = [rt.tensor(randn(100, 60)), rt.tensor(randn(100, 61)), rt.tensor(100)];
+    const enc = rt.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    residualForward(rt, pass, out, a, b, 100);
+    pass.end();
+    rt.submit(enc);
+    const [ha, hb] = [randn(100, 60), randn(100, 61)];
+    assertClose(
+      "residual in a pass",
+      ha.map((x, i) => x + hb[i]),
+      await rt.read(out),
+      TOL.fwd.atol,
+    );
+  });
+});
