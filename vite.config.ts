@@ -1,6 +1,7 @@
 // Vite builds the lab (app/ is the root, workers are bundled as ES modules) and hosts the
-// test projects: unit (Node), gpu (WGSL run for real through Dawn in Node) and e2e
-// (Playwright against the built app in system Chromium). `npm test` runs them all via cli/test-all.mjs.
+// test projects: unit (Node), gpu (WGSL run for real through Dawn in Node), train (headless
+// training runs through Dawn) and e2e (Playwright against the built app in system Chromium).
+// `npm test` runs them all via cli/test-all.mjs.
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -20,7 +21,7 @@ export default defineConfig({
           name: "unit",
           root: ".",
           include: ["{config,kernels,model,rl,sandbox,tasks,cli,workers,app,bench}/**/*.test.{ts,tsx}"],
-          exclude: ["**/*.gpu.test.ts", "**/node_modules/**"],
+          exclude: ["**/*.gpu.test.ts", "**/*.train.test.ts", "**/node_modules/**"],
           testTimeout: 30_000,
         },
       },
@@ -33,6 +34,18 @@ export default defineConfig({
           exclude: ["**/node_modules/**"],
           fileParallelism: false,
           testTimeout: 300_000,
+          hookTimeout: 300_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "train",
+          root: ".",
+          include: ["**/*.train.test.ts"],
+          exclude: ["**/node_modules/**"],
+          fileParallelism: false,
+          testTimeout: 900_000,
           hookTimeout: 300_000,
         },
       },

@@ -3,12 +3,13 @@
 //   1. static: TypeScript (strict) typecheck and Biome lint/format check
 //   2. unit:   vitest project "unit" (Node)
 //   3. gpu:    vitest project "gpu" (WGSL run for real through Dawn: lavapipe or SwiftShader)
-//   4. e2e:    vitest project "e2e" (the built app in system Chromium with WebGPU, via playwright-core)
+//   4. train:  vitest project "train" (headless training runs through Dawn: ci-tiny learns)
+//   5. e2e:    vitest project "e2e" (the built app in system Chromium with WebGPU, via playwright-core)
 // `npm test -- unit gpu` runs only the named layers.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 
-const LAYERS = ["static", "unit", "gpu", "e2e"];
+const LAYERS = ["static", "unit", "gpu", "train", "e2e"];
 const wanted = process.argv.slice(2).filter((a) => LAYERS.includes(a));
 const layers = wanted.length ? wanted : LAYERS;
 const bin = (name) => `node_modules/.bin/${name}`;
