@@ -223,3 +223,12 @@ describe("runtime", () => {
     );
   });
 });
+
+describe("runtime checks", () => {
+  it("refuses a view that is not 256-byte aligned, with a message that says what to do", async () => {
+    const rt = await gpuRuntime();
+    const buf = rt.buffer(1024);
+    const enc = rt.device.createCommandEncoder();
+    expect(() => fill(rt, enc, { buffer: buf, offset: 4, size: 64 })).toThrow(/multiple of 256.*alignFloats/);
+  });
+});

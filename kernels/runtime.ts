@@ -204,6 +204,15 @@ export class Runtime {
     bindings: (View | GPUBufferBinding | null)[],
     groups: [number, number?, number?],
   ): void {
+    const align = this.device.limits.minStorageBufferOffsetAlignment;
+    bindings.forEach((b, i) => {
+      if (b && (b.offset ?? 0) % align !== 0) {
+        throw new Error(
+          `binding ${i} starts at byte ${b.offset}, not a multiple of ${align}: lay tensors out with alignFloats/layout`,
+        );
+      }
+      if (b && b.size === 0) throw new Error(`binding ${i} is an empty view`);
+    });
     const bindGroup = this.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
       entries: bindings.flatMap((b, i) => (b ? [{ binding: i, resource: b as GPUBufferBinding }] : [])),
