@@ -9,7 +9,8 @@
 //   `alignFloats` (see `layout`).
 // - Ops record into a GPUCommandEncoder (a compute pass per dispatch) or into an open compute pass;
 //   they never submit or read back. Call `rt.submit(enc)` (or `rt.resetUniforms()` after your own
-//   submit) so the uniform arena is reused.
+//   submit) so the uniform arena is reused; keep one encoder open at a time between those calls
+//   (a reset while a second encoder is half recorded would hand its slots out again).
 // - Every storage binding is declared `read_write` in WGSL: WebGPU forbids a buffer being bound
 //   read-only and writable in the same dispatch, but allows disjoint writable views of one buffer,
 //   so the model may read and write views of the same activation buffer in one op. The views bound
@@ -124,7 +125,8 @@ export class Runtime {
     });
     const enc = this.device.createCommandEncoder();
     enc.copyBufferToBuffer(v.buffer, v.offset, staging, 0, size);
-    this.submit(enc);
+    // not this.submit: an encoder still being recorded may hold uniform slots
+    this.device.queue.submit([enc.finish()]);
     await staging.mapAsync(GPUMapMode.READ);
     const out = staging.getMappedRange().slice(0);
     staging.unmap();
