@@ -71,13 +71,14 @@ describe("cli inputs", () => {
     await expect(readBundle(bad, "x.gz")).rejects.toThrow(/^bundle x\.gz: truncated or corrupt file/);
   });
 
-  it("edits are queued the step before they apply", () => {
+  it("edits are queued before the step they were applied at", () => {
     const edits = [
       { step: 0, path: "rl.lr", value: 0.001 },
       { step: 3, path: "rl.lr", value: 0.002 },
+      { step: 3, path: "rl.clip_eps_high", value: 0.28 },
     ];
-    expect(editsAt(edits, -1)).toEqual([edits[0]]);
-    expect(editsAt(edits, 2)).toEqual([edits[1]]);
-    expect(editsAt(edits, 3)).toEqual([]);
+    expect(editsAt(edits, 0)).toEqual([edits[0]]);
+    expect(editsAt(edits, 3)).toEqual([edits[1], edits[2]]);
+    expect(editsAt(edits, 2)).toEqual([]);
   });
 });

@@ -52,12 +52,13 @@ export async function readRunInput(arg: string): Promise<RunInput | null> {
 }
 
 /**
- * The edits to queue once RL step `step` has finished (RunLoop.edit applies a queued edit at
- * the start of the next step, so an edit recorded at step k is queued after step k-1, and
- * those at step 0 before the loop starts: pass step = -1).
+ * The recorded edits to queue before RL step `nextStep` runs (RunLoop.edit applies a queued
+ * edit at the start of the next step, which is where the original run applied it). Queue
+ * editsAt(edits, 0) before the RL phase starts (after SFT), then editsAt(edits, info.step) in
+ * each RL checkpoint callback (info.step = the next step's index).
  */
-export function editsAt(edits: readonly ConfigEdit[], step: number): ConfigEdit[] {
-  return edits.filter((e) => e.step === step + 1);
+export function editsAt(edits: readonly ConfigEdit[], nextStep: number): ConfigEdit[] {
+  return edits.filter((e) => e.step === nextStep);
 }
 
 function readJsonl<T>(path: string): T[] {
