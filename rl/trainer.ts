@@ -34,6 +34,7 @@ import {
   mean,
   type StepRow,
   std,
+  sum,
   unflatten,
 } from "./algos/types";
 import { gatherRows, packSequences, scatterRows } from "./batch";
@@ -366,8 +367,11 @@ export class Trainer {
         c,
         { step, sandbox: this.deps.sandbox },
       );
+      // An episode's token rewards sum to its turn-discounted return (tokenRewardsOf), so its
+      // baseline is the greedy episode's return measured the same way.
+      const baseline = base.map((b) => (b.steps ? sum(this.tokenRewardsOf(b, b.traj.mask)!) : b.reward));
       rewarded.forEach((t, i) => {
-        t.baselineReward = base[Math.floor(i / c.rl.group_size)].reward;
+        t.baselineReward = baseline[Math.floor(i / c.rl.group_size)];
       });
       rewardSeconds += this.clock() - rb;
     }
