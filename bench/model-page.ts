@@ -336,11 +336,23 @@ async function peakBench(device: GPUDevice, p: ModelPageSpec["peak"]): Promise<n
 
 async function bench(spec: ModelPageSpec): Promise<ModelPageResult> {
   const { device, adapter } = await createGpu(browserGpu());
+  // A validation error turns a dispatch into a no-op that "runs" instantly: collect them all.
+  const gpuErrors: string[] = [];
+  device.addEventListener("uncapturederror", (e) => {
+    if (gpuErrors.length < 5) gpuErrors.push((e as GPUUncapturedErrorEvent).error.message);
+  });
+  device.lost.then((info) => gpuErrors.push(`device lost: ${info.reason} ${info.message}`));
   await tf.setBackend("webgpu");
   await tf.ready();
+  const check = (what: string) => {
+    if (gpuErrors.length) throw new Error(`WebGPU errors during ${what}: ${gpuErrors.join(" | ")}`);
+  };
   const train = await trainBench(device, spec.train);
+  check("the train step");
   const { decode, batches } = await decodeBench(device, spec.decode);
+  check("decoding");
   const peak = await peakBench(device, spec.peak);
+  check("the peak matmul loop");
   device.destroy();
   const { vendor, architecture, description, isFallback } = adapter;
   return { adapter: { vendor, architecture, description, isFallback }, train, decode, batches, peak };

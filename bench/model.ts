@@ -8,7 +8,7 @@
 //  - decode_batch_<B>: KV-cache decode tokens/s at batch B vs batch 1 (how decoding scales);
 //  - train_step_frac_of_peak: our train step's GFLOP/s vs a long loop of our matmul (1024^3).
 // --quick uses smaller sizes on SwiftShader (named in each row's note); the full run the real ones.
-// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/model.ts [--full]
+// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/model.ts [--full] [--out rows.json]
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -27,31 +27,33 @@ export function modelSpec(quick: boolean): ModelPageSpec {
   const dims = { layers: 3, dModel: 128, heads: 4 };
   if (!quick) {
     return {
-      train: { ...dims, context: 128, batch: 16, steps: 5, warmup: 1 },
+      train: { ...dims, context: 128, batch: 16, steps: 3, warmup: 1 },
       decode: {
         ...dims,
         context: 256,
         batch: 16,
-        reps: 3,
-        recomputeAt: [32, 96, 160, 224, 255],
+        reps: 2,
+        recomputeAt: [64, 160, 255],
         batches: [1, 4, 16, 64],
-        batchTokens: 64,
+        batchTokens: 16,
       },
-      peak: { n: 1024, inner: 16, reps: 5 },
+      peak: { n: 512, inner: 4, reps: 3 },
     };
   }
+  // SwiftShader on 2 busy cores runs about 0.05 GFLOP/s and ~1 s per decode step (dispatch
+  // bound), so --quick keeps the demo's width and depth but shrinks tokens and context.
   return {
-    train: { ...dims, context: 64, batch: 4, steps: 3, warmup: 1 },
+    train: { ...dims, context: 32, batch: 2, steps: 2, warmup: 1 },
     decode: {
       ...dims,
-      context: 256,
+      context: 32,
       batch: 4,
-      reps: 2,
-      recomputeAt: [64, 255],
-      batches: [1, 4, 16],
-      batchTokens: 16,
+      reps: 1,
+      recomputeAt: [16, 31],
+      batches: [1, 4],
+      batchTokens: 8,
     },
-    peak: { n: 512, inner: 8, reps: 3 },
+    peak: { n: 256, inner: 4, reps: 2 },
   };
 }
 
@@ -96,7 +98,7 @@ function serve(dir: string): Promise<{ url: string; close: () => void }> {
   );
 }
 
-async function runPage(spec: ModelPageSpec): Promise<ModelPageResult> {
+export async function runPage(spec: ModelPageSpec): Promise<ModelPageResult> {
   const dir = mkdtempSync(join(tmpdir(), "model-bench-"));
   const server = await serve(dir);
   const browser = await launchChromium();
@@ -156,7 +158,7 @@ export function modelRows(spec: ModelPageSpec, r: ModelPageResult, quick: boolea
       unit: "tokens/s",
       better: "higher",
       note:
-        `d${d.dModel} L${d.layers} NH${d.heads}, context ${d.context}, batch ${d.batch}${demoDecode ? "" : quick ? " (--quick batch; the full run uses 16)" : ""}; ` +
+        `d${d.dModel} L${d.layers} NH${d.heads}, context ${d.context}, batch ${d.batch}${demoDecode ? "" : quick ? " (--quick size; the full run uses context 256, batch 16)" : ""}; ` +
         `positions 1..${d.context - 1} from a 1-token prompt; recompute = forwardScore over the prefix per token, ` +
         `timed at prefix ${spec.decode.recomputeAt.join("/")} (${r.decode.recomputeMs.map((x) => x.toFixed(0)).join("/")} ms) and interpolated${sw}`,
     }),
@@ -209,5 +211,11 @@ if (argv[1] && fileURLToPath(import.meta.url) === argv[1]) {
     console.log(
       `${r.id.padEnd(28)} ours ${r.ours.toFixed(2)} ${r.unit}  baseline ${r.baseline.toFixed(2)}  ratio ${r.ratio.toFixed(2)}x  spread ${(r.spread * 100).toFixed(0)}%  (${r.note})`,
     );
-  console.log(`took ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  const took = (Date.now() - t0) / 1000;
+  console.log(`took ${took.toFixed(0)} s`);
+  const out = argv.indexOf("--out");
+  if (out > 0 && argv[out + 1]) {
+    const report = { date: new Date().toISOString(), adapter, rows, seconds: Math.round(took) };
+    writeFileSync(argv[out + 1], `${JSON.stringify(report, null, 2)}\n`);
+  }
 }

@@ -4,7 +4,8 @@
 //    down from the metrics row's timing/* keys (ours only: baseline = ours, ratio 1);
 //  - quick_demo_minutes_to_target: minutes to the demo's accuracy target (baseline 3, the goal
 //    on a laptop GPU). The full run trains public/recipes/quick-demo.json to its stop target and
-//    times it; --quick extrapolates from measured step times (the note says which).
+//    times it (issue 8's bar when it names none: val/acc 0.30 above step 0); --quick, or a
+//    missing SFT checkpoint, extrapolates from measured step times (the note says which).
 // When public/recipes/quick-demo.json is absent, the built-in demo preset (DEMO-RECIPE: 600 SFT
 // steps, then GRPO 8x8; its target is reached by RL step 10) stands in and is extrapolated.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/rl.ts [--full]
@@ -115,8 +116,13 @@ async function measureSteps(recipe: Recipe, quick: boolean): Promise<Measured> {
   }
 }
 
-/** Trains the recipe with the RunLoop until its stop target (or max_steps); wall minutes. */
-async function trainToTarget(recipe: Recipe): Promise<{ minutes: number; reached: boolean; steps: number }> {
+/**
+ * Trains the recipe with the RunLoop until the target: its stop.target, else issue 8's bar for
+ * the demo (held-out val/acc 0.30 above its RL-step-0 value). Wall minutes from the start.
+ */
+async function trainToTarget(
+  recipe: Recipe,
+): Promise<{ minutes: number; reached: boolean; steps: number; target: string }> {
   const gpu = await createGpu(await nodeGpu());
   const sandbox = createNodeSandboxPool({ size: 2 });
   try {
@@ -126,16 +132,32 @@ async function trainToTarget(recipe: Recipe): Promise<{ minutes: number; reached
       sandbox,
       readFile: async (p) => readProjectFile(p),
     });
-    let reached = false;
-    const target = recipe.config.stop.target;
-    const loop = new RunLoop(trainer, {
+    const st = recipe.config.stop.target;
+    let first: number | undefined;
+    let reachedAt: number | undefined;
+    const loop: RunLoop = new RunLoop(trainer, {
       row(row) {
-        if (target && typeof row[target.key] === "number" && (row[target.key] as number) >= target.value)
-          reached = true;
+        if (reachedAt !== undefined) return;
+        const key = st?.key ?? "val/acc";
+        const v = row[key];
+        if (typeof v !== "number") return;
+        first ??= v;
+        if (v >= (st ? st.value : first + 0.3)) {
+          reachedAt = performance.now();
+          loop.stop();
+        }
       },
     });
     await loop.run();
-    return { minutes: (performance.now() - t0) / 60_000, reached, steps: trainer.rlStepIndex };
+    const end = reachedAt ?? performance.now();
+    return {
+      minutes: (end - t0) / 60_000,
+      reached: reachedAt !== undefined,
+      steps: trainer.rlStepIndex,
+      target: st
+        ? `${st.key} >= ${st.value}`
+        : `val/acc >= its step-0 value + 0.30 (${first?.toFixed(2) ?? "?"} + 0.30)`,
+    };
   } finally {
     await sandbox.close();
     gpu.device.destroy();
@@ -169,7 +191,7 @@ export async function runRlBench(opts: {
   ];
   const rows: BenchRow[] = parts.map(([id, key, desc]) => {
     const xs = timingOf(rl, key);
-    return makeRow({
+    const row = makeRow({
       id,
       group: "rl",
       ours: xs,
@@ -178,6 +200,7 @@ export async function runRlBench(opts: {
       better: "lower",
       note: `ours only (no baseline; baseline = ours): ${desc}; ${what}`,
     });
+    return { ...row, ratio: 1 }; // also when both are 0 (no tool call ran)
   });
   const total = rl.map((r) => parts.reduce((s, [, k]) => s + Number(r[k] ?? 0), 0));
   rows.push(
@@ -196,12 +219,14 @@ export async function runRlBench(opts: {
   let minutes: number;
   let how: string;
   const target = c.stop.target;
-  if (!opts.quick && existsSync(QUICK_DEMO)) {
+  if (!opts.quick && existsSync(QUICK_DEMO) && m.fromCheckpoint) {
     const r = await trainToTarget(recipe);
     minutes = r.minutes;
-    how = `measured: trained ${recipe.source} to ${target ? `${target.key} >= ${target.value}` : "max_steps"} in ${r.steps} RL steps${r.reached ? "" : " (target NOT reached)"}, incl. evaluations`;
+    how = `measured: trained ${recipe.source} from its SFT checkpoint until ${r.target}: ${r.reached ? "reached" : "NOT reached"} after ${r.steps} RL steps, incl. evaluations`;
   } else {
     const stepS = median(total);
+    const noCkpt =
+      c.sft.init_checkpoint && !m.fromCheckpoint ? ` (${c.sft.init_checkpoint} absent: its SFT counted)` : "";
     const sftS = m.fromCheckpoint ? 0 : c.sft.steps * (m.sftStepS.length ? median(m.sftStepS) : 0);
     const steps = target ? c.stop.max_steps : DEMO_STEPS_TO_TARGET;
     const evals = 1 + (c.task.eval_every > 0 ? Math.floor(steps / c.task.eval_every) : 0);
@@ -210,7 +235,7 @@ export async function runRlBench(opts: {
     how =
       `extrapolated from step times measured in this run: ${m.fromCheckpoint ? "no SFT (checkpoint)" : `${c.sft.steps} SFT steps x ${median(m.sftStepS).toFixed(2)} s`} + ` +
       `${steps} RL steps${target ? " (max_steps, an upper bound)" : " (DEMO-RECIPE: target reached by step 10)"} x ${stepS.toFixed(1)} s + ` +
-      `${evals} evaluations x ${median(m.evalS).toFixed(1)} s; ${recipe.source}`;
+      `${evals} evaluations x ${median(m.evalS).toFixed(1)} s; ${recipe.source}${noCkpt}`;
   }
   rows.push(
     makeRow({
