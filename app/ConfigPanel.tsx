@@ -2,7 +2,7 @@
 // schema defaults and FIELD_META, grouped, each with its default, range, help, paper and a
 // live/restart badge; errors are named inline by dotted path. While a run goes, a live
 // knob becomes an edit at the next step; a restart knob lights "New changes → restart".
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { getPath, type RunConfig } from "../config";
 import { startRun } from "./bridge";
 import {
@@ -11,7 +11,12 @@ import {
   fieldForError,
   formatFieldValue,
   formErrors,
+  fromSlider,
   groupFields,
+  SLIDER_STEPS,
+  type SliderScale,
+  sliderScale,
+  toSlider,
 } from "./configModel";
 import { commitField } from "./formActions";
 import { PresetPicker } from "./PresetPicker";
@@ -199,7 +204,7 @@ function FieldInput({
       />
     );
   }
-  return (
+  const input = (
     <input
       {...common}
       type="text"
@@ -210,6 +215,50 @@ function FieldInput({
       onBlur={commit}
       onKeyDown={(e) => {
         if (e.key === "Enter") commit();
+      }}
+    />
+  );
+  const scale = sliderScale(spec);
+  if (!scale) return input;
+  return (
+    <div className="field-slider">
+      {input}
+      <FieldSlider
+        spec={spec}
+        scale={scale}
+        value={typeof value === "number" ? value : scale.min}
+        setText={setText}
+      />
+    </div>
+  );
+}
+
+/** The slider beside a number input; commits 120 ms after the last move. */
+function FieldSlider({
+  spec,
+  scale,
+  value,
+  setText,
+}: {
+  spec: FieldSpec;
+  scale: SliderScale;
+  value: number;
+  setText: (t: string) => void;
+}) {
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  return (
+    <input
+      type="range"
+      aria-label={`${spec.path} slider`}
+      min={0}
+      max={SLIDER_STEPS}
+      value={toSlider(value, scale)}
+      onChange={(e) => {
+        const v = fromSlider(Number(e.target.value), scale, spec.integer);
+        setText(String(v));
+        clearTimeout(timer.current);
+        timer.current = setTimeout(() => commitField(spec, String(v)), 120);
       }}
     />
   );

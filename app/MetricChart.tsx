@@ -16,9 +16,17 @@ import {
   type Marker,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
-import { useLab } from "./store";
+import { openRun, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
+
+/** Pins `step` in the inspector when the opened run has trajectories for it. */
+function pinInspectorStep(step: number) {
+  const key = `rl:${step}`;
+  const run = openRun(useLab.getState());
+  if (!run?.samples.has(key)) return;
+  useLab.setState((s) => ({ inspector: { ...s.inspector, pinnedStep: key, selected: null } }));
+}
 
 function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
@@ -216,7 +224,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
                 (r) =>
                   `${runLabels.get(r.s.runId) ?? ""} ${r.s.label}: ${fmtNum(r.raw)} (smoothed ${fmtNum(r.sm ?? Number.NaN)})`,
               );
-            out.textContent = `step ${step} · ${lines.join(" · ")}`;
+            out.textContent = `step ${step} · ${lines.join(" · ")}${def.phase === "rl" ? " · click: inspect" : ""}`;
           },
         ],
       },
@@ -231,11 +239,19 @@ export function MetricChart({ def }: { def: ChartDef }) {
     const onDbl = () => {
       zoomed.current = false;
     };
+    // A click (not a drag) on an RL chart pins that step in the trajectory inspector.
+    const onClick = () => {
+      const i = u.cursor.idx;
+      if (def.phase !== "rl" || i === null || i === undefined || u.select.width > 0) return;
+      pinInspectorStep(lastSeen.current.data.x[i]);
+    };
     u.over.addEventListener("dblclick", onDbl);
+    u.over.addEventListener("click", onClick);
     plot.current = u;
     zoomed.current = false;
     return () => {
       u.over.removeEventListener("dblclick", onDbl);
+      u.over.removeEventListener("click", onClick);
       u.destroy();
       plot.current = null;
     };

@@ -9,10 +9,14 @@ import {
   fieldForError,
   formatDiff,
   formErrors,
+  fromSlider,
   groupFields,
   parseFieldInput,
   planChange,
   queryFor,
+  SLIDER_STEPS,
+  sliderScale,
+  toSlider,
   typeIntoField,
 } from "./configModel";
 
@@ -152,5 +156,23 @@ describe("diffs and URL state", () => {
     expect(r.notices).toHaveLength(2);
     expect(r.notices[0]).toMatch(/^rl\.nope: unknown field/);
     expect(r.notices[1]).toMatch(/^rl\.lr: .*must be <= 1/);
+  });
+});
+
+describe("sliders", () => {
+  it("are log-spaced for learning rates and KL, linear for bounded fields, absent otherwise", () => {
+    const lr = sliderScale(spec("rl.lr"))!;
+    expect(lr).toEqual({ min: 1e-6, max: 1e-1, log: true });
+    expect(toSlider(1e-6, lr)).toBe(0);
+    expect(toSlider(1e-1, lr)).toBe(SLIDER_STEPS);
+    expect(toSlider(1e-4, lr)).toBe(400); // two of five decades
+    expect(fromSlider(400, lr)).toBe(1e-4);
+    expect(toSlider(0, sliderScale(spec("rl.kl.coef"))!)).toBe(0);
+    const clip = sliderScale(spec("rl.clip_eps_low"))!;
+    expect(clip).toEqual({ min: 0, max: 1, log: false });
+    expect(fromSlider(250, clip)).toBe(0.25);
+    expect(fromSlider(500, sliderScale(spec("model.layers"))!, true)).toBe(33);
+    expect(sliderScale(spec("seed"))).toBeNull();
+    expect(sliderScale(spec("rl.advantage"))).toBeNull();
   });
 });

@@ -282,3 +282,45 @@ export function queryFor(config: RunConfig, presetConfig: RunConfig, preset: str
   for (const c of configDiff(presetConfig, config)) params.set(c.path, JSON.stringify(c.to));
   return params.toString();
 }
+
+/** A slider paired with a number input: linear over [min, max], or log-spaced for rates. */
+export interface SliderScale {
+  min: number;
+  max: number;
+  log: boolean;
+}
+
+const LOG_SLIDERS: Record<string, [number, number]> = {
+  "rl.lr": [1e-6, 1e-1],
+  "sft.lr": [1e-5, 1],
+  "rl.kl.coef": [1e-4, 1],
+};
+
+export const SLIDER_STEPS = 1000;
+
+export function sliderScale(spec: FieldSpec): SliderScale | null {
+  if (spec.kind !== "number") return null;
+  const log = LOG_SLIDERS[spec.path];
+  if (log) return { min: log[0], max: log[1], log: true };
+  const { min, max } = spec.meta;
+  if (min === undefined || max === undefined || max - min > 1000) return null;
+  return { min, max, log: false };
+}
+
+/** Slider position (0..SLIDER_STEPS) of a value; values below a log scale's floor sit at 0. */
+export function toSlider(value: number, s: SliderScale): number {
+  const t = s.log
+    ? value <= s.min
+      ? 0
+      : Math.log(value / s.min) / Math.log(s.max / s.min)
+    : (value - s.min) / (s.max - s.min || 1);
+  return Math.round(Math.min(1, Math.max(0, t)) * SLIDER_STEPS);
+}
+
+/** The value at a slider position, rounded to 3 significant digits (log) or to the step. */
+export function fromSlider(pos: number, s: SliderScale, integer = false): number {
+  const t = Math.min(1, Math.max(0, pos / SLIDER_STEPS));
+  const v = s.log ? s.min * (s.max / s.min) ** t : s.min + t * (s.max - s.min);
+  if (integer) return Math.round(v);
+  return Number(v.toPrecision(3));
+}

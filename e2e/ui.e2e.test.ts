@@ -92,8 +92,7 @@ describe("lab UI", () => {
     if (Number(await fieldValue(page, "rl.kl.coef")) <= 0) await setField(page, "rl.kl.coef", "0.01");
     if ((await fieldValue(page, "filters.list")).trim() === "[]")
       await setField(page, "filters.list", '[{"name":"starpo-variance","options":{"p":0.75}}]');
-    const evalEvery = Number(await fieldValue(page, "task.eval_every"));
-    if (evalEvery === 0 || evalEvery > 2) await setField(page, "task.eval_every", "2");
+    if (Number(await fieldValue(page, "task.eval_every")) === 0) await setField(page, "task.eval_every", "4");
     if (Number(await fieldValue(page, "task.eval_size")) === 0) await setField(page, "task.eval_size", "16");
     await setField(page, "stop.max_steps", "40");
     expect(await page.getByTestId("config-errors").count()).toBe(0);
