@@ -1,6 +1,7 @@
-// ReMax in the trainer (ALGORITHMS §5): one greedy rollout per prompt, not trained, whose
-// reward is the baseline of that prompt's group: A = R − R(greedy) on every policy token.
-// Checked against a greedy decode of the same prompt by an identically initialised model.
+// Baselines that live outside one group, in the trainer: ReMax (ALGORITHMS §5), one greedy
+// rollout per prompt, not trained, whose reward is the group's baseline, A = R − R(greedy),
+// checked against a greedy decode by an identically initialised model; and REINFORCE with a
+// history baseline (§12), whose state carries from one step to the next.
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
 import { CpuModel } from "../model/cpu";
@@ -49,5 +50,33 @@ describe("ReMax greedy baseline", () => {
         expect(a).toBeCloseTo(s.mask[k] ? s.reward - b : 0, 9);
       });
     }
+  });
+});
+
+describe("reinforce-history in the trainer", () => {
+  it("step 0 uses its own batch mean; step 1 the mean reward of step 0", async () => {
+    const c = mergeConfig(defaultRunConfig(), {
+      seed: 4,
+      model: { layers: 1, d_model: 16, heads: 2, context: 96 },
+      rl: { advantage: "reinforce-history", prompts_per_step: 2, group_size: 2, epochs: 1, minibatches: 1 },
+      rewards: { terms: [], custom_js: "(x) => x.text.length / 10" },
+      sampling: { max_new_tokens: 16 },
+    });
+    const tr = new Trainer(c, {
+      policy: new CpuModel(modelConfigOf(c), undefined, c.seed),
+      task: runTaskOf(c),
+      sandbox,
+      clock: () => 0,
+    });
+    const s0 = (await tr.rlStep()).samples;
+    const s1 = (await tr.rlStep()).samples;
+    expect(s0).toHaveLength(4); // the whole batch (2 groups)
+    const mean0 = s0.reduce((a, s) => a + s.reward, 0) / s0.length;
+    const mean1 = s1.reduce((a, s) => a + s.reward, 0) / s1.length;
+    expect(mean1).not.toBeCloseTo(mean0, 6);
+    for (const s of s0)
+      s.advantages.forEach((a, k) => expect(a).toBeCloseTo(s.mask[k] ? s.reward - mean0 : 0, 9));
+    for (const s of s1)
+      s.advantages.forEach((a, k) => expect(a).toBeCloseTo(s.mask[k] ? s.reward - mean0 : 0, 9));
   });
 });
