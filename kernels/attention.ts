@@ -7,6 +7,12 @@ import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 const WG = 64;
 export const MAX_HEAD_SIZE = 128;
 
+/** The shader with its per-thread q/acc arrays sized for this head size (private memory is scarce). */
+function shader(C: number, NH: number): string {
+  const hs = Math.ceil(C / NH / 4) * 4;
+  return src.replace("const MAX_HS = 128u;", `const MAX_HS = ${Math.min(hs, MAX_HEAD_SIZE)}u;`);
+}
+
 function params(rt: Runtime, B: number, T: number, C: number, NH: number, mask: View | null, extra = 0) {
   const hs = C / NH;
   if (!Number.isInteger(hs) || hs > MAX_HEAD_SIZE)
@@ -39,7 +45,7 @@ export function attentionForward(
   NH: number,
 ) {
   const u = params(rt, B, T, C, NH, mask);
-  const pipe = rt.pipeline(src, "forward", { WG });
+  const pipe = rt.pipeline(shader(C, NH), "forward", { WG });
   rt.dispatch(
     rec,
     pipe,
@@ -72,13 +78,13 @@ export function attentionBackward(
   const m = mask ?? rt.dummy;
   rt.dispatch(
     rec,
-    rt.pipeline(src, "backward_query", { WG }),
+    rt.pipeline(shader(C, NH), "backward_query", { WG }),
     [dqkv, lse, qkv, m, dout, out, scratch, u],
     groups,
   );
   rt.dispatch(
     rec,
-    rt.pipeline(src, "backward_key", { WG }),
+    rt.pipeline(shader(C, NH), "backward_key", { WG }),
     [dqkv, lse, qkv, m, dout, null, scratch, u],
     groups,
   );
@@ -105,7 +111,7 @@ export function decodeAttention(
   qStride = 3 * C,
 ) {
   const u = params(rt, B, Tmax, C, NH, mask, qStride);
-  const pipe = rt.pipeline(src, "decode", { WG });
+  const pipe = rt.pipeline(shader(C, NH), "decode", { WG });
   rt.dispatch(rec, pipe, [out, q, kcache, vcache, lens, mask ?? rt.dummy, u], [Math.ceil((B * NH) / WG)]);
 }
 

@@ -1,5 +1,6 @@
 // Causal multi-head attention over qkv (B,T,3C) = [q | k | v] per token, head size hs <= MAX_HS.
-// One thread per (b, h, query) with an online (fused) softmax; lse (B,NH,T) is saved for backward,
+// One thread per (b, h, query) with an online (fused) softmax; attention.ts rewrites MAX_HS to the
+// head size so per-thread arrays are no larger than needed. lse (B,NH,T) is saved for backward,
 // which recomputes probabilities: one pass per query writes dq and D = dout·out, one pass per key
 // writes dk and dv, so every gradient element has a single writer (no atomics).
 // mask (B,T): 1 = real token; a query sees keys j <= t with mask 1. A query with no key gets 0
