@@ -74,9 +74,9 @@ describe("reinforce-history in the trainer", () => {
     const mean0 = s0.reduce((a, s) => a + s.reward, 0) / s0.length;
     const mean1 = s1.reduce((a, s) => a + s.reward, 0) / s1.length;
     expect(mean1).not.toBeCloseTo(mean0, 6);
-    for (const s of s0)
-      s.advantages.forEach((a, k) => expect(a).toBeCloseTo(s.mask[k] ? s.reward - mean0 : 0, 9));
-    for (const s of s1)
-      s.advantages.forEach((a, k) => expect(a).toBeCloseTo(s.mask[k] ? s.reward - mean0 : 0, 9));
+    for (const s of [...s0, ...s1])
+      s.advantages.forEach((a, k) => {
+        expect(a).toBeCloseTo(s.mask[k] ? s.reward - mean0 : 0, 9);
+      });
   });
 });
