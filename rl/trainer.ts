@@ -2,10 +2,18 @@
 // a task, and a sandbox. One RL step follows DESIGN.md's data flow: sample prompts (seeded),
 // roll out with tools, reward, filter (with refill), advantages, optional entropy shaping,
 // then epochs x minibatches of policy-loss updates, and one metrics row with verl's names.
+// Multi-turn environments (EnvTask: frozenlake, sokoban) run through rl/env-rollout.ts: a
+// prompt is a seed, the reward is the episode return, `correct` is success, each turn is a
+// GiGPO step row, and token-level estimators see turn-discounted token rewards
+// (rl.turn_gamma); rows add env/success_rate, env/steps_mean, env/return_mean,
+// env/invalid_rate. ReMax adds one greedy rollout per prompt as the group's baseline.
+// VAPO's value pretraining (valuePretrainStep) trains only the value head on Monte-Carlo
+// returns of the frozen policy and logs rows of phase "value_pretrain".
 // Every random choice derives from (config.seed, phase, step), so a run replays exactly and a
 // resumed run needs no saved RNG state. Config edits apply at the start of the next step.
 // The loop that drives it (pause, resume, stop rules) is rl/runner.ts.
-// Tested by rl/trainer.test.ts (CPU model) and the headless runs (cli/, e2e/).
+// Tested by rl/trainer.test.ts, rl/trainer-env.test.ts, rl/vapo.test.ts,
+// rl/baselines.test.ts, rl/registry-run.test.ts (CPU model) and the headless runs (cli/, e2e/).
 import { applyEdit, type ConfigEdit, type RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
 import { lossMask, promptTokens, render } from "../model/template";
