@@ -199,7 +199,8 @@ export class Trainer {
       ? env.sftDemos(rng, c.sft.batch, knobs as { thinkRate?: number })
       : (this.deps.task as Task).sftDemos(rng, c.sft.batch, knobs);
     const rows = demos.map((d) => {
-      const r = render(d.messages as Parameters<typeof render>[0], this.template);
+      // Environment episodes are always chatml turns (observation / action), as they roll out.
+      const r = render(d.messages as Parameters<typeof render>[0], env ? "chatml-turns" : this.template);
       return { ids: r.ids, mask: lossMask(r.roles) };
     });
     const { batch, index } = packSequences(
