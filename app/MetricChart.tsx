@@ -184,6 +184,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
           stroke: cssVar("--muted"),
           grid: { stroke: cssVar("--grid") },
           ticks: { stroke: cssVar("--grid") },
+          // Steps are integers: no 0.5 ticks.
+          incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
         },
         {
           stroke: cssVar("--muted"),
