@@ -1,6 +1,8 @@
 // Every run of the session: its colour, status, steps, what changed from the previous run
 // (a diff of leaf paths), final metrics; open (inspector, try), overlay on the charts
 // (compare), delete.
+import { useEffect } from "react";
+import { deleteStoredRun, exportStoredRun, openStoredRun, refreshStoredRuns } from "./bridge";
 import { fmtNum } from "./chartData";
 import { formatDiff } from "./configModel";
 import { deleteRun, lastValues, useLab } from "./store";
@@ -8,6 +10,17 @@ import { deleteRun, lastValues, useLab } from "./store";
 const FINAL_KEYS = ["reward/mean", "acc/mean", "val/acc", "tool/success_rate"];
 
 export function RunsList() {
+  return (
+    <section className="runs" aria-label="Runs">
+      <h3>This session</h3>
+      <SessionRuns />
+      <h3>Stored in this browser</h3>
+      <StoredRuns />
+    </section>
+  );
+}
+
+function SessionRuns() {
   const runs = useLab((s) => s.runs);
   const openId = useLab((s) => s.openId);
   if (runs.length === 0) return <div className="panel-empty">No runs yet in this session.</div>;
@@ -32,7 +45,7 @@ export function RunsList() {
           return (
             <tr key={r.id} data-testid="run-row" className={r.id === openId ? "open" : ""}>
               <td>
-                <span className="swatch" style={{ background: r.color }} /> #{r.n}{" "}
+                <span className="swatch" style={{ background: r.color }} /> {r.label ?? `#${r.n}`}{" "}
                 <span className="muted">
                   {r.config.rl.advantage} · {r.config.task.name} · seed {r.config.seed}
                 </span>
@@ -82,6 +95,73 @@ export function RunsList() {
             </tr>
           );
         })}
+      </tbody>
+    </table>
+  );
+}
+
+function StoredRuns() {
+  const stored = useLab((s) => s.stored);
+  const runs = useLab((s) => s.runs);
+  // Refresh when the list opens and whenever a session run changes phase (a run ends, starts).
+  const phases = runs.map((r) => r.phase).join(",");
+  // biome-ignore lint/correctness/useExhaustiveDependencies: phases is the trigger
+  useEffect(() => {
+    void refreshStoredRuns();
+  }, [phases]);
+  if (stored.length === 0) return <div className="panel-empty">No stored runs.</div>;
+  return (
+    <table className="runs-list" data-testid="stored-runs">
+      <thead>
+        <tr>
+          <th>Run</th>
+          <th>Status</th>
+          <th>Step</th>
+          <th>Updated</th>
+          {FINAL_KEYS.map((k) => (
+            <th key={k}>{k}</th>
+          ))}
+          <th />
+        </tr>
+      </thead>
+      <tbody>
+        {stored.map((r) => (
+          <tr key={r.id} data-testid="stored-run">
+            <td>
+              {r.name} <span className="muted">{r.source !== "local" ? `(${r.source})` : ""}</span>
+            </td>
+            <td>{r.status}</td>
+            <td>{r.summary.step ?? "–"}</td>
+            <td>{new Date(r.updatedAt).toLocaleString()}</td>
+            {FINAL_KEYS.map((k) => (
+              <td key={k}>{r.summary.metrics[k] === undefined ? "–" : fmtNum(r.summary.metrics[k])}</td>
+            ))}
+            <td className="run-actions">
+              <button
+                type="button"
+                onClick={() => void openStoredRun(r.id)}
+                title="Load into the charts and inspector"
+              >
+                Open
+              </button>
+              <button
+                type="button"
+                onClick={() => void exportStoredRun(r.id, r.name)}
+                title="Download as a bundle file"
+              >
+                Export
+              </button>
+              <button
+                type="button"
+                disabled={r.status === "running"}
+                onClick={() => void deleteStoredRun(r.id)}
+                title="Delete from this browser"
+              >
+                Delete
+              </button>
+            </td>
+          </tr>
+        ))}
       </tbody>
     </table>
   );

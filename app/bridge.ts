@@ -8,6 +8,7 @@ import type { RewardTestResult, RunListener, SampleRecord, TryResult } from "../
 import { getTrainer } from "./engine";
 import {
   activeRun,
+  addLoadedRun,
   addRun,
   applyIncoming,
   type Incoming,
@@ -92,8 +93,10 @@ export async function startRun(config: RunConfig, opts: { paused?: boolean } = {
     },
   };
   try {
+    const st = useLab.getState();
+    const n = st.runs.find((r) => r.id === localId)?.n ?? 0;
     const { runId } = await getTrainer().start(
-      { config: v.config, fast: useLab.getState().fast, paused: opts.paused },
+      { config: v.config, fast: st.fast, paused: opts.paused, name: `#${n} ${st.preset ?? "custom"}` },
       Comlink.proxy(listener),
     );
     useLab.setState((s) => setWorkerId(s, localId, runId));
@@ -175,4 +178,48 @@ export async function testReward(source: string, sample: SampleRecord): Promise<
 export function liveValue(path: string): unknown {
   const run = activeRun(useLab.getState());
   return run ? getPath(run.liveConfig, path) : undefined;
+}
+
+// ---- stored runs (IndexedDB in the worker) ----
+
+export async function refreshStoredRuns(): Promise<void> {
+  try {
+    const stored = await getTrainer().listRuns();
+    useLab.setState({ stored });
+  } catch (err) {
+    report(new Error(`Stored runs unavailable: ${message(err)}`));
+  }
+}
+
+export async function openStoredRun(runId: string): Promise<void> {
+  try {
+    const loaded = await getTrainer().loadRun(runId);
+    useLab.setState((s) => addLoadedRun(s, loaded));
+  } catch (err) {
+    report(err);
+  }
+}
+
+export async function deleteStoredRun(runId: string): Promise<void> {
+  try {
+    await getTrainer().deleteRun(runId);
+  } catch (err) {
+    report(err);
+  }
+  await refreshStoredRuns();
+}
+
+/** Downloads a stored run as a bundle file. */
+export async function exportStoredRun(runId: string, name: string): Promise<void> {
+  try {
+    const bytes = await getTrainer().exportBundle(runId, false);
+    const url = URL.createObjectURL(new Blob([bytes as BlobPart], { type: "application/gzip" }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = `${name.replace(/[^\w.-]+/g, "_")}.run.json.gz`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  } catch (err) {
+    report(err);
+  }
 }

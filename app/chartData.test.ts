@@ -7,6 +7,7 @@ import { buildChartData, CHARTS, chartMarkers, editLabel, fmtNum } from "./chart
 import { debiasedEma } from "./smoothing";
 import {
   activeRun,
+  addLoadedRun,
   addRun,
   applyIncoming,
   initialState,
@@ -209,5 +210,44 @@ describe("store: incoming rows, events and samples", () => {
     for (let i = 3; i <= 8; i++) s = { ...s, ...addRun(s, `r${i}`, defaultRunConfig()) };
     expect(s.runs.filter((r) => r.visible).length).toBe(6);
     expect(s.runs[0].visible).toBe(false);
+  });
+
+  it("opens a stored run with its rows, samples and edit markers, without taking over the controls", () => {
+    const s = withRun();
+    const config = defaultRunConfig();
+    const next = {
+      ...s,
+      ...addLoadedRun(s, {
+        run: {
+          id: "old",
+          name: "yesterday",
+          config,
+          createdAt: 0,
+          updatedAt: 0,
+          status: "done",
+          source: "local",
+          summary: { rows: 2, metrics: {} },
+        },
+        edits: [],
+        rows: [rl(0, { "reward/mean": 0.1 }), rl(1, { "reward/mean": 0.4 })],
+        samples: [sample(0), sample(0), sample(1)],
+        events: [
+          {
+            step: 1,
+            phase: "rl",
+            kind: "edit",
+            message: "",
+            edit: { step: 1, path: "rl.kl.coef", value: 0.1 },
+          },
+        ],
+      }),
+    };
+    expect(next.activeId).toBe("r1");
+    expect(next.openId).toBe("stored:old");
+    const run = next.runs.find((r) => r.id === "stored:old")!;
+    expect(run).toMatchObject({ workerId: "old", label: "yesterday", phase: "done" });
+    expect(run.rows).toHaveLength(2);
+    expect(run.samples.get("rl:0")).toHaveLength(2);
+    expect(run.markers.map((m) => m.label)).toEqual(["kl_coef 0→0.1"]);
   });
 });

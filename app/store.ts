@@ -5,7 +5,15 @@
 // worker; components read this store and call the bridge's actions.
 import { create } from "zustand";
 import { defaultRunConfig, getPath, type RunConfig, setPath } from "../config";
-import type { MetricsRow, RunEvent, RunPhase, RunProgress, SampleRecord } from "../workers/api";
+import type {
+  LoadedRun,
+  MetricsRow,
+  RunEvent,
+  RunPhase,
+  RunProgress,
+  SampleRecord,
+  StoredRun,
+} from "../workers/api";
 import { editLabel, type Marker } from "./chartData";
 import { type ConfigChange, configDiff, type FormState } from "./configModel";
 import type { Overlay, SampleFilter } from "./tokenModel";
@@ -31,6 +39,8 @@ export interface RunRecord {
   workerId: string | null;
   /** Order in the session (1, 2, ...) for labels. */
   n: number;
+  /** A stored run's name; null for runs started in this session. */
+  label: string | null;
   color: string;
   config: RunConfig;
   /** The live config: the start config plus applied edits. */
@@ -49,6 +59,8 @@ export interface RunRecord {
 
 export interface RunsSlice {
   runs: RunRecord[];
+  /** Runs kept in the browser's storage (IndexedDB), as the worker lists them. */
+  stored: StoredRun[];
   /** The run the controls drive (the last started), and the run the inspector shows. */
   activeId: string | null;
   openId: string | null;
@@ -87,6 +99,7 @@ export function initialState(): LabState {
   const config = defaultRunConfig();
   return {
     runs: [],
+    stored: [],
     activeId: null,
     openId: null,
     form: { config, pending: {} },
@@ -116,6 +129,7 @@ export function addRun(s: LabState, id: string, config: RunConfig): Partial<LabS
   const run: RunRecord = {
     id,
     workerId: null,
+    label: null,
     n,
     color: RUN_COLORS[(n - 1) % RUN_COLORS.length],
     config,
@@ -223,6 +237,33 @@ export function applyIncoming(s: LabState, id: string, inc: Incoming): Partial<L
 
 export function setRunPhase(s: LabState, id: string, phase: RunPhase, error?: string): Partial<LabState> {
   return updateRun(s, id, (r) => ({ ...r, phase, error: error ?? r.error }));
+}
+
+/** A stored run opened into the session: its rows, samples and markers, not the active run. */
+export function addLoadedRun(s: LabState, loaded: LoadedRun): Partial<LabState> {
+  const id = `stored:${loaded.run.id}`;
+  const without = { ...s, runs: s.runs.filter((r) => r.id !== id) };
+  const activeId = s.activeId;
+  let next: LabState = { ...without, ...addRun(without, id, loaded.run.config) };
+  const byStep = new Map<number, SampleRecord[]>();
+  for (const x of loaded.samples) byStep.set(x.step, [...(byStep.get(x.step) ?? []), x]);
+  next = {
+    ...next,
+    ...applyIncoming(next, id, {
+      rows: loaded.rows,
+      samples: [...byStep.values()],
+      events: loaded.events,
+      progress: null,
+    }),
+  };
+  const phase: RunPhase = loaded.run.status === "error" ? "error" : "done";
+  return {
+    runs: next.runs.map((r) =>
+      r.id === id ? { ...r, workerId: loaded.run.id, phase, label: loaded.run.name } : r,
+    ),
+    activeId,
+    openId: id,
+  };
 }
 
 export function setWorkerId(s: LabState, id: string, workerId: string): Partial<LabState> {
