@@ -5,8 +5,19 @@ import type { ConfigEdit, RunConfig } from "../config";
 import type { AdapterSummary } from "../kernels/device";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import type { SmokeReport } from "../sandbox/smoke";
+import type { LoadedRun, StorageUsage, RunMeta as StoredRun } from "./store";
 
-export type { AdapterSummary, ConfigEdit, MetricsRow, RunConfig, SampleRecord, SmokeReport };
+export type {
+  AdapterSummary,
+  ConfigEdit,
+  LoadedRun,
+  MetricsRow,
+  RunConfig,
+  SampleRecord,
+  SmokeReport,
+  StorageUsage,
+  StoredRun,
+};
 
 /** What the trainer worker reports about WebGPU: the adapter, or why there is none. */
 export type GpuStatus =
@@ -52,6 +63,10 @@ export interface StartOptions {
   /** A new run from this config, or an existing run id to resume from its last checkpoint. */
   config?: RunConfig;
   resumeRunId?: string;
+  /** Shown in the runs list. */
+  name?: string;
+  /** Where the config came from. */
+  source?: "local" | "link" | "bundle";
   /** Edits to replay at their steps (a share link's replay). */
   edits?: ConfigEdit[];
   /** Train without pushing samples (fast mode); rows still arrive. */
@@ -93,6 +108,18 @@ export interface TrainerApi {
   ): Promise<TryResult>;
   /** Runs a JS reward function in the sandbox on one sampled trajectory. */
   testReward(source: string, sample: SampleRecord): Promise<RewardTestResult>;
+  /** Stored runs (IndexedDB), newest first where the store orders them so. */
+  listRuns(): Promise<StoredRun[]>;
+  /** A stored run's config, edits, rows, samples and events. */
+  loadRun(runId: string): Promise<LoadedRun>;
+  deleteRun(runId: string): Promise<void>;
+  /** A stored run as one file (gzip JSON; weights as safetensors inside when asked). */
+  exportBundle(runId: string, weights?: boolean): Promise<Uint8Array>;
+  /** Stores a bundle file as a run (read-only); a bad file is an error naming what is wrong. */
+  importBundle(bytes: Uint8Array): Promise<StoredRun>;
+  storageUsage(): Promise<StorageUsage | null>;
+  /** Destroys the GPU device (testing device loss: the run resumes from its last checkpoint). */
+  loseDevice(): Promise<void>;
   /** Checks the worker's sandbox pool (tools, limits, hard kill) and measures calls/s. */
   sandboxSmoke(calls?: number): Promise<SmokeReport>;
 }

@@ -3,38 +3,45 @@
 // model/, kernels/ and sandbox/. Files named by a config (init checkpoints) are fetched from
 // the app's public folder.
 import * as Comlink from "comlink";
-import type { RunConfig } from "../config";
+import { applyEdits, type ConfigEdit, type RunConfig } from "../config";
 import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kernels/device";
 import type { PolicyModel } from "../model/api";
+import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
 import { GpuModel } from "../model/gpu";
 import { promptTokens } from "../model/template";
 import { decode } from "../model/tokenizer";
+import { decodeBundle, encodeBundle } from "../rl/bundle";
 import { parseAnswer } from "../rl/parse";
 import { rewardInput, runCustomReward } from "../rl/rewards";
 import { rollout } from "../rl/rollout";
 import { RunLoop } from "../rl/runner";
 import { createTrainer } from "../rl/session";
-import { taskOf } from "../rl/setup";
+import { runTaskOf } from "../rl/setup";
 import { makeToolProtocol } from "../rl/tools";
 import type { SampleRecord, Trainer } from "../rl/trainer";
 import type { SandboxPool } from "../sandbox/pool";
 import { createBrowserSandboxPool } from "../sandbox/pool-browser";
 import { sandboxSmoke } from "../sandbox/smoke";
+import { isEnvTask } from "../tasks/types";
 import type {
   GpuStatus,
   RewardTestResult,
   RunListener,
   RunProgress,
   StartOptions,
+  StoredRun,
   TrainerApi,
   TryResult,
 } from "./api";
+import { openRunStore, type RunStore, StorageFullError } from "./store";
 
 let gpu: Promise<Gpu> | undefined;
 let sandbox: SandboxPool | undefined;
 
 interface ActiveRun {
   id: string;
+  /** Set while the run is being stopped on purpose or rebuilt after a device loss. */
+  retiring?: boolean;
   config: RunConfig;
   trainer: Trainer;
   loop: RunLoop;
@@ -44,13 +51,56 @@ interface ActiveRun {
   fast: boolean;
 }
 let run: ActiveRun | undefined;
+let storePromise: Promise<RunStore | undefined> | undefined;
+
+/** The IndexedDB run store; undefined (runs are not persisted) where IndexedDB is unavailable. */
+function getStore(): Promise<RunStore | undefined> {
+  if (!storePromise) storePromise = openRunStore().catch(() => undefined);
+  return storePromise;
+}
 
 function getGpu(): Promise<Gpu> {
-  gpu ??= createGpu(browserGpu()).catch((err) => {
-    gpu = undefined;
-    throw err;
-  });
+  if (!gpu) {
+    const made = createGpu(browserGpu());
+    gpu = made;
+    made.then(
+      (g) => {
+        g.device.lost.then((info) => {
+          if (gpu === made) gpu = undefined;
+          void recoverFromDeviceLoss(info.message || info.reason);
+        });
+      },
+      () => {
+        if (gpu === made) gpu = undefined;
+      },
+    );
+  }
   return gpu;
+}
+
+// device.lost: the run pauses, a new device is made, the last checkpoint is loaded and the
+// run continues (DESIGN.md). Rows after that checkpoint are recomputed.
+async function recoverFromDeviceLoss(reason: string): Promise<void> {
+  const r = run;
+  if (!r || r.retiring || r.loop.phase === "done" || r.loop.phase === "error") return;
+  r.retiring = true;
+  r.loop.stop();
+  r.listener.event({
+    step: r.trainer.rlStepIndex,
+    phase: r.loop.phase,
+    kind: "info",
+    message: `GPU device lost (${reason}); resuming from the last checkpoint`,
+  });
+  try {
+    await startRun({ resumeRunId: r.id, fast: r.fast }, r.listener);
+  } catch (err) {
+    r.listener.event({
+      step: 0,
+      phase: "error",
+      kind: "error",
+      message: `could not resume after device loss: ${(err as Error).message}`,
+    });
+  }
 }
 
 function getSandbox(): SandboxPool {
@@ -65,6 +115,11 @@ async function fetchFile(path: string): Promise<Uint8Array> {
   return new Uint8Array(await res.arrayBuffer());
 }
 
+function toolsOf(c: RunConfig) {
+  const t = runTaskOf(c);
+  return isEnvTask(t) ? [] : t.tools;
+}
+
 function newRunId(): string {
   return `run-${new Date()
     .toISOString()
@@ -75,6 +130,168 @@ function newRunId(): string {
 function pushProgress(r: ActiveRun, patch: Partial<RunProgress>): void {
   r.progress = { ...r.progress, ...patch, elapsed: (performance.now() - r.startedAt) / 1000 };
   r.listener.progress(r.progress);
+}
+
+/** A new run from options.config, or a stored run resumed from its last checkpoint. */
+async function startRun(options: StartOptions, listener: RunListener): Promise<{ runId: string }> {
+  if (run && run.loop.phase !== "done" && run.loop.phase !== "error") {
+    run.retiring = true;
+    run.loop.stop();
+  }
+  const store = await getStore();
+  let config: RunConfig;
+  let id: string;
+  let replay: ConfigEdit[] = options.edits ?? [];
+  let resume: { phase: "sft" | "value_pretrain" | "rl"; step: number; bytes: Uint8Array } | undefined;
+  if (options.resumeRunId) {
+    if (!store) throw new Error("cannot resume: this browser gives the lab no IndexedDB storage");
+    const stored = await store.getRun(options.resumeRunId);
+    if (!stored) throw new Error(`no stored run ${options.resumeRunId}`);
+    id = stored.id;
+    const ck = await store.latestCheckpoint(id);
+    await store.truncateAfter(id, ck?.phase ?? "sft", ck?.step ?? 0);
+    const loaded = await store.loadRun(id);
+    const edits = loaded?.edits ?? [];
+    const doneRl = ck?.phase === "rl" ? ck.step : 0;
+    const applied = applyEdits(
+      stored.config,
+      edits.filter((e) => e.step < doneRl),
+    );
+    if (!applied.ok) throw new Error(`cannot resume ${id}: ${applied.error}`);
+    config = applied.config;
+    replay = edits.filter((e) => e.step >= doneRl);
+    if (ck) resume = { phase: ck.phase, step: ck.step, bytes: ck.bytes };
+    // The kept rows, samples and events go back to the UI before training continues.
+    for (const row of loaded?.rows ?? []) listener.row(row);
+    if (loaded?.samples.length) listener.samples(loaded.samples);
+    for (const e of loaded?.events ?? []) listener.event(e);
+    await store.updateRun(id, { status: "running" });
+  } else {
+    if (!options.config) throw new Error("start() needs a config or a run to resume");
+    config = options.config;
+    id = newRunId();
+    await store?.createRun({ id, name: options.name ?? "run", config, source: options.source ?? "local" });
+  }
+  const { device } = await getGpu();
+  const startedAt = performance.now();
+  let current: ActiveRun | undefined;
+  const persist = (what: Promise<void> | undefined) =>
+    what?.catch((err: Error) => {
+      if (err instanceof StorageFullError) current?.loop.pause();
+      listener.event({
+        step: current?.trainer.rlStepIndex ?? 0,
+        phase: "storage",
+        kind: "error",
+        message: err.message,
+      });
+    });
+  const trainer = await createTrainer(config, {
+    makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
+    sandbox: getSandbox(),
+    readFile: fetchFile,
+    onActivity: (activity) => {
+      if (current) pushProgress(current, { activity });
+    },
+  });
+  if (resume) {
+    const ck = loadCheckpoint(resume.bytes);
+    await trainer.policy.setWeights(ck.weights);
+    if (ck.optimizer) await trainer.policy.setOptimizerState(ck.optimizer);
+    if (resume.phase === "rl") {
+      trainer.sftStepIndex = config.sft.steps;
+      trainer.rlStepIndex = resume.step;
+    } else {
+      trainer.sftStepIndex = resume.step;
+    }
+  }
+  const sftTotal = Math.max(0, config.sft.steps - trainer.sftStepIndex);
+  let stepTimes: number[] = [];
+  let lastStepAt = performance.now();
+  // Replayed edits apply at the start of the RL step they were made at (as when recorded).
+  for (const e of replay.filter((x) => x.step <= trainer.rlStepIndex)) trainer.applyEdit(e);
+  const loop = new RunLoop(trainer, {
+    row(row) {
+      listener.row(row);
+      void persist(store?.appendRow(id, row));
+      if (row.phase === "rl")
+        for (const e of replay.filter((x) => x.step === row.step + 1)) loop.edit(e.path, e.value);
+      const now = performance.now();
+      stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
+      lastStepAt = now;
+      if (!current) return;
+      const total = sftTotal + config.stop.max_steps;
+      const done =
+        row.phase === "sft" ? row.step + 1 - (config.sft.steps - sftTotal) : sftTotal + row.step + 1;
+      const per = stepTimes.reduce((a, b) => a + b, 0) / stepTimes.length;
+      pushProgress(current, {
+        step: row.step + 1,
+        total: row.phase === "sft" ? config.sft.steps : config.stop.max_steps,
+        eta: Math.max(0, (total - done) * per),
+        tokensPerS:
+          typeof row["perf/tokens_per_s"] === "number"
+            ? row["perf/tokens_per_s"]
+            : current.progress.tokensPerS,
+      });
+    },
+    samples(samples) {
+      void persist(store?.appendSamples(id, samples));
+      if (!current?.fast) listener.samples(samples);
+    },
+    event(e) {
+      if (current?.retiring && (e.kind === "error" || e.kind === "stopped")) return;
+      listener.event(e);
+      void persist(store?.appendEvent(id, e));
+      if (e.kind === "edit" && e.edit) void persist(store?.appendEdit(id, e.edit));
+    },
+    phase(phase) {
+      if (!current || current.retiring) return;
+      pushProgress(current, {
+        phase,
+        activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
+      });
+      const status =
+        phase === "paused" ? "paused" : phase === "done" ? "done" : phase === "error" ? "error" : "running";
+      void persist(store?.updateRun(id, { status }));
+    },
+    async checkpoint(info) {
+      const every = config.checkpoint_every;
+      if (!store || !(info.phase === "sft" || (every > 0 && info.step % every === 0))) return;
+      const p = trainer.policy;
+      const bytes = saveCheckpoint({
+        config: p.config,
+        weights: await p.getWeights(),
+        optimizer: await p.getOptimizerState(),
+      });
+      await persist(store.saveCheckpoint(id, { phase: info.phase, step: info.step, bytes }));
+    },
+  });
+  current = {
+    id,
+    config,
+    trainer,
+    loop,
+    listener,
+    startedAt,
+    fast: options.fast ?? false,
+    progress: {
+      runId: id,
+      phase: "loading",
+      step: 0,
+      total: sftTotal || config.stop.max_steps,
+      elapsed: 0,
+      eta: 0,
+      tokensPerS: 0,
+      activity: "idle",
+    },
+  };
+  run = current;
+  if (options.paused) loop.pause();
+  const mine = current;
+  loop.run().catch((err: Error) => {
+    if (!mine.retiring)
+      listener.event({ step: trainer.rlStepIndex, phase: "error", kind: "error", message: err.message });
+  });
+  return { runId: id };
 }
 
 const api: TrainerApi = {
@@ -88,89 +305,8 @@ const api: TrainerApi = {
     }
   },
 
-  async start(options: StartOptions, listener: RunListener) {
-    if (run && run.loop.phase !== "done" && run.loop.phase !== "error") run.loop.stop();
-    const config = options.config;
-    if (!config) throw new Error("start() needs a config (resuming a stored run is not available yet)");
-    const { device } = await getGpu();
-    const id = newRunId();
-    const startedAt = performance.now();
-    let current: ActiveRun | undefined;
-    const trainer = await createTrainer(config, {
-      makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
-      sandbox: getSandbox(),
-      readFile: fetchFile,
-      onActivity: (activity) => {
-        if (current) pushProgress(current, { activity });
-      },
-    });
-    const sftTotal = Math.max(0, config.sft.steps - trainer.sftStepIndex);
-    let stepTimes: number[] = [];
-    let lastStepAt = performance.now();
-    const loop = new RunLoop(trainer, {
-      row(row) {
-        listener.row(row);
-        if (row.phase === "rl")
-          for (const e of replay.filter((x) => x.step === row.step + 1)) loop.edit(e.path, e.value);
-        const now = performance.now();
-        stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
-        lastStepAt = now;
-        if (!current) return;
-        const done = row.phase === "sft" ? row.step + 1 : sftTotal + row.step + 1;
-        const total = sftTotal + config.stop.max_steps;
-        const per = stepTimes.reduce((a, b) => a + b, 0) / stepTimes.length;
-        pushProgress(current, {
-          step: row.phase === "sft" ? row.step + 1 : row.step + 1,
-          total: row.phase === "sft" ? sftTotal : config.stop.max_steps,
-          eta: Math.max(0, (total - done) * per),
-          tokensPerS:
-            typeof row["perf/tokens_per_s"] === "number"
-              ? row["perf/tokens_per_s"]
-              : current.progress.tokensPerS,
-        });
-      },
-      samples(samples) {
-        if (!current?.fast) listener.samples(samples);
-      },
-      event(e) {
-        listener.event(e);
-      },
-      phase(phase) {
-        if (current)
-          pushProgress(current, {
-            phase,
-            activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
-          });
-      },
-    });
-    current = {
-      id,
-      config,
-      trainer,
-      loop,
-      listener,
-      startedAt,
-      fast: options.fast ?? false,
-      progress: {
-        runId: id,
-        phase: "loading",
-        step: 0,
-        total: sftTotal || config.stop.max_steps,
-        elapsed: 0,
-        eta: 0,
-        tokensPerS: 0,
-        activity: "idle",
-      },
-    };
-    run = current;
-    // Replayed edits apply at the start of the RL step they were made at (as when recorded).
-    const replay = options.edits ?? [];
-    for (const e of replay.filter((x) => x.step === 0)) trainer.applyEdit(e);
-    if (options.paused) loop.pause();
-    loop.run().catch((err: Error) => {
-      listener.event({ step: trainer.rlStepIndex, phase: "error", kind: "error", message: err.message });
-    });
-    return { runId: id };
+  start(options: StartOptions, listener: RunListener) {
+    return startRun(options, listener);
   },
 
   async pause() {
@@ -215,7 +351,7 @@ const api: TrainerApi = {
           maxToolResponseChars: c.limits.max_tool_response_chars,
           overLimitNotice: "",
         },
-        tools: makeToolProtocol(taskOf(c).tools, getSandbox(), {
+        tools: makeToolProtocol(toolsOf(c), getSandbox(), {
           timeoutS: c.limits.tool_timeout_s,
           memoryMB: c.limits.memory_mb,
         }),
@@ -267,6 +403,41 @@ const api: TrainerApi = {
       timeoutS: c?.limits.tool_timeout_s ?? 1,
       memoryMB: c?.limits.memory_mb ?? 16,
     });
+  },
+
+  async listRuns(): Promise<StoredRun[]> {
+    const store = await getStore();
+    return (await store?.listRuns()) ?? [];
+  },
+  async loadRun(runId: string) {
+    const store = await getStore();
+    const r = await store?.loadRun(runId);
+    if (!r) throw new Error(`no stored run ${runId}`);
+    return r;
+  },
+  async deleteRun(runId: string) {
+    if (run?.id === runId) throw new Error("stop the run before deleting it");
+    await (await getStore())?.deleteRun(runId);
+  },
+  async exportBundle(runId: string, weights = true) {
+    const store = await getStore();
+    const data = await store?.exportRun(runId, { weights });
+    if (!data) throw new Error(`no stored run ${runId}`);
+    return encodeBundle(data);
+  },
+  async importBundle(bytes: Uint8Array) {
+    const r = await decodeBundle(bytes);
+    if (!r.ok) throw new Error(`not a run bundle: ${r.error}`);
+    const store = await getStore();
+    if (!store) throw new Error("this browser gives the lab no IndexedDB storage to import into");
+    return store.importRun(r.run, "bundle");
+  },
+  async storageUsage() {
+    return (await (await getStore())?.usage()) ?? null;
+  },
+  async loseDevice() {
+    const g = await gpu;
+    g?.device.destroy();
   },
 
   sandboxSmoke(calls?: number) {
