@@ -16,7 +16,7 @@ import {
   type Marker,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
-import { openRun, useLab } from "./store";
+import { openRun, type RunRecord, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
 
@@ -99,7 +99,12 @@ function placeMarkers(u: uPlot, markers: readonly Marker[], layer: HTMLDivElemen
 }
 
 export function MetricChart({ def }: { def: ChartDef }) {
-  const runs = useLab((s) => s.runs);
+  // In fast mode the charts hold the runs they last drew: no data work per incoming row.
+  const frozen = useRef<RunRecord[]>([]);
+  const runs = useLab((s) => {
+    if (!s.fast) frozen.current = s.runs;
+    return frozen.current;
+  });
   const activeId = useLab((s) => s.activeId);
   const smoothing = useLab((s) => s.smoothing);
   const log = useLab((s) => !!s.logScale[def.id]);

@@ -63,6 +63,8 @@ describe("inspectorTokens", () => {
     expect(tool.map((t) => t.text).join("")).toBe("<tool_response>6</tool_response>");
     expect(policy.map((t) => t.text).join("")).toBe("<tool_call>2*3</tool_call><answer>6</answer>");
     expect(tool.every((t) => t.mask === 0 && t.toolCall === 0)).toBe(true);
+    expect(tool.every((t) => t.logprob === null && t.entropy === null && t.advantage === null)).toBe(true);
+    expect(policy.every((t) => t.logprob !== null && t.advantage !== null)).toBe(true);
     expect(prompt.every((t) => t.mask === 0)).toBe(true);
     expect(policy.every((t) => t.mask === 1)).toBe(true);
     expect(

@@ -66,9 +66,10 @@ export function inspectorTokens(s: SampleRecord): InspectorToken[] {
       role,
       mask: trained && id !== PAD_ID ? 1 : 0,
       postTool: s.postTool[i] === 1,
-      logprob: at(s.logprobs, i),
-      entropy: at(s.entropy, i),
-      advantage: at(s.advantages, i),
+      // Inserted tokens were not sampled: their per-token numbers mean nothing.
+      logprob: role === "policy" ? at(s.logprobs, i) : null,
+      entropy: role === "policy" ? at(s.entropy, i) : null,
+      advantage: role === "policy" ? at(s.advantages, i) : null,
       toolCall: call,
     });
   });

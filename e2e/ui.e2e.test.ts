@@ -111,10 +111,13 @@ describe("lab UI", () => {
       .poll(() => page.getByTestId("config-errors").textContent())
       .toContain("rl.clip_eps_low: must be <= 1");
     await page.locator('[data-field="rl.clip_eps_low"] [data-testid="field-error"]').waitFor();
+    await page.getByTestId("config-panel").evaluate((el) => {
+      el.scrollTop = 0;
+    });
+    await page.getByTestId("config-panel").screenshot({ path: "e2e/artifacts/ui-config.png" });
+    await page.screenshot({ path: "docs/screenshots/config-panel.png" });
     await setField(page, "rl.clip_eps_low", "0.2");
     await expect.poll(() => page.getByTestId("config-errors").count()).toBe(0);
-    await page.locator('[data-testid="config-panel"]').screenshot({ path: "e2e/artifacts/ui-config.png" });
-    await page.screenshot({ path: "docs/screenshots/config-panel.png" });
 
     // Start; every chart receives points.
     await page.getByTestId("start").click();
@@ -155,6 +158,9 @@ describe("lab UI", () => {
     for (const id of RL_CHARTS) {
       expect(Number(await page.getByTestId(`chart-${id}`).getAttribute("data-markers"))).toBeGreaterThan(0);
     }
+    await page.getByTestId("config-panel").evaluate((el) => {
+      el.scrollTop = 0;
+    });
     await page.getByTestId("chart-reward").scrollIntoViewIfNeeded();
     await page.screenshot({ path: "e2e/artifacts/ui-main.png" });
     await page.screenshot({ path: "docs/screenshots/main.png" });
