@@ -120,6 +120,7 @@ describe("diffs and URL state", () => {
     expect(d.map((x) => x.path)).toEqual(["rl.kl.coef", "rl.lr", "filters.list"]);
     expect(formatDiff(d, 2)).toBe("rl.kl.coef 0→0.05, rl.lr 0.0003→0.001, +1 more");
     expect(formatDiff([])).toBe("—");
+    expect(formatDiff([{ path: "seed", from: 1234, to: 1235 }])).toBe("seed 1234→1235");
   });
 
   it("round-trips a config through the query, holding only differences", () => {

@@ -207,7 +207,7 @@ export function configDiff(a: unknown, b: unknown): ConfigChange[] {
 }
 
 function short(v: unknown): string {
-  if (typeof v === "number") return String(Number(v.toPrecision(3)));
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(3)));
   const s = JSON.stringify(v) ?? "undefined";
   return s.length > 18 ? `${s.slice(0, 16)}…` : s;
 }

@@ -225,10 +225,18 @@ describe("lab UI", () => {
     expect(await phase(page)).not.toBe("error");
     expect(await page.getByTestId("app-error").count()).toBe(0);
 
-    // Stop; the run is listed with its final metrics.
-    await page.getByTestId("stop").click();
+    // A restart knob while the run goes: "New changes → restart", confirmed, starts run #2.
+    const seed = Number(await fieldValue(page, "seed"));
+    await setField(page, "seed", String(seed + 1));
+    await page.getByTestId("restart-run").click();
+    await page.getByTestId("restart-confirm").click();
     await page.getByTestId("tab-runs").click();
-    await page.getByTestId("run-row").first().waitFor();
+    await waitFor(async () => (await page.getByTestId("run-row").count()) === 2, 60_000, "the second run");
+    // Newest first: run #2's Changes column names the seed (and the live edits run #1 took).
+    expect(await page.getByTestId("run-row").first().locator(".diff").textContent()).toContain(
+      `seed ${seed}→${seed + 1}`,
+    );
+    await page.getByTestId("stop").click();
     await page.screenshot({ path: "e2e/artifacts/ui-runs.png" });
     expect(pageErrors).toEqual([]);
   }, 1_500_000);
