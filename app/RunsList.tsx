@@ -1,8 +1,17 @@
 // Every run of the session: its colour, status, steps, what changed from the previous run
 // (a diff of leaf paths), final metrics; open (inspector, try), overlay on the charts
 // (compare), delete.
-import { useEffect } from "react";
-import { deleteStoredRun, exportStoredRun, openStoredRun, refreshStoredRuns } from "./bridge";
+import { useEffect, useState } from "react";
+import type { StoredRun } from "../workers/api";
+import {
+  deleteStoredRun,
+  exportStoredRun,
+  importBundleFile,
+  openStoredRun,
+  refreshStoredRuns,
+  resumeStoredRun,
+  storageUsage,
+} from "./bridge";
 import { fmtNum } from "./chartData";
 import { formatDiff } from "./configModel";
 import { deleteRun, lastValues, useLab } from "./store";
@@ -105,11 +114,42 @@ function StoredRuns() {
   const runs = useLab((s) => s.runs);
   // Refresh when the list opens and whenever a session run changes phase (a run ends, starts).
   const phases = runs.map((r) => r.phase).join(",");
+  const [usage, setUsage] = useState<string | null>(null);
   // biome-ignore lint/correctness/useExhaustiveDependencies: phases is the trigger
   useEffect(() => {
     void refreshStoredRuns();
+    void storageUsage().then(setUsage);
   }, [phases]);
-  if (stored.length === 0) return <div className="panel-empty">No stored runs.</div>;
+  const activeIds = new Set(
+    runs.filter((r) => r.phase !== "done" && r.phase !== "error").map((r) => r.workerId),
+  );
+  return (
+    <>
+      <div className="row">
+        <label className="import-bundle">
+          Import a run bundle{" "}
+          <input
+            type="file"
+            accept=".gz,.json,application/gzip"
+            onChange={(e) => {
+              const f = e.target.files?.[0];
+              if (f) void importBundleFile(f);
+              e.target.value = "";
+            }}
+          />
+        </label>
+        {usage && <span className="muted">Storage: {usage}</span>}
+      </div>
+      {stored.length === 0 ? (
+        <div className="panel-empty">No stored runs.</div>
+      ) : (
+        <StoredTable stored={stored} activeIds={activeIds} />
+      )}
+    </>
+  );
+}
+
+function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Set<string | null> }) {
   return (
     <table className="runs-list" data-testid="stored-runs">
       <thead>
@@ -144,6 +184,15 @@ function StoredRuns() {
               >
                 Open
               </button>
+              {r.source === "local" && !activeIds.has(r.id) && r.status !== "done" && (
+                <button
+                  type="button"
+                  onClick={() => void resumeStoredRun(r)}
+                  title="Continue from its last checkpoint"
+                >
+                  Resume
+                </button>
+              )}
               <button
                 type="button"
                 onClick={() => void exportStoredRun(r.id, r.name)}
@@ -153,7 +202,7 @@ function StoredRuns() {
               </button>
               <button
                 type="button"
-                disabled={r.status === "running"}
+                disabled={activeIds.has(r.id)}
                 onClick={() => void deleteStoredRun(r.id)}
                 title="Delete from this browser"
               >

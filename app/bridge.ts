@@ -4,7 +4,7 @@
 // frame however fast rows arrive. Components call these actions; none reaches the engine.
 import * as Comlink from "comlink";
 import { getPath, type RunConfig, validateRunConfig } from "../config";
-import type { RewardTestResult, RunListener, SampleRecord, TryResult } from "../workers/api";
+import type { RewardTestResult, RunListener, SampleRecord, StoredRun, TryResult } from "../workers/api";
 import { getTrainer } from "./engine";
 import {
   activeRun,
@@ -64,7 +64,10 @@ function report(err: unknown) {
 let localRunSeq = 0;
 
 /** Starts a new run from `config`. Rows and events before the worker names the run are kept. */
-export async function startRun(config: RunConfig, opts: { paused?: boolean } = {}): Promise<void> {
+export async function startRun(
+  config: RunConfig,
+  opts: { paused?: boolean; resume?: StoredRun } = {},
+): Promise<void> {
   const v = validateRunConfig(config);
   if (!v.ok) {
     report(new Error(`Config is invalid: ${v.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`));
@@ -73,7 +76,13 @@ export async function startRun(config: RunConfig, opts: { paused?: boolean } = {
   const current = activeRun(useLab.getState());
   if (isRunning(current)) await stopRun();
   const localId = `run-${Date.now().toString(36)}-${++localRunSeq}`;
-  useLab.setState((s) => addRun(s, localId, v.config));
+  useLab.setState((s) => {
+    const added = addRun(s, localId, v.config);
+    const label = opts.resume?.name;
+    return label
+      ? { ...added, runs: added.runs?.map((r) => (r.id === localId ? { ...r, label } : r)) }
+      : added;
+  });
   const listener: RunListener = {
     row: (row) => {
       buffer(localId).rows.push(row);
@@ -96,7 +105,9 @@ export async function startRun(config: RunConfig, opts: { paused?: boolean } = {
     const st = useLab.getState();
     const n = st.runs.find((r) => r.id === localId)?.n ?? 0;
     const { runId } = await getTrainer().start(
-      { config: v.config, fast: st.fast, paused: opts.paused, name: `#${n} ${st.preset ?? "custom"}` },
+      opts.resume
+        ? { resumeRunId: opts.resume.id, fast: st.fast, paused: opts.paused }
+        : { config: v.config, fast: st.fast, paused: opts.paused, name: `#${n} ${st.preset ?? "custom"}` },
       Comlink.proxy(listener),
     );
     useLab.setState((s) => setWorkerId(s, localId, runId));
@@ -221,5 +232,30 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   } catch (err) {
     report(err);
+  }
+}
+
+/** Continues a stored run from its last checkpoint (its kept rows come back first). */
+export async function resumeStoredRun(run: StoredRun): Promise<void> {
+  await startRun(run.config, { resume: run });
+}
+
+export async function importBundleFile(file: File): Promise<void> {
+  try {
+    await getTrainer().importBundle(new Uint8Array(await file.arrayBuffer()));
+  } catch (err) {
+    report(new Error(`${file.name}: ${message(err)}`));
+  }
+  await refreshStoredRuns();
+}
+
+export async function storageUsage(): Promise<string | null> {
+  try {
+    const u = await getTrainer().storageUsage();
+    if (!u) return null;
+    const mb = (b?: number) => (b === undefined ? "?" : (b / 1e6).toFixed(1));
+    return `${mb(u.usage)} MB of ${mb(u.quota)} MB used${u.persisted ? " (persistent)" : ""}`;
+  } catch {
+    return null;
   }
 }

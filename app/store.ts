@@ -220,7 +220,9 @@ export function applyIncoming(s: LabState, id: string, inc: Incoming): Partial<L
       while (samples.size > MAX_SAMPLE_STEPS) samples.delete(samples.keys().next().value as string);
     }
     const progress = inc.progress ?? r.progress;
+    // A storage error pauses the run (it is not dead); other errors end it.
     const errorEvent = inc.events.find((e) => e.kind === "error");
+    const fatal = inc.events.some((e) => e.kind === "error" && e.phase !== "storage");
     return {
       ...r,
       rows: inc.rows.length ? [...r.rows, ...inc.rows] : r.rows,
@@ -229,7 +231,7 @@ export function applyIncoming(s: LabState, id: string, inc: Incoming): Partial<L
       liveConfig,
       samples,
       progress,
-      phase: errorEvent ? "error" : (inc.progress?.phase ?? r.phase),
+      phase: fatal ? "error" : (inc.progress?.phase ?? r.phase),
       error: errorEvent ? errorEvent.message : r.error,
     };
   });
