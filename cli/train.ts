@@ -6,9 +6,10 @@
 // metrics, and writes the run to a folder: config.json, metrics.jsonl (one row per step,
 // DESIGN.md's names), samples.jsonl, events.jsonl, checkpoint.safetensors (weights, optimizer
 // state and step, to resume) and weights.safetensors (weights only, to publish).
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type ConfigEdit, mergeConfig, parseRunConfig, type RunConfig } from "../config";
+import { RECIPES } from "../config/presets";
 import { loadRecipeFile } from "../config/recipe-file";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
@@ -124,6 +125,11 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.list) {
     for (const { registry, name } of listRegistries()) console.log(`${registry}: ${name}`);
+    for (const phase of ["sft", "value-pretrain", "rl"]) console.log(`phase: ${phase}`);
+    // Presets: the algorithm recipes of config/presets.ts and the recipe files of public/recipes.
+    const files = readdirSync("public/recipes").filter((f) => f.endsWith(".json") && f !== "index.json");
+    const names = new Set([...Object.keys(RECIPES), ...files.map((f) => f.replace(/\.json$/, ""))]);
+    for (const name of names) console.log(`preset: ${name}`);
     return;
   }
   const { config, name, edits } = await loadConfig(args);
