@@ -21,8 +21,20 @@ export default defineConfig({
           name: "unit",
           root: ".",
           include: ["{config,kernels,model,rl,sandbox,tasks,cli,workers,app,bench}/**/*.test.{ts,tsx}"],
-          exclude: ["**/*.gpu.test.ts", "**/*.train.test.ts", "**/node_modules/**"],
+          exclude: ["**/*.gpu.test.ts", "**/*.train.test.ts", "**/*.serial.test.ts", "**/node_modules/**"],
           testTimeout: 30_000,
+        },
+      },
+      {
+        // Timing-sensitive sandbox assertions (deadline + 1 s): alone, one file at a time.
+        extends: true,
+        test: {
+          name: "serial",
+          root: ".",
+          include: ["**/*.serial.test.ts"],
+          exclude: ["**/node_modules/**"],
+          fileParallelism: false,
+          testTimeout: 60_000,
         },
       },
       {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: every test layer in order, then one closing line "N passed, N failed".
 //   1. static: TypeScript (strict) typecheck and Biome lint/format check
-//   2. unit:   vitest project "unit" (Node)
+//   2. unit:   vitest project "unit" (Node), then "serial" (timing-sensitive sandbox tests, alone)
 //   3. gpu:    vitest project "gpu" (WGSL run for real through Dawn: lavapipe or SwiftShader)
 //   4. train:  vitest project "train" (headless training runs through Dawn: ci-tiny learns)
 //   5. e2e:    vitest project "e2e" (the built app in system Chromium with WebGPU, via playwright-core)
@@ -9,7 +9,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 
-const LAYERS = ["static", "unit", "gpu", "train", "e2e"];
+const LAYERS = ["static", "unit", "serial", "gpu", "train", "e2e"];
 const wanted = process.argv.slice(2).filter((a) => LAYERS.includes(a));
 const layers = wanted.length ? wanted : LAYERS;
 const bin = (name) => `node_modules/.bin/${name}`;
