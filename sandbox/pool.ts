@@ -4,7 +4,7 @@
 // call gets a typed HardKill result; a crashed worker gives a SandboxError result and is
 // respawned. run() never rejects. Environment-neutral: the worker comes from a factory
 // (sandbox/pool-browser.ts: Web Worker, sandbox/pool-node.ts: worker_threads).
-// Tested by sandbox/pool.test.ts and sandbox/adversarial.test.ts.
+// Tested by sandbox/pool.test.ts and sandbox/adversarial.serial.test.ts.
 import type { HostToWorker, WorkerToHost } from "./protocol.ts";
 import { resolveRequest } from "./run-code.ts";
 import { type RunCodeRequest, type RunCodeResult, type SandboxRunner, sandboxError } from "./types.ts";

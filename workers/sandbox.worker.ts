@@ -3,7 +3,7 @@
 // in Node, sandbox/node-worker-bootstrap.mjs imports it and calls serveSandbox(parentPort).
 // A call that breaks the module (a host-stack overflow inside wasm) or bloats its memory
 // makes it load a new one before the next call.
-// Tested through sandbox/pool.test.ts and sandbox/adversarial.test.ts.
+// Tested through sandbox/pool.test.ts and sandbox/adversarial.serial.test.ts.
 import type { QuickJSWASMModule } from "quickjs-emscripten-core";
 import type { HostToWorker, SandboxEndpoint } from "../sandbox/protocol.ts";
 import { loadQuickJS, runCode, shouldReloadModule } from "../sandbox/run-code.ts";
