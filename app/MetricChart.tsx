@@ -202,6 +202,16 @@ export function MetricChart({ def }: { def: ChartDef }) {
       ],
       series: seriesOpts(d, runLabels),
       hooks: {
+        // The visible x range, on the figure, for tests and for people reading the DOM.
+        setScale: [
+          (u, key) => {
+            const fig = el.closest("figure");
+            if (key !== "x" || !fig) return;
+            fig.dataset.xmin = String(u.scales.x.min);
+            fig.dataset.xmax = String(u.scales.x.max);
+            fig.dataset.zoomed = zoomed.current ? "1" : "0";
+          },
+        ],
         setSelect: [
           (u) => {
             if (u.select.width > 0) zoomed.current = true;
@@ -245,6 +255,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
     placeMarkers(u, markersRef.current, layer);
     const onDbl = () => {
       zoomed.current = false;
+      const fig = el.closest("figure");
+      if (fig) fig.dataset.zoomed = "0";
     };
     // A click (not a drag) on an RL chart pins that step in the trajectory inspector.
     const onClick = () => {

@@ -137,6 +137,20 @@ describe("lab UI", () => {
     expect(await page.getByTestId("app-error").count()).toBe(0);
     await page.screenshot({ path: "e2e/artifacts/ui-running.png" });
 
+    // Zoom into the reward chart by dragging; the zoom must survive the rows that stream in.
+    const rewardChart = page.getByTestId("chart-reward");
+    await rewardChart.scrollIntoViewIfNeeded();
+    const over = (await rewardChart.locator(".u-over").boundingBox())!;
+    await page.mouse.move(over.x + over.width * 0.3, over.y + over.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(over.x + over.width * 0.7, over.y + over.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await waitFor(async () => (await rewardChart.getAttribute("data-zoomed")) === "1", 10_000, "the zoom");
+    const zoomRange = [
+      await rewardChart.getAttribute("data-xmin"),
+      await rewardChart.getAttribute("data-xmax"),
+    ];
+
     // Pause, change the learning rate, take one step.
     await page.getByTestId("pause").click();
     await waitFor(async () => (await phase(page)) === "paused", 120_000, "the paused phase");
@@ -149,6 +163,17 @@ describe("lab UI", () => {
     expect(Number(await page.getByTestId("metric-actor/lr").getAttribute("data-value"))).toBeCloseTo(
       newLr,
       10,
+    );
+    // New rows arrived while zoomed: the x range is the one the person chose.
+    expect([
+      await rewardChart.getAttribute("data-xmin"),
+      await rewardChart.getAttribute("data-xmax"),
+    ]).toEqual(zoomRange);
+    await rewardChart.locator(".u-over").dblclick();
+    await waitFor(
+      async () => (await rewardChart.getAttribute("data-zoomed")) === "0",
+      10_000,
+      "the zoom reset",
     );
     const marker = page.locator(
       '[data-testid="chart-reward"] [data-testid="chart-marker"][data-kind="edit"]',
