@@ -347,12 +347,18 @@ async function bench(spec: ModelPageSpec): Promise<ModelPageResult> {
   const check = (what: string) => {
     if (gpuErrors.length) throw new Error(`WebGPU errors during ${what}: ${gpuErrors.join(" | ")}`);
   };
+  const t0 = performance.now();
+  const progress = (what: string) =>
+    console.log(`${what} done at ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   const train = await trainBench(device, spec.train);
   check("the train step");
+  progress("train step (ours and tfjs)");
   const { decode, batches } = await decodeBench(device, spec.decode);
   check("decoding");
+  progress("decode (KV cache, recompute, batch sizes)");
   const peak = await peakBench(device, spec.peak);
   check("the peak matmul loop");
+  progress("peak matmul loop");
   device.destroy();
   const { vendor, architecture, description, isFallback } = adapter;
   return { adapter: { vendor, architecture, description, isFallback }, train, decode, batches, peak };

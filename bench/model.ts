@@ -109,6 +109,7 @@ export async function runPage(spec: ModelPageSpec): Promise<ModelPageResult> {
     page.on("pageerror", (e) => errors.push(e.message));
     page.on("console", (m) => {
       if (m.type() === "error") errors.push(m.text());
+      else if (m.type() === "log") console.error(`[model page] ${m.text()}`);
     });
     await page.goto(server.url);
     await page
