@@ -8,6 +8,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import {
+  baselineValue,
   buildChartData,
   type ChartData,
   type ChartDef,
@@ -98,6 +99,23 @@ function placeMarkers(u: uPlot, markers: readonly Marker[], layer: HTMLDivElemen
   }
 }
 
+/** The untrained policy's level as a dashed horizontal line (as microGPT's "random guessing"). */
+function drawBaseline(u: uPlot, y: number | null) {
+  if (y === null) return;
+  const pos = u.valToPos(y, "y", true);
+  if (!Number.isFinite(pos) || pos < u.bbox.top || pos > u.bbox.top + u.bbox.height) return;
+  const ctx = u.ctx;
+  ctx.save();
+  ctx.strokeStyle = cssVar("--muted");
+  ctx.setLineDash([4, 4]);
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(u.bbox.left, pos);
+  ctx.lineTo(u.bbox.left + u.bbox.width, pos);
+  ctx.stroke();
+  ctx.restore();
+}
+
 export function MetricChart({ def }: { def: ChartDef }) {
   // In fast mode the charts hold the runs they last drew: no data work per incoming row.
   const frozen = useRef<RunRecord[]>([]);
@@ -182,7 +200,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
       width: Math.max(200, el.clientWidth),
       height: 170,
       legend: { show: false },
-      cursor: { sync: { key: SYNC.key }, drag: { x: true, y: false } },
+      cursor: { sync: { key: SYNC.key }, drag: { x: true, y: false }, y: false },
       scales: { x: { time: false }, y: { distr: log ? 3 : 1, range: log ? undefined : yRange } },
       axes: [
         {
@@ -220,6 +238,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
         draw: [
           (u) => {
             if (markerLayer.current) placeMarkers(u, markersRef.current, markerLayer.current);
+            drawBaseline(u, baselineValue(def, lastSeen.current.data));
           },
         ],
         setCursor: [

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultRunConfig } from "../config";
 import type { MetricsRow, RunEvent, SampleRecord } from "../workers/api";
-import { buildChartData, CHARTS, chartMarkers, editLabel, fmtNum } from "./chartData";
+import { baselineValue, buildChartData, CHARTS, chartMarkers, editLabel, fmtNum } from "./chartData";
 import { debiasedEma } from "./smoothing";
 import {
   activeRun,
@@ -71,6 +71,21 @@ describe("buildChartData", () => {
     });
     // the spikes survive downsampling
     expect(Math.max(...(d.series[0].raw as number[]))).toBe(1);
+  });
+
+  it("takes the untrained baseline from the current run's first point", () => {
+    const rows = [rl(0, { "reward/mean": 0.2 }), rl(1, { "reward/mean": 0.5 })];
+    const other = [rl(0, { "reward/mean": 0.9 })];
+    const d = buildChartData(
+      reward,
+      [
+        { id: "old", color: "#111111", current: false, rows: other },
+        { id: "cur", color: "#222222", current: true, rows: [rl(0, {}), ...rows.slice(0)] },
+      ],
+      { smoothing: 0.6, buckets: 10 },
+    );
+    expect(baselineValue(reward, d)).toBe(0.2);
+    expect(baselineValue(sft, d)).toBeNull();
   });
 
   it("skips non-finite and non-numeric values", () => {

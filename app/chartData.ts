@@ -18,6 +18,8 @@ export interface ChartDef {
   rate?: boolean;
   /** Offer the 5th-95th percentile y range (gradient norm, KL). */
   outliers?: boolean;
+  /** Draw the untrained policy's value (this key's first point) as a dashed line. */
+  baseline?: string;
 }
 
 export const CHART_ROWS: { row: ChartRow; title: string }[] = [
@@ -32,6 +34,7 @@ export const CHARTS: ChartDef[] = [
     title: "Reward",
     row: "objective",
     phase: "rl",
+    baseline: "reward/mean",
     keys: [
       { key: "reward/mean", label: "mean" },
       { key: "reward/std", label: "std" },
@@ -43,6 +46,7 @@ export const CHARTS: ChartDef[] = [
     row: "objective",
     phase: "rl",
     rate: true,
+    baseline: "val/acc",
     keys: [
       { key: "acc/mean", label: "train" },
       { key: "val/acc", label: "val greedy" },
@@ -260,4 +264,11 @@ export function editLabel(path: string, from: unknown, to: unknown): string {
   const parts = path.split(".").filter((p) => p !== "rl" && p !== "rewards");
   const name = parts.slice(-2).join("_");
   return `${name} ${fmtNum(from)}→${fmtNum(to)}`;
+}
+
+/** The untrained policy's value: the current run's first point of the chart's baseline key. */
+export function baselineValue(def: ChartDef, data: ChartData): number | null {
+  if (!def.baseline) return null;
+  const s = data.series.find((x) => x.current && x.key === def.baseline);
+  return s?.raw.find((v): v is number => v !== null) ?? null;
 }
