@@ -42,6 +42,8 @@ interface ActiveRun {
   id: string;
   /** Set while the run is being stopped on purpose or rebuilt after a device loss. */
   retiring?: boolean;
+  /** performance.now() when the loop ended in an error (a device loss may follow and claim it). */
+  failedAt?: number;
   config: RunConfig;
   trainer: Trainer;
   loop: RunLoop;
@@ -82,7 +84,10 @@ function getGpu(): Promise<Gpu> {
 // run continues (DESIGN.md). Rows after that checkpoint are recomputed.
 async function recoverFromDeviceLoss(reason: string): Promise<void> {
   const r = run;
-  if (!r || r.retiring || r.loop.phase === "done" || r.loop.phase === "error") return;
+  if (!r || r.retiring || r.loop.phase === "done") return;
+  // A lost device fails the step in flight (e.g. a mapAsync rejected by destroy()) before
+  // device.lost resolves: a run that errored just now is resumed; one that failed earlier is not.
+  if (r.loop.phase === "error" && performance.now() - (r.failedAt ?? 0) > LOSS_GRACE_MS) return;
   r.retiring = true;
   r.loop.stop();
   r.listener.event({
@@ -101,6 +106,17 @@ async function recoverFromDeviceLoss(reason: string): Promise<void> {
       message: `could not resume after device loss: ${(err as Error).message}`,
     });
   }
+}
+
+/** How long after a run's error a device loss may still claim it (and the error is not shown). */
+const LOSS_GRACE_MS = 2000;
+
+/** True when the device is lost within LOSS_GRACE_MS: an error from then is the loss's, not the run's. */
+function lostSoon(device: GPUDevice): Promise<boolean> {
+  return Promise.race([
+    device.lost.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), LOSS_GRACE_MS)),
+  ]);
 }
 
 function getSandbox(): SandboxPool {
@@ -138,6 +154,9 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
     run.retiring = true;
     run.loop.stop();
   }
+  // The device first: without WebGPU, start() fails with its message before a run record is
+  // created (or a stored run truncated and marked running) that would never train.
+  const { device } = await getGpu();
   const store = await getStore();
   let config: RunConfig;
   let id: string;
@@ -172,7 +191,6 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
     id = newRunId();
     await store?.createRun({ id, name: options.name ?? "run", config, source: options.source ?? "local" });
   }
-  const { device } = await getGpu();
   const startedAt = performance.now();
   let current: ActiveRun | undefined;
   const persist = (what: Promise<void> | undefined) =>
@@ -239,12 +257,22 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
     },
     event(e) {
       if (current?.retiring && (e.kind === "error" || e.kind === "stopped")) return;
+      if (e.kind === "error") {
+        // Held back until it is clear the device was not lost (then the run resumes instead).
+        void lostSoon(device).then((lost) => {
+          if (lost || current?.retiring) return;
+          listener.event(e);
+          void persist(store?.appendEvent(id, e));
+        });
+        return;
+      }
       listener.event(e);
       void persist(store?.appendEvent(id, e));
       if (e.kind === "edit" && e.edit) void persist(store?.appendEdit(id, e.edit));
     },
     phase(phase) {
       if (!current || current.retiring) return;
+      if (phase === "error") current.failedAt = performance.now();
       pushProgress(current, {
         phase,
         activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
@@ -288,8 +316,11 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
   if (options.paused) loop.pause();
   const mine = current;
   loop.run().catch((err: Error) => {
-    if (!mine.retiring)
-      listener.event({ step: trainer.rlStepIndex, phase: "error", kind: "error", message: err.message });
+    mine.failedAt = performance.now();
+    void lostSoon(device).then((lost) => {
+      if (!lost && !mine.retiring)
+        listener.event({ step: trainer.rlStepIndex, phase: "error", kind: "error", message: err.message });
+    });
   });
   return { runId: id };
 }
