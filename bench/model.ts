@@ -51,7 +51,7 @@ export function modelSpec(quick: boolean): ModelPageSpec {
       reps: 1,
       recomputeAt: [16, 31],
       batches: [1, 4],
-      batchTokens: 8,
+      batchTokens: 4,
     },
     peak: { n: 256, inner: 4, reps: 2 },
   };

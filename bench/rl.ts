@@ -90,7 +90,7 @@ async function measureSteps(recipe: Recipe, quick: boolean): Promise<Measured> {
     });
     const sftStepS: number[] = [];
     if (!fromCheckpoint && config.sft.steps > 0) {
-      const n = quick ? 2 : 4;
+      const n = quick ? 1 : 4;
       for (let i = 0; i <= n; i++) {
         const t0 = performance.now();
         await trainer.sftStep();
@@ -200,6 +200,8 @@ export async function runRlBench(opts: {
       better: "lower",
       note: `ours only (no baseline; baseline = ours): ${desc}; ${what}`,
     });
+    if (key === "timing/tool_s" && row.ours === 0 && calls > 0)
+      row.note = `${row.note}; NOT MEASURED: ${calls.toFixed(2)} calls a trajectory ran but timing/tool_s is 0 (rl/rollout.ts does not fill stats.toolSeconds yet), so tool time is inside rl_step_rollout_s`;
     return { ...row, ratio: 1 }; // also when both are 0 (no tool call ran)
   });
   const total = rl.map((r) => parts.reduce((s, [, k]) => s + Number(r[k] ?? 0), 0));
