@@ -6,6 +6,7 @@ import { ErrorBoundary } from "./ErrorBoundary";
 import { Inspector } from "./Inspector";
 import { RewardEditor } from "./RewardEditor";
 import { RunsList } from "./RunsList";
+import { ShareLink } from "./ShareLink";
 import { useShortcuts } from "./shortcuts";
 import { useLab, type ViewSlice } from "./store";
 import { TopBar } from "./TopBar";
@@ -28,6 +29,9 @@ export function App() {
         <TopBar />
       </ErrorBoundary>
       <ErrorList />
+      <ErrorBoundary name="Share link">
+        <ShareLink />
+      </ErrorBoundary>
       <div className="layout">
         <ErrorBoundary name="Config panel">
           <ConfigPanel />

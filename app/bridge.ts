@@ -3,7 +3,7 @@
 // applied to the store at most once per animation frame, so charts redraw at most once a
 // frame however fast rows arrive. Components call these actions; none reaches the engine.
 import * as Comlink from "comlink";
-import { getPath, type RunConfig, validateRunConfig } from "../config";
+import { type ConfigEdit, getPath, type RunConfig, validateRunConfig } from "../config";
 import type { RewardTestResult, RunListener, SampleRecord, StoredRun, TryResult } from "../workers/api";
 import { getTrainer } from "./engine";
 import {
@@ -66,7 +66,12 @@ let localRunSeq = 0;
 /** Starts a new run from `config`. Rows and events before the worker names the run are kept. */
 export async function startRun(
   config: RunConfig,
-  opts: { paused?: boolean; resume?: StoredRun } = {},
+  opts: {
+    paused?: boolean;
+    resume?: StoredRun;
+    edits?: ConfigEdit[];
+    source?: "local" | "link" | "bundle";
+  } = {},
 ): Promise<void> {
   const v = validateRunConfig(config);
   if (!v.ok) {
@@ -107,7 +112,14 @@ export async function startRun(
     const { runId } = await getTrainer().start(
       opts.resume
         ? { resumeRunId: opts.resume.id, fast: st.fast, paused: opts.paused }
-        : { config: v.config, fast: st.fast, paused: opts.paused, name: `#${n} ${st.preset ?? "custom"}` },
+        : {
+            config: v.config,
+            fast: st.fast,
+            paused: opts.paused,
+            edits: opts.edits,
+            source: opts.source,
+            name: `#${n} ${opts.source === "link" ? "shared link" : (st.preset ?? "custom")}`,
+          },
       Comlink.proxy(listener),
     );
     useLab.setState((s) => setWorkerId(s, localId, runId));

@@ -1,0 +1,105 @@
+// Share links: the URL hash carries the active run's config, seed and live edits (only
+// non-default values, compressed and versioned by config/link.ts), kept current with
+// history.replaceState as edits apply. Opening a link shows what it sets and offers Replay;
+// a broken link shows a message naming what is wrong and the page goes on normally.
+import { useEffect, useState } from "react";
+import { type ConfigEdit, defaultRunConfig, type RunConfig } from "../config";
+import { configDiff, decodeLink, encodeLink, hasLink } from "../config/link";
+import { startRun } from "./bridge";
+import { activeRun, useLab } from "./store";
+
+type Opened =
+  | { ok: true; config: RunConfig; edits: ConfigEdit[]; name?: string }
+  | { ok: false; error: string };
+
+function editsOf(events: readonly { kind: string; edit?: ConfigEdit }[]): ConfigEdit[] {
+  return events.filter((e) => e.kind === "edit" && e.edit).map((e) => e.edit as ConfigEdit);
+}
+
+export function ShareLink() {
+  const [opened, setOpened] = useState<Opened | null>(null);
+  const [copied, setCopied] = useState("");
+  const run = useLab(activeRun);
+  const events = run?.events;
+  const config = run?.config;
+
+  useEffect(() => {
+    if (!hasLink(window.location.hash)) return;
+    decodeLink(window.location.hash).then((r) =>
+      setOpened(
+        r.ok ? { ok: true, config: r.config, edits: r.edits, name: r.name } : { ok: false, error: r.error },
+      ),
+    );
+  }, []);
+
+  // The URL follows the active run: its config and the edits applied so far.
+  useEffect(() => {
+    if (!config || !events) return;
+    let live = true;
+    encodeLink({ config, edits: editsOf(events) })
+      .then((hash) => {
+        if (live && window.location.hash !== hash)
+          history.replaceState(null, "", `${window.location.pathname}${window.location.search}${hash}`);
+      })
+      .catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, [config, events]);
+
+  async function copy() {
+    if (!config || !events) return;
+    const hash = await encodeLink({ config, edits: editsOf(events) });
+    const url = `${window.location.origin}${window.location.pathname}${hash}`;
+    try {
+      await navigator.clipboard.writeText(url);
+      setCopied("Link copied");
+    } catch {
+      setCopied(url);
+    }
+  }
+
+  return (
+    <>
+      {opened && !opened.ok && (
+        <div className="banner banner-error" role="alert" data-testid="link-error">
+          <strong>This link cannot be opened:</strong> {opened.error}{" "}
+          <button type="button" onClick={() => setOpened(null)}>
+            Dismiss
+          </button>
+        </div>
+      )}
+      {opened?.ok && (
+        <div className="banner" data-testid="link-banner">
+          <strong>Shared run{opened.name ? ` “${opened.name}”` : ""}:</strong>{" "}
+          {Object.entries(configDiff(opened.config, defaultRunConfig()))
+            .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+            .join(", ") || "the default config"}
+          {opened.edits.length > 0 &&
+            ` · ${opened.edits.length} live edit(s) at steps ${opened.edits.map((e) => e.step).join(", ")}`}{" "}
+          <button
+            type="button"
+            data-testid="link-replay"
+            onClick={() => {
+              void startRun(opened.config, { edits: opened.edits, source: "link" });
+              setOpened(null);
+            }}
+          >
+            Replay
+          </button>{" "}
+          <button type="button" onClick={() => setOpened(null)}>
+            Dismiss
+          </button>
+        </div>
+      )}
+      {run && (
+        <div className="share-link">
+          <button type="button" data-testid="share-link" onClick={() => void copy()}>
+            Copy share link
+          </button>{" "}
+          <span className="muted">{copied}</span>
+        </div>
+      )}
+    </>
+  );
+}
