@@ -175,3 +175,21 @@ describe("rollout (chatml-turns template)", () => {
     expect(masked.endsWith("<|im_start|>assistant\n")).toBe(true);
   });
 });
+
+describe("rollout timing", () => {
+  it("adds the wall time spent on tool calls to stats.toolSeconds", async () => {
+    const sb = await InProcessSandbox.create();
+    const tools = makeToolProtocol([CALCULATOR_TOOL], sb, { timeoutS: 1, memoryMB: 16 });
+    const slow = {
+      ...tools,
+      execute: async (calls: Parameters<typeof tools.execute>[0]) => {
+        await new Promise((r) => setTimeout(r, 50));
+        return tools.execute(calls);
+      },
+    };
+    const stats = { toolSeconds: 0 };
+    const policy = new ScriptedPolicy([["<tool_call>1+1</tool_call>", "<answer>2</answer><|im_end|>"]]);
+    await rollout(policy, [prompt("q")], { template: "inline", sampling, limits, tools: slow, stats });
+    expect(stats.toolSeconds).toBeGreaterThanOrEqual(0.045);
+  });
+});

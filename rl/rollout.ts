@@ -160,8 +160,11 @@ export async function rollout(
         if (!s.done && !pending.some((p) => p.seq === i))
           endIfOverLimits(s, session.lengths()[i], contextLength, limits);
       }
-      if (pending.length > 0)
+      if (pending.length > 0) {
+        const t0 = performance.now();
         await runPending(pending, states, session, template, limits, tools!, contextLength);
+        if (opts.stats) opts.stats.toolSeconds += (performance.now() - t0) / 1000;
+      }
     }
   } finally {
     session.finish();
