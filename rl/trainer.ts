@@ -86,6 +86,8 @@ export interface SampleRecord {
     responseEnd: number;
   }[];
   finish: string;
+  /** The custom JS reward's error for this trajectory (it then scored 0). */
+  customError?: string;
   filter: string;
   /** Multi-turn environments: one row per turn (anchor state, step reward, action token range). */
   steps?: StepRow[];
@@ -1103,6 +1105,7 @@ function sampleRecords(
       })),
       finish: t.traj.finish,
       filter: decisions.get(t.groupId) ?? "kept",
+      ...(t.customError ? { customError: t.customError } : {}),
       ...(t.steps ? { steps: t.steps } : {}),
     }));
 }

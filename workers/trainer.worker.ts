@@ -42,6 +42,8 @@ interface ActiveRun {
   id: string;
   /** Set while the run is being stopped on purpose or rebuilt after a device loss. */
   retiring?: boolean;
+  /** stop() was called: the run ends as "stopped", not "done". */
+  stopRequested?: boolean;
   /** performance.now() when the loop ended in an error (a device loss may follow and claim it). */
   failedAt?: number;
   config: RunConfig;
@@ -153,6 +155,9 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
   if (run && run.loop.phase !== "done" && run.loop.phase !== "error") {
     run.retiring = true;
     run.loop.stop();
+    const old = run.id;
+    if (options.resumeRunId !== old)
+      void getStore().then((st) => st?.updateRun(old, { status: "stopped" }).catch(() => {}));
   }
   // The device first: without WebGPU, start() fails with its message before a run record is
   // created (or a stored run truncated and marked running) that would never train.
@@ -277,8 +282,9 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
         phase,
         activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
       });
+      const ended = current.stopRequested ? "stopped" : "done";
       const status =
-        phase === "paused" ? "paused" : phase === "done" ? "done" : phase === "error" ? "error" : "running";
+        phase === "paused" ? "paused" : phase === "done" ? ended : phase === "error" ? "error" : "running";
       void persist(store?.updateRun(id, { status }));
     },
     async checkpoint(info) {
@@ -350,6 +356,7 @@ const api: TrainerApi = {
     run?.loop.stepOnce();
   },
   async stop() {
+    if (run) run.stopRequested = true;
     run?.loop.stop();
   },
   async edit(path: string, value: unknown) {
