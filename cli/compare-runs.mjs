@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // Compares headless runs side by side (docs/EXPERIMENTS.md is made with it):
-//   node cli/compare-runs.mjs runs/a runs/b [--keys val/acc,tool/call_rate,...]
+//   node cli/compare-runs.mjs runs/a runs/b [--keys val/acc,tool/call_rate,...] [--upto N]
+// (--upto N: only rows up to RL step N, so a longer run compares with a shorter one)
 // For each metric: the value at the first and last row that has it, and the mean, max and
 // standard deviation over the RL steps, one markdown row per run.
 import { existsSync, readFileSync } from "node:fs";
 
 const args = process.argv.slice(2);
 const ki = args.indexOf("--keys");
+const ui = args.indexOf("--upto");
+const upto = ui >= 0 ? Number(args[ui + 1]) : Number.POSITIVE_INFINITY;
 const keys =
   ki >= 0
     ? args[ki + 1].split(",")
@@ -20,7 +23,7 @@ const keys =
         "actor/grad_norm",
         "actor/entropy_post_tool",
       ];
-const dirs = args.filter((a, i) => !a.startsWith("--") && (ki < 0 || i !== ki + 1));
+const dirs = args.filter((a, i) => !a.startsWith("--") && i !== ki + 1 && (ui < 0 || i !== ui + 1));
 if (dirs.length === 0) {
   console.error("usage: node cli/compare-runs.mjs <run dir>... [--keys k1,k2]");
   process.exit(2);
@@ -33,7 +36,7 @@ function rows(dir) {
     .split("\n")
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l))
-    .filter((r) => r.phase === "rl");
+    .filter((r) => r.phase === "rl" && r.step <= upto);
 }
 
 const f = (x) =>
