@@ -4,7 +4,6 @@
 // kernels' WGSL, which needs a bundler or vitest to load).
 // Tested by the model/*.test.ts files.
 export type * from "./api";
-export * from "./batch";
 export * from "./checkpoint";
 export * from "./config";
 export { CpuModel } from "./cpu";
