@@ -134,7 +134,8 @@ export function crc32(data: Uint8Array | string): number {
   return (c ^ 0xffffffff) >>> 0;
 }
 
-async function pump(
+/** Pushes bytes through a (de)compression stream; more than maxBytes out is an error. */
+export async function pump(
   bytes: Uint8Array,
   stream: CompressionStream | DecompressionStream,
   maxBytes: number,

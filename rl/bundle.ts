@@ -7,7 +7,7 @@
 // weights). Config goes through parseRunConfig, so bundles of older config versions migrate.
 // Tests: `npx vitest run rl/bundle` (round trip, named errors, 1000 mutated bundles).
 import { applyEdits, type ConfigEdit, parseRunConfig, type RunConfig } from "../config";
-import { base64ToBytes, bytesToBase64 } from "../config/link";
+import { base64ToBytes, bytesToBase64, pump } from "../config/link";
 import { loadCheckpoint } from "../model/checkpoint";
 import type { RunEvents } from "./runner";
 import type { MetricsRow, SampleRecord } from "./trainer";
@@ -45,32 +45,6 @@ export interface RunBundle {
 
 export type BundleResult = { ok: true; run: RunBundle } | { ok: false; error: string };
 
-async function pump(bytes: Uint8Array, stream: CompressionStream | DecompressionStream): Promise<Uint8Array> {
-  const writer = stream.writable.getWriter();
-  writer.write(bytes as Uint8Array<ArrayBuffer>).catch(() => {});
-  writer.close().catch(() => {});
-  const reader = stream.readable.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > MAX_BUNDLE_BYTES) {
-      reader.cancel().catch(() => {});
-      throw new Error(`more than ${MAX_BUNDLE_BYTES} bytes after decompression`);
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
 /** The bundle's JSON object (weights as base64), before compression. */
 export function bundleJson(run: RunBundle): Record<string, unknown> {
   const out: Record<string, unknown> = {
@@ -91,7 +65,7 @@ export function bundleJson(run: RunBundle): Record<string, unknown> {
 /** The bundle file's bytes: gzip-compressed JSON, or plain JSON with `{compress: false}`. */
 export async function encodeBundle(run: RunBundle, opts: { compress?: boolean } = {}): Promise<Uint8Array> {
   const json = new TextEncoder().encode(JSON.stringify(bundleJson(run)));
-  return opts.compress === false ? json : pump(json, new CompressionStream("gzip"));
+  return opts.compress === false ? json : pump(json, new CompressionStream("gzip"), Number.MAX_SAFE_INTEGER);
 }
 
 /** A file name for the bundle: the run name made safe, with the `.lab-run.json.gz` suffix. */
@@ -312,7 +286,7 @@ export async function decodeBundle(bytes: Uint8Array): Promise<BundleResult> {
     let raw = bytes;
     if (isGzip(bytes)) {
       try {
-        raw = await pump(bytes, new DecompressionStream("gzip"));
+        raw = await pump(bytes, new DecompressionStream("gzip"), MAX_BUNDLE_BYTES);
       } catch (e) {
         return {
           ok: false,
