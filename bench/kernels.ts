@@ -4,70 +4,20 @@
 // needs a secure context) and driven through playwright-core. Rows: matmul_vs_tfjs_<n>.
 // Run standalone: npx tsx bench/kernels.ts [--full]   (npm run bench calls runKernelsBench)
 // Dev harness in the browser: npx tsx bench/kernels.ts --variants [name regex] [sizes]
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { build } from "vite";
 import { launchChromium } from "../e2e/chromium";
 import type { VariantResult } from "../kernels/dev/matmul-variants";
 import type { PageResult } from "./kernels-page";
+import { serveBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow } from "./report";
-
-const HERE = dirname(fileURLToPath(import.meta.url));
-
-async function bundlePage(dir: string): Promise<void> {
-  await build({
-    configFile: false,
-    logLevel: "warn",
-    root: HERE,
-    define: { "process.env.NODE_ENV": JSON.stringify("production") },
-    build: {
-      outDir: dir,
-      emptyOutDir: false,
-      target: "es2022",
-      minify: false,
-      lib: { entry: join(HERE, "kernels-page.ts"), formats: ["es"], fileName: () => "bench.js" },
-    },
-  });
-  writeFileSync(
-    join(dir, "index.html"),
-    `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script>`,
-  );
-}
-
-function serve(dir: string): Promise<{ url: string; close: () => void }> {
-  const server = createServer((req, res) => {
-    const name =
-      (req.url ?? "/").split("?")[0] === "/" ? "index.html" : (req.url ?? "").split("?")[0].slice(1);
-    try {
-      const body = readFileSync(join(dir, name.replace(/\.\./g, "")));
-      const type = name.endsWith(".js") ? "text/javascript" : "text/html";
-      res.writeHead(200, { "content-type": type });
-      res.end(body);
-    } catch {
-      res.writeHead(404);
-      res.end();
-    }
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({ url: `http://localhost:${port}/`, close: () => server.close() });
-    }),
-  );
-}
 
 /** Bundles and serves the page, opens it in headless Chromium, and runs `fn` there. */
 async function inPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
-  const dir = mkdtempSync(join(tmpdir(), "kernels-bench-"));
-  const server = await serve(dir);
+  const server = await serveBenchPage("kernels-page.ts", "kernels");
   const browser = await launchChromium();
   try {
-    await bundlePage(dir);
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
@@ -80,8 +30,8 @@ async function inPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
     return await fn(page);
   } finally {
     await browser.close();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
+    await server.close();
+    rmSync(server.dir, { recursive: true, force: true });
   }
 }
 

@@ -9,18 +9,12 @@
 //  - train_step_frac_of_peak: our train step's GFLOP/s vs a long loop of our matmul (1024^3).
 // --quick uses smaller sizes on SwiftShader (named in each row's note); the full run the real ones.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/model.ts [--full] [--out rows.json]
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { build } from "vite";
 import { launchChromium } from "../e2e/chromium";
 import type { ModelPageResult, ModelPageSpec } from "./model-page";
+import { serveBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow, median } from "./report";
-
-const HERE = dirname(fileURLToPath(import.meta.url));
 
 /** Sizes per mode. The full run is the issue's spec; quick shrinks what SwiftShader makes slow. */
 export function modelSpec(quick: boolean): ModelPageSpec {
@@ -57,53 +51,10 @@ export function modelSpec(quick: boolean): ModelPageSpec {
   };
 }
 
-async function bundlePage(dir: string): Promise<void> {
-  await build({
-    configFile: false,
-    logLevel: "warn",
-    root: HERE,
-    define: { "process.env.NODE_ENV": JSON.stringify("production") },
-    build: {
-      outDir: dir,
-      emptyOutDir: false,
-      target: "es2022",
-      minify: false,
-      lib: { entry: join(HERE, "model-page.ts"), formats: ["es"], fileName: () => "bench.js" },
-    },
-  });
-  writeFileSync(
-    join(dir, "index.html"),
-    `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script>`,
-  );
-}
-
-function serve(dir: string): Promise<{ url: string; close: () => void }> {
-  const server = createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
-    const name = path === "/" ? "index.html" : path.slice(1).replace(/\.\./g, "");
-    try {
-      const body = readFileSync(join(dir, name));
-      res.writeHead(200, { "content-type": name.endsWith(".js") ? "text/javascript" : "text/html" });
-      res.end(body);
-    } catch {
-      res.writeHead(404);
-      res.end();
-    }
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({ url: `http://localhost:${port}/`, close: () => server.close() });
-    }),
-  );
-}
-
 export async function runPage(spec: ModelPageSpec): Promise<ModelPageResult> {
-  const dir = mkdtempSync(join(tmpdir(), "model-bench-"));
-  const server = await serve(dir);
+  const server = await serveBenchPage("model-page.ts", "model");
   const browser = await launchChromium();
   try {
-    await bundlePage(dir);
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
@@ -127,8 +78,8 @@ export async function runPage(spec: ModelPageSpec): Promise<ModelPageResult> {
     )) as ModelPageResult;
   } finally {
     await browser.close();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
+    await server.close();
+    rmSync(server.dir, { recursive: true, force: true });
   }
 }
 
