@@ -41,6 +41,8 @@ describe("parseRecipeFile", () => {
       "r/c.json": JSON.stringify({ name: "c", extends: "d.json" }),
       "r/d.json": JSON.stringify({ name: "d", extends: "c.json" }),
       "r/e.json": JSON.stringify({ name: "e", extends: "nope.json" }),
+      "/x/f.json": JSON.stringify({ name: "f", extends: "/r/g.json", config: { seed: 4 } }),
+      "/r/g.json": JSON.stringify({ name: "g", config: { rl: { lr: 0.003 } } }),
     };
     const read = async (p: string) => {
       if (!(p in files)) throw new Error("no such file");
@@ -52,6 +54,8 @@ describe("parseRecipeFile", () => {
     expect(!c.ok && c.error).toMatch(/cycle/);
     const e = await loadRecipeFile("r/e.json", read);
     expect(!e.ok && e.error).toMatch(/r\/e\.json: extends r\/nope\.json: cannot read/);
+    const f = await loadRecipeFile("/x/f.json", read); // an absolute parent is not joined to the child's folder
+    expect(f.ok && [f.config.seed, f.config.rl.lr]).toEqual([4, 0.003]);
   });
 });
 

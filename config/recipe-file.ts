@@ -102,7 +102,8 @@ export async function loadRecipeFile(
   if (parentName === undefined) return parseRecipeFile(text, file);
   if (typeof parentName !== "string") return { ok: false, error: `${file}: "extends" must be a file name` };
   const dir = file.includes("/") ? file.slice(0, file.lastIndexOf("/") + 1) : "";
-  const parent = await loadRecipeFile(dir + parentName, read, [...seen, file]);
+  const parentFile = parentName.startsWith("/") ? parentName : dir + parentName;
+  const parent = await loadRecipeFile(parentFile, read, [...seen, file]);
   if (!parent.ok) return { ok: false, error: `${file}: extends ${parent.error}` };
   return parseRecipeFile(text, file, parent.config);
 }

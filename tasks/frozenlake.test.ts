@@ -4,6 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { DELTAS, GRID_ACTIONS, type GridAction, parseAction } from "./env-util.ts";
 import {
+  FROZENLAKE_BRIEF,
+  FROZENLAKE_INSTRUCTIONS,
   FrozenLakeEnv,
   type FrozenLakeState,
   generateLake,
@@ -92,6 +94,15 @@ describe("frozenlake", () => {
       }
       expect(last?.info.success).toBe(true);
     }
+  });
+
+  it("brief: one-line instructions in the prompt and the demos, the same maps", () => {
+    const brief = makeFrozenLakeTask({ brief: true });
+    expect(brief.instructions).toBe(FROZENLAKE_BRIEF);
+    expect(brief.instructions.length).toBeLessThan(FROZENLAKE_INSTRUCTIONS.length / 2);
+    const demo = brief.sftDemos(new Rng(2), 1)[0];
+    expect(demo.messages[0]).toEqual({ role: "system", content: FROZENLAKE_BRIEF });
+    expect(brief.evalSeeds(5)).toEqual(makeFrozenLakeTask().evalSeeds(5));
   });
 
   it("is deterministic per seed and renders the grid", () => {

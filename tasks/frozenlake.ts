@@ -27,6 +27,8 @@ export interface FrozenLakeConfig {
   goalReward: number;
   /** Added when the text holds no valid action (RAGEN's format penalty). */
   invalidPenalty: number;
+  /** Use the one-line instructions (FROZENLAKE_BRIEF): shorter episodes for small contexts. */
+  brief: boolean;
 }
 
 export const DEFAULT_FROZENLAKE: FrozenLakeConfig = {
@@ -36,6 +38,7 @@ export const DEFAULT_FROZENLAKE: FrozenLakeConfig = {
   maxSteps: 10,
   goalReward: 1,
   invalidPenalty: -0.1,
+  brief: false,
 };
 
 export interface FrozenLakeState {
@@ -239,8 +242,12 @@ export const FROZENLAKE_INSTRUCTIONS =
   "falling into a hole. Answer with one move: <answer>Left</answer>, <answer>Down</answer>, " +
   "<answer>Right</answer> or <answer>Up</answer>.";
 
+/** The same rules in 83 characters, for small contexts (`task.options.brief`). */
+export const FROZENLAKE_BRIEF = "Lake: P you, _ ice, O hole, G goal. Reach G. Reply <answer>Left|Down|Right|Up</answer>.";
+
 export function makeFrozenLakeTask(config: Partial<FrozenLakeConfig> = {}): EnvTask {
   const cfg = { ...DEFAULT_FROZENLAKE, ...config };
+  const instructions = cfg.brief ? FROZENLAKE_BRIEF : FROZENLAKE_INSTRUCTIONS;
   const name = "frozenlake";
   const layout = (seed: number) => generateLake(seed, cfg).join("/");
   return {
@@ -249,7 +256,7 @@ export function makeFrozenLakeTask(config: Partial<FrozenLakeConfig> = {}): EnvT
     kind: "env",
     defaultTemplate: "chatml-turns",
     buckets: ["all"],
-    instructions: FROZENLAKE_INSTRUCTIONS,
+    instructions,
     make: () => new FrozenLakeEnv(cfg),
     sampleSeeds: (rng, n) => drawSeeds(name, layout, rng, n, false),
     evalSeeds: (n) => evalSeedList(name, layout, n),
@@ -258,7 +265,7 @@ export function makeFrozenLakeTask(config: Partial<FrozenLakeConfig> = {}): EnvT
       const env = () => new FrozenLakeEnv({ ...cfg, slipProb: 0 });
       const plan = (e: Env) => solveLake(e.state() as FrozenLakeState);
       const seeds = (r: Rng, k: number) => drawSeeds(name, layout, r, k, false);
-      return solverDemos(env, seeds, FROZENLAKE_INSTRUCTIONS, plan, rng, n, knobs.thinkRate ?? 0);
+      return solverDemos(env, seeds, instructions, plan, rng, n, knobs.thinkRate ?? 0);
     },
   };
 }

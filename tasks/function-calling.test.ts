@@ -142,6 +142,20 @@ describe("function-calling problems", () => {
     });
   });
 
+  it("compact: every tool as a one-line signature, a shorter prompt, the same problems", () => {
+    const compact = makeFunctionCallingTask({ compact: true });
+    const sys = compact.sample(new Rng(5), 1)[0].messages[0].content;
+    expect(sys).toContain("get_book_info(title: string)");
+    expect(sys).toContain("get_user_checked_out_books(user_id: integer)");
+    expect(sys).toContain("get_late_fee_per_day(genre: tech|fiction|science|history|cooking)");
+    expect(sys).toContain("<tool_call>");
+    const full = task.sample(new Rng(5), 1)[0].messages[0].content;
+    expect(sys.length).toBeLessThan(full.length / 3);
+    const a = compact.sample(new Rng(6), 20).map((p) => [p.messages[1], p.answer]);
+    const b = task.sample(new Rng(6), 20).map((p) => [p.messages[1], p.answer]);
+    expect(a).toEqual(b);
+  });
+
   it("runs tools locally from JSON text or objects", () => {
     expect(task.runToolLocally?.("get_late_fee_per_day", '{"genre":"tech"}')).toEqual({
       ok: true,

@@ -227,14 +227,33 @@ function runImpl(name: string, args: Record<string, unknown>): LocalToolResult |
   return { ok: !failed, output: JSON.stringify(value) };
 }
 
-export function makeFunctionCallingTask(opts: { templates?: string[]; evalFraction?: number } = {}): Task {
+/**
+ * The same instructions with each tool as a one-line signature instead of its JSON schema
+ * (about 330 characters instead of about 1,100), for small contexts (`task.options.compact`).
+ */
+export function compactSystemPrompt(tools: UserToolSpec[]): string {
+  const sig = (t: UserToolSpec) => {
+    const props = (t.parameters.properties ?? {}) as Record<string, { type?: string; enum?: string[] }>;
+    const args = Object.entries(props).map(([k, v]) => `${k}: ${v.enum ? v.enum.join("|") : v.type}`);
+    return `${t.name}(${args.join(", ")})`;
+  };
+  return (
+    'Call tools as <tool_call>{"name": <name>, "arguments": {...}}</tool_call>; ' +
+    "results come back as <tool_response>. Answer in <answer></answer>.\nTools: " +
+    tools.map(sig).join("; ")
+  );
+}
+
+export function makeFunctionCallingTask(
+  opts: { templates?: string[]; evalFraction?: number; compact?: boolean } = {},
+): Task {
   const name = "function-calling";
   const names = opts.templates ?? Object.keys(FC_TEMPLATES);
   for (const t of names)
     if (!(t in FC_TEMPLATES)) throw new Error(`function-calling: unknown template "${t}"`);
   // The key space is small (single-call templates have a handful of keys), so hold out more.
   const fraction = opts.evalFraction ?? Math.max(DEFAULT_EVAL_FRACTION, 0.2);
-  const system = functionCallingSystemPrompt(LIBRARY_TOOLS);
+  const system = opts.compact ? compactSystemPrompt(LIBRARY_TOOLS) : functionCallingSystemPrompt(LIBRARY_TOOLS);
   const toProblem = (inst: FcInstance): Problem => ({
     id: `function-calling:${inst.key}`,
     messages: [
