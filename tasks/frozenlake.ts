@@ -243,7 +243,8 @@ export const FROZENLAKE_INSTRUCTIONS =
   "<answer>Right</answer> or <answer>Up</answer>.";
 
 /** The same rules in 83 characters, for small contexts (`task.options.brief`). */
-export const FROZENLAKE_BRIEF = "Lake: P you, _ ice, O hole, G goal. Reach G. Reply <answer>Left|Down|Right|Up</answer>.";
+export const FROZENLAKE_BRIEF =
+  "Lake: P you, _ ice, O hole, G goal. Reach G. Reply <answer>Left|Down|Right|Up</answer>.";
 
 export function makeFrozenLakeTask(config: Partial<FrozenLakeConfig> = {}): EnvTask {
   const cfg = { ...DEFAULT_FROZENLAKE, ...config };

@@ -253,7 +253,9 @@ export function makeFunctionCallingTask(
     if (!(t in FC_TEMPLATES)) throw new Error(`function-calling: unknown template "${t}"`);
   // The key space is small (single-call templates have a handful of keys), so hold out more.
   const fraction = opts.evalFraction ?? Math.max(DEFAULT_EVAL_FRACTION, 0.2);
-  const system = opts.compact ? compactSystemPrompt(LIBRARY_TOOLS) : functionCallingSystemPrompt(LIBRARY_TOOLS);
+  const system = opts.compact
+    ? compactSystemPrompt(LIBRARY_TOOLS)
+    : functionCallingSystemPrompt(LIBRARY_TOOLS);
   const toProblem = (inst: FcInstance): Problem => ({
     id: `function-calling:${inst.key}`,
     messages: [
