@@ -1,12 +1,29 @@
-// GPU test: the register-tiled matmul in every form (A·B, A·Bᵀ, Aᵀ·B, batched, bias, accumulate)
-// against matmulRef on odd shapes, and the linear layer pair. Run: npx vitest run --project gpu kernels/matmul
-import { describe, expect, it } from "vitest";
-import { biasBackward, matmul, matmulBackward, matmulForward } from "./matmul";
+// GPU test: both matmul kernels (tiled matmul.wgsl and the unrolled matmul-gen.ts shaders, whatever
+// the adapter) in every form (A·B, A·Bᵀ, Aᵀ·B, Aᵀ·Bᵀ, batched, bias, accumulate, aligned and not,
+// views at offsets) against matmulRef on odd shapes, and the linear layer pair. Run: npx vitest run --project gpu kernels/matmul
+import { beforeAll, describe, expect, it } from "vitest";
+import {
+  biasBackward,
+  type MatmulKernel,
+  matmul,
+  matmulBackward,
+  matmulForward,
+  setMatmulKernel,
+} from "./matmul";
 import { type MatmulShape, matmulBackwardRef, matmulForwardRef, matmulRef } from "./reference";
+import { alignFloats, view } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
 
-async function check(s: MatmulShape, withBias: boolean, seed: number) {
+let kernel: MatmulKernel = "tiled";
+
+async function runtime() {
   const rt = await gpuRuntime();
+  setMatmulKernel(rt, kernel);
+  return rt;
+}
+
+async function check(s: MatmulShape, withBias: boolean, seed: number) {
+  const rt = await runtime();
   const batch = s.batch ?? 1;
   const a = randn(batch * s.M * s.K, seed);
   const b = randn(batch * s.K * s.N, seed + 1);
@@ -31,20 +48,54 @@ async function check(s: MatmulShape, withBias: boolean, seed: number) {
   return got;
 }
 
-describe("matmul", () => {
+describe.each(["tiled", "unrolled"] as const)("matmul (%s)", (k) => {
+  beforeAll(() => {
+    kernel = k;
+  });
   it("A·B on 45x65 by 65x33 (not tile multiples)", () => check({ M: 45, N: 33, K: 65 }, false, 1));
   it("A·Bᵀ with bias", () => check({ M: 45, N: 65, K: 37, transB: true }, true, 2));
   it("Aᵀ·B accumulating", () => check({ M: 70, N: 29, K: 45, transA: true, accumulate: true }, false, 3));
   it("Aᵀ·Bᵀ, batched, alpha", () =>
     check({ M: 7, N: 24, K: 24, transA: true, transB: true, batch: 3, alpha: 0.5 }, false, 4));
   it("a larger square, 130x130x130", () => check({ M: 130, N: 130, K: 130 }, false, 5));
+  // K, N (and M for Aᵀ) multiples of 4: the vec4-load shaders
+  it("aligned A·B, batched, bias, alpha (vec4 loads)", () =>
+    check({ M: 45, N: 68, K: 36, batch: 2, alpha: 0.25 }, true, 7));
+  it("aligned A·Bᵀ accumulating (vec4 loads)", () =>
+    check({ M: 70, N: 33, K: 132, transB: true, accumulate: true }, false, 8));
+  it("aligned Aᵀ·B, batched (vec4 loads)", () =>
+    check({ M: 68, N: 20, K: 72, transA: true, batch: 3 }, true, 9));
+  it("aligned Aᵀ·Bᵀ (vec4 loads)", () =>
+    check({ M: 12, N: 76, K: 8, transA: true, transB: true }, false, 10));
+  it("one column and one row (N = 1, M = 1)", async () => {
+    await check({ M: 45, N: 1, K: 24, transB: true }, true, 11);
+    await check({ M: 1, N: 100, K: 64, transB: true }, true, 12);
+  });
+  it("views at offsets inside one buffer", async () => {
+    const rt = await runtime();
+    const s = { M: 37, N: 44, K: 20, transB: true };
+    const a = randn(s.M * s.K, 30);
+    const b = randn(s.N * s.K, 31);
+    const ref = new Float32Array(s.M * s.N);
+    matmulRef(ref, a, b, null, s);
+    const buf = rt.buffer(64 + alignFloats(a.length) + alignFloats(b.length) + s.M * s.N);
+    const va = view(buf, 64, a.length);
+    const vb = view(buf, 64 + alignFloats(a.length), b.length);
+    const vo = view(buf, 64 + alignFloats(a.length) + alignFloats(b.length), s.M * s.N);
+    rt.upload(va, a);
+    rt.upload(vb, b);
+    const enc = rt.device.createCommandEncoder();
+    matmul(rt, enc, vo, va, vb, null, s);
+    rt.submit(enc);
+    assertClose("matmul at offsets", ref, await rt.read(vo), TOL.fwd.atol * Math.sqrt(s.K), TOL.fwd.rtol);
+  });
   it("is bit-identical on repeated runs", async () => {
     const s = { M: 45, N: 65, K: 77 };
     expect(bitEqual(await check(s, true, 6), await check(s, true, 6))).toBe(true);
   });
 
   it("linear layer forward and backward match the reference", async () => {
-    const rt = await gpuRuntime();
+    const rt = await runtime();
     const [N, C, OC] = [45, 24, 65];
     const inp = randn(N * C, 10);
     const w = randn(OC * C, 11);
@@ -70,7 +121,7 @@ describe("matmul", () => {
   });
 
   it("bias backward alone", async () => {
-    const rt = await gpuRuntime();
+    const rt = await runtime();
     const dout = randn(7 * 300, 20);
     const db = new Float32Array(300);
     for (let n = 0; n < 7; n++) for (let o = 0; o < 300; o++) db[o] += dout[n * 300 + o];

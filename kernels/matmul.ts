@@ -1,17 +1,68 @@
 // Matmul dispatch: the general batched op(A)·op(B) used by linear layers and their backward, and
-// the llm.c-style linear layer pair matmulForward / matmulBackward. WGSL in matmul.wgsl;
-// reference in reference.ts (matmulRef); tested by matmul.gpu.test.ts.
+// the llm.c-style linear layer pair matmulForward / matmulBackward. Two kernels, chosen per
+// adapter (kernels/dev/matmul-variants.ts has the measurements): "tiled" (matmul.wgsl, one pipeline
+// for every form) everywhere but SwiftShader, and "unrolled" (generated per form by matmul-gen.ts)
+// on SwiftShader. Reference in reference.ts (matmulRef); tested by matmul.gpu.test.ts (both kernels).
+
 import src from "./matmul.wgsl?raw";
+import { matmulSource } from "./matmul-gen";
 import type { MatmulShape } from "./reference";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 export type { MatmulShape } from "./reference";
 
-// must match matmul.wgsl's TM and 4*TN4: an 8x8 block per thread, a 64x64 tile per workgroup
+// Both kernels: an 8x8 block of out per thread, 8x8 threads, a 64x64 tile per workgroup
+// (matmul.wgsl's TM and 4*TN4). Larger unrolled tiles were at most 15% faster on SwiftShader and
+// compile 2-8x slower.
 const WG_X = 8;
 const WG_Y = 8;
 const TM = 8;
 const TN = 8;
+
+export type MatmulKernel = "tiled" | "unrolled";
+
+const chosen = new WeakMap<Runtime, MatmulKernel>();
+
+/** The kernel `matmul` runs on this runtime's device: "unrolled" on SwiftShader, else "tiled". */
+export function matmulKernel(rt: Runtime): MatmulKernel {
+  let k = chosen.get(rt);
+  if (!k) {
+    const info = (rt.device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+    k = /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`)
+      ? "unrolled"
+      : "tiled";
+    chosen.set(rt, k);
+  }
+  return k;
+}
+
+/** Overrides the per-adapter choice (tests and benchmarks of both kernels on one adapter). */
+export function setMatmulKernel(rt: Runtime, kernel: MatmulKernel): void {
+  chosen.set(rt, kernel);
+}
+
+const unrolled = new Map<string, string>();
+
+/** The unrolled shader for this form; vec4 loads when every row it loads is 16-byte aligned. */
+function unrolledSource(s: MatmulShape): string {
+  const transA = !!s.transA;
+  const transB = !!s.transB;
+  const four = (x: number | undefined) => (x ?? 0) % 4 === 0;
+  const vec4 =
+    s.K > 0 &&
+    s.K % 4 === 0 &&
+    four(s.strideA) &&
+    four(s.strideB) &&
+    (!transA || s.M % 4 === 0) &&
+    (transB || s.N % 4 === 0);
+  const key = `${transA}|${transB}|${vec4}`;
+  let code = unrolled.get(key);
+  if (!code) {
+    code = matmulSource({ tm: TM, tn: TN, transA, transB, vec4 });
+    unrolled.set(key, code);
+  }
+  return code;
+}
 
 /** out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in floats. */
 export function matmul(
@@ -23,7 +74,8 @@ export function matmul(
   bias: View | null,
   s: MatmulShape,
 ) {
-  const pipeline = rt.pipeline(src, "main", { WG_X, WG_Y });
+  const code = matmulKernel(rt) === "unrolled" ? unrolledSource(s) : src;
+  const pipeline = rt.pipeline(code, "main", { WG_X, WG_Y });
   const u = rt.uniform(
     packUniform([
       ["u32", s.M],

@@ -5,7 +5,10 @@
 // TM x 4*TN4 block (8x8) held in vec4 registers. K is walked in BK-deep slabs staged in workgroup
 // memory as vec4 (A as [m][k/4], B as [k][n/4]), so the inner loop does 16 vec4 loads per 64 vec4
 // FMAs. Global loads are scalar and bounds-checked: any M, N, K, transposition and view offset
-// work. The winner of kernels/dev (variant 05; see kernels/dev/matmul-variants.ts).
+// work. The winner of kernels/dev on lavapipe (variant 05) and the kernel for every adapter but
+// SwiftShader. On SwiftShader matmul.ts runs matmul-gen.ts's unrolled kernels instead: there each
+// access to acc/a/b here, indexed by a loop counter, is a per-lane gather or scatter in memory
+// (see kernels/dev/matmul-variants.ts).
 
 struct Params {
   M: u32, N: u32, K: u32, hasBias: u32,

@@ -6,6 +6,7 @@
 // the shaders' constants; 6 drops workgroup memory. Measured with `npx tsx bench/kernels.ts
 // --variants` (SwiftShader in Chromium) and matmul-bench.ts (Dawn in Node), 05 won on both.
 import src05 from "../matmul.wgsl?raw";
+import { matmulSource } from "../matmul-gen";
 import { matmulRef } from "../reference";
 import { packUniform, type Runtime, type View } from "../runtime";
 import src01 from "./01-naive.wgsl?raw";
@@ -57,6 +58,23 @@ function noShared(tm: number, tn: number): string {
     .replace("const TN = 8u;", `const TN = ${tn}u;`);
 }
 
+/** An unrolled generated kernel (../matmul-gen.ts) for A·B: tm x tn per thread, wg threads. */
+function gen(
+  name: string,
+  tm: number,
+  tn: number,
+  wg: [number, number],
+  opts: { vec4?: boolean; fma?: boolean } = {},
+) {
+  return {
+    name,
+    src: matmulSource({ tm, tn, transA: false, transB: false, ...opts }),
+    tile: [tn * wg[0], tm * wg[1]] as [number, number],
+    wg,
+    aligned: opts.vec4,
+  };
+}
+
 export const VARIANTS: MatmulVariant[] = [
   { name: "01-naive", src: src01, tile: [16, 16] },
   { name: "02-shared-tiled", src: src02, tile: [16, 16] },
@@ -67,7 +85,7 @@ export const VARIANTS: MatmulVariant[] = [
   { name: "04c-regs 8x8, 8x8 thr, bk16", src: retile(8, 8, 16), tile: [64, 64], wg: [8, 8] },
   { name: "04d-regs 8x8, 4x4 thr, bk32", src: retile(8, 8, 32), tile: [32, 32], wg: [4, 4] },
   { name: "04e-regs 8x4, 8x8 thr, bk16", src: retile(8, 4, 16), tile: [32, 64], wg: [8, 8] },
-  { name: "05-vec4 regs 8x8, 8x8 thr, bk16 (matmul.wgsl)", src: src05, tile: [64, 64], wg: [8, 8] },
+  { name: "05-vec4 regs 8x8, 8x8 thr, bk16 (until 2026-11-29)", src: src05, tile: [64, 64], wg: [8, 8] },
   { name: "05g-vec4 regs 8x8, 8x8 thr, bk32", src: vec4(8, 2, 32), tile: [64, 64], wg: [8, 8] },
   { name: "05h-vec4 regs 8x8, 8x8 thr, bk8", src: vec4(8, 2, 8), tile: [64, 64], wg: [8, 8] },
   { name: "05i-vec4 regs 8x8, 4x4 thr, bk16", src: vec4(8, 2, 16), tile: [32, 32], wg: [4, 4] },
@@ -81,6 +99,28 @@ export const VARIANTS: MatmulVariant[] = [
   { name: "06b-no-shared regs 8x8, 4x4 thr", src: src06, tile: [32, 32], wg: [4, 4] },
   { name: "06c-no-shared regs 4x8, 8x8 thr", src: noShared(4, 8), tile: [64, 32], wg: [8, 8] },
   { name: "06d-no-shared regs 4x4, 8x8 thr", src: noShared(4, 4), tile: [32, 32], wg: [8, 8] },
+  gen("08a-unrolled 8x8, 8x8 thr", 8, 8, [8, 8]),
+  gen("08b-unrolled 4x4, 8x8 thr", 4, 4, [8, 8]),
+  gen("08c-unrolled 4x8, 8x8 thr", 4, 8, [8, 8]),
+  gen("08d-unrolled 8x8, 8x8 thr, fma", 8, 8, [8, 8], { fma: true }),
+  gen("08e-unrolled 8x8, 4x4 thr", 8, 8, [4, 4]),
+  gen("08f-unrolled 8x8, 16x16 thr", 8, 8, [16, 16]),
+  gen("08g-unrolled 8x16, 8x8 thr", 8, 16, [8, 8]),
+  gen("08h-unrolled 16x8, 8x8 thr", 16, 8, [8, 8]),
+  gen("09a-unrolled vec4 8x8, 8x8 thr", 8, 8, [8, 8], { vec4: true }),
+  gen("09b-unrolled vec4 4x8, 8x8 thr", 4, 8, [8, 8], { vec4: true }),
+  gen("09c-unrolled vec4 8x16, 8x8 thr", 8, 16, [8, 8], { vec4: true }),
+  gen("10a-unrolled 16x16, 4x4 thr, fma", 16, 16, [4, 4], { fma: true }),
+  gen("10b-unrolled vec4 16x8, 8x8 thr, fma", 16, 8, [8, 8], { vec4: true, fma: true }),
+  gen("10c-unrolled vec4 8x16, 4x4 thr, fma", 8, 16, [4, 4], { vec4: true, fma: true }),
+  gen("10d-unrolled 16x8, 4x4 thr, fma", 16, 8, [4, 4], { fma: true }),
+  gen("10e-unrolled vec4 16x16, 4x4 thr, fma", 16, 16, [4, 4], { vec4: true, fma: true }),
+  gen("10f-unrolled 16x8, 8x8 thr, fma", 16, 8, [8, 8], { fma: true }),
+  gen("10g-unrolled vec4 8x16, 8x8 thr, fma", 8, 16, [8, 8], { vec4: true, fma: true }),
+  gen("10h-unrolled 8x8, 4x4 thr, fma", 8, 8, [4, 4], { fma: true }),
+  gen("10i-unrolled vec4 8x8, 8x8 thr, fma", 8, 8, [8, 8], { vec4: true, fma: true }),
+  gen("10j-unrolled vec4 8x8, 4x4 thr, fma", 8, 8, [4, 4], { vec4: true, fma: true }),
+  gen("10k-unrolled 8x8, 16x4 thr, fma", 8, 8, [16, 4], { fma: true }),
 ];
 
 export function recordVariant(
