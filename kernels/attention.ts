@@ -1,7 +1,10 @@
 // Causal multi-head attention (forward, backward) over a packed qkv (B,T,3C), with an optional
 // key mask (B,T) for padded batches, plus single-token decode over a KV cache and the cache write.
-// WGSL in attention.wgsl; references in reference.ts; tested by attention.gpu.test.ts.
+// WGSL in attention.wgsl (forward and backward unrolled per head size by attention-gen.ts when it is
+// a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
+
 import src from "./attention.wgsl?raw";
+import { attentionSource } from "./attention-gen";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 64;
@@ -11,6 +14,23 @@ export const MAX_HEAD_SIZE = 128;
 function shader(C: number, NH: number): string {
   const hs = Math.ceil(C / NH / 4) * 4;
   return src.replace("const MAX_HS = 128u;", `const MAX_HS = ${Math.min(hs, MAX_HEAD_SIZE)}u;`);
+}
+
+const unrolled = new Map<number, string>();
+
+/**
+ * The forward/backward shader: attention-gen.ts's unrolled one when the head size is a multiple of
+ * 4 (every head vector in registers, not in arrays a loop indexes), else attention.wgsl's.
+ */
+function trainShader(C: number, NH: number): string {
+  const hs = C / NH;
+  if (hs % 4 !== 0) return shader(C, NH);
+  let code = unrolled.get(hs);
+  if (!code) {
+    code = attentionSource(hs);
+    unrolled.set(hs, code);
+  }
+  return code;
 }
 
 function params(rt: Runtime, B: number, T: number, C: number, NH: number, mask: View | null, extra = 0) {
@@ -45,7 +65,7 @@ export function attentionForward(
   NH: number,
 ) {
   const u = params(rt, B, T, C, NH, mask);
-  const pipe = rt.pipeline(shader(C, NH), "forward", { WG });
+  const pipe = rt.pipeline(trainShader(C, NH), "forward", { WG });
   rt.dispatch(
     rec,
     pipe,
@@ -78,13 +98,13 @@ export function attentionBackward(
   const m = mask ?? rt.dummy;
   rt.dispatch(
     rec,
-    rt.pipeline(shader(C, NH), "backward_query", { WG }),
+    rt.pipeline(trainShader(C, NH), "backward_query", { WG }),
     [dqkv, lse, qkv, m, dout, out, scratch, u],
     groups,
   );
   rt.dispatch(
     rec,
-    rt.pipeline(shader(C, NH), "backward_key", { WG }),
+    rt.pipeline(trainShader(C, NH), "backward_key", { WG }),
     [dqkv, lse, qkv, m, dout, null, scratch, u],
     groups,
   );
