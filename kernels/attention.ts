@@ -1,10 +1,10 @@
 // Causal multi-head attention (forward, backward) over a packed qkv (B,T,3C), with an optional
 // key mask (B,T) for padded batches, plus single-token decode over a KV cache and the cache write.
-// WGSL in attention.wgsl (forward and backward unrolled per head size by attention-gen.ts when it is
-// a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
+// WGSL in attention.wgsl (forward, backward and decode unrolled per head size by attention-gen.ts
+// when it is a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
 
 import src from "./attention.wgsl?raw";
-import { attentionSource } from "./attention-gen";
+import { attentionSource, decodeAttentionSource } from "./attention-gen";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 64;
@@ -17,6 +17,7 @@ function shader(C: number, NH: number): string {
 }
 
 const unrolled = new Map<number, string>();
+const unrolledDecode = new Map<number, string>();
 
 /**
  * The forward/backward shader: attention-gen.ts's unrolled one when the head size is a multiple of
@@ -131,7 +132,13 @@ export function decodeAttention(
   qStride = 3 * C,
 ) {
   const u = params(rt, B, Tmax, C, NH, mask, qStride);
-  const pipe = rt.pipeline(shader(C, NH), "decode", { WG });
+  const hs = C / NH;
+  let code = unrolledDecode.get(hs);
+  if (!code) {
+    code = hs % 4 === 0 ? decodeAttentionSource(hs) : shader(C, NH);
+    unrolledDecode.set(hs, code);
+  }
+  const pipe = rt.pipeline(code, "decode", { WG });
   rt.dispatch(rec, pipe, [out, q, kcache, vcache, lens, mask ?? rt.dummy, u], [Math.ceil((B * NH) / WG)]);
 }
 
