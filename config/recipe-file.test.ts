@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { loadRecipeFile, parseRecipeFile } from "./recipe-file";
 
@@ -28,6 +28,14 @@ describe("parseRecipeFile", () => {
     for (const f of readdirSync(dir).filter((f) => f.endsWith(".json") && f !== "index.json")) {
       const r = await loadRecipeFile(`${dir}/${f}`, async (p) => readFileSync(p, "utf8"));
       expect(r.ok ? "ok" : r.error).toBe("ok");
+    }
+  });
+  it("every init_checkpoint a committed recipe names is committed under public/", async () => {
+    const dir = "public/recipes";
+    for (const f of readdirSync(dir).filter((f) => f.endsWith(".json") && f !== "index.json")) {
+      const r = await loadRecipeFile(`${dir}/${f}`, async (p) => readFileSync(p, "utf8"));
+      const init = r.ok ? r.config.sft.init_checkpoint : null;
+      if (init) expect(existsSync(`public/${init}`) ? init : `${f}: public/${init} is missing`).toBe(init);
     }
   });
   it("starts from the file a recipe extends, and reports cycles and missing files", async () => {
