@@ -1,10 +1,22 @@
 // Kernel experiments for matmul (llm.c dev/cuda style): numbered variants of out = A·B, each
-// checked against matmulRef and timed (ms, GFLOP/s) by `runMatmulVariants`. The winner is what
-// kernels/matmul.wgsl holds. Run in Node (Dawn): npx tsx --import ./cli/raw-loader.mjs kernels/dev/matmul-bench.ts
-// Variants 3/4 (scalar register tiles) and 5 (vec4 register tiles: the production matmul.wgsl)
-// vary the register tile (TM x TN per thread), k-slab depth (BK) and workgroup shape by rewriting
-// the shaders' constants; 6 drops workgroup memory. Measured with `npx tsx bench/kernels.ts
-// --variants` (SwiftShader in Chromium) and matmul-bench.ts (Dawn in Node), 05 won on both.
+// checked against matmulRef and timed (ms, GFLOP/s) by `runMatmulVariants`.
+// Run in Node (Dawn): npx tsx --import ./cli/raw-loader.mjs kernels/dev/matmul-bench.ts [sizes] [reps] [regex]
+// (lavapipe; VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json for SwiftShader), or in
+// Chromium (SwiftShader): npx tsx bench/kernels.ts --variants [regex] [sizes].
+// 01-07 loop over arrays: 3/4 scalar register tiles, 5 vec4 register tiles (matmul.wgsl, "tiled"),
+// 6 no workgroup memory, 7 vec4 global loads; their constants are rewritten to vary the tile.
+// 08-10 are matmul-gen.ts's unrolled kernels (register tile as named variables, k unrolled by 4,
+// no workgroup memory): 08 scalar loads (any shape), 09 vec4 loads (aligned), 10 with fma().
+// Measured 2026-11-29 on 2 busy cores (load 3-6), square n = 256 / 512, GFLOP/s:
+//   SwiftShader (Node): 05 0.12 / 0.07-0.10, 06 0.08 / 0.08, 07 0.09 / 0.09;
+//     08a 8x8 0.46-0.76 / 0.65-0.93, 08e 8x8 on 4x4 threads 0.79-1.05 / 0.86-0.99,
+//     09a vec4 8x8 0.75-1.08 / 0.95-1.09, 09c vec4 8x16 0.98-1.20 / 1.11-1.34,
+//     10e vec4 16x16 1.14 / 1.24; fma() no different from a * b + c.
+//   lavapipe (Node), n = 256: 05 2.17, 05f 2.56, 07 2.42, 08a 1.84, 08h 16x8 3.40, 09c 1.71.
+//   Pipeline compile per form: SwiftShader 05 2.0 s, unrolled 8x8 1.1-1.5 s, 16x8 or 8x16 2.4-3.5 s,
+//     16x16 5.5-9.5 s; lavapipe (shader cache off) 05 4.4 s, unrolled 8x8 20-27 s.
+// So matmul.ts runs the unrolled 8x8 (vec4 loads when aligned, 09a; else 08a) on SwiftShader, 8-10x
+// variant 05 there, and keeps 05 elsewhere (as fast on lavapipe, and 5x quicker to compile).
 import src05 from "../matmul.wgsl?raw";
 import { matmulSource } from "../matmul-gen";
 import { matmulRef } from "../reference";
@@ -85,7 +97,7 @@ export const VARIANTS: MatmulVariant[] = [
   { name: "04c-regs 8x8, 8x8 thr, bk16", src: retile(8, 8, 16), tile: [64, 64], wg: [8, 8] },
   { name: "04d-regs 8x8, 4x4 thr, bk32", src: retile(8, 8, 32), tile: [32, 32], wg: [4, 4] },
   { name: "04e-regs 8x4, 8x8 thr, bk16", src: retile(8, 4, 16), tile: [32, 64], wg: [8, 8] },
-  { name: "05-vec4 regs 8x8, 8x8 thr, bk16 (until 2026-11-29)", src: src05, tile: [64, 64], wg: [8, 8] },
+  { name: "05-vec4 regs 8x8, 8x8 thr, bk16 (matmul.wgsl, tiled)", src: src05, tile: [64, 64], wg: [8, 8] },
   { name: "05g-vec4 regs 8x8, 8x8 thr, bk32", src: vec4(8, 2, 32), tile: [64, 64], wg: [8, 8] },
   { name: "05h-vec4 regs 8x8, 8x8 thr, bk8", src: vec4(8, 2, 8), tile: [64, 64], wg: [8, 8] },
   { name: "05i-vec4 regs 8x8, 4x4 thr, bk16", src: vec4(8, 2, 16), tile: [32, 32], wg: [4, 4] },
