@@ -1,9 +1,12 @@
 // Generates the WGSL of the unrolled register-tiled matmul, one shader per form (transA, transB,
 // vec4 loads), with the TM x TN register tile written out as named variables: no loop counter
-// ever indexes an array. Why: SwiftShader (and lavapipe) run 4 invocations as the lanes of a CPU
-// SIMD register and do not unroll loops, so an array indexed by a loop counter lives in memory and
-// each access is a per-lane gather or scatter; named variables stay in registers. Same bindings
-// and uniforms as matmul.wgsl. Used by matmul.ts; variants in kernels/dev/matmul-variants.ts.
+// ever indexes an array. Why: SwiftShader runs 4 invocations as the lanes of a CPU SIMD register
+// and does not unroll loops, so an array indexed by a loop counter lives in memory and each
+// access is a per-lane gather or scatter; named variables stay in registers (8-10x matmul.wgsl
+// there). Same bindings and uniforms as matmul.wgsl. matmul.ts runs these on SwiftShader only
+// (lavapipe runs matmul.wgsl as fast and compiles it 5x quicker); variants 08-10 in
+// kernels/dev/matmul-variants.ts. The epilogue is inline on purpose: written as helper functions
+// with a bounds check per column, both SwiftShader and lavapipe stored wrong values.
 //
 // Each thread computes a TM x TN block of out (TN a multiple of 4: TN/4 vec4 accumulators per
 // row) straight from storage, without workgroup memory or barriers; K is walked 4 at a time
