@@ -12,11 +12,15 @@
 //     08a 8x8 0.46-0.76 / 0.65-0.93, 08e 8x8 on 4x4 threads 0.79-1.05 / 0.86-0.99,
 //     09a vec4 8x8 0.75-1.08 / 0.95-1.09, 09c vec4 8x16 0.98-1.20 / 1.11-1.34,
 //     10e vec4 16x16 1.14 / 1.24; fma() no different from a * b + c.
+//   SwiftShader (Chromium, --variants, load 3), n = 256 / 512 / 1024: 05 0.18 / 0.16, 06 0.14 / 0.13,
+//     07 0.14 / 0.18; 08a 0.62 / 1.00, 08e 1.13 / 0.96-1.22 / 0.92, 09a 1.40 / 0.91-1.54 / 1.36,
+//     09c 1.17 / 1.92-2.27 / 1.61, 10e 2.11 / 1.21-1.72 / 1.69, 10g 1.52 / 1.96.
 //   lavapipe (Node), n = 256: 05 2.17, 05f 2.56, 07 2.42, 08a 1.84, 08h 16x8 3.40, 09c 1.71.
 //   Pipeline compile per form: SwiftShader 05 2.0 s, unrolled 8x8 1.1-1.5 s, 16x8 or 8x16 2.4-3.5 s,
 //     16x16 5.5-9.5 s; lavapipe (shader cache off) 05 4.4 s, unrolled 8x8 20-27 s.
 // So matmul.ts runs the unrolled 8x8 (vec4 loads when aligned, 09a; else 08a) on SwiftShader, 8-10x
 // variant 05 there, and keeps 05 elsewhere (as fast on lavapipe, and 5x quicker to compile).
+// 8x16 and 16x16 (09c, 10e) were up to 20% faster in Chromium but compile 2-5x slower per form.
 import src05 from "../matmul.wgsl?raw";
 import { matmulSource } from "../matmul-gen";
 import { matmulRef } from "../reference";
