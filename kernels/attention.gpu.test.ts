@@ -2,7 +2,7 @@
 // right-padded masks, large logits), determinism, and decode attention over a KV cache written
 // by kvCacheWrite, checked against the reference and against full attention at the last position.
 // Run: npx vitest run --project gpu kernels/attention
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { attentionBackward, attentionForward, decodeAttention, kvCacheWrite } from "./attention";
 import * as R from "./reference";
 import type { Runtime } from "./runtime";
@@ -46,27 +46,37 @@ async function attnCase(
   return got;
 }
 
-describe("attention", () => {
-  it("T=7, head size 24, no mask", async () =>
-    void (await attnCase(await gpuRuntime(), 2, 7, 48, 2, null, 1)));
+// both kernels whatever the adapter: attention.wgsl's loops and attention-gen.ts's unrolled ones
+let unrolled = false;
+async function runtime(): Promise<Runtime> {
+  const rt = await gpuRuntime();
+  rt.unrolled = unrolled;
+  return rt;
+}
+
+describe.each([false, true])("attention (unrolled %s)", (u) => {
+  beforeAll(() => {
+    unrolled = u;
+  });
+  it("T=7, head size 24, no mask", async () => void (await attnCase(await runtime(), 2, 7, 48, 2, null, 1)));
   it("left and right padding masks, a fully masked query", async () => {
     const T = 7;
     const mask = new Uint32Array(3 * T).fill(1);
     mask[0] = mask[1] = 0; // left padded sequence 0: its first two queries see no key
     mask[T + 5] = mask[T + 6] = 0; // right padded sequence 1
-    await attnCase(await gpuRuntime(), 3, T, 48, 2, mask, 1);
+    await attnCase(await runtime(), 3, T, 48, 2, mask, 1);
   });
   it("large logits (q scaled by 30)", async () =>
-    void (await attnCase(await gpuRuntime(), 2, 7, 48, 2, null, 30)));
+    void (await attnCase(await runtime(), 2, 7, 48, 2, null, 30)));
   it("T=33, 4 heads of 8, bit-identical on repeated runs", async () => {
-    const rt = await gpuRuntime();
+    const rt = await runtime();
     expect(
       bitEqual(await attnCase(rt, 1, 33, 32, 4, null, 1), await attnCase(rt, 1, 33, 32, 4, null, 1)),
     ).toBe(true);
   });
 
   it("decode over a KV cache matches the reference and full attention", async () => {
-    const rt = await gpuRuntime();
+    const rt = await runtime();
     const [B, T, C, NH, Tmax] = [3, 7, 48, 2, 9];
     const qkv = randn(B * T * 3 * C, 7);
     const mask = new Uint32Array(B * T).fill(1);

@@ -1,7 +1,7 @@
 // Causal multi-head attention (forward, backward) over a packed qkv (B,T,3C), with an optional
 // key mask (B,T) for padded batches, plus single-token decode over a KV cache and the cache write.
-// WGSL in attention.wgsl (forward, backward and decode unrolled per head size by attention-gen.ts
-// when it is a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
+// WGSL in attention.wgsl (on SwiftShader, `rt.unrolled`: forward, backward and decode unrolled per
+// head size by attention-gen.ts when it is a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
 
 import src from "./attention.wgsl?raw";
 import { attentionSource, decodeAttentionSource } from "./attention-gen";
@@ -20,12 +20,13 @@ const unrolled = new Map<number, string>();
 const unrolledDecode = new Map<number, string>();
 
 /**
- * The forward/backward shader: attention-gen.ts's unrolled one when the head size is a multiple of
- * 4 (every head vector in registers, not in arrays a loop indexes), else attention.wgsl's.
+ * The forward/backward shader: with `rt.unrolled` (SwiftShader) and a head size that is a multiple
+ * of 4, attention-gen.ts's (every head vector in registers, not in arrays a loop indexes; ~3.5x
+ * there), else attention.wgsl's (as fast on lavapipe, which compiles it 10-40x quicker).
  */
-function trainShader(C: number, NH: number): string {
+function trainShader(rt: Runtime, C: number, NH: number): string {
   const hs = C / NH;
-  if (hs % 4 !== 0) return shader(C, NH);
+  if (!rt.unrolled || hs % 4 !== 0) return shader(C, NH);
   let code = unrolled.get(hs);
   if (!code) {
     code = attentionSource(hs);
@@ -66,7 +67,7 @@ export function attentionForward(
   NH: number,
 ) {
   const u = params(rt, B, T, C, NH, mask);
-  const pipe = rt.pipeline(trainShader(C, NH), "forward", { WG });
+  const pipe = rt.pipeline(trainShader(rt, C, NH), "forward", { WG });
   rt.dispatch(
     rec,
     pipe,
@@ -99,13 +100,13 @@ export function attentionBackward(
   const m = mask ?? rt.dummy;
   rt.dispatch(
     rec,
-    rt.pipeline(trainShader(C, NH), "backward_query", { WG }),
+    rt.pipeline(trainShader(rt, C, NH), "backward_query", { WG }),
     [dqkv, lse, qkv, m, dout, out, scratch, u],
     groups,
   );
   rt.dispatch(
     rec,
-    rt.pipeline(trainShader(C, NH), "backward_key", { WG }),
+    rt.pipeline(trainShader(rt, C, NH), "backward_key", { WG }),
     [dqkv, lse, qkv, m, dout, null, scratch, u],
     groups,
   );
@@ -133,9 +134,9 @@ export function decodeAttention(
 ) {
   const u = params(rt, B, Tmax, C, NH, mask, qStride);
   const hs = C / NH;
-  let code = unrolledDecode.get(hs);
-  if (!code) {
-    code = hs % 4 === 0 ? decodeAttentionSource(hs) : shader(C, NH);
+  let code = shader(C, NH);
+  if (rt.unrolled && hs % 4 === 0) {
+    code = unrolledDecode.get(hs) ?? decodeAttentionSource(hs);
     unrolledDecode.set(hs, code);
   }
   const pipe = rt.pipeline(code, "decode", { WG });

@@ -2,23 +2,16 @@
 // the adapter) in every form (A·B, A·Bᵀ, Aᵀ·B, Aᵀ·Bᵀ, batched, bias, accumulate, aligned and not,
 // views at offsets) against matmulRef on odd shapes, and the linear layer pair. Run: npx vitest run --project gpu kernels/matmul
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  biasBackward,
-  type MatmulKernel,
-  matmul,
-  matmulBackward,
-  matmulForward,
-  setMatmulKernel,
-} from "./matmul";
+import { biasBackward, matmul, matmulBackward, matmulForward } from "./matmul";
 import { type MatmulShape, matmulBackwardRef, matmulForwardRef, matmulRef } from "./reference";
 import { alignFloats, view } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
 
-let kernel: MatmulKernel = "tiled";
+let kernel: "tiled" | "unrolled" = "tiled";
 
 async function runtime() {
   const rt = await gpuRuntime();
-  setMatmulKernel(rt, kernel);
+  rt.unrolled = kernel === "unrolled";
   return rt;
 }
 

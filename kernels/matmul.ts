@@ -1,8 +1,9 @@
 // Matmul dispatch: the general batched op(A)·op(B) used by linear layers and their backward, and
-// the llm.c-style linear layer pair matmulForward / matmulBackward. Two kernels, chosen per
-// adapter (kernels/dev/matmul-variants.ts has the measurements): "tiled" (matmul.wgsl, one pipeline
-// for every form) everywhere but SwiftShader, and "unrolled" (generated per form by matmul-gen.ts)
-// on SwiftShader. Reference in reference.ts (matmulRef); tested by matmul.gpu.test.ts (both kernels).
+// the llm.c-style linear layer pair matmulForward / matmulBackward. Two kernels, chosen by
+// `rt.unrolled` (kernels/dev/matmul-variants.ts has the measurements): the tiled matmul.wgsl (one
+// pipeline for every form) everywhere but SwiftShader, and the unrolled ones generated per form by
+// matmul-gen.ts on SwiftShader. Reference in reference.ts (matmulRef); tested by
+// matmul.gpu.test.ts (both kernels).
 
 import src from "./matmul.wgsl?raw";
 import { matmulSource } from "./matmul-gen";
@@ -18,28 +19,6 @@ const WG_X = 8;
 const WG_Y = 8;
 const TM = 8;
 const TN = 8;
-
-export type MatmulKernel = "tiled" | "unrolled";
-
-const chosen = new WeakMap<Runtime, MatmulKernel>();
-
-/** The kernel `matmul` runs on this runtime's device: "unrolled" on SwiftShader, else "tiled". */
-export function matmulKernel(rt: Runtime): MatmulKernel {
-  let k = chosen.get(rt);
-  if (!k) {
-    const info = (rt.device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
-    k = /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`)
-      ? "unrolled"
-      : "tiled";
-    chosen.set(rt, k);
-  }
-  return k;
-}
-
-/** Overrides the per-adapter choice (tests and benchmarks of both kernels on one adapter). */
-export function setMatmulKernel(rt: Runtime, kernel: MatmulKernel): void {
-  chosen.set(rt, kernel);
-}
 
 const unrolled = new Map<string, string>();
 
@@ -74,7 +53,7 @@ export function matmul(
   bias: View | null,
   s: MatmulShape,
 ) {
-  const code = matmulKernel(rt) === "unrolled" ? unrolledSource(s) : src;
+  const code = rt.unrolled ? unrolledSource(s) : src;
   const pipeline = rt.pipeline(code, "main", { WG_X, WG_Y });
   const u = rt.uniform(
     packUniform([

@@ -89,8 +89,19 @@ export class Runtime {
   /** Bound where an op's optional input is absent (binding `out` twice would overlap). */
   readonly dummy: View;
 
+  /**
+   * Run the kernels written for SwiftShader (per-thread loops unrolled into named variables:
+   * matmul-gen.ts, attention-gen.ts) instead of the loop versions (matmul.wgsl, attention.wgsl).
+   * True on SwiftShader, where they are 3-10x faster; false elsewhere (lavapipe runs the loop
+   * versions as fast and compiles them 5-30x quicker; GPUs unroll constant loops themselves).
+   * Tests set it to check both.
+   */
+  unrolled: boolean;
+
   constructor(readonly device: GPUDevice) {
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
+    const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+    this.unrolled = /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`);
   }
 
   /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */
