@@ -3,7 +3,7 @@
 // loops over the head dimension are unrolled, so no loop counter indexes an array. Why: on
 // SwiftShader an array indexed by a loop counter lives in memory and every access is a per-lane
 // gather or scatter (see matmul-gen.ts). Same bindings, uniforms, algorithm and entry points as
-// attention.wgsl (which keeps decode and kv_write); used by attention.ts when hs % 4 == 0.
+// attention.wgsl; attention.ts uses them on SwiftShader (`rt.unrolled`) when hs % 4 == 0.
 
 /** WGSL for head size `hs` (a multiple of 4). */
 export function attentionSource(hs: number): string {
