@@ -35,7 +35,8 @@ function perturb(path: string, current: unknown, u: number, k: number, s: string
   if (typeof current === "boolean") return !current;
   if (typeof current === "string") return s.length ? s : current;
   if (Array.isArray(current)) {
-    if (current.every((x) => typeof x === "number")) return current.map((x) => Math.min(0.999, x * u));
+    // + 0 turns -0 into 0: JSON (and so a link) has no -0, and toEqual tells them apart.
+    if (current.every((x) => typeof x === "number")) return current.map((x) => Math.min(0.999, x * u) + 0);
     if (current.every((x) => typeof x === "string")) return [s || "b", ...current].slice(0, 1 + (k % 3));
     return current.slice(0, 1 + (k % Math.max(1, current.length)));
   }
@@ -44,7 +45,7 @@ function perturb(path: string, current: unknown, u: number, k: number, s: string
   const lo = meta?.min ?? 0;
   const hi = meta?.max ?? Math.max(10, typeof current === "number" ? current * 4 : 10);
   const x = lo + u * (hi - lo);
-  return k % 2 === 0 ? Math.round(x) : x;
+  return (k % 2 === 0 ? Math.round(x) : x) + 0;
 }
 
 function tryPatch(config: RunConfig, path: string, value: unknown): RunConfig {
