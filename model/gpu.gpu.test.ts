@@ -108,7 +108,8 @@ describe("GPU model vs CPU reference", () => {
       gpu.zeroGrad();
       await cpu.backward(grads);
       await gpu.backward(grads);
-      assertClose("grads", await gpu.getGrads(), await cpu.getGrads(), 1e-5, 1e-3);
+      const cpuGrads = Float32Array.from(await cpu.getGrads());
+      assertClose("grads", await gpu.getGrads(), cpuGrads, 1e-5, 1e-3);
       const h = { lr: 1e-2, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0.5 };
       const frozen = await gpu.frozenCopy();
       const sa = await cpu.step(h);
@@ -131,9 +132,17 @@ describe("GPU model vs CPU reference", () => {
         1e-3,
       );
       expect(sb.gradNorm).toBeCloseTo(sa.gradNorm, 4);
-      // Adam's first step is about lr*sign(g): for near-zero gradients (rare tokens' embeddings)
-      // fp32 rounding moves g/(|g|+eps) visibly, so the bound is 1% of lr.
-      assertClose("weights after a step", await gpu.getWeights(), await cpu.getWeights(), 1e-2 * h.lr, 1e-4);
+      // Adam's first step is about lr*sign(g). Where |g| is below the gradient check's own atol
+      // (1e-5; rare tokens' embeddings) the sign is not pinned down by that check and fp32
+      // rounding can move g/(|g|+eps) anywhere in [-1, 1]: those weights may differ by up to
+      // 2*lr. Everywhere else the bound is 1% of lr.
+      const wGpu = await gpu.getWeights();
+      const wCpu = await cpu.getWeights();
+      const pinned = (i: number) => Math.abs(cpuGrads[i]) >= 1e-5;
+      const keep = (w: Float32Array, sel: (i: number) => boolean) => w.filter((_, i) => sel(i));
+      assertClose("weights after a step", keep(wGpu, pinned), keep(wCpu, pinned), 1e-2 * h.lr, 1e-4);
+      const free = (i: number) => !pinned(i);
+      assertClose("weights after a step (|g| < 1e-5)", keep(wGpu, free), keep(wCpu, free), 2 * h.lr, 0);
       gpu.dispose();
     });
   }
