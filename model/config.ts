@@ -114,6 +114,71 @@ export interface ParamLayout {
   valueb: number; // (1) or -1
 }
 
+/** One layer's tensors as views of type T (null where the config has none: rmsnorm biases). */
+export interface LayerTensors<T> {
+  ln1w: T;
+  ln1b: T | null;
+  qkvw: T;
+  qkvb: T;
+  projw: T;
+  projb: T;
+  ln2w: T;
+  ln2b: T | null;
+  fcw: T;
+  fcb: T;
+  fcprojw: T;
+  fcprojb: T;
+}
+
+/** Every tensor of the layout as a view of type T: the CPU model's subarrays, the GPU model's buffer views. */
+export interface ParamTensors<T> {
+  wte: T;
+  wpe: T | null;
+  layers: LayerTensors<T>[];
+  lnfw: T;
+  lnfb: T | null;
+  lmHead: T;
+  valuew: T | null;
+  valueb: T | null;
+}
+
+/** Named views of a flat parameter (or gradient) buffer: `at(offset, size)` makes one view. */
+export function paramTensors<T>(
+  layout: ParamLayout,
+  at: (offset: number, size: number) => T,
+): ParamTensors<T> {
+  const sizeAt = new Map(layout.tensors.map((t) => [t.offset, t.size]));
+  const opt = (off: number): T | null => (off < 0 ? null : at(off, sizeAt.get(off) as number));
+  const req = (off: number): T => {
+    const v = opt(off);
+    if (v === null) throw new Error(`paramTensors: no tensor at offset ${off}`);
+    return v;
+  };
+  return {
+    wte: req(layout.wte),
+    wpe: opt(layout.wpe),
+    layers: layout.layers.map((o) => ({
+      ln1w: req(o.ln1w),
+      ln1b: opt(o.ln1b),
+      qkvw: req(o.qkvw),
+      qkvb: req(o.qkvb),
+      projw: req(o.projw),
+      projb: req(o.projb),
+      ln2w: req(o.ln2w),
+      ln2b: opt(o.ln2b),
+      fcw: req(o.fcw),
+      fcb: req(o.fcb),
+      fcprojw: req(o.fcprojw),
+      fcprojb: req(o.fcprojb),
+    })),
+    lnfw: req(layout.lnfw),
+    lnfb: opt(layout.lnfb),
+    lmHead: req(layout.lmHead),
+    valuew: opt(layout.valuew),
+    valueb: opt(layout.valueb),
+  };
+}
+
 // Names follow nanoGPT's state dict so checkpoints read naturally next to PyTorch's.
 export function paramLayout(c: ModelConfig): ParamLayout {
   const C = c.dModel;

@@ -28,11 +28,12 @@ import type {
 } from "./api";
 import {
   initParams,
-  type LayerOffsets,
   type ModelConfig,
   mlpHidden,
   type ParamLayout,
+  type ParamTensors,
   paramLayout,
+  paramTensors,
 } from "./config";
 
 // Layers and the network take float32 (the model) or float64 (finite-difference checks) arrays.
@@ -461,63 +462,11 @@ export function scoreBackward(
 // ---------------------------------------------------------------------------------------
 // The network: parameter views, activations, forward, backward
 
-interface LayerParams {
-  ln1w: F32;
-  ln1b: F32 | null;
-  qkvw: F32;
-  qkvb: F32;
-  projw: F32;
-  projb: F32;
-  ln2w: F32;
-  ln2b: F32 | null;
-  fcw: F32;
-  fcb: F32;
-  fcprojw: F32;
-  fcprojb: F32;
-}
-
-interface Params {
-  wte: F32;
-  wpe: F32 | null;
-  layers: LayerParams[];
-  lnfw: F32;
-  lnfb: F32 | null;
-  lmHead: F32;
-  valuew: F32 | null;
-  valueb: F32 | null;
-}
+type Params = ParamTensors<F32>;
 
 /** Named views into a flat buffer of the layout (weights or gradients alike). */
 export function paramViews(buf: F32, layout: ParamLayout): Params {
-  const view = (off: number): F32 | null => {
-    if (off < 0) return null;
-    const t = layout.tensors.find((x) => x.offset === off)!;
-    return buf.subarray(off, off + t.size);
-  };
-  const layer = (o: LayerOffsets): LayerParams => ({
-    ln1w: view(o.ln1w)!,
-    ln1b: view(o.ln1b),
-    qkvw: view(o.qkvw)!,
-    qkvb: view(o.qkvb)!,
-    projw: view(o.projw)!,
-    projb: view(o.projb)!,
-    ln2w: view(o.ln2w)!,
-    ln2b: view(o.ln2b),
-    fcw: view(o.fcw)!,
-    fcb: view(o.fcb)!,
-    fcprojw: view(o.fcprojw)!,
-    fcprojb: view(o.fcprojb)!,
-  });
-  return {
-    wte: view(layout.wte)!,
-    wpe: view(layout.wpe),
-    layers: layout.layers.map(layer),
-    lnfw: view(layout.lnfw)!,
-    lnfb: view(layout.lnfb),
-    lmHead: view(layout.lmHead)!,
-    valuew: view(layout.valuew),
-    valueb: view(layout.valueb),
-  };
+  return paramTensors(layout, (off, size) => buf.subarray(off, off + size));
 }
 
 interface LayerActs {

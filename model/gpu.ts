@@ -61,64 +61,26 @@ import type {
   ScoreResult,
   StepResult,
 } from "./api";
-import { initParams, type ModelConfig, mlpHidden, type ParamLayout, paramLayout } from "./config";
+import {
+  initParams,
+  type LayerTensors,
+  type ModelConfig,
+  mlpHidden,
+  type ParamLayout,
+  type ParamTensors,
+  paramLayout,
+  paramTensors,
+} from "./config";
 import { checkBatch, samplerParams } from "./cpu";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
 
-interface LayerViews {
-  ln1w: View;
-  ln1b: View | null;
-  qkvw: View;
-  qkvb: View;
-  projw: View;
-  projb: View;
-  ln2w: View;
-  ln2b: View | null;
-  fcw: View;
-  fcb: View;
-  fcprojw: View;
-  fcprojb: View;
-}
-
-interface ParamViews {
-  wte: View;
-  wpe: View | null;
-  layers: LayerViews[];
-  lnfw: View;
-  lnfb: View | null;
-  lmHead: View;
-  valuew: View | null;
-  valueb: View | null;
-}
+type LayerViews = LayerTensors<View>;
+type ParamViews = ParamTensors<View>;
 
 function paramViews(buf: GPUBuffer, layout: ParamLayout): ParamViews {
-  const sizeAt = new Map(layout.tensors.map((t) => [t.offset, t.size]));
-  const v = (off: number): View | null => (off < 0 ? null : view(buf, off, sizeAt.get(off)!));
-  return {
-    wte: v(layout.wte)!,
-    wpe: v(layout.wpe),
-    layers: layout.layers.map((o) => ({
-      ln1w: v(o.ln1w)!,
-      ln1b: v(o.ln1b),
-      qkvw: v(o.qkvw)!,
-      qkvb: v(o.qkvb)!,
-      projw: v(o.projw)!,
-      projb: v(o.projb)!,
-      ln2w: v(o.ln2w)!,
-      ln2b: v(o.ln2b),
-      fcw: v(o.fcw)!,
-      fcb: v(o.fcb)!,
-      fcprojw: v(o.fcprojw)!,
-      fcprojb: v(o.fcprojb)!,
-    })),
-    lnfw: v(layout.lnfw)!,
-    lnfb: v(layout.lnfb),
-    lmHead: v(layout.lmHead)!,
-    valuew: v(layout.valuew),
-    valueb: v(layout.valueb),
-  };
+  return paramTensors(layout, (off, size) => view(buf, off, size));
 }
 
 /** Named tensors carved out of one buffer at 256-byte aligned offsets. */
