@@ -1,30 +1,16 @@
 // e2e: the trainer worker's API drives a real (tiny) run in Chromium: WebGPU model in a
 // dedicated worker, QuickJS pool in nested workers, metrics pushed back to the page.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
 import { launchChromium } from "./chromium";
-import { serveDir } from "./static-server";
+import { serveHarness } from "./harness-server";
 
 let browser: Browser;
 let server: { url: string; close(): Promise<void> };
 
 beforeAll(async () => {
-  const outDir = mkdtempSync(join(tmpdir(), "harness-"));
-  await build({
-    configFile: false,
-    root: "e2e/harness",
-    base: "./",
-    publicDir: false,
-    logLevel: "warn",
-    worker: { format: "es" },
-    build: { outDir, emptyOutDir: true, target: "es2022" },
-  });
-  server = await serveDir(outDir);
+  server = await serveHarness();
   browser = await launchChromium();
 }, 180_000);
 

@@ -5,16 +5,12 @@
 // run; bundle export/import and corrupted bundles; and a browser without WebGPU still imports
 // and opens a stored run while training says why it is disabled.
 // Run: `E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/runs.e2e.test.ts`.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConfigEdit, defaultRunConfig, mergeConfig, type RunConfig } from "../config";
 import type { GpuStatus, LoadedRun, MetricsRow, RunEvent, RunProgress, StoredRun } from "../workers/api";
 import { launchChromium } from "./chromium";
-import { serveDir } from "./static-server";
+import { serveHarness } from "./harness-server";
 
 /** What e2e/harness/main.ts puts on globalThis.runsLab (evaluate() callbacks reach it as window.runsLab). */
 interface Harness {
@@ -117,17 +113,7 @@ async function waitDone(page: Page, timeout = 120_000): Promise<void> {
 }
 
 beforeAll(async () => {
-  const outDir = mkdtempSync(join(tmpdir(), "runs-harness-"));
-  await build({
-    configFile: false,
-    root: "e2e/harness",
-    base: "./",
-    publicDir: false,
-    logLevel: "warn",
-    worker: { format: "es" },
-    build: { outDir, emptyOutDir: true, target: "es2022" },
-  });
-  server = await serveDir(outDir);
+  server = await serveHarness();
   browser = await launchChromium();
   ctx = await browser.newContext();
 }, 180_000);
