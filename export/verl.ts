@@ -249,8 +249,8 @@ function parametersOf(t: ToolSpec): Record<string, unknown> {
 export function toolConfigYaml(task: Task, c: RunConfig): string {
   const common = {
     type: "native",
-    // An OmegaConf interpolation (verl loads this file with OmegaConf), not a JS template.
-    sandbox_fusion_url: ["$", "{oc.env:SANDBOX_FUSION_URL,http://localhost:8080/run_code}"].join(""),
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation (verl loads this file with OmegaConf)
+    sandbox_fusion_url: "${oc.env:SANDBOX_FUSION_URL,http://localhost:8080/run_code}",
     num_workers: 10,
     enable_global_rate_limit: true,
     rate_limit: 10,
