@@ -8,6 +8,7 @@
 // run exports with its warnings and --strict refuses it.
 // Run: npx vitest run --project unit export/
 import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,6 +34,7 @@ import { EXPORT_TASKS, exportTask } from "./data.ts";
 import { exportRun, StrictExportError } from "./index.ts";
 import { FIELD_DECISIONS, mappingTableMarkdown, REGISTRY_DECISIONS } from "./mapping.ts";
 import VERL_KEYS from "./verl-keys.json";
+import { zipFiles } from "./zip.ts";
 
 const dec = new TextDecoder();
 const text = (b: Uint8Array) => dec.decode(b);
@@ -142,12 +144,11 @@ describe("verl keys", () => {
   it("every key of every exportable preset and recipe file exists in verl's config", async () => {
     const runs: { name: string; config: RunConfig }[] = Object.entries(RECIPES).map(([name, r]) => ({
       name,
-      config: config(mergeConfig(r.config, name === "toolrl" || name === "tool-n1" ? {} : {})),
+      config: config(r.config),
     }));
     runs.push(...(await recipeFiles()));
     let exported = 0;
     for (const run of runs) {
-      let yamlText: string;
       try {
         exportTask(run.config);
       } catch {
@@ -155,7 +156,7 @@ describe("verl keys", () => {
       }
       // Shorter runs keep the test fast; the keys do not depend on the step count.
       const c = config(mergeConfig(run.config, { stop: { max_steps: 2 }, task: { eval_size: 4 } }));
-      yamlText = text(exportRun(c, { target: "verl", name: run.name }).files["config.yaml"]);
+      const yamlText = text(exportRun(c, { target: "verl", name: run.name }).files["config.yaml"]);
       expect(keyProblems(yamlText), run.name).toEqual([]);
       expect(yamlText.split("\n")[0]).toContain("agentic-rl-lab 0.1.0");
       exported++;
@@ -493,6 +494,7 @@ describe("parquet datasets", () => {
   });
 
   it("the trainer still draws its prompts the way train.parquet assumes", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the trainer's source text, not a template
     expect(readFileSync("rl/trainer.ts", "utf8")).toContain("createRng(`${c.seed}:rl:${step}:${round}`)");
   });
 });
@@ -688,5 +690,32 @@ describe("warnings and --strict", () => {
     );
     expect(strict.status).toBe(3);
     expect(strict.stderr).toContain("shaping:tao-code");
+  });
+});
+
+describe("zip (the page's Export download)", () => {
+  it("python3's zipfile reads back every file byte for byte", () => {
+    const exp = exportRun(config({ stop: { max_steps: 2 }, task: { eval_size: 3 } }), {
+      target: "verl",
+      name: "z",
+    });
+    const dir = mkdtempSync(join(tmpdir(), "lab-export-zip-"));
+    const path = join(dir, "export.zip");
+    writeFileSync(path, zipFiles(exp.files));
+    const py = [
+      "import zipfile, sys, json, hashlib",
+      "z = zipfile.ZipFile(sys.argv[1])",
+      "assert z.testzip() is None",
+      "print(json.dumps({i.filename: [hashlib.sha256(z.read(i)).hexdigest(), i.external_attr >> 16] for i in z.infolist()}))",
+    ].join("\n");
+    const got = JSON.parse(execFileSync("python3", ["-c", py, path], { encoding: "utf8" }));
+    const want = Object.fromEntries(
+      Object.entries(exp.files).map(([k, v]) => [
+        k,
+        [createHash("sha256").update(v).digest("hex"), k.endsWith(".sh") ? 0o100755 : 0o100644],
+      ]),
+    );
+    expect(got).toEqual(want);
+    expect(zipFiles(exp.files)).toEqual(zipFiles(exp.files));
   });
 });
