@@ -1,6 +1,7 @@
 // `npm run export -- verl <recipe.json | bundle> --out DIR [--strict]`
 // `npm run export -- verl --link '<share url>' --out DIR`
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
+// `npm run export -- --table`   (the mapping table, as docs/SCALE-OUT.md shows it)
 // Writes a run's export (export/index.ts: config.yaml, tool_config.yaml, reward.py,
 // train/val.parquet, run.sh, README.md for verl; train_trl.py and the same data and reward for
 // TRL) to DIR, and prints every part of the run that does not map as a warning. --strict
@@ -10,6 +11,7 @@ import { join } from "node:path";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
 import { exportRun, StrictExportError, type Target } from "../export/index";
+import { mappingTableMarkdown } from "../export/mapping";
 import { configFromLink, readRunInput } from "./link";
 
 interface Args {
@@ -24,7 +26,8 @@ function usage(msg?: string): never {
   if (msg) console.error(`error: ${msg}\n`);
   console.error(
     "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
-      "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]",
+      "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
+      "       npm run export -- --table",
   );
   process.exit(2);
 }
@@ -68,6 +71,10 @@ async function loadRun(a: Args): Promise<{ config: RunConfig; name: string; sour
 }
 
 async function main() {
+  if (process.argv.includes("--table")) {
+    console.log(mappingTableMarkdown());
+    return;
+  }
   const a = parseArgs(process.argv.slice(2));
   let run: Awaited<ReturnType<typeof loadRun>>;
   try {

@@ -719,3 +719,11 @@ describe("zip (the page's Export download)", () => {
     expect(zipFiles(exp.files)).toEqual(zipFiles(exp.files));
   });
 });
+
+describe("docs", () => {
+  it("docs/SCALE-OUT.md shows the current mapping table", () => {
+    const doc = readFileSync("docs/SCALE-OUT.md", "utf8");
+    const m = doc.match(/<!-- mapping-table:start -->\n([\s\S]*?)\n<!-- mapping-table:end -->/);
+    expect(m?.[1], "regenerate: npm run export -- --table").toBe(mappingTableMarkdown());
+  });
+});

@@ -255,7 +255,7 @@ function readme(
       ? [
           "```sh",
           "pip install verl vllm   # verl's own install guide has the exact versions",
-          "# a Sandbox Fusion server runs the tools: docker run -p 8080:8080 volcengine/sandbox-fusion:server-20250609",
+          "# a Sandbox Fusion server (bytedance/SandboxFusion; its README has the docker image) runs the tools",
           "export SANDBOX_FUSION_URL=http://localhost:8080/run_code",
           "bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1",
           "```",
