@@ -39,6 +39,11 @@ function unwrap(
 }
 
 const BIG = 1.0e9; // "off" for verl knobs that cannot be turned off (dual clip, grad clip)
+const GPUS = 8; // verl's default trainer.n_gpus_per_node x nnodes, which the export keeps
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
 
 function verlName(registry: string, name: string): string {
   const d = REGISTRY_DECISIONS[registry]?.[name];
@@ -52,6 +57,9 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
   const rollouts = r.prompts_per_step * r.group_size;
   const miniPrompts = Math.max(1, Math.floor(r.prompts_per_step / r.minibatches));
   const micro = Math.max(1, Math.min(8, rollouts / r.minibatches));
+  // verl asserts that the per-GPU share of a minibatch divides by the micro batch.
+  const perGpu = (miniPrompts * r.group_size) / GPUS;
+  const trainMicro = Number.isInteger(perGpu) ? gcd(perGpu, 8) : 1;
   const klOn = r.kl.coef > 0;
   const klName = verlName("kl", r.kl.estimator);
   const model = pretrainedSource(c);
@@ -98,8 +106,8 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
           "rl.prompts_per_step / rl.minibatches (prompts; verl multiplies by rollout.n)",
         ),
         ppo_micro_batch_size_per_gpu: from(
-          micro,
-          "memory only: gradient accumulation does not change the update",
+          trainMicro,
+          `memory only (gradient accumulation does not change the update); divides the ${GPUS}-GPU share of a minibatch`,
         ),
         ppo_epochs: from(r.epochs, "rl.epochs"),
         clip_ratio: from(r.clip_eps_low, "rl.clip_eps_low"),
@@ -171,7 +179,10 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
             },
             model: { path: from(model ?? "???", "the actor's model") },
             cliprange_value: from(r.value_clip, "rl.value_clip"),
-            ppo_micro_batch_size_per_gpu: from(micro, "memory only"),
+            ppo_micro_batch_size_per_gpu: from(
+              trainMicro,
+              "memory only; divides the per-GPU share of a minibatch",
+            ),
           },
         }
       : {}),
