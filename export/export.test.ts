@@ -31,8 +31,9 @@ import { createRng } from "../tasks/rng.ts";
 import { isEvalKey } from "../tasks/split.ts";
 import type { Problem } from "../tasks/types.ts";
 import { EXPORT_TASKS, exportTask } from "./data.ts";
-import { exportRun, StrictExportError } from "./index.ts";
+import { exportRun, StrictExportError, trlConfig } from "./index.ts";
 import { FIELD_DECISIONS, mappingTableMarkdown, REGISTRY_DECISIONS } from "./mapping.ts";
+import TRL_KEYS from "./trl-keys.json";
 import VERL_KEYS from "./verl-keys.json";
 import { zipFiles } from "./zip.ts";
 
@@ -725,5 +726,44 @@ describe("docs", () => {
     const doc = readFileSync("docs/SCALE-OUT.md", "utf8");
     const m = doc.match(/<!-- mapping-table:start -->\n([\s\S]*?)\n<!-- mapping-table:end -->/);
     expect(m?.[1], "regenerate: npm run export -- --table").toBe(mappingTableMarkdown());
+  });
+});
+
+describe("TRL", () => {
+  it("every GRPOConfig argument the export writes is one of TRL's (GRPOConfig or TrainingArguments)", () => {
+    const known = new Set([...TRL_KEYS.grpo_config.names, ...TRL_KEYS.training_arguments.names]);
+    expect(TRL_KEYS.grpo_config.names).toEqual(
+      expect.arrayContaining(["loss_type", "epsilon_high", "num_generations"]),
+    );
+    for (const [name, r] of Object.entries(RECIPES)) {
+      const c = config(mergeConfig(r.config, { stop: { max_steps: 1 } }));
+      const args = trlConfig(c, name);
+      expect(
+        Object.keys(args).filter((k) => !known.has(k)),
+        name,
+      ).toEqual([]);
+      expect(["grpo", "dr_grpo", "dapo"]).toContain(args.loss_type[0]);
+      expect(["constant", "linear", "cosine_with_min_lr"]).toContain(args.lr_scheduler_type[0]);
+      expect(args.num_generations[0]).toBe(c.rl.group_size);
+    }
+  });
+
+  it("the script embeds the config, the reward and typed tool functions", () => {
+    const exp = exportRun(config(mergeConfig(FC, { stop: { max_steps: 1 }, task: { eval_size: 2 } })), {
+      target: "trl",
+      name: "t",
+    });
+    const py = text(exp.files["train_trl.py"]);
+    expect(py).toContain("def get_book_info(title: str) -> str:");
+    expect(py).toContain("#   epsilon_high: rl.clip_eps_high");
+    expect(py).not.toContain("@LAB_TRL@");
+    expect(Object.keys(exp.files).sort()).toEqual([
+      "README.md",
+      "lab_node.py",
+      "reward.py",
+      "train.parquet",
+      "train_trl.py",
+      "val.parquet",
+    ]);
   });
 });

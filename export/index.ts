@@ -14,6 +14,7 @@ import { isBuiltinTool, type Task } from "../tasks/types.ts";
 import { datasetRows, exportTask, rowsToParquet } from "./data.ts";
 import { mappingTableMarkdown, REGISTRY_DECISIONS, type Unmapped, unmappedInUse } from "./mapping.ts";
 import TRL_PY from "./trl/train_trl.py?raw";
+import TRL_KEYS from "./trl-keys.json";
 import LAB_NODE_PY from "./verl/lab_node.py?raw";
 import LAB_TOOLS_PY from "./verl/lab_tools.py?raw";
 import REWARD_PY from "./verl/reward.py?raw";
@@ -273,7 +274,7 @@ function readme(
     `Written by \`npm run export -- ${o.target}\` (${LAB_VERSION}, config version ${c.version})${o.source ? ` from ${o.source}` : ""}.`,
     o.target === "verl"
       ? `Keys checked against verl's own \`ppo_trainer\` config at commit ${VERL_COMMIT}.`
-      : "",
+      : `GRPOConfig arguments checked against TRL commit ${TRL_KEYS.grpo_config.trl_commit} and transformers ${TRL_KEYS.training_arguments.transformers_version}.`,
     "",
     "## Files",
     "",
