@@ -290,7 +290,7 @@ function readme(
     "",
     "## Reward",
     "",
-    `reward.py implements ${terms.length ? terms.map((t) => `\`${t}\``).join(", ") : "no term"} with the run's weights and options, and the task's verifier (${exportTask(c).verifier}) on the strict final answer. It reads each tool call's status from \`extra_info["tool_rewards"]\`, which the exported tools report. Its scores equal the lab's on export/samples.jsonl (tested).`,
+    `reward.py implements ${terms.length ? terms.map((t) => `\`${t}\``).join(", ") : "no term"} with the run's weights and options, and the task's verifier (${exportTask(c).verifier}) on the strict final answer. It reads each tool call's status from \`extra_info["tool_rewards"]\`, which the exported tools report. The lab's test suite checks that it scores the lab's samples (export/samples.jsonl: correct, wrong, malformed and tool-heavy answers) exactly as the lab does.`,
     "",
     "## Mapping table",
     "",
