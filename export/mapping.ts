@@ -77,7 +77,7 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "task.options": mapped("train.parquet, val.parquet", "applied when the prompts are generated"),
   "task.template": approx(
     `${MT}.format: hermes`,
-    "verl renders turns with the model's own chat template and parses Hermes JSON calls; the code tool becomes a JSON function {code}",
+    "verl renders turns with the model's own chat template and parses Hermes JSON calls; the code tool becomes a JSON function {code}; a malformed call is dropped by verl's parser (the lab answers it with an error and counts a failed call)",
   ),
   "task.eval_size": mapped("val.parquet", "the number of held-out rows"),
   "task.eval_every": mapped(
