@@ -7,9 +7,10 @@
 // truths; the Node wrapper of the code tool prints what the lab's QuickJS tool returns; a TAO
 // run exports with its warnings and --strict refuses it.
 // Run: npx vitest run --project unit export/
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Template } from "@huggingface/jinja";
@@ -809,6 +810,62 @@ describe("TRL", () => {
       "train.parquet",
       "train_trl.py",
       "val.parquet",
+    ]);
+  });
+});
+
+describe("lab_node.py's Sandbox Fusion client (the TRL tools)", () => {
+  it("sends run_code requests and reads Sandbox Fusion's result shape", async () => {
+    // A stand-in for Sandbox Fusion's POST /run_code: runs the program with node, answers in its shape.
+    const seen: { language: string; run_timeout: number; memory_limit_MB: number }[] = [];
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => {
+        body += d;
+      });
+      req.on("end", () => {
+        const q = JSON.parse(body);
+        seen.push({ language: q.language, run_timeout: q.run_timeout, memory_limit_MB: q.memory_limit_MB });
+        const r = spawnSync("node", ["-e", q.code], { encoding: "utf8", timeout: q.run_timeout * 1000 });
+        const run = {
+          status: "Finished",
+          stdout: r.stdout,
+          stderr: r.stderr,
+          return_code: r.status,
+          execution_time: 0,
+        };
+        res.setHeader("Content-Type", "application/json");
+        res.end(
+          JSON.stringify({ status: r.status === 0 ? "Success" : "Failed", message: "", run_result: run }),
+        );
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    const port = (server.address() as { port: number }).port;
+    const exp = exportRun(config({ stop: { max_steps: 1 }, task: { eval_size: 2 } }), {
+      target: "trl",
+      name: "t",
+    });
+    const dir = mkdtempSync(join(tmpdir(), "lab-export-sf-"));
+    writeFileSync(join(dir, "lab_node.py"), exp.files["lab_node.py"]);
+    const py = [
+      "import json, sys, lab_node",
+      "url = sys.argv[1]",
+      "out = [lab_node.run_sandbox_fusion(url, lab_node.node_source(c), 5, 512) for c in ['347*29', 'throw new RangeError(\"too big\")']]",
+      "out.append(lab_node.run_sandbox_fusion('http://127.0.0.1:9/run_code', lab_node.node_source('1'), 1, 512)[1])",
+      "print(json.dumps(out))",
+    ].join("\n");
+    const child = spawn("python3", ["-c", py, `http://127.0.0.1:${port}/run_code`], { cwd: dir });
+    let stdout = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    await new Promise((ok) => child.on("close", ok));
+    server.close();
+    expect(JSON.parse(stdout)).toEqual([["10063", true], ["RangeError: too big", false], false]);
+    expect(seen).toEqual([
+      { language: "nodejs", run_timeout: 5, memory_limit_MB: 512 },
+      { language: "nodejs", run_timeout: 5, memory_limit_MB: 512 },
     ]);
   });
 });
