@@ -2,8 +2,7 @@
 // the sample records the inspector shows, and the rollout metrics shared by the RL step and
 // value pretraining (reward, accuracy, length, tools, environment success).
 // Tested through rl/trainer.test.ts, rl/trainer-env.test.ts and rl/vapo.test.ts.
-import type { StepRow } from "./algos/types";
-import { mean, std } from "./algos/types";
+import { mean, type StepRow, std } from "./algos/types";
 import type { RewardedTrajectory } from "./rewards";
 
 /** One line of metrics.jsonl: DESIGN.md's names; absent keys were not computed this step. */

@@ -6,8 +6,7 @@
 // and rl/registry-run.test.ts (every estimator, loss and recipe for two steps).
 import { createRng } from "../tasks/rng";
 import { ADVANTAGE, type AdvantageState } from "./algos/advantage";
-import type { Trajectory as AlgoTrajectory } from "./algos/types";
-import { mean } from "./algos/types";
+import { type Trajectory as AlgoTrajectory, mean } from "./algos/types";
 import { collectGroups } from "./collect";
 import type { TrainerContext } from "./context";
 import { tokenRewardsOf } from "./driver";
