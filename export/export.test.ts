@@ -509,7 +509,7 @@ describe("parquet datasets", () => {
       );
       const exp = exportRun(c, { target: "verl", name: "p" });
       const { task } = exportTask(c);
-      // The lab trainer's draw: round 0 of each RL step (rl/trainer.ts, createRng(`${seed}:rl:${step}:${round}`)).
+      // The lab trainer's draw: round 0 of each RL step (rl/collect.ts, createRng(`${seed}:rl:${step}:${round}`)).
       const labTrain = [0, 1, 2].flatMap((step) => task.sample(createRng(`${c.seed}:rl:${step}:0`), 5));
       const labVal = task.evalSet(6);
       const train = (await parquetReadObjects({ file: exp.files["train.parquet"].slice().buffer })) as any[];
@@ -541,8 +541,11 @@ describe("parquet datasets", () => {
   });
 
   it("the trainer still draws its prompts the way train.parquet assumes", () => {
+    // rl/collect.ts draws round r of step s with createRng(`${seed}:rl:${s}:${r}`) through the
+    // task driver, whose sample is the task's own (rl/driver.ts).
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the trainer's source text, not a template
-    expect(readFileSync("rl/trainer.ts", "utf8")).toContain("createRng(`${c.seed}:rl:${step}:${round}`)");
+    expect(readFileSync("rl/collect.ts", "utf8")).toContain("createRng(`${c.seed}:rl:${step}:${round}`)");
+    expect(readFileSync("rl/driver.ts", "utf8")).toContain("sample: (rng, n) => task.sample(rng, n)");
   });
 });
 
