@@ -590,6 +590,8 @@ export interface SampleParams {
   topP: number;
   seed: number;
   step: number;
+  /** (B) per-row additions to `step` (a generation session's per-sequence token counts). */
+  rowStep?: ArrayLike<number>;
 }
 
 /** Maps a float to a u32 whose unsigned order is the float order. */
@@ -638,8 +640,8 @@ export function sampleDistribution(logits: F, V: number, s: SampleParams): Float
 
 /**
  * Samples one token per row of logits (B,V) by inverting the CDF of sampleDistribution in index
- * order at u = sampleUniform(seed, step, row). logps[b] = log q(token). Greedy (temperature 0): the
- * first argmax, logp 0.
+ * order at u = sampleUniform(seed, step + rowStep[row], row). logps[b] = log q(token). Greedy
+ * (temperature 0): the first argmax, logp 0.
  */
 export function sampleRef(tokens: Int32Array, logps: F, logits: F, B: number, V: number, s: SampleParams) {
   for (let b = 0; b < B; b++) {
@@ -652,7 +654,7 @@ export function sampleRef(tokens: Int32Array, logps: F, logits: F, B: number, V:
       continue;
     }
     const q = sampleDistribution(row, V, s);
-    const u = sampleUniform(s.seed, s.step, b);
+    const u = sampleUniform(s.seed, (s.step + (s.rowStep?.[b] ?? 0)) >>> 0, b);
     let cum = 0;
     let tok = -1;
     for (let v = 0; v < V; v++) {

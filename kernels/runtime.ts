@@ -17,6 +17,9 @@
 //   to one dispatch must not OVERLAP (a validation error): ops are not in place unless they say so.
 // - No float atomics anywhere: every output element has exactly one writer, so results are bit-identical
 //   across runs on one device.
+// - Round trips are counted (`counters`: submits, readbacks, dispatches, bytes read back), because on
+//   a real GPU each submit + mapAsync costs far more than the arithmetic of these small models; the
+//   RL step reports them per phase (perf/* in metrics.jsonl). Staging buffers for readbacks are pooled.
 
 export interface View {
   buffer: GPUBuffer;
@@ -76,6 +79,32 @@ export function packUniform(fields: Field[]): ArrayBuffer {
   return buf;
 }
 
+/** Cumulative round-trip counts of one Runtime (every model on it shares them). */
+export interface RuntimeCounters {
+  /** queue.submit calls, the readbacks' copy submits included. */
+  submits: number;
+  /** mapAsync round trips. */
+  readbacks: number;
+  /** compute dispatches recorded. */
+  dispatches: number;
+  /** bytes copied back to the CPU. */
+  readbackBytes: number;
+}
+
+export function zeroCounters(): RuntimeCounters {
+  return { submits: 0, readbacks: 0, dispatches: 0, readbackBytes: 0 };
+}
+
+/** after - before, field by field. */
+export function countersSince(after: RuntimeCounters, before: RuntimeCounters): RuntimeCounters {
+  return {
+    submits: after.submits - before.submits,
+    readbacks: after.readbacks - before.readbacks,
+    dispatches: after.dispatches - before.dispatches,
+    readbackBytes: after.readbackBytes - before.readbackBytes,
+  };
+}
+
 const ARENA_CHUNK = 64 * 1024;
 const UNIFORM_SLOT = 256;
 
@@ -85,6 +114,11 @@ export class Runtime {
   private chunks: GPUBuffer[] = [];
   private chunk = 0;
   private used = 0;
+  /** Idle MAP_READ staging buffers by size (powers of two from 256 bytes). */
+  private staging = new Map<number, GPUBuffer[]>();
+
+  /** Cumulative round trips since this Runtime was made (read, never reset: take differences). */
+  readonly counters: RuntimeCounters = zeroCounters();
 
   /** Bound where an op's optional input is absent (binding `out` twice would overlap). */
   readonly dummy: View;
@@ -129,20 +163,56 @@ export class Runtime {
 
   /** Submits whatever is pending, then copies the view back. For tests, metrics and decoding. */
   async readBytes(v: View): Promise<ArrayBuffer> {
-    const size = Math.ceil(v.size / 4) * 4;
-    const staging = this.device.createBuffer({
-      size,
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
     const enc = this.device.createCommandEncoder();
-    enc.copyBufferToBuffer(v.buffer, v.offset, staging, 0, size);
+    const done = this.recordRead(enc, v);
     // not this.submit: an encoder still being recorded may hold uniform slots
     this.device.queue.submit([enc.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    const out = staging.getMappedRange().slice(0);
-    staging.unmap();
-    staging.destroy();
-    return out;
+    this.counters.submits++;
+    return done();
+  }
+
+  /**
+   * Records the copy of `v` into a pooled staging buffer at the end of `enc`; after `enc` is
+   * submitted, the returned function maps it and gives the bytes (one readback). This is how a
+   * pass and its readback share one submit.
+   */
+  recordRead(enc: GPUCommandEncoder, v: View): () => Promise<ArrayBuffer> {
+    const size = Math.ceil(v.size / 4) * 4;
+    const staging = this.takeStaging(size);
+    enc.copyBufferToBuffer(v.buffer, v.offset, staging, 0, size);
+    return async () => {
+      await staging.mapAsync(GPUMapMode.READ, 0, size);
+      const out = staging.getMappedRange(0, size).slice(0);
+      staging.unmap();
+      this.staging.get(staging.size)!.push(staging);
+      this.counters.readbacks++;
+      this.counters.readbackBytes += size;
+      return out;
+    };
+  }
+
+  private takeStaging(size: number): GPUBuffer {
+    const cap = Math.max(256, 2 ** Math.ceil(Math.log2(size)));
+    let free = this.staging.get(cap);
+    if (!free) {
+      free = [];
+      this.staging.set(cap, free);
+    }
+    return (
+      free.pop() ??
+      this.device.createBuffer({
+        label: `staging-${cap}`,
+        size: cap,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      })
+    );
+  }
+
+  /** Staging buffers made so far (idle ones; tests check the pool is reused). */
+  stagingBuffers(): number {
+    let n = 0;
+    for (const f of this.staging.values()) n += f.length;
+    return n;
   }
 
   async read(v: View): Promise<Float32Array> {
@@ -156,6 +226,7 @@ export class Runtime {
   /** Submits one encoder and recycles the uniform arena (its writes are queued before later ones). */
   submit(enc: GPUCommandEncoder): void {
     this.device.queue.submit([enc.finish()]);
+    this.counters.submits++;
     this.resetUniforms();
   }
 
@@ -242,6 +313,7 @@ export class Runtime {
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y, z);
+    this.counters.dispatches++;
     if (!isPass) pass.end();
   }
 }

@@ -74,6 +74,37 @@ describe("sample", () => {
     expect(Array.from(c)).not.toEqual(Array.from(a));
   });
 
+  it("per-row steps draw what one step per row would (k tokens per submit)", async () => {
+    const rt = await gpuRuntime();
+    const [B, V] = [37, 65];
+    const logits = rt.tensor(randn(B * V, 21, 2));
+    const steps = Uint32Array.from({ length: B }, (_, b) => (b * 7) % 11);
+    const s = { temperature: 1, topK: 0, topP: 0.95, seed: 12, step: 5 };
+    const [tok, lp, one, onelp] = [rt.tensor(B), rt.tensor(B), rt.tensor(B), rt.tensor(B)];
+    let enc = rt.device.createCommandEncoder();
+    sample(rt, enc, tok, lp, logits, B, V, s, rt.tensor(steps));
+    rt.submit(enc);
+    const got = await rt.readU32(tok);
+    const gotLp = await rt.read(lp);
+    for (const k of new Set(steps)) {
+      enc = rt.device.createCommandEncoder();
+      sample(rt, enc, one, onelp, logits, B, V, { ...s, step: s.step + k });
+      rt.submit(enc);
+      const want = await rt.readU32(one);
+      const wantLp = await rt.read(onelp);
+      for (let b = 0; b < B; b++) {
+        if (steps[b] !== k) continue;
+        expect(got[b]).toBe(want[b]);
+        expect(gotLp[b]).toBe(wantLp[b]);
+      }
+    }
+    // and the reference agrees on the per-row counter
+    const ref = new Int32Array(B);
+    R.sampleRef(ref, new Float64Array(B), await rt.read(logits), B, V, { ...s, rowStep: steps });
+    const agree = ref.filter((t, b) => t === got[b]).length;
+    expect(agree).toBeGreaterThanOrEqual(B - 1);
+  });
+
   it("token frequencies follow softmax(logits / T)", async () => {
     const rt = await gpuRuntime();
     const [B, V] = [4000, 4];

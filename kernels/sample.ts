@@ -11,7 +11,10 @@ export type { SampleParams } from "./reference";
 
 const WG = 256;
 
-/** tokens int32 (B), logps (B) from logits (B,V); the draw of row b uses (seed, step, b). */
+/**
+ * tokens int32 (B), logps (B) from logits (B,V); the draw of row b uses (seed, step, b), or
+ * (seed, step + rowStep[b], b) when `rowStep` (B) uint32 is given.
+ */
 export function sample(
   rt: Runtime,
   rec: Recorder,
@@ -21,6 +24,7 @@ export function sample(
   B: number,
   V: number,
   s: SampleParams,
+  rowStep: View | null = null,
 ) {
   const u = rt.uniform(
     packUniform([
@@ -31,7 +35,8 @@ export function sample(
       ["f32", s.topP],
       ["u32", s.seed],
       ["u32", s.step],
+      ["u32", rowStep ? 1 : 0],
     ]),
   );
-  rt.dispatch(rec, rt.pipeline(src, "main", { WG }), [tokens, logps, logits, u], [B]);
+  rt.dispatch(rec, rt.pipeline(src, "main", { WG }), [tokens, logps, logits, u, rowStep ?? rt.dummy], [B]);
 }

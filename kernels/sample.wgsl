@@ -5,13 +5,16 @@
 // The token is drawn by inverting the kept, renormalized CDF in index order: per-thread contiguous
 // chunks, a serial scan of chunk sums, then a scan inside the chosen chunk. logp = log q(token)
 // under that distribution. temperature 0: the first argmax, logp 0. Reference: sampleRef.
+// With perRow set, row b draws at step + rowStep[b] (a generation session's per-sequence count of
+// sampled tokens, so k tokens per submit draw what k submits of one token would).
 
-struct P { B: u32, V: u32, temperature: f32, topK: u32, topP: f32, seed: u32, step: u32 }
+struct P { B: u32, V: u32, temperature: f32, topK: u32, topP: f32, seed: u32, step: u32, perRow: u32 }
 
 @group(0) @binding(0) var<storage, read_write> tokens: array<i32>; // (B)
 @group(0) @binding(1) var<storage, read_write> logps: array<f32>;  // (B)
 @group(0) @binding(2) var<storage, read_write> logits: array<f32>; // (B,V)
 @group(0) @binding(3) var<uniform> p: P;
+@group(0) @binding(4) var<storage, read_write> rowStep: array<u32>; // (B) when p.perRow != 0
 
 override WG: u32 = 256;
 var<workgroup> redf: array<f32, WG>;
@@ -135,7 +138,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   if (lid == 0u) {
     var kept = 0.0;
     for (var i = 0u; i < WG; i++) { kept += redf[i]; }
-    let u = f32(pcg(pcg(pcg(p.seed) ^ p.step) ^ b) >> 8u) / 16777216.0 * kept;
+    let step = p.step + select(0u, rowStep[b], p.perRow != 0u);
+    let u = f32(pcg(pcg(pcg(p.seed) ^ step) ^ b) >> 8u) / 16777216.0 * kept;
     // the chunk holding u; past the end (rounding) the last non-empty chunk, whose last kept token wins
     var cum = 0.0;
     var sel = 0u;

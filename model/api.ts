@@ -9,6 +9,7 @@
 // sequence and keep decoding without recomputing its prefix. model/generate.ts adds stop
 // strings and token budgets on top of it.
 // Tested through model/cpu.test.ts and model/gpu.gpu.test.ts.
+import type { RuntimeCounters } from "../kernels/runtime";
 import type { ModelConfig, ParamLayout } from "./config";
 
 /** B sequences of T tokens, right-padded (causal attention: padding after a token never changes it). */
@@ -78,8 +79,9 @@ export interface SamplingOptions {
   /** Keep the smallest most-likely set whose probability reaches p (1 or undefined: all). */
   topP?: number;
   /**
-   * Same seed, same prompts and same calls -> same tokens. The draw for sequence b at the
-   * session's n-th decode call is kernels' sampleUniform(seed, n, b), on the CPU and the GPU.
+   * Same seed, same prompts and same calls -> same tokens. The n-th token sequence b samples
+   * in a session is drawn with kernels' sampleUniform(seed, n, b), on the CPU and the GPU, so
+   * how many tokens one call (or one submit) samples never changes them.
    */
   seed: number;
 }
@@ -95,11 +97,31 @@ export interface DecodeResult {
   logprobs: Float32Array;
 }
 
+/**
+ * Asked for each token of a sequence's run in order (length: the sequence's length with this
+ * token); true at the token that ends the run (that token is kept, the rest discarded).
+ */
+export type RunEnd = (seq: number, token: number, logprob: number, length: number) => boolean;
+
+/** Per sequence, the tokens a decodeMany kept (empty for inactive sequences). */
+export interface DecodeRun {
+  tokens: number[][];
+  logprobs: number[][];
+}
+
 export interface GenerationSession {
   /** Fills the KV caches with the prompts (one per sequence, lengths may differ). */
   prefill(prompts: number[][]): Promise<void>;
   /** Samples one token for each active sequence and feeds it back (extends its cache). */
   decode(active: ArrayLike<boolean>): Promise<DecodeResult>;
+  /**
+   * Samples up to maxTokens tokens for each active sequence, several per round trip (the
+   * session picks how many), cut where `ends` says or where the sequence fills the context;
+   * tokens past a cut are discarded, cache positions included. Gives exactly what decode()
+   * called once per token would (model/generate.ts's decodeRun is that loop, for sessions
+   * without this method).
+   */
+  decodeMany?(active: ArrayLike<boolean>, maxTokens: number, ends: RunEnd): Promise<DecodeRun>;
   /** Feeds extra tokens (a tool response) to one sequence; its next decode continues after them. */
   append(seq: number, tokens: number[]): Promise<void>;
   /** Tokens in each sequence so far (prompt, appended and sampled). */
@@ -127,5 +149,10 @@ export interface PolicyModel {
   /** An independent copy of the weights (the reference policy); its optimizer state is fresh. */
   frozenCopy(): Promise<PolicyModel>;
   startGeneration(sampling: SamplingOptions): GenerationSession;
+  /**
+   * Cumulative round trips of the device this model runs on (WebGPU only; models on one
+   * device share them): the RL step reports their differences per phase as perf/*.
+   */
+  perf?(): RuntimeCounters;
   dispose(): void;
 }

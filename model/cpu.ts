@@ -449,9 +449,19 @@ export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, to
   return logits;
 }
 
-/** The kernels' sampler parameters for decode call `step` of a session. */
-export function samplerParams(s: SamplingOptions, step: number) {
-  return { temperature: s.temperature, topK: s.topK ?? 0, topP: s.topP ?? 1, seed: s.seed >>> 0, step };
+/**
+ * The kernels' sampler parameters; row b draws at step + rowStep[b] (a session passes its
+ * per-sequence counts of sampled tokens as rowStep, with step 0).
+ */
+export function samplerParams(s: SamplingOptions, step: number, rowStep?: ArrayLike<number>) {
+  return {
+    temperature: s.temperature,
+    topK: s.topK ?? 0,
+    topP: s.topP ?? 1,
+    seed: s.seed >>> 0,
+    step,
+    rowStep,
+  };
 }
 
 // A sampled token is fed to the cache lazily, at the next decode or append, so a sequence
@@ -460,7 +470,8 @@ class CpuGenerationSession implements GenerationSession {
   private caches: KvCache[] = [];
   private lastLogits: F32[] = [];
   private pending: (number | null)[] = [];
-  private steps = 0;
+  /** Tokens each sequence has sampled: the sampler's counter for its next draw. */
+  private sampled: number[] = [];
 
   constructor(
     private readonly model: CpuModel,
@@ -470,6 +481,7 @@ class CpuGenerationSession implements GenerationSession {
   async prefill(prompts: number[][]): Promise<void> {
     this.caches = prompts.map(() => newKvCache(this.model.config));
     this.pending = prompts.map(() => null);
+    this.sampled = prompts.map(() => 0);
     this.lastLogits = prompts.map((p, i) => {
       if (p.length === 0) throw new Error(`prompt ${i} is empty`);
       return this.feed(i, p);
@@ -501,7 +513,7 @@ class CpuGenerationSession implements GenerationSession {
     }
     const sampled = new Int32Array(B);
     const logps = new Float32Array(B);
-    sampleRef(sampled, logps, logits, B, V, samplerParams(this.sampling, this.steps++));
+    sampleRef(sampled, logps, logits, B, V, samplerParams(this.sampling, 0, this.sampled));
     const tokens = new Int32Array(B).fill(-1);
     const logprobs = new Float32Array(B).fill(Number.NaN);
     for (let b = 0; b < B; b++) {
@@ -509,6 +521,7 @@ class CpuGenerationSession implements GenerationSession {
       tokens[b] = sampled[b];
       logprobs[b] = logps[b];
       this.pending[b] = sampled[b];
+      this.sampled[b]++;
     }
     return { tokens, logprobs };
   }

@@ -1,10 +1,12 @@
-// Decoding until stop strings or budgets, on any GenerationSession (CPU or GPU).
+// Decoding until stop strings or budgets, on any GenerationSession (CPU or GPU), and decodeRun:
+// runs of tokens cut by a callback, through the session's decodeMany (several tokens per round
+// trip) when it has one, else one decode() per token.
 // A sequence stops exactly when the text it generated in this call ends with one of its
 // stop strings (the stop token is kept and counted), when it has generated maxNewTokens,
 // or when its cache reaches the context. The rollout calls this again after append()ing a
 // tool response to the sequences that stopped at a tool call.
 // Tested by model/cpu.test.ts (and model/gpu.gpu.test.ts on the GPU session).
-import type { GenerationSession } from "./api";
+import type { DecodeRun, GenerationSession, RunEnd } from "./api";
 import { tokenText } from "./tokenizer";
 
 export type StopReason = "stop" | "length" | "context";
@@ -26,6 +28,50 @@ export interface GenerateOptions {
   active?: ArrayLike<boolean>;
   /** The model's context; a sequence stops when its cache is full. */
   context: number;
+}
+
+/**
+ * Up to maxTokens tokens per active sequence, each run cut where `ends` returns true or where
+ * the sequence fills the context: session.decodeMany when it exists, else this loop of decode().
+ */
+export async function decodeRun(
+  session: GenerationSession,
+  active: ArrayLike<boolean>,
+  maxTokens: number,
+  ends: RunEnd,
+  context: number,
+): Promise<DecodeRun> {
+  if (session.decodeMany) return session.decodeMany(active, maxTokens, ends);
+  return decodeRunStepwise(session, active, maxTokens, ends, context);
+}
+
+/** decodeRun as one decode() call per token (the path decodeMany must equal). */
+export async function decodeRunStepwise(
+  session: GenerationSession,
+  active: ArrayLike<boolean>,
+  maxTokens: number,
+  ends: RunEnd,
+  context: number,
+): Promise<DecodeRun> {
+  const B = session.lengths().length;
+  const out: DecodeRun = { tokens: [], logprobs: [] };
+  const running: boolean[] = [];
+  for (let b = 0; b < B; b++) {
+    out.tokens.push([]);
+    out.logprobs.push([]);
+    running.push(Boolean(active[b]));
+  }
+  for (let n = 0; n < maxTokens && running.some(Boolean); n++) {
+    const { tokens, logprobs } = await session.decode(running);
+    const len = session.lengths();
+    for (let b = 0; b < B; b++) {
+      if (!running[b]) continue;
+      out.tokens[b].push(tokens[b]);
+      out.logprobs[b].push(logprobs[b]);
+      if (ends(b, tokens[b], logprobs[b], len[b]) || len[b] >= context) running[b] = false;
+    }
+  }
+  return out;
 }
 
 export async function generate(
@@ -55,25 +101,27 @@ export async function generate(
       running[b] = false;
     }
   }
-  while (running.some(Boolean)) {
-    const { tokens, logprobs } = await session.decode(running);
-    const len = session.lengths();
-    for (let b = 0; b < B; b++) {
-      if (!running[b]) continue;
-      out[b].tokens.push(tokens[b]);
-      out[b].logprobs.push(logprobs[b]);
-      text[b] += tokenText(tokens[b]);
+  if (!running.some(Boolean)) return out;
+  await decodeRun(
+    session,
+    running,
+    options.maxNewTokens,
+    (b, token, logprob, length) => {
+      out[b].tokens.push(token);
+      out[b].logprobs.push(logprob);
+      text[b] += tokenText(token);
       const hit = stopsOf(b).find((s) => text[b].endsWith(s));
       if (hit !== undefined) {
         out[b].reason = "stop";
         out[b].stop = hit;
       } else if (out[b].tokens.length >= options.maxNewTokens) {
         out[b].reason = "length";
-      } else if (len[b] >= options.context) {
+      } else if (length >= options.context) {
         out[b].reason = "context";
       }
-      if (out[b].reason !== null) running[b] = false;
-    }
-  }
+      return out[b].reason !== null;
+    },
+    options.context,
+  );
   return out;
 }

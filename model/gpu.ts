@@ -52,9 +52,11 @@ import { NORM_EPS } from "../kernels/reference";
 import type {
   AdamWHparams,
   DecodeResult,
+  DecodeRun,
   GenerationSession,
   OptimizerState,
   PolicyModel,
+  RunEnd,
   SamplingOptions,
   ScoreBatch,
   ScoreGrads,
@@ -72,6 +74,7 @@ import {
   paramTensors,
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
+import { decodeRunStepwise } from "./generate";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
@@ -417,6 +420,17 @@ function backwardPass(
 
 const NO_SLOT = 0xffffffff; // kvCacheWrite skips slots >= Tmax: rows without input write nothing
 
+/** The per-step inputs of a feed step: (B) each, uploaded before the submit that runs it. */
+interface FeedInputs {
+  tokens: View;
+  pos: View;
+  slot: View;
+  lens: View;
+}
+
+/** Most tokens one decodeMany samples per submit (the window the runtime picks from). */
+export const MAX_DECODE_WINDOW = 32;
+
 class GpuGenerationSession implements GenerationSession {
   private B = 0;
   private kcache: View[] = [];
@@ -440,14 +454,22 @@ class GpuGenerationSession implements GenerationSession {
     | "fch"
     | "fchAct"
     | "res3"
-    | "sampled",
+    | "sampled"
+    | "rowStep",
     View
   > | null = null;
+  /**
+   * Inputs of up to `slots` feed steps recorded into one encoder (tokens, pos, slot, lens, each
+   * (slots, aB)), the window's sampler counters (W, aB) and its sampled tokens and log-probs
+   * (W, aB) each: one readback for the window.
+   */
+  private multi: { inputs: GPUBuffer; slots: number; counters: View; out: View } | null = null;
   private logits: View | null = null; // (B,V) of the rows fed this step
   private nextBuf: View | null = null; // (B,V) the logits each sequence samples from next
   private fed: number[] = []; // tokens in each cache
   private queue: number[][] = []; // tokens waiting to be fed, per sequence
-  private decodes = 0;
+  /** Tokens each sequence has sampled: the sampler's counter for its next draw. */
+  private sampledCount: number[] = [];
   private buffers: GPUBuffer[] = [];
 
   constructor(
@@ -495,6 +517,7 @@ class GpuGenerationSession implements GenerationSession {
       fchAct: B * H,
       res3: B * C,
       sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
+      rowStep: B,
     });
     this.buffers.push(this.step.tokens.buffer);
     // Two buffers: a copy may not have the same buffer as source and destination.
@@ -505,22 +528,33 @@ class GpuGenerationSession implements GenerationSession {
     this.nextBuf = view(next, 0, B * c.vocab);
     this.fed = prompts.map(() => 0);
     this.queue = prompts.map((p) => [...p]);
-    this.decodes = 0;
-    this.drain();
+    this.sampledCount = prompts.map(() => 0);
+    this.multi = null;
+    if (this.model.decodeWindow > 1) {
+      // The whole prefill in one submit, no readback (the first decodeMany's submit would
+      // take it too, but a prefill is often followed by a plain decode in tests).
+      const enc = rt.device.createCommandEncoder();
+      this.recordDrain(enc, 0);
+      rt.submit(enc);
+    } else {
+      this.drain();
+    }
   }
 
   /**
-   * Feeds every waiting token, one step (one submit) per token position, no readback. `then`
-   * records more work (the sampler) into the last step's encoder. A step's inputs are
-   * uploaded after the previous step's submit, which the queue orders before them.
+   * One-token path (decode, and decodeMany with model.decodeWindow 1): feeds every waiting
+   * token, one step (one submit) per token position, no readback. `then` records more work
+   * (the sampler) into the last step's encoder. A step's inputs are uploaded after the
+   * previous step's submit, which the queue orders before them.
    */
   private drain(then?: (enc: GPUCommandEncoder) => void): void {
     const rt = this.model.rt;
+    const s = this.step!;
     let enc: GPUCommandEncoder | null = null;
     while (this.queue.some((q) => q.length > 0)) {
       if (enc) rt.submit(enc);
       enc = rt.device.createCommandEncoder();
-      this.feedStep(enc);
+      this.feedStep(enc, s, this.takeQueued());
     }
     if (!enc && !then) return;
     enc ??= rt.device.createCommandEncoder();
@@ -528,20 +562,18 @@ class GpuGenerationSession implements GenerationSession {
     rt.submit(enc);
   }
 
-  private feedStep(enc: GPUCommandEncoder): void {
-    const { rt, config: c, params: p } = this.model;
-    const s = this.step!;
+  /** Step inputs for one token of every sequence with input waiting (pops them off the queues). */
+  private takeQueued() {
     const B = this.B;
-    const C = c.dModel;
-    const V = c.vocab;
+    const context = this.model.config.context;
     const tokens = new Int32Array(B);
     const pos = new Uint32Array(B);
     const slot = new Uint32Array(B).fill(NO_SLOT);
-    const lens = new Uint32Array(B);
+    const lens = new Uint32Array(B).fill(1);
     const rows: number[] = [];
     for (let b = 0; b < B; b++) {
       if (this.queue[b].length === 0) continue;
-      if (this.fed[b] >= c.context) throw new Error(`sequence ${b} exceeds the context ${c.context}`);
+      if (this.fed[b] >= context) throw new Error(`sequence ${b} exceeds the context ${context}`);
       tokens[b] = this.queue[b].shift()!;
       pos[b] = this.fed[b];
       slot[b] = this.fed[b];
@@ -549,15 +581,93 @@ class GpuGenerationSession implements GenerationSession {
       this.fed[b]++;
       rows.push(b);
     }
-    rt.upload(s.tokens, tokens);
-    rt.upload(s.pos, pos);
-    rt.upload(s.slot, slot);
-    rt.upload(s.lens, lens);
-    embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe ?? this.model.zeroWpe, B, C); // (B,C)
+    return { tokens, pos, slot, lens, rows };
+  }
+
+  /** The views of feed-step slot i of the multi-step inputs (made to fit `slots` steps). */
+  private inputSlot(i: number): FeedInputs {
+    const m = this.multi!;
+    const aB = alignFloats(this.B);
+    const at = (k: number): View => ({
+      buffer: m.inputs,
+      offset: (k * m.slots + i) * aB * 4,
+      size: this.B * 4,
+    });
+    return { tokens: at(0), pos: at(1), slot: at(2), lens: at(3) };
+  }
+
+  private ensureMulti(slots: number): void {
+    if (this.multi && this.multi.slots >= slots) return;
+    const rt = this.model.rt;
+    const aB = alignFloats(this.B);
+    const W = MAX_DECODE_WINDOW;
+    if (this.multi) {
+      this.multi.inputs.destroy();
+      this.multi.counters.buffer.destroy();
+    }
+    // Sized for the longest drain (a full context) plus a window, rounded up.
+    const n = Math.max(slots, this.model.config.context + W);
+    const inputs = rt.buffer(4 * n * aB, "decode-multi-inputs");
+    const rest = rt.buffer(3 * W * aB, "decode-window");
+    this.buffers.push(inputs, rest);
+    this.multi = {
+      inputs,
+      slots: n,
+      counters: view(rest, 0, W * aB),
+      out: view(rest, W * aB, 2 * W * aB),
+    };
+  }
+
+  /**
+   * Records every waiting token's feed step into `enc` (one encoder, one submit for a whole
+   * prefill or appended tool responses), using input slots from `first`; returns the next free slot.
+   */
+  private recordDrain(enc: GPUCommandEncoder, first: number): number {
+    const rt = this.model.rt;
+    const steps = Math.max(0, ...this.queue.map((q) => q.length));
+    this.ensureMulti(first + steps + MAX_DECODE_WINDOW);
+    let i = first;
+    while (this.queue.some((q) => q.length > 0)) {
+      const inp = this.takeQueued();
+      const v = this.inputSlot(i++);
+      rt.upload(v.tokens, inp.tokens);
+      rt.upload(v.pos, inp.pos);
+      rt.upload(v.slot, inp.slot);
+      rt.upload(v.lens, inp.lens);
+      this.recordFeed(enc, v, inp.rows);
+    }
+    return i;
+  }
+
+  /** Uploads one step's inputs into the session's step buffers and records the step. */
+  private feedStep(
+    enc: GPUCommandEncoder,
+    s: FeedInputs,
+    inp: ReturnType<GpuGenerationSession["takeQueued"]>,
+  ) {
+    const rt = this.model.rt;
+    rt.upload(s.tokens, inp.tokens);
+    rt.upload(s.pos, inp.pos);
+    rt.upload(s.slot, inp.slot);
+    rt.upload(s.lens, inp.lens);
+    this.recordFeed(enc, s, inp.rows);
+  }
+
+  /**
+   * One token for every row through the network (rows whose slot is NO_SLOT compute but write
+   * nothing); the logits of `copyRows` go to nextBuf, the buffer the next sample reads.
+   */
+  private recordFeed(enc: GPUCommandEncoder, inp: FeedInputs, copyRows: number[]): void {
+    const { rt, config: c, params: p } = this.model;
+    const s = this.step!;
+    const B = this.B;
+    const C = c.dModel;
+    const V = c.vocab;
+    embeddingForward(rt, enc, s.x, inp.tokens, inp.pos, p.wte, p.wpe ?? this.model.zeroWpe, B, C); // (B,C)
     let residual = s.x;
     p.layers.forEach((lp, l) => {
-      blockForward(rt, enc, c, lp, s, residual, s.tmp, s.pos, B, () => {
-        kvCacheWrite(rt, enc, this.kcache[l], this.vcache[l], s.qkv, s.slot, B, c.context, C, c.heads);
+      blockForward(rt, enc, c, lp, s, residual, s.tmp, inp.pos, B, () => {
+        kvCacheWrite(rt, enc, this.kcache[l], this.vcache[l], s.qkv, inp.slot, B, c.context, C, c.heads);
         decodeAttention(
           rt,
           enc,
@@ -565,7 +675,7 @@ class GpuGenerationSession implements GenerationSession {
           s.qkv,
           this.kcache[l],
           this.vcache[l],
-          s.lens,
+          inp.lens,
           null,
           B,
           c.context,
@@ -578,7 +688,7 @@ class GpuGenerationSession implements GenerationSession {
     });
     normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, residual, p.lnfw, p.lnfb, B);
     matmulForward(rt, enc, this.logits!, s.ln1, p.lmHead, null, B, C, V); // (B,V)
-    for (const b of rows) {
+    for (const b of copyRows) {
       enc.copyBufferToBuffer(
         this.logits!.buffer,
         this.logits!.offset + b * V * 4,
@@ -597,10 +707,12 @@ class GpuGenerationSession implements GenerationSession {
         throw new Error(`sequence ${b} is full`);
     }
     const a = alignFloats(B);
-    const sampled = this.step!.sampled;
+    const s = this.step!;
+    const sampled = s.sampled;
     const at = (k: number): View => ({ buffer: sampled.buffer, offset: sampled.offset + k * 4, size: B * 4 });
-    const params = samplerParams(this.sampling, this.decodes++);
-    this.drain((enc) => sample(rt, enc, at(0), at(a), this.nextBuf!, B, c.vocab, params));
+    rt.upload(s.rowStep, Uint32Array.from(this.sampledCount));
+    const params = samplerParams(this.sampling, 0);
+    this.drain((enc) => sample(rt, enc, at(0), at(a), this.nextBuf!, B, c.vocab, params, s.rowStep));
     const bytes = await rt.readBytes(sampled);
     const toks = new Int32Array(bytes, 0, B);
     const lps = new Float32Array(bytes, a * 4, B);
@@ -611,8 +723,119 @@ class GpuGenerationSession implements GenerationSession {
       tokens[b] = toks[b];
       logprobs[b] = lps[b];
       this.queue[b].push(toks[b]);
+      this.sampledCount[b]++;
     }
     return { tokens, logprobs };
+  }
+
+  /**
+   * k = min(maxTokens, model.decodeWindow) tokens per submit: the waiting tokens' feed steps,
+   * then k samples, each but the last fed back on the GPU (its token read by the embedding
+   * straight from the sampler's output), and one readback of the k x B tokens. The CPU cuts
+   * each row where `ends` says; the cache positions past a cut are simply not counted (the
+   * attention reads lens positions) and are overwritten later. Row b's j-th draw uses its own
+   * counter (sampledCount[b] + j), so the tokens equal one decode() per token.
+   */
+  async decodeMany(active: ArrayLike<boolean>, maxTokens: number, ends: RunEnd): Promise<DecodeRun> {
+    const c = this.model.config;
+    if (Math.min(maxTokens, this.model.decodeWindow) <= 1)
+      return decodeRunStepwise(this, active, maxTokens, ends, c.context);
+    const B = this.B;
+    const out: DecodeRun = { tokens: [], logprobs: [] };
+    const running: boolean[] = [];
+    for (let b = 0; b < B; b++) {
+      out.tokens.push([]);
+      out.logprobs.push([]);
+      running.push(Boolean(active[b]));
+    }
+    for (let made = 0; made < maxTokens && running.some(Boolean); ) {
+      const k = Math.min(maxTokens - made, this.model.decodeWindow, MAX_DECODE_WINDOW);
+      const w = await this.window(running, k, ends);
+      for (let b = 0; b < B; b++) {
+        if (!running[b]) continue;
+        out.tokens[b].push(...w.tokens[b]);
+        out.logprobs[b].push(...w.logprobs[b]);
+        // a row keeps running only if its whole window was kept without a cut
+        if (w.cut[b]) running[b] = false;
+      }
+      made += k;
+    }
+    return out;
+  }
+
+  /** One window of up to k tokens per active row in one submit; cut[b]: the run of row b ended. */
+  private async window(active: boolean[], k: number, ends: RunEnd): Promise<DecodeRun & { cut: boolean[] }> {
+    const { rt, config: c } = this.model;
+    const B = this.B;
+    const len0 = this.lengths();
+    const kb = Array.from({ length: B }, (_, b) => {
+      if (!active[b]) return 0;
+      if (len0[b] >= c.context) throw new Error(`sequence ${b} is full`);
+      return Math.min(k, c.context - len0[b]);
+    });
+    const K = Math.max(...kb);
+    const out = {
+      tokens: kb.map((): number[] => []),
+      logprobs: kb.map((): number[] => []),
+      cut: kb.map(() => false),
+    };
+    if (K === 0) return out;
+    const aB = alignFloats(B);
+    const enc = rt.device.createCommandEncoder();
+    let slot = this.recordDrain(enc, 0);
+    const m = this.multi!;
+    const start = [...this.fed]; // cache lengths once the waiting tokens are in
+    const counters = new Uint32Array(K * aB);
+    for (let j = 0; j < K; j++) for (let b = 0; b < B; b++) counters[j * aB + b] = this.sampledCount[b] + j;
+    rt.upload(subview(m.counters, 0, K * aB), counters);
+    const tokAt = (j: number): View => subview(m.out, j * aB, B);
+    const lpAt = (j: number): View => subview(m.out, (MAX_DECODE_WINDOW + j) * aB, B);
+    const params = samplerParams(this.sampling, 0);
+    for (let j = 0; j < K; j++) {
+      // j = 0 samples from the logits each row left in nextBuf; later steps from the rows just fed
+      const from = j === 0 ? this.nextBuf! : this.logits!;
+      sample(rt, enc, tokAt(j), lpAt(j), from, B, c.vocab, params, subview(m.counters, j * aB, B));
+      if (j === K - 1) break;
+      const pos = new Uint32Array(B);
+      const slots = new Uint32Array(B).fill(NO_SLOT);
+      const lens = new Uint32Array(B).fill(1);
+      for (let b = 0; b < B; b++) {
+        if (j + 1 >= kb[b]) continue; // this row needs no token j + 1
+        pos[b] = start[b] + j;
+        slots[b] = start[b] + j;
+        lens[b] = start[b] + j + 1;
+      }
+      const v = this.inputSlot(slot++);
+      rt.upload(v.pos, pos);
+      rt.upload(v.slot, slots);
+      rt.upload(v.lens, lens);
+      this.recordFeed(enc, { ...v, tokens: tokAt(j) }, []);
+    }
+    const read = rt.recordRead(enc, subview(m.out, 0, 2 * MAX_DECODE_WINDOW * aB));
+    rt.submit(enc);
+    const bytes = await read();
+    const toks = new Int32Array(bytes);
+    const lps = new Float32Array(bytes);
+    for (let b = 0; b < B; b++) {
+      let n = 0;
+      while (n < kb[b]) {
+        const tok = toks[n * aB + b];
+        const lp = lps[(MAX_DECODE_WINDOW + n) * aB + b];
+        out.tokens[b].push(tok);
+        out.logprobs[b].push(lp);
+        n++;
+        if (ends(b, tok, lp, len0[b] + n) || len0[b] + n >= c.context) {
+          out.cut[b] = true;
+          break;
+        }
+      }
+      if (n === 0) continue;
+      // tokens 0..n-2 are in the cache; token n-1 waits to be fed like a decode()'s token
+      this.fed[b] = start[b] + n - 1;
+      this.queue[b].push(out.tokens[b][n - 1]);
+      this.sampledCount[b] += n;
+    }
+    return out;
   }
 
   async append(seq: number, tokens: number[]): Promise<void> {
@@ -638,6 +861,7 @@ class GpuGenerationSession implements GenerationSession {
     for (const b of this.buffers) b.destroy();
     this.buffers = [];
     this.step = null;
+    this.multi = null;
     this.B = 0;
   }
 }
@@ -659,6 +883,11 @@ export class GpuModel implements PolicyModel {
   private readonly misc: Record<"norm" | "normScratch", View>;
   private train: TrainBuffers | null = null;
   private hasForward = false;
+  /**
+   * Tokens a generation session samples per submit at most (decodeMany); 1 is the
+   * one-token-per-submit path, kept for side-by-side benchmarks.
+   */
+  decodeWindow = 16;
   private optStep = 0;
 
   constructor(
@@ -817,6 +1046,10 @@ export class GpuModel implements PolicyModel {
     sampling: SamplingOptions,
   ): GenerationSession & { nextLogits(seq: number): Promise<Float32Array> } {
     return new GpuGenerationSession(this, sampling);
+  }
+
+  perf() {
+    return { ...this.rt.counters };
   }
 
   dispose(): void {

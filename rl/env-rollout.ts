@@ -11,6 +11,7 @@
 // taken in, the step reward, the action's token range and whether the action was invalid.
 // Tested by rl/env-rollout.test.ts (a scripted policy on FrozenLake).
 import type { SamplingOptions } from "../model/api";
+import { decodeRun } from "../model/generate";
 import { promptTokens } from "../model/template";
 import { decode, encode, IM_END_ID } from "../model/tokenizer";
 import type { EnvTask, Message } from "../tasks/types";
@@ -117,53 +118,59 @@ export async function envRollout(
       states.forEach((s, i) => {
         active[i] = !s.done;
       });
-      const { tokens, logprobs } = await session.decode(active);
       const appends: { seq: number; ids: number[] }[] = [];
-      for (let i = 0; i < states.length; i++) {
-        if (!active[i]) continue;
-        const s = states[i];
-        const tok = tokens[i];
-        s.traj.tokens.push(tok);
-        s.traj.mask.push(1);
-        s.traj.logprobs.push(logprobs[i]);
-        s.traj.postTool.push(0);
-        s.turnTokens++;
-        const ended = tok === IM_END_ID;
-        const atContext = session.lengths()[i] >= contextLength;
-        const cut = !ended && s.turnTokens >= opts.maxNewTokensPerTurn;
-        if (!ended && !cut && !atContext) continue;
-        // The turn is over: the environment scores its text.
-        const text = decode(s.traj.tokens.slice(s.turnStart));
-        let result!: ReturnType<typeof s.env.step>;
-        envTime(() => {
-          result = s.env.step(text);
-        });
-        s.steps.push({
-          anchor: s.anchor,
-          reward: result.reward,
-          start: s.turnStart,
-          end: s.traj.tokens.length,
-          invalid: !result.info.valid,
-        });
-        if (cut) s.cutTurns++;
-        if (result.done) {
-          s.done = true;
-          s.success = result.info.success;
-          if (atContext) s.traj.finish = "context";
-          else if (cut) s.traj.finish = "length";
-          continue;
-        }
-        const ids = [...(ended ? [] : [IM_END_ID]), ...observationTurnTokens(result.observation)];
-        if (atContext || session.lengths()[i] + ids.length >= contextLength) {
-          s.done = true;
-          s.traj.finish = "context";
-          continue;
-        }
-        appends.push({ seq: i, ids });
-        envTime(() => {
-          s.anchor = s.env.anchorKey();
-        });
-      }
+      // Each live episode decodes until its turn ends (several tokens per round trip where the
+      // session can); the environment scores the turn inside the cut.
+      await decodeRun(
+        session,
+        active,
+        opts.maxNewTokensPerTurn,
+        (i, tok, logprob, length) => {
+          const s = states[i];
+          s.traj.tokens.push(tok);
+          s.traj.mask.push(1);
+          s.traj.logprobs.push(logprob);
+          s.traj.postTool.push(0);
+          s.turnTokens++;
+          const ended = tok === IM_END_ID;
+          const atContext = length >= contextLength;
+          const cut = !ended && s.turnTokens >= opts.maxNewTokensPerTurn;
+          if (!ended && !cut && !atContext) return false;
+          // The turn is over: the environment scores its text.
+          const text = decode(s.traj.tokens.slice(s.turnStart));
+          let result!: ReturnType<typeof s.env.step>;
+          envTime(() => {
+            result = s.env.step(text);
+          });
+          s.steps.push({
+            anchor: s.anchor,
+            reward: result.reward,
+            start: s.turnStart,
+            end: s.traj.tokens.length,
+            invalid: !result.info.valid,
+          });
+          if (cut) s.cutTurns++;
+          if (result.done) {
+            s.done = true;
+            s.success = result.info.success;
+            if (atContext) s.traj.finish = "context";
+            else if (cut) s.traj.finish = "length";
+            return true;
+          }
+          const ids = [...(ended ? [] : [IM_END_ID]), ...observationTurnTokens(result.observation)];
+          if (atContext || length + ids.length >= contextLength) {
+            s.done = true;
+            s.traj.finish = "context";
+            return true;
+          }
+          appends.push({ seq: i, ids });
+          envTime(() => {
+            s.anchor = s.env.anchorKey();
+          });
+          return true;
+        },
+        contextLength,
+      );
       for (const { seq, ids } of appends) {
         const s = states[seq];
         await session.append(seq, ids);

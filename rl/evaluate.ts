@@ -6,6 +6,7 @@ import type { Problem } from "../tasks/types";
 import { mean } from "./algos/types";
 import { rolloutProblems } from "./collect";
 import type { TrainerContext } from "./context";
+import { perfMeter, putPerf } from "./records";
 
 /** val/* metrics of `problems` (the eval set), labelled by the RL step they follow. */
 export async function evaluate(
@@ -15,6 +16,7 @@ export async function evaluate(
 ): Promise<Record<string, number>> {
   if (problems.length === 0) return {};
   ctx.activity("eval");
+  const perf = perfMeter(ctx.policy);
   const out: Record<string, number> = {};
   for (const mode of ["greedy", "sampled"] as const) {
     const { items } = await rolloutProblems(ctx, problems, 1, `eval:${rlStep}`, mode === "greedy");
@@ -31,5 +33,10 @@ export async function evaluate(
       }
     }
   }
+  perf.end("eval");
+  // perf/eval/* only: the step's perf/submits etc. stay the RL step's own totals
+  const counts: Record<string, number> = {};
+  putPerf(counts, perf.phases);
+  for (const [k, v] of Object.entries(counts)) if (k.startsWith("perf/eval/")) out[k] = v;
   return out;
 }

@@ -2,6 +2,8 @@
 // the sample records the inspector shows, and the rollout metrics shared by the RL step and
 // value pretraining (reward, accuracy, length, tools, environment success).
 // Tested through rl/trainer.test.ts, rl/trainer-env.test.ts and rl/vapo.test.ts.
+import type { RuntimeCounters } from "../kernels/runtime";
+import type { PolicyModel } from "../model/api";
 import { mean, type StepRow, std } from "./algos/types";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -64,6 +66,57 @@ const SAMPLE_GROUPS = 2;
 
 export function putFinite(row: Record<string, unknown>, key: string, v: number): void {
   if (Number.isFinite(v)) row[key] = v;
+}
+
+/** The phases whose device round trips a step reports (perf/<phase>/*). */
+export type PerfPhase = "rollout" | "old_logprobs" | "update" | "eval";
+
+/**
+ * Marks phase boundaries on the policy's round-trip counters (absent on the CPU model):
+ * `end(phase)` charges what happened since the last mark to that phase.
+ */
+export function perfMeter(policy: PolicyModel) {
+  let last = policy.perf?.();
+  const phases: Partial<Record<PerfPhase, RuntimeCounters>> = {};
+  return {
+    phases,
+    end(phase: PerfPhase): void {
+      const now = policy.perf?.();
+      if (!now || !last) return;
+      const prev = phases[phase];
+      phases[phase] = {
+        submits: now.submits - last.submits + (prev?.submits ?? 0),
+        readbacks: now.readbacks - last.readbacks + (prev?.readbacks ?? 0),
+        dispatches: now.dispatches - last.dispatches + (prev?.dispatches ?? 0),
+        readbackBytes: now.readbackBytes - last.readbackBytes + (prev?.readbackBytes ?? 0),
+      };
+      last = now;
+    },
+  };
+}
+
+/**
+ * perf/submits, perf/readbacks, perf/dispatches, perf/readback_bytes (sums over the phases
+ * given) and the same per phase (perf/rollout/submits, ...).
+ */
+export function putPerf(row: Record<string, unknown>, phases: Partial<Record<PerfPhase, RuntimeCounters>>) {
+  const names = Object.keys(phases) as PerfPhase[];
+  if (names.length === 0) return;
+  const keys = [
+    ["submits", "submits"],
+    ["readbacks", "readbacks"],
+    ["dispatches", "dispatches"],
+    ["readbackBytes", "readback_bytes"],
+  ] as const;
+  for (const [field, key] of keys) {
+    let total = 0;
+    for (const p of names) {
+      const v = phases[p]![field];
+      row[`perf/${p}/${key}`] = v;
+      total += v;
+    }
+    row[`perf/${key}`] = total;
+  }
 }
 
 export function putTiming(row: MetricsRow, t: StepTiming): void {

@@ -15,7 +15,9 @@ import { scoreAll, trainMinibatches } from "./minibatch";
 import { adamwHparams, advantageOptions, rlLr } from "./options";
 import {
   type MetricsRow,
+  perfMeter,
   putFinite,
+  putPerf,
   putTiming,
   rolloutMetrics,
   type StepOutput,
@@ -30,12 +32,14 @@ export async function rlStep(
   advState: AdvantageState,
 ): Promise<StepOutput & { advState: AdvantageState }> {
   const t0 = ctx.clock();
+  const perf = perfMeter(ctx.policy);
   const got = await collectGroups(ctx, step);
+  perf.end("rollout");
   const { batch, all, decisions } = got;
 
   const tt = ctx.clock();
   ctx.activity("update");
-  const update = batch.length > 0 ? await rlUpdate(ctx, batch, step, advState) : undefined;
+  const update = batch.length > 0 ? await rlUpdate(ctx, batch, step, advState, perf) : undefined;
   const train = ctx.clock() - tt;
 
   const row: MetricsRow = { step, phase: "rl", time: ctx.clock() };
@@ -48,6 +52,7 @@ export async function rlStep(
   const dt = ctx.clock() - t0;
   putFinite(row, "perf/tokens_per_s", dt > 0 ? tokens / dt : Number.NaN);
   putTiming(row, { ...got.timing, train });
+  putPerf(row, perf.phases);
   if (decisions.has("abort")) row.event = decisions.get("abort")!;
   if (update?.skipped) row.event = update.skipped;
   const samples = sampleRecords(step, all, decisions, update?.advantages);
@@ -60,6 +65,7 @@ async function rlUpdate(
   batch: RewardedTrajectory[],
   step: number,
   advState: AdvantageState,
+  perf: ReturnType<typeof perfMeter>,
 ) {
   const c = ctx.config;
   const r = c.rl;
@@ -73,6 +79,7 @@ async function rlUpdate(
   const old = await scoreAll(policy, rows, mbSize, c.model.context);
   const ref =
     r.kl.coef > 0 ? await scoreAll(await ctx.reference(), rows, mbSize, c.model.context) : undefined;
+  perf.end("old_logprobs");
 
   const algoBatch: AlgoTrajectory[] = batch.map((t, i) => ({
     groupId: t.groupId,
@@ -124,6 +131,7 @@ async function rlUpdate(
     gradNormKey: "actor/grad_norm",
     where: `RL step ${step}`,
   });
+  perf.end("update");
   return {
     ...res,
     advantages: new Map(batch.map((t, i) => [t, adv.advantages[i]])),

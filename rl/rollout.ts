@@ -1,12 +1,15 @@
 // The agent loop: batched decoding in which a sequence that stops at a tool call has its
 // calls run (all pending calls of the batch in parallel), the formatted responses appended
-// as environment tokens (mask 0), and decoding continues from the KV cache.
+// as environment tokens (mask 0), and decoding continues from the KV cache. Decoding goes by
+// runs (model/generate.ts decodeRun): each sequence until its call or turn ends, several tokens
+// per round trip where the session can, with the same tokens as one at a time.
 //
 // Token in, token out: a trajectory's tokens are exactly the sampled ids plus the inserted
 // ones; the text is only ever decoded from them, never re-tokenised.
 // Tested by rl/rollout.test.ts (a scripted policy with the real sandbox).
 
 import type { GenerationSession, PolicyModel, SamplingOptions } from "../model/api";
+import { decodeRun } from "../model/generate";
 import { type TemplateName, toolResponseTokens } from "../model/template";
 import { decode, encode, IM_END_ID, SPECIAL_IDS } from "../model/tokenizer";
 import { headTail } from "../sandbox/run-code";
@@ -133,33 +136,43 @@ export async function rollout(
   const active: boolean[] = prompts.map(() => false);
   try {
     while (states.some((s) => !s.done)) {
+      let budget = 0;
       states.forEach((s, i) => {
         active[i] = !s.done;
+        if (!s.done) budget = Math.max(budget, limits.maxNewTokens - s.policyTokens);
       });
-      const { tokens, logprobs } = await session.decode(active);
+      // Each active sequence decodes until its turn or tool call ends or a limit is hit; the
+      // session samples several tokens per round trip and discards those past the cut.
       const pending: { seq: number; calls: ToolCallRequest[] }[] = [];
-      for (let i = 0; i < states.length; i++) {
-        const s = states[i];
-        if (!active[i]) continue;
-        const tok = tokens[i];
-        s.traj.tokens.push(tok);
-        s.traj.mask.push(1);
-        s.traj.logprobs.push(logprobs[i]);
-        s.traj.postTool.push(s.sawTool ? 1 : 0);
-        s.policyTokens++;
-        const atCallEnd = template === "inline" && tok === CALL_END_ID;
-        const atTurnEnd = tok === IM_END_ID;
-        if (atCallEnd || (atTurnEnd && template === "chatml-turns")) {
-          const segment = decode(s.traj.tokens.slice(s.segmentStart));
-          const calls = tools ? tools.parse(segment, template) : [];
-          if (calls.length > 0) pending.push({ seq: i, calls });
-          else if (atTurnEnd) s.done = true;
-        } else if (atTurnEnd) {
-          s.done = true;
-        }
-        if (!s.done && !pending.some((p) => p.seq === i))
-          endIfOverLimits(s, session.lengths()[i], contextLength, limits);
-      }
+      await decodeRun(
+        session,
+        active,
+        Math.max(1, budget),
+        (i, tok, logprob, length) => {
+          const s = states[i];
+          s.traj.tokens.push(tok);
+          s.traj.mask.push(1);
+          s.traj.logprobs.push(logprob);
+          s.traj.postTool.push(s.sawTool ? 1 : 0);
+          s.policyTokens++;
+          const atCallEnd = template === "inline" && tok === CALL_END_ID;
+          const atTurnEnd = tok === IM_END_ID;
+          if (atCallEnd || (atTurnEnd && template === "chatml-turns")) {
+            const segment = decode(s.traj.tokens.slice(s.segmentStart));
+            const calls = tools ? tools.parse(segment, template) : [];
+            if (calls.length > 0) {
+              pending.push({ seq: i, calls });
+              return true;
+            }
+            if (atTurnEnd) s.done = true;
+          } else if (atTurnEnd) {
+            s.done = true;
+          }
+          if (!s.done) endIfOverLimits(s, length, contextLength, limits);
+          return s.done;
+        },
+        contextLength,
+      );
       if (pending.length > 0) {
         const t0 = performance.now();
         await runPending(pending, states, session, template, limits, tools!, contextLength);
