@@ -12,7 +12,10 @@ const WG = 256;
 /** Workgroups of the norm's first stage: the scratch view needs this many floats. */
 export const NORM_PARTS = 256;
 
-/** One AdamW step in place: params, m, v updated from grads; all views of n floats. */
+/**
+ * One AdamW step in place: params, m, v updated from grads; all views of n floats. With `gate`
+ * (gradNorm's output), nothing changes when gate[0] is not finite.
+ */
 export function adamw(
   rt: Runtime,
   rec: Recorder,
@@ -22,6 +25,7 @@ export function adamw(
   v: View,
   n: number,
   h: AdamWParams,
+  gate: View | null = null,
 ) {
   const u = rt.uniform(
     packUniform([
@@ -33,9 +37,15 @@ export function adamw(
       ["f32", h.weightDecay],
       ["f32", 1 - h.beta1 ** h.step],
       ["f32", 1 - h.beta2 ** h.step],
+      ["u32", gate ? 1 : 0],
     ]),
   );
-  rt.dispatch(rec, rt.pipeline(src, "adamw", { WG }), [params, grads, m, v, u], [Math.ceil(n / WG)]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "adamw", { WG }),
+    [params, grads, m, v, u, gate ?? rt.dummy],
+    [Math.ceil(n / WG)],
+  );
 }
 
 function normParams(rt: Runtime, n: number, maxNorm = 0) {
@@ -57,7 +67,10 @@ export function gradNorm(rt: Runtime, rec: Recorder, out: View, grads: View, scr
   rt.dispatch(rec, rt.pipeline(src, "norm_final", { WG }), [null, scratch, out, u], [1]);
 }
 
-/** grads *= min(1, maxNorm / (norm[0] + 1e-6)), the norm read on the GPU from gradNorm's output. */
+/**
+ * grads *= min(1, maxNorm / (norm[0] + 1e-6)), the norm read on the GPU from gradNorm's output;
+ * a non-finite norm leaves them as they are.
+ */
 export function clipByNorm(rt: Runtime, rec: Recorder, grads: View, norm: View, n: number, maxNorm: number) {
   const u = normParams(rt, n, maxNorm);
   rt.dispatch(rec, rt.pipeline(src, "clip", { WG }), [grads, null, norm, u], [Math.ceil(n / WG)]);

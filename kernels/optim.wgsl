@@ -1,14 +1,19 @@
 // Optimizer-side passes over one flat buffer: AdamW, the global gradient L2 norm (two-stage tree
 // reduction with a fixed partition, so bit-identical across runs), and clip-by-norm whose scale
 // is computed on the GPU from the norm (no readback between norm and clip). Reference: reference.ts.
+// AdamW and clip given the norm (gate != 0) do nothing when it is not finite: a NaN or infinite
+// gradient turns the step into a no-op on the GPU, and the norm read back later says so.
 
-struct AdamP { n: u32, lr: f32, beta1: f32, beta2: f32, eps: f32, wd: f32, bc1: f32, bc2: f32 }
+struct AdamP { n: u32, lr: f32, beta1: f32, beta2: f32, eps: f32, wd: f32, bc1: f32, bc2: f32, gate: u32 }
 
 @group(0) @binding(0) var<storage, read_write> params: array<f32>;
 @group(0) @binding(1) var<storage, read_write> grads: array<f32>;
 @group(0) @binding(2) var<storage, read_write> m1: array<f32>;
 @group(0) @binding(3) var<storage, read_write> m2: array<f32>;
 @group(0) @binding(4) var<uniform> ap: AdamP;
+@group(0) @binding(5) var<storage, read_write> gateNorm: array<f32>; // [0] = the global grad norm
+
+fn finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
 
 override WG: u32 = 256;
 
@@ -18,6 +23,7 @@ fn linear(wid: vec3u, nwg: vec3u, lid: vec3u) -> u32 { return (wid.y * nwg.x + w
 fn adamw(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let i = linear(wid, nwg, lid);
   if (i >= ap.n) { return; }
+  if (ap.gate != 0u && !finite(gateNorm[0])) { return; }
   let g = grads[i];
   let m = ap.beta1 * m1[i] + (1.0 - ap.beta1) * g;
   let v = ap.beta2 * m2[i] + (1.0 - ap.beta2) * g * g;
@@ -70,6 +76,7 @@ fn norm_final(@builtin(local_invocation_id) lid: vec3u) {
 fn clip(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let i = linear(wid, nwg, lid);
   if (i >= np.n) { return; }
+  if (!finite(norm[0])) { return; }
   let scale = min(1.0, np.maxNorm / (norm[0] + 1e-6));
   g[i] *= scale;
 }

@@ -139,8 +139,18 @@ export interface PolicyModel {
   /** Backward of the last forwardScore; ADDS into the gradient buffer. */
   backward(grads: ScoreGrads): Promise<void>;
   zeroGrad(): void;
-  /** Global grad norm, clip, AdamW (non-finite norm: reported, weights untouched). */
-  step(hparams: AdamWHparams): Promise<StepResult>;
+  /**
+   * Global grad norm, clip, AdamW (non-finite norm: reported, weights untouched). The result
+   * may arrive late: the WebGPU model reads the norm with the next forwardScore's readback
+   * (or when the result is awaited first), so a caller that awaits it after that forward
+   * saves a round trip.
+   */
+  step(hparams: AdamWHparams): PromiseLike<StepResult>;
+  /**
+   * True when step() results come back with the next forwardScore's readback, so a loop should
+   * await them after that forward (the fused WebGPU update); otherwise await them at once.
+   */
+  readonly lateStepResults?: boolean;
   getWeights(): Promise<Float32Array>;
   setWeights(weights: Float32Array): Promise<void>;
   getGrads(): Promise<Float32Array>;

@@ -148,8 +148,11 @@ class TrainBuffers {
   readonly grad: Record<"dres" | "dln" | "datty" | "dqkv" | "dfch" | "dfchAct" | "attScratch", View>;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
   invTemp = 1;
-  /** Offsets (floats) of logp, entropy, values inside io.out: one readback per forward. */
-  readonly outAt: { logp: number; entropy: number; values: number };
+  /**
+   * Offsets (floats) of logp, entropy, values and the previous step's grad norm inside io.out:
+   * one readback per forward.
+   */
+  readonly outAt: { logp: number; entropy: number; values: number; norm: number };
 
   B = 0;
   T = 0;
@@ -163,7 +166,7 @@ class TrainBuffers {
     const C = c.dModel;
     const H = mlpHidden(c);
     const a = alignFloats(N);
-    this.outAt = { logp: 0, entropy: a, values: 2 * a };
+    this.outAt = { logp: 0, entropy: a, values: 2 * a, norm: 3 * a };
     this.io = arena(rt, "train-io", {
       tokens: N,
       targets: N,
@@ -177,7 +180,7 @@ class TrainBuffers {
       lnfMean: N,
       lnfRstd: N,
       values: N,
-      out: 3 * a,
+      out: 3 * a + NORM_LOG,
     });
     this.layers = Array.from({ length: c.layers }, (_, l) =>
       arena(rt, `train-layer-${l}`, layerActSizes(c, N)),
@@ -417,6 +420,9 @@ function backwardPass(
 
 // ---------------------------------------------------------------------------------------
 // Generation: KV caches and feed steps of one token per sequence
+
+/** step() results a model can hold before one readback brings their norms (a ring of norms). */
+const NORM_LOG = 64;
 
 const NO_SLOT = 0xffffffff; // kvCacheWrite skips slots >= Tmax: rows without input write nothing
 
@@ -881,6 +887,8 @@ export class GpuModel implements PolicyModel {
   /** (context, C) zeros standing in for wpe with rope (the embedding op always adds a table). */
   readonly zeroWpe: View;
   private readonly misc: Record<"norm" | "normScratch", View>;
+  /** The norms of the last NORM_LOG steps, slot = step index mod NORM_LOG. */
+  private readonly normLog: View;
   private train: TrainBuffers | null = null;
   private hasForward = false;
   /**
@@ -888,6 +896,28 @@ export class GpuModel implements PolicyModel {
    * one-token-per-submit path, kept for side-by-side benchmarks.
    */
   decodeWindow = 16;
+  /**
+   * "fused": zeroing, backward, grad norm, clipping and AdamW in one submit with no readback
+   * (a non-finite norm makes AdamW a no-op on the GPU; step()'s result is read with the next
+   * forwardScore's readback, or when awaited); "legacy": a submit each and the norm read back
+   * before AdamW, the path before round trips were counted, kept for side-by-side benchmarks.
+   */
+  updatePath: "fused" | "legacy" = "fused";
+
+  /** The round trips before they were counted: one token per decode submit, the legacy update. */
+  useLegacyRoundTrips(): void {
+    this.decodeWindow = 1;
+    this.updatePath = "legacy";
+  }
+
+  get lateStepResults(): boolean {
+    return this.updatePath === "fused";
+  }
+  private zeroPending = false;
+  private backwardPending: { hasValue: boolean } | null = null;
+  /** step() results waiting for their norm (slot i of misc.normLog) to come back. */
+  private stepWaiting: { slot: number; done: (norm: number) => void }[] = [];
+  private stepsDone = 0;
   private optStep = 0;
 
   constructor(
@@ -915,6 +945,8 @@ export class GpuModel implements PolicyModel {
       config.context * config.dModel,
     );
     this.misc = arena(rt, "optim-misc", { norm: 1, normScratch: NORM_PARTS });
+    // its own buffer: a copy may not have the same buffer as source and destination
+    this.normLog = view(rt.buffer(NORM_LOG, "norm-log"), 0, NORM_LOG);
   }
 
   /** A model on a fresh device from navigator.gpu (browser) or Dawn (Node): see kernels/device.ts. */
@@ -940,6 +972,7 @@ export class GpuModel implements PolicyModel {
 
   async forwardScore(batch: ScoreBatch, options: { logits?: boolean } = {}): Promise<ScoreResult> {
     const positions = checkBatch(this.config, batch);
+    if (this.backwardPending) this.flushGradWork(); // the forward overwrites what it reads
     const { B, T } = batch;
     const N = B * T;
     const tb = this.trainBuffers(B, T);
@@ -952,9 +985,29 @@ export class GpuModel implements PolicyModel {
     this.rt.upload(tb.io.went, zeros);
     const enc = this.rt.device.createCommandEncoder();
     forwardPass(this.rt, enc, this.config, this.params, this.zeroWpe, tb);
-    this.rt.submit(enc);
+    // The steps waiting for their norm get it from this readback (final before this submit).
+    const waiting = this.stepWaiting.splice(0);
+    if (waiting.length > 0) {
+      const log = this.normLog;
+      enc.copyBufferToBuffer(
+        log.buffer,
+        log.offset,
+        tb.io.out.buffer,
+        tb.io.out.offset + tb.outAt.norm * 4,
+        log.size,
+      );
+    }
+    let out: Float32Array;
+    if (this.updatePath === "legacy") {
+      this.rt.submit(enc);
+      out = await this.rt.read(tb.io.out);
+    } else {
+      const read = this.rt.recordRead(enc, tb.io.out);
+      this.rt.submit(enc);
+      out = new Float32Array(await read());
+    }
     this.hasForward = true;
-    const out = await this.rt.read(tb.io.out);
+    for (const w of waiting) w.done(out[tb.outAt.norm + w.slot]);
     const { logp, entropy, values } = tb.outAt;
     return {
       logp: out.slice(logp, logp + N),
@@ -967,22 +1020,133 @@ export class GpuModel implements PolicyModel {
   async backward(grads: ScoreGrads): Promise<void> {
     const tb = this.train;
     if (!tb || !this.hasForward) throw new Error("backward() needs a forwardScore() first");
+    if (this.backwardPending) this.flushGradWork(); // two backwards accumulate: the first goes now
     const N = tb.B * tb.T;
     this.rt.upload(tb.io.wlp, grads.dlogp);
     this.rt.upload(tb.io.went, grads.dentropy ?? new Float32Array(N));
     if (grads.dvalue) this.rt.upload(tb.io.dvalue, grads.dvalue);
+    if (this.updatePath === "fused") {
+      // recorded by the next step() (or flushGradWork), in the same submit as the optimizer
+      this.backwardPending = { hasValue: Boolean(grads.dvalue) };
+      return;
+    }
     const enc = this.rt.device.createCommandEncoder();
     backwardPass(this.rt, enc, this.config, this.params, this.grads, tb, Boolean(grads.dvalue));
     this.rt.submit(enc);
   }
 
   zeroGrad(): void {
+    if (this.updatePath === "fused") {
+      this.flushGradWork();
+      this.zeroPending = true;
+      return;
+    }
     const enc = this.rt.device.createCommandEncoder();
     zero(this.rt, enc, view(this.gradsBuf, 0, this.layout.total));
     this.rt.submit(enc);
   }
 
-  async step(h: AdamWHparams): Promise<StepResult> {
+  /** Records the deferred zeroing and backward (in that order) into enc. */
+  private recordGradWork(enc: GPUCommandEncoder): void {
+    if (this.zeroPending) zero(this.rt, enc, view(this.gradsBuf, 0, this.layout.total));
+    this.zeroPending = false;
+    if (this.backwardPending && this.train) {
+      backwardPass(
+        this.rt,
+        enc,
+        this.config,
+        this.params,
+        this.grads,
+        this.train,
+        this.backwardPending.hasValue,
+      );
+    }
+    this.backwardPending = null;
+  }
+
+  /** Submits deferred gradient work before anything that reads or overwrites its inputs. */
+  private flushGradWork(): void {
+    if (!this.zeroPending && !this.backwardPending) return;
+    const enc = this.rt.device.createCommandEncoder();
+    this.recordGradWork(enc);
+    this.rt.submit(enc);
+  }
+
+  /** Reads the norm for steps still waiting (when no forwardScore has brought it). */
+  private async settleSteps(): Promise<void> {
+    const waiting = this.stepWaiting.splice(0);
+    if (waiting.length === 0) return;
+    const log = await this.rt.read(this.normLog);
+    for (const w of waiting) w.done(log[w.slot]);
+  }
+
+  step(h: AdamWHparams): PromiseLike<StepResult> {
+    if (this.updatePath === "legacy") return this.stepLegacy(h);
+    const n = this.layout.total;
+    const grads = view(this.gradsBuf, 0, n);
+    const enc = this.rt.device.createCommandEncoder();
+    this.recordGradWork(enc);
+    gradNorm(this.rt, enc, this.misc.norm, grads, this.misc.normScratch, n);
+    if (h.maxGradNorm > 0 && Number.isFinite(h.maxGradNorm))
+      clipByNorm(this.rt, enc, grads, this.misc.norm, n, h.maxGradNorm);
+    this.optStep++;
+    adamw(
+      this.rt,
+      enc,
+      view(this.paramsBuf, 0, n),
+      grads,
+      view(this.mBuf, 0, n),
+      view(this.vBuf, 0, n),
+      n,
+      {
+        lr: h.lr,
+        beta1: h.beta1,
+        beta2: h.beta2,
+        eps: h.eps,
+        weightDecay: h.weightDecay,
+        step: this.optStep,
+      },
+      this.misc.norm,
+    );
+    const slot = this.stepsDone++ % NORM_LOG;
+    const log = this.normLog;
+    enc.copyBufferToBuffer(
+      this.misc.norm.buffer,
+      this.misc.norm.offset,
+      log.buffer,
+      log.offset + slot * 4,
+      4,
+    );
+    this.rt.submit(enc);
+    if (this.stepWaiting.length >= NORM_LOG - 1)
+      throw new Error(`${NORM_LOG} optimizer steps without a readback: await a step() result`);
+    let resolve!: (r: StepResult) => void;
+    const result = new Promise<StepResult>((r) => {
+      resolve = r;
+    });
+    this.stepWaiting.push({
+      slot,
+      done: (norm) => {
+        const skipped = !Number.isFinite(norm);
+        if (skipped) this.optStep--; // the GPU left the weights, moments and step count alone
+        resolve({ gradNorm: norm, skipped });
+      },
+    });
+    // Awaiting the result before the next forwardScore costs one readback; the minibatch
+    // loop awaits it after, so the norm rides on that forward's readback.
+    let asked = false;
+    return {
+      then: (onDone, onFail) => {
+        if (!asked) {
+          asked = true;
+          void this.settleSteps();
+        }
+        return result.then(onDone, onFail);
+      },
+    };
+  }
+
+  private async stepLegacy(h: AdamWHparams): Promise<StepResult> {
     const n = this.layout.total;
     const grads = view(this.gradsBuf, 0, n);
     let enc = this.rt.device.createCommandEncoder();
@@ -1007,20 +1171,28 @@ export class GpuModel implements PolicyModel {
   }
 
   async getWeights(): Promise<Float32Array> {
+    this.flushGradWork();
+    await this.settleSteps();
     return this.rt.read(view(this.paramsBuf, 0, this.layout.total));
   }
 
   async setWeights(weights: Float32Array): Promise<void> {
+    this.flushGradWork();
+    await this.settleSteps();
     if (weights.length !== this.layout.total)
       throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
     this.rt.upload(view(this.paramsBuf, 0, this.layout.total), weights);
   }
 
   async getGrads(): Promise<Float32Array> {
+    this.flushGradWork();
+    await this.settleSteps();
     return this.rt.read(view(this.gradsBuf, 0, this.layout.total));
   }
 
   async getOptimizerState(): Promise<OptimizerState> {
+    this.flushGradWork();
+    await this.settleSteps();
     const n = this.layout.total;
     return {
       m: await this.rt.read(view(this.mBuf, 0, n)),
@@ -1030,6 +1202,8 @@ export class GpuModel implements PolicyModel {
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
+    this.flushGradWork();
+    await this.settleSteps();
     const n = this.layout.total;
     if (state.m.length !== n || state.v.length !== n)
       throw new Error(`setOptimizerState: moments must have ${n} floats`);
@@ -1062,6 +1236,7 @@ export class GpuModel implements PolicyModel {
       this.vBuf,
       this.zeroWpe.buffer,
       this.misc.norm.buffer,
+      this.normLog.buffer,
     ])
       b.destroy();
   }

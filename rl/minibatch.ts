@@ -1,6 +1,7 @@
 // The minibatch loop every update shares (SFT, the RL update, value pretraining): epochs x
 // minibatches of pack -> forward -> per-token loss gradients -> backward -> AdamW, stopping at
-// the first non-finite loss or gradient norm. Also scoring without gradients (old, reference
+// the first non-finite loss or gradient norm (a step's norm is looked at after the next forward,
+// so on the GPU it comes back with that forward's readback). Also scoring without gradients (old, reference
 // and value estimates) and a step that moves only some tensors (value pretraining).
 // Tested through rl/trainer.test.ts, rl/vapo.test.ts and rl/registry-run.test.ts.
 import type { AdamWHparams, PolicyModel, StepResult } from "../model/api";
@@ -43,7 +44,7 @@ export interface MinibatchPlan {
   /** The loss of rows idx (index: where their response tokens sit in the packed batch). */
   loss(idx: number[], scores: RowScores, index: Int32Array[]): MinibatchGrads;
   /** The optimizer step after backward. */
-  step(): Promise<StepResult>;
+  step(): PromiseLike<StepResult>;
   /** The metric the gradient norms are averaged into. */
   gradNormKey: string;
   /** Names the step in a skip message ("RL step 3"), and what its loss is ("loss"). */
@@ -76,6 +77,17 @@ export async function trainMinibatches(policy: PolicyModel, plan: MinibatchPlan)
   };
   let skipped: string | undefined;
   let tokens = 0;
+  // With policy.lateStepResults a step's result is awaited after the next forward: its norm
+  // rides on that forward's readback (one readback a minibatch), and a non-finite norm was
+  // already a no-op on the GPU. Otherwise it is awaited at once.
+  let stepping: PromiseLike<StepResult> | undefined;
+  const settle = async () => {
+    if (!stepping) return;
+    const st = await stepping;
+    stepping = undefined;
+    if (st.skipped) skipped = `non-finite gradient norm at ${plan.where}; update skipped`;
+    else push(plan.gradNormKey, st.gradNorm);
+  };
   for (let epoch = 0; epoch < plan.epochs && !skipped; epoch++) {
     const order = plan.order(epoch);
     for (let s = 0; s < order.length && !skipped; s += plan.size) {
@@ -85,9 +97,11 @@ export async function trainMinibatches(policy: PolicyModel, plan: MinibatchPlan)
         plan.context,
       );
       const size = batch.B * batch.T;
-      tokens += size;
       policy.zeroGrad();
       const out = await policy.forwardScore(batch);
+      await settle();
+      if (skipped) break;
+      tokens += size;
       const g = plan.loss(idx, scoresOf(out, index), index);
       for (const [k, v] of Object.entries(g.metrics)) push(k, v);
       if (!Number.isFinite(g.loss)) {
@@ -99,11 +113,11 @@ export async function trainMinibatches(policy: PolicyModel, plan: MinibatchPlan)
         dentropy: g.dentropy ? scatterRows(g.dentropy, index, size) : undefined,
         dvalue: g.dvalue ? scatterRows(g.dvalue, index, size) : undefined,
       });
-      const st = await plan.step();
-      if (st.skipped) skipped = `non-finite gradient norm at ${plan.where}; update skipped`;
-      else push(plan.gradNormKey, st.gradNorm);
+      stepping = plan.step();
+      if (!policy.lateStepResults) await settle();
     }
   }
+  await settle();
   const metrics: Record<string, number> = {};
   for (const [k, v] of acc) metrics[k] = mean(v);
   return { metrics, skipped, tokens };
