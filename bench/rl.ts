@@ -6,6 +6,12 @@
 //    on a laptop GPU). The full run trains public/recipes/quick-demo.json to its stop target and
 //    times it (issue 8's bar when it names none: val/acc 0.30 above step 0); --quick, or a
 //    missing SFT checkpoint, extrapolates from measured step times (the note says which).
+//  - rl_step_round_trips, rl_step_s_vs_legacy: submits + readbacks, and seconds, of the same RL
+//    steps with the round trips of before (GpuModel.useLegacyRoundTrips: one decode token per
+//    submit, the update's norm read before AdamW) as the baseline, the two trainers stepping in
+//    turn so load hits both alike (median of the steps after the first);
+//  - decode_256_b16_readbacks: readbacks to decode 256 tokens at batch 16, k tokens per submit
+//    against one (and its tokens/s in the note).
 // When public/recipes/quick-demo.json is absent, the built-in demo preset (DEMO-RECIPE: 600 SFT
 // steps, then GRPO 8x8; its target is reached by RL step 10) stands in and is extrapolated.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/rl.ts [--full]
@@ -16,6 +22,8 @@ import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { parseRecipeFile } from "../config/recipe-file";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
+import { modelConfig } from "../model/config";
+import { decodeRun } from "../model/generate";
 import { GpuModel } from "../model/gpu";
 import { RunLoop } from "../rl/runner";
 import { createTrainer } from "../rl/session";
@@ -164,6 +172,80 @@ async function trainToTarget(
   }
 }
 
+/**
+ * The recipe's RL steps from its checkpoint twice over, on one device: with today's round trips
+ * and with the legacy ones, a step of each in turn. Per step: seconds and round trips.
+ */
+async function measureRoundTrips(recipe: Recipe, steps: number) {
+  const gpu = await createGpu(await nodeGpu());
+  const sandbox = createNodeSandboxPool({ size: 2 });
+  try {
+    const make = (legacy: boolean) =>
+      createTrainer(recipe.config, {
+        makeModel: async (mc, w, seed) => {
+          const m = await GpuModel.create(gpu.device, mc, w, seed);
+          if (legacy) m.useLegacyRoundTrips();
+          return m;
+        },
+        sandbox,
+        readFile: async (p) => readProjectFile(p),
+      });
+    const trainers = { ours: await make(false), legacy: await make(true) };
+    const out = {
+      ours: [] as MetricsRow[],
+      legacy: [] as MetricsRow[],
+      oursS: [] as number[],
+      legacyS: [] as number[],
+    };
+    for (let i = 0; i < steps; i++) {
+      for (const k of ["ours", "legacy"] as const) {
+        const t0 = performance.now();
+        const { row } = await trainers[k].rlStep();
+        out[k].push(row);
+        out[k === "ours" ? "oursS" : "legacyS"].push((performance.now() - t0) / 1000);
+      }
+    }
+    trainers.ours.policy.dispose();
+    trainers.legacy.policy.dispose();
+    return out;
+  } finally {
+    await sandbox.close();
+    gpu.device.destroy();
+  }
+}
+
+/** Readbacks (and seconds) to decode `tokens` tokens at batch B with window k and with 1. */
+async function measureDecode(tokens: number, B: number) {
+  const gpu = await createGpu(await nodeGpu());
+  try {
+    const config = modelConfig({ layers: 2, dModel: 48, heads: 2, context: tokens + 16 });
+    const model = await GpuModel.create(gpu.device, config, undefined, 3);
+    const res: Record<"ours" | "legacy", { readbacks: number; submits: number; s: number; k: number }> =
+      {} as never;
+    for (const k of ["legacy", "ours", "legacy", "ours"] as const) {
+      if (k === "legacy") model.decodeWindow = 1;
+      else model.decodeWindow = 16;
+      const s = model.startGeneration({ temperature: 1, seed: 5 });
+      await s.prefill(Array.from({ length: B }, (_, b) => [1 + (b % 40)]));
+      const before = model.perf();
+      const t0 = performance.now();
+      await decodeRun(s, new Array(B).fill(true), tokens, () => false, config.context);
+      const after = model.perf();
+      s.finish();
+      res[k] = {
+        readbacks: after.readbacks - before.readbacks,
+        submits: after.submits - before.submits,
+        s: (performance.now() - t0) / 1000,
+        k: model.decodeWindow,
+      };
+    }
+    model.dispose();
+    return res;
+  } finally {
+    gpu.device.destroy();
+  }
+}
+
 function timingOf(rows: MetricsRow[], key: string): number[] {
   return rows.map((r) => Number(r[key] ?? 0));
 }
@@ -214,6 +296,52 @@ export async function runRlBench(opts: {
       unit: "s",
       better: "lower",
       note: `ours only: rollout + tool + reward + update of one RL step, ${rollouts} trajectories; ${what}`,
+    }),
+  );
+
+  // Round trips and step time against the legacy round trips, side by side.
+  const rtSteps = 4;
+  const rts = await measureRoundTrips(recipe, rtSteps);
+  const after1 = <T>(xs: T[]) => (xs.length > 1 ? xs.slice(1) : xs);
+  const trips = (rs: MetricsRow[]) =>
+    after1(rs).map((r) => Number(r["perf/submits"]) + Number(r["perf/readbacks"]));
+  const phaseNote = (rs: MetricsRow[]) =>
+    ["rollout", "old_logprobs", "update"]
+      .map(
+        (p) =>
+          `${p} ${median(after1(rs).map((r) => Number(r[`perf/${p}/submits`])))}+${median(after1(rs).map((r) => Number(r[`perf/${p}/readbacks`])))}`,
+      )
+      .join(", ");
+  rows.push(
+    makeRow({
+      id: "rl_step_round_trips",
+      group: "rl",
+      ours: trips(rts.ours),
+      baseline: trips(rts.legacy),
+      unit: "submits+readbacks",
+      better: "lower",
+      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps with GpuModel.useLegacyRoundTrips (one decode token per submit, norm read before AdamW); ${what}`,
+    }),
+    makeRow({
+      id: "rl_step_s_vs_legacy",
+      group: "rl",
+      ours: after1(rts.oursS),
+      baseline: after1(rts.legacyS),
+      unit: "s",
+      better: "lower",
+      note: `wall seconds of one RL step, median of ${rtSteps - 1} steps after the first, the two trainers stepping in turn; rollout ${median(timingOf(after1(rts.ours), "timing/rollout_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/rollout_s")).toFixed(2)} s, update ${median(timingOf(after1(rts.ours), "timing/train_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/train_s")).toFixed(2)} s; ${what}`,
+    }),
+  );
+  const dec = await measureDecode(256, 16);
+  rows.push(
+    makeRow({
+      id: "decode_256_b16_readbacks",
+      group: "rl",
+      ours: [dec.ours.readbacks],
+      baseline: [dec.legacy.readbacks],
+      unit: "readbacks",
+      better: "lower",
+      note: `decode 256 tokens at batch 16 (d48 L2, random init, no stops): ${dec.ours.k} tokens per submit vs 1; submits ${dec.ours.submits} vs ${dec.legacy.submits}; ${(4096 / dec.ours.s).toFixed(0)} vs ${(4096 / dec.legacy.s).toFixed(0)} tokens/s`,
     }),
   );
 
