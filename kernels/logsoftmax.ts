@@ -5,8 +5,6 @@
 import src from "./logsoftmax.wgsl?raw";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
-const WG = 256;
-
 /**
  * logp, ent (N); dlogits (N,V) is WRITTEN, not accumulated (it is where backward starts), and may
  * not overlap logits. targets int32 (N), < 0 = ignore; wlp, went (N). invTemp = 1/temperature:
@@ -35,7 +33,7 @@ export function logSoftmax(
   );
   rt.dispatch(
     rec,
-    rt.pipeline(src, "main", { WG }),
+    rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V) }),
     [logp, ent, dlogits, logits, targets, wlp, went, u],
     [N],
   );

@@ -132,10 +132,28 @@ export class Runtime {
    */
   unrolled: boolean;
 
+  /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
+  readonly software: boolean;
+
   constructor(readonly device: GPUDevice) {
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
-    this.unrolled = /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`);
+    const text = `${info?.vendor} ${info?.architecture} ${info?.description}`;
+    this.unrolled = /swiftshader/i.test(text);
+    this.software = /swiftshader|llvmpipe|lavapipe|software/i.test(text);
+  }
+
+  /**
+   * Threads of a one-workgroup-per-row reduction over rows of n: a power of two near n/3, from
+   * 16 (software adapters; 32 on GPUs, a warp) to 256. On lavapipe every workgroup barrier
+   * switches each SIMD-wide slice of the workgroup, so a 256-thread tree over a 107-wide row
+   * cost 12x a 32-thread one (the log-softmax head; 8x for LayerNorm at C = 48 with 16 threads).
+   */
+  rowWorkgroup(n: number): number {
+    const lo = this.software ? 16 : 32;
+    let wg = lo;
+    while (wg * 2 <= n / 3 && wg < 256) wg *= 2;
+    return wg;
   }
 
   /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */

@@ -9,8 +9,6 @@ import src from "./sample.wgsl?raw";
 
 export type { SampleParams } from "./reference";
 
-const WG = 256;
-
 /**
  * tokens int32 (B), logps (B) from logits (B,V); the draw of row b uses (seed, step, b), or
  * (seed, step + rowStep[b], b) when `rowStep` (B) uint32 is given.
@@ -38,5 +36,5 @@ export function sample(
       ["u32", rowStep ? 1 : 0],
     ]),
   );
-  rt.dispatch(rec, rt.pipeline(src, "main", { WG }), [tokens, logps, logits, u, rowStep ?? rt.dummy], [B]);
+  rt.dispatch(rec, rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V) }), [tokens, logps, logits, u, rowStep ?? rt.dummy], [B]);
 }
