@@ -33,7 +33,7 @@ export function logSoftmax(
   );
   rt.dispatch(
     rec,
-    rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V) }),
+    rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V, 256) }),
     [logp, ent, dlogits, logits, targets, wlp, went, u],
     [N],
   );

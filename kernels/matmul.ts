@@ -54,7 +54,9 @@ export function matmul(
   s: MatmulShape,
 ) {
   const code = rt.unrolled ? unrolledSource(s) : src;
-  const pipeline = rt.pipeline(code, "main", { WG_X, WG_Y });
+  // the tiled kernel's workgroup shape comes from the runtime's table (matmulTile)
+  const [wx, wy] = rt.unrolled ? [WG_X, WG_Y] : rt.matmulTile;
+  const pipeline = rt.pipeline(code, "main", { WG_X: wx, WG_Y: wy });
   const u = rt.uniform(
     packUniform([
       ["u32", s.M],
@@ -74,7 +76,7 @@ export function matmul(
     rec,
     pipeline,
     [out, a, b, bias ?? rt.dummy, u],
-    [Math.ceil(s.N / (WG_X * TN)), Math.ceil(s.M / (WG_Y * TM)), s.batch ?? 1],
+    [Math.ceil(s.N / (wx * TN)), Math.ceil(s.M / (wy * TM)), s.batch ?? 1],
   );
 }
 

@@ -33,7 +33,7 @@ export function layernormForward(
   const u = params(rt, N, C);
   rt.dispatch(
     rec,
-    rt.pipeline(src, "layernorm_forward", { WG: rt.rowWorkgroup(C) }),
+    rt.pipeline(src, "layernorm_forward", { WG: rt.rowWorkgroup(C, WG) }),
     [out, mean, rstd, inp, weight, bias, null, u],
     [N],
   );
@@ -55,7 +55,7 @@ export function layernormBackward(
 ) {
   const u = params(rt, N, C);
   if (dinp) {
-    const pipe = rt.pipeline(src, "layernorm_backward_input", { WG: rt.rowWorkgroup(C) });
+    const pipe = rt.pipeline(src, "layernorm_backward_input", { WG: rt.rowWorkgroup(C, WG) });
     rt.dispatch(rec, pipe, [dinp, mean, rstd, inp, weight, null, dout, u], [N]);
   }
   if (dweight && dbias) {
@@ -80,7 +80,7 @@ export function rmsnormForward(
   const u = params(rt, N, C);
   rt.dispatch(
     rec,
-    rt.pipeline(src, "rmsnorm_forward", { WG: rt.rowWorkgroup(C) }),
+    rt.pipeline(src, "rmsnorm_forward", { WG: rt.rowWorkgroup(C, WG) }),
     [out, null, rstd, inp, weight, null, null, u],
     [N],
   );
@@ -100,7 +100,7 @@ export function rmsnormBackward(
 ) {
   const u = params(rt, N, C);
   if (dinp) {
-    const pipe = rt.pipeline(src, "rmsnorm_backward_input", { WG: rt.rowWorkgroup(C) });
+    const pipe = rt.pipeline(src, "rmsnorm_backward_input", { WG: rt.rowWorkgroup(C, WG) });
     rt.dispatch(rec, pipe, [dinp, null, rstd, inp, weight, null, dout, u], [N]);
   }
   if (dweight) {

@@ -132,6 +132,12 @@ export class Runtime {
    */
   unrolled: boolean;
 
+  /**
+   * Threads (x, y) of a tiled-matmul workgroup (matmul.wgsl: each thread an 8x8 block of out, so
+   * a (8y, 8x) tile); see kernels/matmul.ts for how it is chosen.
+   */
+  matmulTile: [number, number] = [8, 8];
+
   /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
   readonly software: boolean;
 
@@ -143,13 +149,18 @@ export class Runtime {
     this.software = /swiftshader|llvmpipe|lavapipe|software/i.test(text);
   }
 
+  /** Use each op's fixed workgroup size from before rowWorkgroup (side-by-side benchmarks). */
+  legacyWorkgroups = false;
+
   /**
    * Threads of a one-workgroup-per-row reduction over rows of n: a power of two near n/3, from
    * 16 (software adapters; 32 on GPUs, a warp) to 256. On lavapipe every workgroup barrier
    * switches each SIMD-wide slice of the workgroup, so a 256-thread tree over a 107-wide row
    * cost 12x a 32-thread one (the log-softmax head; 8x for LayerNorm at C = 48 with 16 threads).
+   * `before`: the op's fixed size, used when legacyWorkgroups is set.
    */
-  rowWorkgroup(n: number): number {
+  rowWorkgroup(n: number, before: number): number {
+    if (this.legacyWorkgroups) return before;
     const lo = this.software ? 16 : 32;
     let wg = lo;
     while (wg * 2 <= n / 3 && wg < 256) wg *= 2;

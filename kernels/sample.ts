@@ -36,5 +36,10 @@ export function sample(
       ["u32", rowStep ? 1 : 0],
     ]),
   );
-  rt.dispatch(rec, rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V) }), [tokens, logps, logits, u, rowStep ?? rt.dummy], [B]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V, 256) }),
+    [tokens, logps, logits, u, rowStep ?? rt.dummy],
+    [B],
+  );
 }

@@ -904,10 +904,14 @@ export class GpuModel implements PolicyModel {
    */
   updatePath: "fused" | "legacy" = "fused";
 
-  /** The round trips before they were counted: one token per decode submit, the legacy update. */
+  /**
+   * The engine as it was before round trips were counted: one token per decode submit, the
+   * legacy update, and the fixed workgroup sizes of the row reductions (on this model's runtime).
+   */
   useLegacyRoundTrips(): void {
     this.decodeWindow = 1;
     this.updatePath = "legacy";
+    this.rt.legacyWorkgroups = true;
   }
 
   get lateStepResults(): boolean {
