@@ -7,7 +7,7 @@
 //    times it (issue 8's bar when it names none: val/acc 0.30 above step 0); --quick, or a
 //    missing SFT checkpoint, extrapolates from measured step times (the note says which).
 //  - rl_step_round_trips, rl_step_s_vs_legacy: submits + readbacks, and seconds, of the same RL
-//    steps with the round trips of before (GpuModel.useLegacyRoundTrips: one decode token per
+//    steps with the round trips of before (GpuModel.selectLegacyRoundTrips: one decode token per
 //    submit, the update's norm read before AdamW) as the baseline, the two trainers stepping in
 //    turn so load hits both alike (median of the steps after the first);
 //  - decode_256_b16_readbacks: readbacks to decode 256 tokens at batch 16, k tokens per submit
@@ -184,7 +184,7 @@ async function measureRoundTrips(recipe: Recipe, steps: number) {
       createTrainer(recipe.config, {
         makeModel: async (mc, w, seed) => {
           const m = await GpuModel.create(gpu.device, mc, w, seed);
-          if (legacy) m.useLegacyRoundTrips();
+          if (legacy) m.selectLegacyRoundTrips();
           return m;
         },
         sandbox,
@@ -320,7 +320,7 @@ export async function runRlBench(opts: {
       baseline: trips(rts.legacy),
       unit: "submits+readbacks",
       better: "lower",
-      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps with GpuModel.useLegacyRoundTrips (one decode token per submit, norm read before AdamW); ${what}`,
+      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps with GpuModel.selectLegacyRoundTrips (one decode token per submit, norm read before AdamW); ${what}`,
     }),
     makeRow({
       id: "rl_step_s_vs_legacy",

@@ -37,7 +37,6 @@ interface Transcript {
  */
 async function agentLoop(s: GenerationSession, prompts: number[][], context: number): Promise<Transcript> {
   await s.prefill(prompts);
-  const B = prompts.length;
   const t: Transcript = { tokens: prompts.map(() => []), logprobs: prompts.map(() => []), lengths: [] };
   const done = prompts.map((p) => p.length >= context);
   let round = 0;

@@ -908,7 +908,7 @@ export class GpuModel implements PolicyModel {
    * The engine as it was before round trips were counted: one token per decode submit, the
    * legacy update, and the fixed workgroup sizes of the row reductions (on this model's runtime).
    */
-  useLegacyRoundTrips(): void {
+  selectLegacyRoundTrips(): void {
     this.decodeWindow = 1;
     this.updatePath = "legacy";
     this.rt.legacyWorkgroups = true;
@@ -1140,6 +1140,7 @@ export class GpuModel implements PolicyModel {
     // loop awaits it after, so the norm rides on that forward's readback.
     let asked = false;
     return {
+      // biome-ignore lint/suspicious/noThenProperty: a lazy thenable on purpose: awaiting it first asks for the readback
       then: (onDone, onFail) => {
         if (!asked) {
           asked = true;

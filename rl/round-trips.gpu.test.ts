@@ -34,7 +34,7 @@ async function quickDemoStep(legacy: boolean) {
   const trainer = await createTrainer(config, {
     makeModel: async (mc, w, seed) => {
       const m = await GpuModel.create(device, mc, w, seed);
-      if (legacy) m.useLegacyRoundTrips();
+      if (legacy) m.selectLegacyRoundTrips();
       return m;
     },
     sandbox,
