@@ -19,6 +19,7 @@
 import { applyEdits, type ConfigEdit, getPath, setPath } from "./edit.ts";
 import { leafPaths } from "./meta.ts";
 import { parseRunConfig } from "./migrate.ts";
+import DEFAULTS_V1 from "./defaults-v1.json" with { type: "json" };
 import {
   CONFIG_VERSION,
   defaultRunConfig,
@@ -53,6 +54,7 @@ type Raw = Record<string, unknown>;
  * link stores only the differences from them.
  */
 export const LINK_DEFAULTS: Record<number, () => Raw> = {
+  1: () => structuredClone(DEFAULTS_V1) as Raw,
   [CONFIG_VERSION]: () => defaultRunConfig() as unknown as Raw,
 };
 

@@ -47,7 +47,7 @@ export function runTaskOf(c: RunConfig): AnyTask {
       `task.name: unknown task "${c.task.name}" (known: ${Object.keys(TASK_FACTORIES).join(", ")})`,
     );
   const { sft: _sft, ...options } = c.task.options as Options;
-  return make(options);
+  return make({ ...options, splitVersion: c.task.split_version });
 }
 
 /** The run's single-turn task (prompts, verifier, tools). Environments have no tools or verifier: use runTaskOf. */
