@@ -248,7 +248,11 @@ describe("migrateConfig", () => {
   });
 
   it("1 -> 2: a version-1 run keeps the raw-key split it was made with", () => {
-    expect(migrateConfig({ version: 1, seed: 7 })).toEqual({ version: 2, seed: 7, task: { split_version: 1 } });
+    expect(migrateConfig({ version: 1, seed: 7 })).toEqual({
+      version: 2,
+      seed: 7,
+      task: { split_version: 1 },
+    });
     const r = parseRunConfig({ version: 1, task: { name: "arithmetic", eval_size: 5 } });
     expect(r.ok && r.config.task).toMatchObject({ split_version: 1, eval_size: 5 });
     const now = parseRunConfig({ task: { eval_size: 5 } });

@@ -18,8 +18,8 @@ import {
   shareUrl,
 } from "./link.ts";
 import { FIELD_META, leafPaths } from "./meta.ts";
-import { RECIPES, recipeConfig } from "./presets.ts";
 import { parseRunConfig } from "./migrate.ts";
+import { RECIPES, recipeConfig } from "./presets.ts";
 import { parseRecipeFile } from "./recipe-file.ts";
 import { CONFIG_VERSION, defaultRunConfig, type RunConfig, RunConfigSchema } from "./schema.ts";
 
@@ -243,7 +243,9 @@ describe("bad links are named", () => {
     const link = await good;
     const r = await decodeLink(link.replace(`v${CONFIG_VERSION}.`, "v7."));
     expect(r.ok ? "" : r.error).toMatch(/^unknown link version 7 /);
-    expect(await decodeLink(link.replace(`v${CONFIG_VERSION}.`, "v0."))).toMatchObject({ error: /unknown link version 0/ });
+    expect(await decodeLink(link.replace(`v${CONFIG_VERSION}.`, "v0."))).toMatchObject({
+      error: /unknown link version 0/,
+    });
   });
 
   it("invalid field names the path and the rule", async () => {

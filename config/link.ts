@@ -16,10 +16,11 @@
 // Budget: every named recipe with 10 edits encodes in <= LINK_BUDGET_CHARS (2000) characters.
 // decodeLink never throws: every failure is {ok: false, error} naming what is wrong.
 // A leaf module (imports only config/ and web-standard APIs). Tests: `npx vitest run config/link`.
+
+import DEFAULTS_V1 from "./defaults-v1.json" with { type: "json" };
 import { applyEdits, type ConfigEdit, getPath, setPath } from "./edit.ts";
 import { leafPaths } from "./meta.ts";
 import { parseRunConfig } from "./migrate.ts";
-import DEFAULTS_V1 from "./defaults-v1.json" with { type: "json" };
 import {
   CONFIG_VERSION,
   defaultRunConfig,

@@ -53,6 +53,11 @@ const opts = (xs: readonly string[]) => ({ options: [...xs] });
 export const FIELD_META: Record<string, FieldMeta> = {
   version: restart("run", "Config schema version (migrated automatically)."),
   seed: restart("run", "Seed for data order, initialisation and sampling.", { min: 0 }),
+  seeds: restart(
+    "run",
+    "Seeds to run one after another (seed, seed+1, ...), shown as one group: the mean with a band and each seed faint. One seed is an anecdote: held-out accuracy here varies by about 0.15 between seeds.",
+    { min: 1, max: 100 },
+  ),
   checkpoint_every: live("run", "Save a checkpoint every N RL steps (0 = only at the end).", { min: 0 }),
 
   "model.layers": restart("model", "Number of transformer blocks.", { min: 1, max: 64 }),

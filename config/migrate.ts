@@ -11,7 +11,11 @@ type Raw = Record<string, unknown>;
 export const MIGRATIONS: Record<number, (raw: Raw) => Raw> = {
   // 1 -> 2: task.split_version arrived (tasks/split.ts). A version-1 run was made with the
   // raw-key split, so it keeps it and replays on the same held-out set.
-  1: (raw) => ({ ...raw, version: 2, task: { ...(isPlainObject(raw.task) ? raw.task : {}), split_version: 1 } }),
+  1: (raw) => ({
+    ...raw,
+    version: 2,
+    task: { ...(isPlainObject(raw.task) ? raw.task : {}), split_version: 1 },
+  }),
 };
 
 export class ConfigVersionError extends Error {

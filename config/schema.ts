@@ -236,6 +236,7 @@ export const RunConfigSchema = z
   .object({
     version: z.literal(CONFIG_VERSION, { error: `must be ${CONFIG_VERSION}` }).default(CONFIG_VERSION), // schema version; migrateConfig upgrades older ones
     seed: int(0, 2 ** 32 - 1).default(1234), // one seed for data, init and sampling; lab choice
+    seeds: int(1, 100).default(1), // run seed, seed+1, ..., seed+seeds-1 one after another (W&B-style group); lab choice
     model: ModelSchema.prefault({}),
     task: TaskSchema.prefault({}),
     sft: SftSchema.prefault({}),

@@ -126,6 +126,7 @@ export class Trainer {
   private tools: ToolProtocol;
   private advState: AdvantageState = {};
   private evalProblems?: Problem[];
+  private devProblems?: Problem[];
   /** Seconds since the run started. */
   readonly clock: () => number;
 
@@ -836,8 +837,10 @@ export class Trainer {
   // ------------------------------------------------------------------------------ evaluation
 
   /**
-   * Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics).
-   * For an environment, val/acc is the success rate of episodes on its eval seeds.
+   * Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics),
+   * then, when task.dev_size > 0, of its dev set (dev/*, split version 2): choose stopping
+   * steps on dev/* and report val/*. For an environment, val/acc is the success rate of
+   * episodes on its eval seeds (environments have no dev side).
    */
   async evaluate(): Promise<Record<string, number>> {
     const c = this.config;
@@ -845,31 +848,45 @@ export class Trainer {
     this.evalProblems ??= env
       ? env.evalSeeds(c.task.eval_size).map((seed) => envProblem(env, seed))
       : (this.deps.task as Task).evalSet(c.task.eval_size);
-    const problems = this.evalProblems;
-    if (problems.length === 0) return {};
-    this.deps.onActivity?.("eval");
+    const out = await this.evaluateSet(this.evalProblems, "val", "eval");
+    const task = this.deps.task as Task;
+    if (!env && c.task.dev_size > 0) {
+      if (!task.devSet || c.task.split_version < 2)
+        throw new Error(
+          `task.dev_size: task "${c.task.name}" has no dev set${c.task.split_version < 2 ? " under split version 1" : ""}`,
+        );
+      this.devProblems ??= task.devSet(c.task.dev_size);
+      Object.assign(out, await this.evaluateSet(this.devProblems, "dev", "dev"));
+    }
+    return out;
+  }
+
+  private async evaluateSet(problems: Problem[], prefix: "val" | "dev", seedLabel: string) {
+    const env = this.env;
     const out: Record<string, number> = {};
+    if (problems.length === 0) return out;
+    this.deps.onActivity?.("eval");
     for (const mode of ["greedy", "sampled"] as const) {
       const { items: res } = await this.rolloutProblems(
         problems,
         1,
-        `eval:${this.rlStepIndex}`,
+        `${seedLabel}:${this.rlStepIndex}`,
         mode === "greedy",
       );
       const correct = res.map((r) => r.correct);
       const calls = res.map(({ traj }) => traj.toolCalls.some((x) => x.executed));
       const suffix = mode === "greedy" ? "" : "_sampled";
-      out[`val/acc${suffix}`] = mean(correct.map(Number));
-      out[`val/tool_call_rate${suffix}`] = mean(calls.map(Number));
+      out[`${prefix}/acc${suffix}`] = mean(correct.map(Number));
+      out[`${prefix}/tool_call_rate${suffix}`] = mean(calls.map(Number));
       if (env) {
         const m = envMetrics(res, "");
-        out[`val/env_steps_mean${suffix}`] = m.steps_mean;
-        out[`val/env_return_mean${suffix}`] = m.return_mean;
+        out[`${prefix}/env_steps_mean${suffix}`] = m.steps_mean;
+        out[`${prefix}/env_return_mean${suffix}`] = m.return_mean;
       }
       if (mode === "greedy") {
         for (const bucket of this.deps.task.buckets) {
           const idx = res.map((r, i) => (r.problem.bucket === bucket ? i : -1)).filter((i) => i >= 0);
-          if (idx.length) out[`val/acc/${bucket}`] = mean(idx.map((i) => Number(correct[i])));
+          if (idx.length) out[`${prefix}/acc/${bucket}`] = mean(idx.map((i) => Number(correct[i])));
         }
       }
     }

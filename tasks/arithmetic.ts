@@ -246,7 +246,8 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
   };
   const version = cfg.splitVersion;
   const fraction = cfg.evalFraction ?? (version === 1 ? DEFAULT_EVAL_FRACTION : 0.2);
-  const key = version === 1 ? (p: Problem) => String(p.meta.expr) : (p: Problem) => canonicalExpr(String(p.meta.expr));
+  const key =
+    version === 1 ? (p: Problem) => String(p.meta.expr) : (p: Problem) => canonicalExpr(String(p.meta.expr));
   const split = { taskName: name, fraction, version };
   const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, "train", split);
   const drawBucket = (hard: boolean) => (rng: Rng) => {
@@ -256,7 +257,11 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
   const heldOut = (rng: Rng, n: number, side: "eval" | "dev") => {
     const nEasy = Math.round(n * (1 - cfg.hardFraction));
     const opts = { ...split, unique: true as const };
-    const easy = drawSplit(rng.fork("easy"), nEasy, drawBucket(false), key, side, { ...opts, maxTries: 200, upTo: true });
+    const easy = drawSplit(rng.fork("easy"), nEasy, drawBucket(false), key, side, {
+      ...opts,
+      maxTries: 200,
+      upTo: true,
+    });
     const hard = drawSplit(rng.fork("hard"), n - easy.length, drawBucket(true), key, side, opts);
     return rng.fork("order").shuffle([...easy, ...hard]);
   };

@@ -155,7 +155,8 @@ export function makeWordProblemsTask(
     tools: [CALCULATOR_TOOL],
     buckets: ["one-step", "two-step"],
     sample,
-    evalSet: (n) => drawSplit(evalRng(name), n, draw, key, "eval", { ...split, unique: version >= 2 || "prefer" }),
+    evalSet: (n) =>
+      drawSplit(evalRng(name), n, draw, key, "eval", { ...split, unique: version >= 2 || "prefer" }),
     devSet: (n) => drawSplit(evalRng(name, "dev"), n, draw, key, "dev", { ...split, unique: true }),
     verify: (problem, answer) => verifyNumeric(problem.answer, answer),
     sftDemos(rng: Rng, n: number, knobs: Partial<WordDemoKnobs> = {}): Demo[] {
