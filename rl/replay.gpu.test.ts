@@ -23,7 +23,7 @@ afterAll(() => sandbox.close());
 const config = mergeConfig(defaultRunConfig(), {
   seed: 3,
   model: { layers: 2, d_model: 48, heads: 2, context: 80 },
-  sft: { steps: 1200, init_checkpoint: "checkpoints/quick-demo-sft.safetensors" },
+  sft: { steps: 1200, init_checkpoint: "checkpoints/quick-demo-sft-v2.safetensors" },
   task: { options: { mulDigits: [2, 2] }, eval_size: 4, eval_every: 2 },
   rl: { prompts_per_step: 2, group_size: 4, epochs: 1, minibatches: 2, lr: 1e-3 },
   sampling: { max_new_tokens: 32 },
