@@ -936,16 +936,25 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
       oldLogprob: flat.old,
       advantages: shaped?.advantages ?? flat.adv,
       mask: flat.mask,
+      lengths: lens,
     },
-    { epsLow: r.clip_eps_low, epsHigh: r.clip_eps_high, dualClipC: r.dual_clip_c },
+    {
+      epsLow: r.clip_eps_low,
+      epsHigh: r.clip_eps_high,
+      dualClipC: r.dual_clip_c,
+      sapo: { tauPos: r.sapo.tau_pos, tauNeg: r.sapo.tau_neg },
+      clipCov: { ratio: r.clip_cov.ratio, lb: r.clip_cov.lb, ub: r.clip_cov.ub },
+      klCov: { ratio: r.kl_cov.ratio, coef: r.kl_cov.coef },
+    },
   );
-  const dlogp = pl.grad.map((g, i) => g * weights[i]);
-  let loss = aggregate(pl.loss, weights);
+  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights).
+  const pw = pl.weights ?? weights;
+  const dlogp = pl.grad.map((g, i) => g * pw[i]);
+  let loss = aggregate(pl.loss, pw);
   metrics["actor/pg_loss"] = loss;
-  Object.assign(metrics, pl.metrics);
   const dent = new Float64Array(dlogp.length);
   if (shaped) {
-    const back = shaped.backward(pl.gradAdv.map((g, i) => g * weights[i]));
+    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i]));
     for (let i = 0; i < dent.length; i++) dent[i] += back[i];
   }
   const ref = x.refLogprob ? flatten(x.refLogprob) : undefined;
@@ -994,6 +1003,7 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
       },
       r.kl.estimator,
     ),
+    pl.metrics, // after actorMetrics: a loss may log ppo_kl its own way (KL-Cov: mean |δ|)
   );
   return { loss, dlogp: unflatten(dlogp, lens), dentropy: unflatten(dent, lens), dvalue, metrics };
 }
