@@ -6,25 +6,13 @@
 // advantages. Finite differences through the whole minibatch loss are in
 // rl/policy-loss-fd.test.ts. `npx vitest run --project unit rl/algos/policy-losses.test.ts`.
 import { describe, expect, it } from "vitest";
+import { assertClose } from "../../kernels/testing.ts";
 import { aggregate, POLICY_LOSS, type PolicyLossInput, type PolicyLossOptions } from "./losses.ts";
 import { flatten } from "./types.ts";
 
-/** STYLE.md's one rule: |ref − got| ≤ atol + rtol·|ref|; the message names the worst pair. */
-function close(label: string, got: ArrayLike<number>, ref: ArrayLike<number>, atol = 1e-6, rtol = 0) {
-  expect(got.length, `${label}: length`).toBe(ref.length);
-  let worst = -1;
-  let worstDiff = 0;
-  for (let i = 0; i < ref.length; i++) {
-    const d = Math.abs(ref[i] - got[i]);
-    if (!(d <= atol + rtol * Math.abs(ref[i])) && (worst < 0 || d > worstDiff)) {
-      worst = i;
-      worstDiff = d;
-    }
-  }
-  const msg =
-    worst < 0 ? "" : `${label}: max diff ${worstDiff} at ${worst} (ref ${ref[worst]}, got ${got[worst]})`;
-  expect(msg).toBe("");
-}
+/** STYLE.md's one rule (kernels/testing.ts): |got − ref| ≤ atol; the worked numbers have 6 decimals. */
+const close = (label: string, got: ArrayLike<number>, ref: ArrayLike<number>, atol = 1e-6) =>
+  assertClose(label, got, ref, { atol, rtol: 0 });
 
 const isZero = (x: number) => x === 0 || Object.is(x, -0);
 
