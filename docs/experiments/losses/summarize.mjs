@@ -10,7 +10,9 @@ import { fileURLToPath } from "node:url";
 
 const dir = process.argv[2] ?? dirname(fileURLToPath(import.meta.url));
 const runs = new Map();
-for (const f of readdirSync(dir).filter((f) => f.endsWith(".metrics.jsonl")).sort()) {
+for (const f of readdirSync(dir)
+  .filter((f) => f.endsWith(".metrics.jsonl"))
+  .sort()) {
   const m = /^(.*)-s(\d+)\.metrics\.jsonl$/.exec(f);
   if (!m) continue;
   const rows = readFileSync(join(dir, f), "utf8")
@@ -23,7 +25,8 @@ for (const f of readdirSync(dir).filter((f) => f.endsWith(".metrics.jsonl")).sor
 }
 
 const mean = (x) => x.reduce((a, b) => a + b, 0) / x.length;
-const sd = (x) => (x.length < 2 ? Number.NaN : Math.sqrt(x.reduce((a, b) => a + (b - mean(x)) ** 2, 0) / (x.length - 1)));
+const sd = (x) =>
+  x.length < 2 ? Number.NaN : Math.sqrt(x.reduce((a, b) => a + (b - mean(x)) ** 2, 0) / (x.length - 1));
 const fmt = (x, d = 2) => `${mean(x).toFixed(d)} ± ${sd(x).toFixed(d)}`;
 const series = (rows, key) => rows.map((r) => r[key]).filter((v) => typeof v === "number");
 const last = (rows, key) => series(rows, key).at(-1);
@@ -33,10 +36,14 @@ console.log(
 );
 console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const [arm, rs] of runs) {
-  const accAt = (step) => rs.map((r) => r.rows.find((x) => x.step === step)?.["val/acc"]).filter((v) => v !== undefined);
+  const accAt = (step) =>
+    rs.map((r) => r.rows.find((x) => x.step === step)?.["val/acc"]).filter((v) => v !== undefined);
   const g = rs.map((r) => series(r.rows, "actor/grad_norm"));
   console.log(
-    `| ${arm} | ${rs.map((r) => r.seed).join(", ")} | ${fmt(accAt(0))} | ${fmt(accAt(5))} | ${fmt(rs.map((r) => last(r.rows, "val/acc")))} | ${fmt(rs.map((r) => last(r.rows, "val/acc/hard")))} | ${fmt(g.map(mean))} | ${fmt(g.map(sd))} | ${fmt(g.map((x) => Math.max(...x)))} | ${fmt(rs.map((r) => mean(series(r.rows, "actor/pg_clipfrac"))), 3)} |`,
+    `| ${arm} | ${rs.map((r) => r.seed).join(", ")} | ${fmt(accAt(0))} | ${fmt(accAt(5))} | ${fmt(rs.map((r) => last(r.rows, "val/acc")))} | ${fmt(rs.map((r) => last(r.rows, "val/acc/hard")))} | ${fmt(g.map(mean))} | ${fmt(g.map(sd))} | ${fmt(g.map((x) => Math.max(...x)))} | ${fmt(
+      rs.map((r) => mean(series(r.rows, "actor/pg_clipfrac"))),
+      3,
+    )} |`,
   );
 }
 console.log("\nper run: val/acc at steps 0, 5, 10; grad_norm mean / max");
@@ -44,5 +51,7 @@ for (const [arm, rs] of runs)
   for (const r of rs) {
     const acc = r.rows.filter((x) => typeof x["val/acc"] === "number").map((x) => x["val/acc"].toFixed(2));
     const gn = series(r.rows, "actor/grad_norm");
-    console.log(`${arm} seed ${r.seed}: val/acc ${acc.join(" -> ")}; grad_norm ${mean(gn).toFixed(2)} / ${Math.max(...gn).toFixed(2)}`);
+    console.log(
+      `${arm} seed ${r.seed}: val/acc ${acc.join(" -> ")}; grad_norm ${mean(gn).toFixed(2)} / ${Math.max(...gn).toFixed(2)}`,
+    );
   }
