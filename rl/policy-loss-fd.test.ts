@@ -1,4 +1,4 @@
-// Every policy loss through the whole minibatch loss (trainer minibatchLoss: the policy term
+// Every policy loss through the whole minibatch loss (rl/loss.ts minibatchLoss: the policy term
 // with its own or rl.loss_agg's weights, KL to the reference in the loss, the entropy bonus and
 // VAPO's positive-example LM loss): the gradient it applies to each token's log-prob matches
 // central finite differences of the loss it logs, in float64, and tokens with mask 0 get
@@ -10,7 +10,7 @@ import { defaultRunConfig, mergeConfig, POLICY_LOSS_NAMES, type RunConfig } from
 import { ADVANTAGE, withAdvantageDefaults } from "./algos/advantage";
 import { POLICY_LOSS, positiveLm } from "./algos/losses";
 import { actorMetrics } from "./algos/masks";
-import { type MinibatchInput, minibatchLoss } from "./trainer";
+import { type MinibatchInput, minibatchLoss } from "./loss";
 
 function config(policyLoss: string, over: object = {}): RunConfig {
   return mergeConfig(
