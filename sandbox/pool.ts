@@ -86,7 +86,8 @@ export class SandboxPool implements SandboxRunner {
     options: Partial<PoolOptions> = {},
   ) {
     this.opts = { ...POOL_DEFAULTS, ...options };
-    for (let i = 0; i < this.opts.size; i++) this.slots.push(this.spawn({ generation: 0, ready: false } as Slot));
+    for (let i = 0; i < this.opts.size; i++)
+      this.slots.push(this.spawn({ generation: 0, ready: false } as Slot));
     for (let i = 0; i < this.opts.spares; i++)
       this.spareSlots.push(this.spawn({ generation: 0, ready: false } as Slot));
   }

@@ -1,9 +1,12 @@
 // runCode: one Sandbox-Fusion-style `run_code` call in a fresh QuickJS runtime + context,
 // given a loaded QuickJS module. Pure and synchronous, so it runs in a worker (the pool), in
-// Node tests and in a Node fallback alike. Limits per call: heap (setMemoryLimit), stack
-// (setMaxStackSize), an interrupt deadline, a cap on promise jobs, output caps. What this
-// cannot stop (a long C built-in, a host-stack overflow inside wasm) is the pool's job: it
-// races every call against a hard timer. Tested by sandbox/run-code.test.ts.
+// Node tests and in a Node fallback alike. Limits per call: heap (a growth budget over a heap
+// every call starts from alike, see loadQuickJS), stack (setMaxStackSize), an interrupt
+// deadline, a cap on promise jobs, output caps (applied inside the VM before anything is
+// copied out). Strings, values and errors come back exactly as the program made them (NUL
+// and lone surrogates included). What this cannot stop (a long C built-in, a host-stack
+// overflow inside wasm) is the pool's job: it races every call against a hard timer.
+// Tested by sandbox/run-code.test.ts and sandbox/exact.serial.test.ts.
 import variant from "@jitl/quickjs-wasmfile-release-sync";
 import {
   newQuickJSWASMModuleFromVariant,
