@@ -516,7 +516,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       }
       if (d) {
         const message = String(d.message ?? "");
-        const stack = d.stack ? d.stack.slice(0, MAX_STACK_TEXT) : undefined;
+        const stack = d.stack ? headOf(d.stack, MAX_STACK_TEXT) : undefined;
         let kind = classify(message);
         if (kind === "Exception" && memoryRefused) kind = "MemoryLimit";
         error = { kind, name: String(d.name ?? "Error"), message, stack, line: lineOf(stack) };
@@ -650,7 +650,7 @@ function finish(
     return r;
   }
   const timeout = error.kind === "Timeout" || error.kind === "HardKill";
-  const report = `Uncaught ${error.name}: ${error.message}\n${error.stack ?? ""}`.slice(0, MAX_STACK_TEXT);
+  const report = headOf(`Uncaught ${error.name}: ${error.message}\n${error.stack ?? ""}`, MAX_STACK_TEXT);
   return {
     status: "Failed",
     run_result: {
