@@ -91,12 +91,15 @@ export async function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<Quick
   const heap = { baseBytes: 0, limitBytes: Number.POSITIVE_INFINITY, refused: false } as HeapState;
   const grow = wasmMemory.grow.bind(wasmMemory);
   // Emscripten's heap resize calls memory.grow in a try/catch (trying a few sizes, largest
-  // first) and reports failure to malloc.
+  // first) and reports failure to malloc. The refusal is made once: code that catches its
+  // out-of-memory errors and retries fails thousands of times between two interrupt checks,
+  // and a fresh error's stack trace each time would keep it past the hard timer.
+  const refusal = new RangeError("the sandbox call's memory budget is spent");
   Object.defineProperty(wasmMemory, "grow", {
     value: (pages: number) => {
       if (wasmMemory.buffer.byteLength + pages * WASM_PAGE > heap.limitBytes) {
         heap.refused = true;
-        throw new RangeError("the sandbox call's memory budget is spent");
+        throw refusal;
       }
       const old = grow(pages);
       heap.refused = false;
