@@ -182,7 +182,7 @@ export function planChange(runConfig: RunConfig | null, path: string, value: unk
   if (!runConfig) return { kind: "idle" };
   const meta = fieldMeta(path);
   if (!meta?.live) return { kind: "restart", path };
-  const r = applyEdit(runConfig, { step, path, value });
+  const r = applyEdit(runConfig, { phase: "rl", step, path, value });
   if (!r.ok) return { kind: "live-invalid", path, error: r.error.replace(/^[^:]*: /, "") };
   return { kind: "live", path, value };
 }
