@@ -2,25 +2,12 @@
 // the model's architecture and the task. The GPU device, the sandbox pool and storage are
 // wired by the caller (workers/trainer.worker.ts in the browser, cli/ in Node).
 import type { RunConfig } from "../config";
-import { type ModelConfig, modelConfig } from "../model/config";
-import { VOCAB_SIZE } from "../model/tokenizer";
+import { modelConfigOf } from "../model/config";
 import { getTask } from "../tasks/index";
 import { type AnyTask, type EnvTask, isEnvTask, type Task } from "../tasks/types";
 
-export function modelConfigOf(c: RunConfig): ModelConfig {
-  return modelConfig({
-    layers: c.model.layers,
-    dModel: c.model.d_model,
-    heads: c.model.heads,
-    context: c.model.context,
-    vocab: VOCAB_SIZE,
-    norm: c.model.norm,
-    mlp: c.model.mlp,
-    positional: c.model.positional,
-    tiedEmbeddings: c.model.tied_embeddings,
-    valueHead: c.rl.advantage === "gae",
-  });
-}
+/** The model's architecture from a RunConfig (model/config.ts; the config panel counts parameters with it). */
+export { modelConfigOf };
 
 /**
  * The run's task or multi-turn environment, from the task registry (tasks/index.ts) with
