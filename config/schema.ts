@@ -67,7 +67,7 @@ export const TaskSchema = z
     template: z.enum(["inline", "chatml-turns"]).default("inline"), // DESIGN: the measured demo uses inline
     eval_size: int(0).default(200), // held-out prompts per evaluation; lab choice
     eval_every: int(0).default(10), // evaluate every N RL steps (0 = only at step 0); lab choice
-    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket>
+    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)
   })
   .strict();
 

@@ -909,7 +909,10 @@ export class Trainer {
         out[`val/env_return_mean${suffix}`] = m.return_mean;
       }
       if (mode === "greedy") {
-        for (const bucket of this.deps.task.buckets) {
+        // task.buckets picks which of the task's buckets are reported (all of them when it names none).
+        const own = this.deps.task.buckets;
+        const picked = own.filter((b) => c.task.buckets.includes(b));
+        for (const bucket of picked.length ? picked : own) {
           const idx = res.map((r, i) => (r.problem.bucket === bucket ? i : -1)).filter((i) => i >= 0);
           if (idx.length) out[`val/acc/${bucket}`] = mean(idx.map((i) => Number(correct[i])));
         }
