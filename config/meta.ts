@@ -88,7 +88,13 @@ const SFT_DECAY = { "sft.steps": 4 };
 export const FIELD_META: Record<string, FieldMeta> = {
   version: restart("run", "Config schema version (migrated automatically)."),
   seed: restart("run", "Seed for data order, initialisation and sampling.", { min: 0 }),
-  checkpoint_every: live("run", "Save a checkpoint every N RL steps (0 = only at the end).", { min: 0 }),
+  checkpoint_every: live(
+    "run",
+    "Checkpoint every N RL and value-pretraining steps (0 = only at the end of each phase).",
+    {
+      min: 0,
+    },
+  ),
 
   "model.layers": restart("model", "Number of transformer blocks.", { min: 1, max: 64 }),
   "model.d_model": restart("model", "Residual stream width.", { min: 8, max: 4096 }),

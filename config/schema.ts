@@ -244,7 +244,7 @@ export const RunConfigSchema = z
     sampling: SamplingSchema.prefault({}),
     limits: LimitsSchema.prefault({}),
     stop: StopSchema.prefault({}),
-    checkpoint_every: int(0).default(10), // checkpoint every N RL steps (0 = only at the end); lab choice
+    checkpoint_every: int(0).default(10), // checkpoint every N RL (and value-pretraining) steps, and at the end of each phase (0 = only there); lab choice
   })
   .strict()
   .superRefine((c, ctx) => {
