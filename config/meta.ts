@@ -82,6 +82,15 @@ const A_FILTER = { "filters.list": [{ name: "dapo-dynamic-sampling", options: {}
 const RESAMPLE = { ...A_FILTER, "filters.refill": "resample" };
 const TAO_CODE = { "shaping.kind": "tao-code" };
 const TAO_ADDITIVE = { ...CALLS_TOOLS, "shaping.kind": "tao-additive" };
+const SAPO = { "rl.policy_loss": "sapo" };
+/** Clip-Cov / KL-Cov with a token share and covariance band wide enough for a tiny batch. */
+const CLIP_COV = {
+  "rl.policy_loss": "clip-cov",
+  "rl.clip_cov.ratio": 0.5,
+  "rl.clip_cov.lb": -100,
+  "rl.clip_cov.ub": 100,
+};
+const KL_COV = { "rl.policy_loss": "kl-cov", "rl.kl_cov.ratio": 0.5 };
 /** A schedule that decays: enough steps after warm-up for the floor to show. */
 const SFT_DECAY = { "sft.steps": 4 };
 
@@ -150,30 +159,37 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "rl.sapo.tau_pos": live("algorithm", "SAPO gate temperature where A > 0.", {
     min: 0,
     paper: "SAPO 2511.20347",
+    activeWhen: SAPO,
   }),
   "rl.sapo.tau_neg": live("algorithm", "SAPO gate temperature where A <= 0.", {
     min: 0,
     paper: "SAPO 2511.20347",
+    activeWhen: SAPO,
   }),
   "rl.clip_cov.ratio": live("algorithm", "Clip-Cov: fraction of tokens whose gradient is removed.", {
     min: 0,
     max: 1,
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: { ...CLIP_COV, "rl.clip_cov.ratio": 2e-4 },
   }),
   "rl.clip_cov.lb": live("algorithm", "Clip-Cov: candidates have covariance above this.", {
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: CLIP_COV,
   }),
   "rl.clip_cov.ub": live("algorithm", "Clip-Cov: candidates have covariance below this.", {
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: CLIP_COV,
   }),
   "rl.kl_cov.ratio": live("algorithm", "KL-Cov: fraction of tokens (largest covariance) given the KL term.", {
     min: 0,
     max: 1,
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: { ...KL_COV, "rl.kl_cov.ratio": 2e-4 },
   }),
   "rl.kl_cov.coef": live("algorithm", "KL-Cov: coefficient kappa of |log-ratio| on those tokens.", {
     min: 0,
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: KL_COV,
   }),
   "rl.clip_eps_low": live("algorithm", "Lower ratio clip: ratio >= 1 - eps_low.", {
     min: 0,
