@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { assertClose } from "../kernels/testing";
+import { loadCheckpoint, saveCheckpoint } from "./checkpoint";
 import { attnDims, paramLayout } from "./config";
 import { CpuModel } from "./cpu";
 import { goldenLoss, goldenLossGrads, readHfGolden } from "./golden";
@@ -265,6 +266,13 @@ describe("tiny HF models (make_hf_models.py)", () => {
       expect(biggest).toBe(largest);
       expect(files).toBeGreaterThan(0);
     }
+  });
+
+  it("a loaded model round-trips through the lab's own checkpoint format", async () => {
+    const { config, weights } = await loadHfModel(nodeModelDir(`${HF}qwen3`));
+    const back = loadCheckpoint(saveCheckpoint({ config, weights }));
+    expect(back.config).toEqual(config);
+    expect(back.weights).toEqual(weights);
   });
 
   it("a model from Blobs (the browser's files) loads the same", async () => {
