@@ -60,6 +60,23 @@ describe("GPU model vs PyTorch, per family", () => {
   });
 });
 
+describe("the unrolled kernels (SwiftShader's) on a Hugging Face family", () => {
+  it("qwen3: logits and every gradient equal PyTorch's", async () => {
+    const unrolled = new Runtime(device);
+    unrolled.unrolled = true;
+    const model = await GpuModel.fromHf(unrolled, nodeModelDir(`${HF}qwen3`));
+    const g = readHfGolden(new Uint8Array(readFileSync(`${HF}qwen3/golden.bin`)), model.config);
+    const out = await model.forwardScore(
+      { B: g.B, T: g.T, tokens: g.tokens, targets: g.targets },
+      { logits: true },
+    );
+    assertClose("logits", out.logits!, g.logits, { atol: 1e-4, rtol: 1e-3 });
+    await model.backward(goldenLossGrads(g));
+    assertClose("grads", await model.getGrads(), g.grads, { atol: 1e-5, rtol: 1e-3 });
+    model.dispose();
+  });
+});
+
 describe("GPU KV-cache decoding with grouped-query attention", () => {
   it.each(["qwen3", "qwen2"])(
     "%s: cached logits equal the full forward at every position",
