@@ -748,10 +748,17 @@ export class GpuModel implements PolicyModel {
   static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {
     const config = await readHfConfig(dir, opts);
     const model = new GpuModel(rt, config, "zeros");
-    await loadHfWeights(dir, config, (offset, data) =>
-      rt.upload(view(model.paramsBuf, offset, data.length), data),
-    );
+    await loadHfWeights(dir, config, (offset, data) => model.writeWeights(offset, data));
     return model;
+  }
+
+  /** Writes `data` into the parameters at float `offset` of the layout (a slice of setWeights). */
+  writeWeights(offset: number, data: Float32Array): void {
+    if (offset < 0 || offset + data.length > this.layout.total)
+      throw new Error(
+        `writeWeights: [${offset}, ${offset + data.length}) is outside the layout's ${this.layout.total}`,
+      );
+    this.rt.upload(view(this.paramsBuf, offset, data.length), data);
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {

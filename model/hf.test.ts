@@ -359,10 +359,10 @@ describe("bad files name the file and the tensor or field", () => {
 
 describe("CPU model vs PyTorch, per family (make_hf_models.py)", () => {
   it.each(FAMILIES)("%s: logits, logp, entropy, loss, every gradient, 10 AdamW steps", async (family) => {
-    const { config, weights } = await loadHfModel(nodeModelDir(HF + family));
+    const model = await CpuModel.fromHf(nodeModelDir(HF + family));
+    const { config, params: weights } = model;
     const g = readHfGolden(fixtureBytes(family, "golden.bin"), config);
     const batch = { B: g.B, T: g.T, tokens: g.tokens, targets: g.targets };
-    const model = new CpuModel(config, weights);
     const out = await model.forwardScore(batch, { logits: true });
     assertClose("logits", out.logits!, g.logits, { atol: 1e-4, rtol: 1e-3 });
     assertClose("logp", out.logp, g.logp, { atol: 1e-4, rtol: 1e-3 });
