@@ -112,6 +112,13 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     `${A}.clip_ratio_c`,
     "verl always applies dual clip; the lab's null (off) is written as 1.0e9, which never binds",
   ),
+  "rl.sapo.tau_pos": mapped(`${A}.tau_pos`, "SAPO's gate temperature where A > 0 (written for sapo)"),
+  "rl.sapo.tau_neg": mapped(`${A}.tau_neg`, "SAPO's gate temperature where A <= 0 (written for sapo)"),
+  "rl.clip_cov.ratio": mapped(`${A}.policy_loss.clip_cov_ratio`, "the same fraction (written for clip-cov)"),
+  "rl.clip_cov.lb": mapped(`${A}.policy_loss.clip_cov_lb`, "the same bound (written for clip-cov)"),
+  "rl.clip_cov.ub": mapped(`${A}.policy_loss.clip_cov_ub`, "the same bound (written for clip-cov)"),
+  "rl.kl_cov.ratio": mapped(`${A}.policy_loss.kl_cov_ratio`, "the same fraction (written for kl-cov)"),
+  "rl.kl_cov.coef": mapped(`${A}.policy_loss.ppo_kl_coef`, "KL-Cov's kappa (written for kl-cov)"),
   "rl.loss_agg": mapped(`${A}.loss_agg_mode`, "the same four mode names"),
   "rl.l_max": mapped(
     `${A}.loss_scale_factor`,
@@ -296,6 +303,28 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
       "verl's vanilla loss is the clipped surrogate with clip-higher and dual clip",
     ),
     "vanilla-pg": approx("gpg", "verl's GPG loss is the same -A*log(pi) without ratio or clip"),
+    gspo: approx(
+      "gspo",
+      "verl's gspo is GSPO-token (each token keeps its own advantage under the sequence ratio); the same as the lab's sequence-level GSPO when the advantage is constant along a response (the outcome estimators: grpo, rloo, ...), not with GAE or shaping",
+    ),
+    "gspo-token": mapped(
+      "gspo",
+      "the same token form sg[s_i]*pi/sg[pi], sequence clip, log-ratio capped at 10, seq-mean-token-mean",
+    ),
+    gmpo: mapped(
+      "geo_mean",
+      "the same sign-aware token clip, geometric-mean ratio and mean over responses (the lab clamps log-ratios at +-20 first, which binds only beyond e^20)",
+    ),
+    cispo: mapped("cispo", "the same clipped stop-gradient weight on -A*log(pi)"),
+    sapo: mapped("sapo", "the same soft gate; tau_pos/tau_neg from rl.sapo"),
+    "clip-cov": approx(
+      "clip_cov",
+      "verl draws the tokens to exclude at random among the candidates and per micro-batch; the lab takes the largest covariances (ties by position) per minibatch so runs replay; they agree when there are at most n candidates",
+    ),
+    "kl-cov": approx(
+      "kl_cov",
+      "the same top covariances get kappa*|log-ratio|; verl selects per micro-batch (and torch.topk breaks ties its own way), the lab per minibatch with ties by position",
+    ),
   },
   kl: {
     k1: mapped("kl", "k1 = log(pi/pi_ref)"),
