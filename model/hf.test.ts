@@ -167,6 +167,10 @@ describe("config.json -> ModelConfig", () => {
       [{ rope_parameters: { rope_type: "llama3", factor: 8 } }, /rope_parameters is .*llama3/],
       [{ layer_types: ["full_attention", "sliding_attention"] }, /layer_types is/],
       [{ vocab_size: undefined }, /vocab_size is missing/],
+      [
+        { quantization_config: { quant_method: "awq", bits: 4 } },
+        /quantization_config is .*awq.*; only none/,
+      ],
     ];
     for (const [patch, err] of cases) expect(() => hfModelConfig({ ...QWEN3_06B, ...patch })).toThrow(err);
     expect(() => hfModelConfig({ ...SMOLLM2_135M, rope_interleaved: true })).toThrow(/rope_interleaved/);
@@ -353,6 +357,11 @@ describe("bad files name the file and the tensor or field", () => {
     await expect(loadHfModel(patchedDir("qwen2", { [st]: bytes }))).rejects.toThrow(
       "qwen2*/model.safetensors: tensor model.layers.0.self_attn.k_proj.bias has dtype I16; supported are BF16, F16 and F32",
     );
+    // a tensor the model does not use may have any dtype (int buffers some exports keep)
+    const extra = editHeader(fixtureBytes("qwen2", st), (h) => {
+      h["model.rotary_emb.inv_freq"] = { dtype: "I64", shape: [0], data_offsets: [0, 0] };
+    });
+    await expect(loadHfModel(patchedDir("qwen2", { [st]: extra }))).resolves.toBeTruthy();
     const sized = editHeader(fixtureBytes("qwen2", st), (h) => {
       h["model.norm.weight"].dtype = "F32"; // the bytes of a bf16 tensor cannot hold it
     });

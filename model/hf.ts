@@ -124,6 +124,7 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
   only("use_sliding_window", (v) => v === false, "false (full attention in every layer)");
   only("use_mrope", (v) => v === false, "false");
   only("attention_dropout", (v) => v === 0, "0");
+  only("quantization_config", () => false, "none (unquantized weights)");
   only("mlp_dropout", (v) => v === 0, "0");
   only(
     "layer_types",
