@@ -13,7 +13,8 @@
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
 // through the network and keeps the logits of those rows; decode() feeds, samples with the
 // kernels' sampler and reads back B tokens and log-probs.
-// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling).
+// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling) and
+// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding).
 import {
   adamw,
   alignFloats,
