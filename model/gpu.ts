@@ -37,6 +37,7 @@ import {
   type QkNormShape,
   qkNormBackward,
   qkNormForward,
+  qkNormScratchSize,
   type Recorder,
   Runtime,
   residualForward,
@@ -151,7 +152,7 @@ class TrainBuffers {
   readonly logits: View; // (N,V)
   readonly dlogits: View; // (N,V)
   readonly grad: Record<
-    "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "dfch" | "dfchAct" | "attScratch",
+    "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "qkScratch" | "dfch" | "dfchAct" | "attScratch",
     View
   >;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
@@ -199,6 +200,7 @@ class TrainBuffers {
       datty: N * Q,
       dqkv: N * QKV,
       dqkvRaw: c.qkNorm ? N * QKV : 1,
+      qkScratch: c.qkNorm ? qkNormScratchSize(qkNormShape(c, N)) : 1,
       dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
       dfchAct: N * H,
       attScratch: NH * N,
@@ -450,6 +452,7 @@ function backwardPass(
         lp.qnormw,
         lp.knormw,
         a.qkRstd,
+        d.qkScratch,
         s,
       );
       dproj = d.dqkvRaw;
