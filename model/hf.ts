@@ -20,6 +20,7 @@ import {
   type AttnDims,
   attnDims,
   type ModelConfig,
+  mlpHidden,
   modelConfig,
   type ParamLayout,
   paramLayout,
@@ -202,7 +203,7 @@ export interface HfTensor {
  */
 export function hfTensors(c: ModelConfig, layout: ParamLayout = paramLayout(c)): HfTensor[] {
   const C = c.dModel;
-  const H = c.mlpSize > 0 ? c.mlpSize : c.dModel * c.mlpRatio;
+  const H = mlpHidden(c);
   const { hs, Q, KV }: AttnDims = attnDims(c);
   const out: HfTensor[] = [];
   const add = (name: string, shape: number[], offset: number) => {
