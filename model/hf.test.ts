@@ -138,7 +138,8 @@ describe("config.json -> ModelConfig", () => {
   });
 
   it("maps every HF tensor onto a disjoint range of the layout", () => {
-    for (const cfg of [SMOLLM2_135M, QWEN25_05B, { ...QWEN3_06B, tie_word_embeddings: false }]) {
+    const llamaBiases = { ...SMOLLM2_135M, attention_bias: true, mlp_bias: true, tie_word_embeddings: false };
+    for (const cfg of [SMOLLM2_135M, QWEN25_05B, { ...QWEN3_06B, tie_word_embeddings: false }, llamaBiases]) {
       const c = hfModelConfig({ ...cfg, num_hidden_layers: 2, vocab_size: 100, intermediate_size: 64 });
       const layout = paramLayout(c);
       const covered = new Uint8Array(layout.total);
@@ -151,6 +152,10 @@ describe("config.json -> ModelConfig", () => {
       }
       expect(overlaps).toBe(0);
       expect(sum).toBe(layout.count);
+      if (cfg === llamaBiases) {
+        expect(c).toMatchObject({ qkvBias: true, projBias: true, mlpBias: true });
+        expect(hfTensors(c, layout).map((t) => t.name)).toContain("model.layers.1.mlp.down_proj.bias");
+      }
     }
   });
 
