@@ -29,7 +29,7 @@ describe("share links in the app", () => {
     });
     const hash = await encodeLink({
       config,
-      edits: [{ step: 1, path: "rl.lr", value: 0.001 }],
+      edits: [{ phase: "rl", step: 1, path: "rl.lr", value: 0.001 }],
       name: "tiny",
     });
     const page = await browser.newPage();
