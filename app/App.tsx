@@ -5,6 +5,7 @@ import { ConfigPanel } from "./ConfigPanel";
 import { ErrorBoundary } from "./ErrorBoundary";
 import { Inspector } from "./Inspector";
 import { RewardEditor } from "./RewardEditor";
+import { ResumeBanner, RewardErrorBanner } from "./RunBanners";
 import { RunsList } from "./RunsList";
 import { ShareLink } from "./ShareLink";
 import { useShortcuts } from "./shortcuts";
@@ -29,6 +30,10 @@ export function App() {
         <TopBar />
       </ErrorBoundary>
       <ErrorList />
+      <ErrorBoundary name="Run banners">
+        <ResumeBanner />
+        <RewardErrorBanner />
+      </ErrorBoundary>
       <ErrorBoundary name="Share link">
         <ShareLink />
       </ErrorBoundary>

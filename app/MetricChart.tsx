@@ -17,7 +17,7 @@ import {
   type Marker,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
-import { openRun, type RunRecord, useLab } from "./store";
+import { openRun, type RunRecord, runName, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
 
@@ -158,9 +158,9 @@ export function MetricChart({ def }: { def: ChartDef }) {
       ),
     [def, visibleRuns],
   );
-  const runLabels = useMemo(() => new Map(runs.map((r) => [r.id, `#${r.n}`])), [runs]);
+  const runLabels = useMemo(() => new Map(runs.map((r) => [r.id, runName(r)])), [runs]);
   // The shape of the plot (series list, log) changes rarely; data changes every frame.
-  const shapeKey = `${data.series.map((s) => `${s.runId}:${s.key}:${s.current}`).join("|")}|${log}|${clip}|${theme}`;
+  const shapeKey = `${data.series.map((s) => `${s.runId}:${runLabels.get(s.runId)}:${s.key}:${s.current}`).join("|")}|${log}|${clip}|${theme}`;
   const currentSeries = data.series.filter((s) => s.current);
   const points = currentSeries.reduce((a, s) => a + s.points, 0);
   const keysWithPoints = currentSeries.map((s) => s.key).join(",");

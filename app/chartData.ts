@@ -38,6 +38,8 @@ export const CHARTS: ChartDef[] = [
     keys: [
       { key: "reward/mean", label: "mean" },
       { key: "reward/std", label: "std" },
+      // Share of trajectories the custom JS reward threw on (only when one is set).
+      { key: "reward/custom_error_rate", label: "custom-js errors" },
     ],
   },
   {

@@ -157,7 +157,7 @@ export function sampleRecords(
       mask: t.traj.mask,
       postTool: t.traj.postTool,
       logprobs: t.traj.logprobs,
-      entropy: [...(entropies?.get(t) ?? [])],
+      entropy: Array.from(entropies?.get(t) ?? []),
       advantages: [...(advantages?.get(t) ?? [])],
       reward: t.reward,
       rewardTerms: t.terms,

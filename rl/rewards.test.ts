@@ -6,7 +6,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
 import { CpuModel } from "../model/cpu";
 import { InProcessSandbox } from "../sandbox/run-code";
-import { NO_REWARD_FUNCTION, type RewardInput, runCustomReward } from "./rewards";
+import type { RewardInput } from "./algos/rewards";
+import { NO_REWARD_FUNCTION, runCustomReward } from "./rewards";
 import { modelConfigOf, runTaskOf } from "./setup";
 import { Trainer } from "./trainer";
 
