@@ -251,7 +251,8 @@ export function applyIncoming(s: LabState, id: string, inc: Incoming): Partial<L
       samples,
       progress,
       progressAt: inc.progress ? Date.now() : r.progressAt,
-      phase: fatal ? "error" : (inc.progress?.phase ?? r.phase),
+      // A stopped run stays stopped while the step in flight reports in.
+      phase: fatal ? "error" : r.phase === "stopped" ? r.phase : (inc.progress?.phase ?? r.phase),
       error: errorEvent ? errorEvent.message : r.error,
     };
   });

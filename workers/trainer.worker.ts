@@ -145,6 +145,21 @@ function toolsOf(c: RunConfig) {
 /** The Web Lock a run holds while its loop runs: a page that finds it free knows the run's page is gone. */
 const runLock = (id: string) => `lab-run:${id}`;
 
+/**
+ * Whether a page still holds `name`: a run of another tab. The page a reload replaced may take
+ * a moment to let go, so this waits up to LOCK_WAIT_MS for the lock before saying it is held.
+ */
+async function lockHeld(name: string): Promise<boolean> {
+  if (!navigator.locks) return false;
+  try {
+    await navigator.locks.request(name, { signal: AbortSignal.timeout(LOCK_WAIT_MS) }, () => undefined);
+    return false;
+  } catch {
+    return true;
+  }
+}
+const LOCK_WAIT_MS = 3000;
+
 let lastRunNumber = 0;
 
 /**
@@ -484,12 +499,10 @@ const api: TrainerApi = {
   async interruptedRuns(): Promise<InterruptedRun[]> {
     const store = await getStore();
     if (!store) return [];
-    // Runs whose page still holds their lock (another tab) are not interrupted.
-    const held = new Set(((await navigator.locks?.query())?.held ?? []).map((l) => l.name));
     const out: InterruptedRun[] = [];
     for (const r of await store.listRuns()) {
       if (r.status !== "running" && r.status !== "paused") continue;
-      if (run?.id === r.id || held.has(runLock(r.id))) continue;
+      if (run?.id === r.id || (await lockHeld(runLock(r.id)))) continue;
       await store.updateRun(r.id, { status: "interrupted" });
       out.push({
         run: { ...r, status: "interrupted" },
