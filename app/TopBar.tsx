@@ -137,7 +137,7 @@ export function RunProgressBar() {
           <>
             {" "}
             step <span data-testid="progress-step">{p.step}</span>/
-            <span data-testid="progress-total">{p.total}</span> · {ticking ? p.activity : phase} ·{" "}
+            <span data-testid="progress-total">{p.total}</span> · {ticking ? `${p.activity} · ` : ""}
             <span data-testid="progress-eta">ETA {ticking || phase === "paused" ? fmtTime(p.eta) : "–"}</span>{" "}
             · {Number.isFinite(p.tokensPerS) ? fmtNum(Math.round(p.tokensPerS)) : "–"} tok/s ·{" "}
             <span data-testid="progress-elapsed">{fmtTime(elapsed)}</span>

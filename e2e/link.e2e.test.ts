@@ -6,7 +6,7 @@
 //   that is no link at all says it was not understood, and the page keeps working.
 // - A reload mid-run (ci-tiny, its default checkpoints every 2 steps): the run is marked
 //   interrupted and offered as "Resume #N from step K"; resumed, it completes with every row,
-//   the same name in the runs table and the chart hover, and the counts at the end say 6/6;
+//   the same name in the runs table and the chart hover, and the counts at the end say 4/4;
 //   a stopped run says "stopped".
 // Run: `npx vite build && E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/link.e2e.test.ts`.
 import { mkdirSync } from "node:fs";
@@ -130,7 +130,7 @@ describe("share links in the app", () => {
     page.on("pageerror", (e) => errors.push(e.message));
     // ci-tiny with its own checkpoint cadence (every 2 steps), smaller steps.
     await page.goto(
-      `${baseUrl}?preset=ci-tiny&stop.max_steps=6&rl.prompts_per_step=2&task.eval_every=0&task.eval_size=2`,
+      `${baseUrl}?preset=ci-tiny&stop.max_steps=4&rl.prompts_per_step=2&rl.group_size=2&task.eval_every=0&task.eval_size=2`,
     );
     await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
     await expect.poll(() => page.getByTestId("start").isEnabled(), { timeout: 30_000 }).toBe(true);
@@ -170,17 +170,17 @@ describe("share links in the app", () => {
       null,
       { timeout: 400_000 },
     );
-    // Counts at the end: 6 of 6 steps, ETA – ; the kept rows came back and the rest were
+    // Counts at the end: 4 of 4 steps, ETA – ; the kept rows came back and the rest were
     // recomputed: one reward point per RL step.
-    expect(await text(page, "progress-step")).toBe("6");
-    expect(await text(page, "progress-total")).toBe("6");
+    expect(await text(page, "progress-step")).toBe("4");
+    expect(await text(page, "progress-total")).toBe("4");
     expect(await text(page, "progress-eta")).toBe("ETA –");
     expect(await page.getByTestId("run-row").first().getByTestId("run-name").textContent()).toBe(name);
     expect(await page.getByTestId("run-row").first().getByTestId("run-status").textContent()).toBe("done");
     await page.getByTestId("tab-charts").click();
     const chart = page.getByTestId("chart-reward");
-    // data-points counts the current run's series: reward/mean and reward/std, 6 steps each.
-    expect(Number(await chart.getAttribute("data-points"))).toBe(12);
+    // data-points counts the current run's series: reward/mean and reward/std, 4 steps each.
+    expect(Number(await chart.getAttribute("data-points"))).toBe(8);
     // The chart hover names the run as the runs table does.
     const over = (await chart.locator(".u-over").boundingBox())!;
     await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);

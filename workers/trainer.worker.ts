@@ -114,6 +114,12 @@ async function recoverFromDeviceLoss(reason: string): Promise<void> {
   }
 }
 
+/**
+ * A checkpoint at least this often (wall time) whatever checkpoint_every says: a reload, a
+ * crash or a device loss then costs at most this much training.
+ */
+const CHECKPOINT_SECONDS = 20;
+
 /** How long after a run's error a device loss may still claim it (and the error is not shown). */
 const LOSS_GRACE_MS = 2000;
 
@@ -320,7 +326,7 @@ async function startRun(
       },
       checkpoint: (ck) => persist(record.checkpoint(ck)),
     },
-    { edits, resume },
+    { edits, resume, checkpointSeconds: CHECKPOINT_SECONDS },
   );
   current = {
     id,
