@@ -186,13 +186,19 @@ describe("share links in the app", () => {
     await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);
     await expect.poll(() => chart.getByTestId("chart-readout").textContent()).toContain(`${name} mean`);
 
-    // A stopped run says so.
+    // A new run: "ETA –" (not "0s") and "– tok/s" until a step is timed; a stopped run says so;
+    // its name takes the next number.
     await page.getByTestId("start").click();
+    expect(await text(page, "progress-eta")).toBe("ETA –");
+    expect(await text(page, "progress")).toContain("– tok/s");
     await expect.poll(() => attr(page, "progress", "data-phase"), { timeout: 300_000 }).toBe("rl");
     await page.getByTestId("stop").click();
     await expect.poll(() => text(page, "run-phase"), { timeout: 60_000 }).toBe("stopped");
     await new Promise((r) => setTimeout(r, 1500));
     expect(await text(page, "run-phase")).toBe("stopped");
+    await page.getByTestId("tab-runs").click();
+    const next = (await page.getByTestId("run-row").first().getByTestId("run-name").textContent()) ?? "";
+    expect(Number(/^#(\d+) /.exec(next)?.[1])).toBeGreaterThan(Number(/^#(\d+) /.exec(name)?.[1]));
     await page.screenshot({ path: "e2e/artifacts/link-resumed.png" });
     expect(errors).toEqual([]);
     await page.close();
