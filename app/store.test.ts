@@ -11,6 +11,7 @@ import {
   applyIncoming,
   initialState,
   type LabState,
+  pushError,
   runName,
   setWorkerId,
 } from "./store";
@@ -81,6 +82,15 @@ describe("phases", () => {
     const s = started();
     const inc = { rows: [], samples: [], events: [], progress: progress("rl") };
     expect(applyIncoming(s, "local-1", inc).runs?.[0].phase).toBe("rl");
+  });
+});
+
+describe("error banners", () => {
+  it("shows a message once however often it comes", () => {
+    let s = initialState();
+    for (let i = 0; i < 3; i++) s = { ...s, ...pushError(s, "Training needs WebGPU") };
+    s = { ...s, ...pushError(s, "another") };
+    expect(s.errors).toEqual(["Training needs WebGPU", "another"]);
   });
 });
 

@@ -342,6 +342,8 @@ export function inspectorStep(
   return { steps, current };
 }
 
+/** Adds an error banner; a message already shown is not shown twice. */
 export function pushError(s: LabState, message: string): Partial<LabState> {
+  if (s.errors.includes(message)) return {};
   return { errors: [...s.errors.slice(-4), message] };
 }
