@@ -12,6 +12,8 @@ import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import {
   type CheckpointInfo,
   type CheckpointRecord,
+  DEFAULT_KEEP_CHECKPOINTS,
+  DEFAULT_KEEP_SAMPLE_STEPS,
   emptySummary,
   isAfterCheckpoint,
   type LoadedRun,
@@ -100,10 +102,16 @@ interface MemoryRun {
 
 const rankOf = (x: { phase: Phase; step: number }) => PHASE_RANK[x.phase] * 1e9 + x.step;
 
-/** RunStore's record semantics in memory (rows replace by phase and step; truncateAfter as RunStore's). */
+/**
+ * RunStore's record semantics in memory: rows replace by phase and step, truncateAfter as
+ * RunStore's, the newest `keepSampleSteps` steps of samples and `keepCheckpoints` checkpoints.
+ */
 export class MemoryRunStore implements RecordStore {
   private runs = new Map<string, MemoryRun>();
-  constructor(readonly keepCheckpoints = 2) {}
+  constructor(
+    readonly keepCheckpoints = DEFAULT_KEEP_CHECKPOINTS,
+    readonly keepSampleSteps = DEFAULT_KEEP_SAMPLE_STEPS,
+  ) {}
 
   private get(id: string): MemoryRun {
     const r = this.runs.get(id);
@@ -148,7 +156,11 @@ export class MemoryRunStore implements RecordStore {
   }
 
   async appendSamples(id: string, samples: readonly SampleRecord[]): Promise<void> {
-    this.get(id).samples.push(...structuredClone(samples));
+    const r = this.get(id);
+    r.samples.push(...structuredClone(samples));
+    const steps = [...new Set(r.samples.map((s) => s.step))].sort((a, b) => a - b);
+    const keep = new Set(steps.slice(-this.keepSampleSteps));
+    r.samples = r.samples.filter((s) => keep.has(s.step));
   }
 
   async appendEvent(id: string, event: RunEventRecord): Promise<void> {
