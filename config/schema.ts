@@ -7,7 +7,7 @@
 // (`npx vitest run config/`).
 import { z } from "zod";
 
-export const CONFIG_VERSION = 1;
+export const CONFIG_VERSION = 2;
 
 // Numbers with messages that read well after the dotted path ("rl.clip_eps_low: must be <= 1").
 function num(opts: { min?: number; max?: number; gt?: number; lt?: number; int?: boolean } = {}) {
@@ -35,7 +35,17 @@ export const ADVANTAGE_NAMES = [
   "gigpo",
   "reinforce-history",
 ] as const;
-export const POLICY_LOSS_NAMES = ["ppo-clip", "vanilla-pg"] as const;
+export const POLICY_LOSS_NAMES = [
+  "ppo-clip",
+  "vanilla-pg",
+  "gspo",
+  "gspo-token",
+  "gmpo",
+  "cispo",
+  "sapo",
+  "clip-cov",
+  "kl-cov",
+] as const;
 export const AGG_MODES = [
   "token-mean",
   "seq-mean-token-sum",
@@ -67,7 +77,9 @@ export const TaskSchema = z
     template: z.enum(["inline", "chatml-turns"]).default("inline"), // DESIGN: the measured demo uses inline
     eval_size: int(0).default(200), // held-out prompts per evaluation; lab choice
     eval_every: int(0).default(10), // evaluate every N RL steps (0 = only at step 0); lab choice
-    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket>
+    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)
+    split_version: z.union([z.literal(1), z.literal(2)]).default(2), // tasks/split.ts: 2 = canonical keys + dev side; configs of version 1 migrate to 1
+    dev_size: int(0).default(0), // dev prompts per evaluation (split version 2), reported as dev/*; lab choice (0 = off)
   })
   .strict();
 
@@ -110,6 +122,28 @@ export const ValuePretrainSchema = z
   })
   .strict();
 
+export const SapoSchema = z
+  .object({
+    tau_pos: num({ gt: 0 }).default(1.0), // ALGORITHMS §13: verl tau_pos 1.0 (gate temperature, A > 0)
+    tau_neg: num({ gt: 0 }).default(1.05), // ALGORITHMS §13: verl tau_neg 1.05 (A <= 0)
+  })
+  .strict();
+
+export const ClipCovSchema = z
+  .object({
+    ratio: num({ gt: 0, max: 1 }).default(2e-4), // ALGORITHMS §13: verl clip_cov_ratio 0.0002
+    lb: num().default(1.0), // ALGORITHMS §13: verl clip_cov_lb 1.0
+    ub: num().default(5.0), // ALGORITHMS §13: verl clip_cov_ub 5.0
+  })
+  .strict();
+
+export const KlCovSchema = z
+  .object({
+    ratio: num({ gt: 0, max: 1 }).default(2e-4), // ALGORITHMS §13: verl kl_cov_ratio 0.0002
+    coef: num({ min: 0 }).default(1.0), // ALGORITHMS §13: verl ppo_kl_coef 1.0 (kappa)
+  })
+  .strict();
+
 export const RlSchema = z
   .object({
     advantage: z.enum(ADVANTAGE_NAMES).default("grpo"), // DEMO-RECIPE: GRPO
@@ -117,6 +151,9 @@ export const RlSchema = z
     clip_eps_low: num({ min: 0, max: 1 }).default(0.2), // DEMO-RECIPE / ALGORITHMS §1: clip 0.2
     clip_eps_high: num({ min: 0, max: 10 }).default(0.2), // DEMO-RECIPE: symmetric 0.2 (DAPO clip-higher: 0.28)
     dual_clip_c: num({ gt: 1 }).nullable().default(null), // null = off (the demo has none); verl uses 3.0
+    sapo: SapoSchema.prefault({}), // policy_loss sapo
+    clip_cov: ClipCovSchema.prefault({}), // policy_loss clip-cov
+    kl_cov: KlCovSchema.prefault({}), // policy_loss kl-cov
     loss_agg: z.enum(AGG_MODES).default("token-mean"), // DEMO-RECIPE / ALGORITHMS §1: token-mean
     l_max: int(1).nullable().default(null), // Dr. GRPO constant normaliser; null = sampling.max_new_tokens (ALGORITHMS §3)
     kl: KlSchema.prefault({}),
@@ -234,6 +271,7 @@ export const RunConfigSchema = z
   .object({
     version: z.literal(CONFIG_VERSION, { error: `must be ${CONFIG_VERSION}` }).default(CONFIG_VERSION), // schema version; migrateConfig upgrades older ones
     seed: int(0, 2 ** 32 - 1).default(1234), // one seed for data, init and sampling; lab choice
+    seeds: int(1, 100).default(1), // run seed, seed+1, ..., seed+seeds-1 one after another (W&B-style group); lab choice
     model: ModelSchema.prefault({}),
     task: TaskSchema.prefault({}),
     sft: SftSchema.prefault({}),
@@ -244,7 +282,7 @@ export const RunConfigSchema = z
     sampling: SamplingSchema.prefault({}),
     limits: LimitsSchema.prefault({}),
     stop: StopSchema.prefault({}),
-    checkpoint_every: int(0).default(10), // checkpoint every N RL steps (0 = only at the end); lab choice
+    checkpoint_every: int(0).default(10), // checkpoint every N RL (and value-pretraining) steps, and at the end of each phase (0 = only there); lab choice
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -275,6 +313,9 @@ export const RunConfigSchema = z
     }
     if (c.rl.l_max !== null && c.rl.l_max < c.sampling.max_new_tokens) {
       ctx.addIssue({ code: "custom", path: ["rl", "l_max"], message: "must be >= sampling.max_new_tokens" });
+    }
+    if (c.rl.clip_cov.lb >= c.rl.clip_cov.ub) {
+      ctx.addIssue({ code: "custom", path: ["rl", "clip_cov", "lb"], message: "must be < rl.clip_cov.ub" });
     }
     if (c.sft.warmup_steps > c.sft.steps && c.sft.steps > 0) {
       ctx.addIssue({ code: "custom", path: ["sft", "warmup_steps"], message: "must be <= sft.steps" });

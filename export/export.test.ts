@@ -175,6 +175,39 @@ describe("verl keys", () => {
     ).toEqual(["actor_rollout_ref.actor.clip_eps: not a key of verl's ppo_trainer"]);
   });
 
+  it("writes the knobs of the §13 policy losses under verl's names, only for the loss that reads them", () => {
+    const actor = (over: object) =>
+      parse(
+        text(
+          exportRun(config(mergeConfig(over, { stop: { max_steps: 2 }, task: { eval_size: 4 } })), {
+            target: "verl",
+            name: "t",
+          }).files["config.yaml"],
+        ),
+      ).actor_rollout_ref.actor;
+    const sapo = actor({ rl: { policy_loss: "sapo", sapo: { tau_pos: 0.9, tau_neg: 1.2 } } });
+    expect([sapo.policy_loss.loss_mode, sapo.tau_pos, sapo.tau_neg]).toEqual(["sapo", 0.9, 1.2]);
+    const cc = actor({ rl: { policy_loss: "clip-cov", clip_cov: { ratio: 0.001, lb: 0.5, ub: 4 } } });
+    expect(cc.policy_loss).toEqual({
+      loss_mode: "clip_cov",
+      clip_cov_ratio: 0.001,
+      clip_cov_lb: 0.5,
+      clip_cov_ub: 4,
+    });
+    const kc = actor({ rl: { policy_loss: "kl-cov", kl_cov: { ratio: 0.002, coef: 0.5 } } });
+    expect(kc.policy_loss).toEqual({ loss_mode: "kl_cov", kl_cov_ratio: 0.002, ppo_kl_coef: 0.5 });
+    for (const [lab, verl] of [
+      ["gspo", "gspo"],
+      ["gspo-token", "gspo"],
+      ["gmpo", "geo_mean"],
+      ["cispo", "cispo"],
+    ]) {
+      const a = actor({ rl: { policy_loss: lab } });
+      expect(a.policy_loss, lab).toEqual({ loss_mode: verl });
+      expect(a.tau_pos, lab).toBeUndefined();
+    }
+  });
+
   it("maps the algorithm fields to verl's keys and names", () => {
     const c = config(
       mergeConfig(RECIPES.dapo.config, {

@@ -57,6 +57,10 @@ const TINY =
 /** One decision per RunConfig field (dotted path; array elements as `*`). */
 export const FIELD_DECISIONS: Record<string, Decision> = {
   version: mapped("(header comment)", "the config schema version is named in config.yaml's header"),
+  seeds: unmapped(
+    "an export is one run with the run's first seed (data.seed); for N seeds, launch verl once per seed with data.seed=S",
+    (c) => c.seeds > 1,
+  ),
   seed: approx(
     "data.seed, actor.data_loader_seed",
     "the datasets are drawn with the lab's seed (same prompts in the same order); verl's sampling RNG (vLLM/SGLang) is its own",
@@ -80,6 +84,14 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     "verl renders turns with the model's own chat template and parses Hermes JSON calls; the code tool becomes a JSON function {code}; a malformed call is dropped by verl's parser (the lab answers it with an error and counts a failed call)",
   ),
   "task.eval_size": mapped("val.parquet", "the number of held-out rows"),
+  "task.split_version": mapped(
+    "train.parquet, val.parquet",
+    "the rows are drawn by the lab's own task code with the run's split (version 2: canonical keys, no repeated eval rows)",
+  ),
+  "task.dev_size": unmapped(
+    "verl validates on one set; the dev set (dev/*, for choosing stopping steps) is not exported",
+    (c) => c.task.dev_size > 0,
+  ),
   "task.eval_every": mapped(
     "trainer.test_freq",
     "0 (only before training) becomes -1 with trainer.val_before_train true",
@@ -112,6 +124,13 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     `${A}.clip_ratio_c`,
     "verl always applies dual clip; the lab's null (off) is written as 1.0e9, which never binds",
   ),
+  "rl.sapo.tau_pos": mapped(`${A}.tau_pos`, "SAPO's gate temperature where A > 0 (written for sapo)"),
+  "rl.sapo.tau_neg": mapped(`${A}.tau_neg`, "SAPO's gate temperature where A <= 0 (written for sapo)"),
+  "rl.clip_cov.ratio": mapped(`${A}.policy_loss.clip_cov_ratio`, "the same fraction (written for clip-cov)"),
+  "rl.clip_cov.lb": mapped(`${A}.policy_loss.clip_cov_lb`, "the same bound (written for clip-cov)"),
+  "rl.clip_cov.ub": mapped(`${A}.policy_loss.clip_cov_ub`, "the same bound (written for clip-cov)"),
+  "rl.kl_cov.ratio": mapped(`${A}.policy_loss.kl_cov_ratio`, "the same fraction (written for kl-cov)"),
+  "rl.kl_cov.coef": mapped(`${A}.policy_loss.ppo_kl_coef`, "KL-Cov's kappa (written for kl-cov)"),
   "rl.loss_agg": mapped(`${A}.loss_agg_mode`, "the same four mode names"),
   "rl.l_max": mapped(
     `${A}.loss_scale_factor`,
@@ -296,6 +315,28 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
       "verl's vanilla loss is the clipped surrogate with clip-higher and dual clip",
     ),
     "vanilla-pg": approx("gpg", "verl's GPG loss is the same -A*log(pi) without ratio or clip"),
+    gspo: approx(
+      "gspo",
+      "verl's gspo is GSPO-token (each token keeps its own advantage under the sequence ratio); the same as the lab's sequence-level GSPO when the advantage is constant along a response (the outcome estimators: grpo, rloo, ...), not with GAE or shaping",
+    ),
+    "gspo-token": mapped(
+      "gspo",
+      "the same token form sg[s_i]*pi/sg[pi], sequence clip, log-ratio capped at 10, seq-mean-token-mean",
+    ),
+    gmpo: mapped(
+      "geo_mean",
+      "the same sign-aware token clip, geometric-mean ratio and mean over responses (the lab clamps log-ratios at +-20 first, which binds only beyond e^20)",
+    ),
+    cispo: mapped("cispo", "the same clipped stop-gradient weight on -A*log(pi)"),
+    sapo: mapped("sapo", "the same soft gate; tau_pos/tau_neg from rl.sapo"),
+    "clip-cov": approx(
+      "clip_cov",
+      "verl draws the tokens to exclude at random among the candidates and per micro-batch; the lab takes the largest covariances (ties by position) per minibatch so runs replay; they agree when there are at most n candidates",
+    ),
+    "kl-cov": approx(
+      "kl_cov",
+      "the same top covariances get kappa*|log-ratio|; verl selects per micro-batch (and torch.topk breaks ties its own way), the lab per minibatch with ties by position",
+    ),
   },
   kl: {
     k1: mapped("kl", "k1 = log(pi/pi_ref)"),

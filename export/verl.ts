@@ -116,7 +116,26 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
         clip_ratio_c: from(r.dual_clip_c ?? BIG, "rl.dual_clip_c (null = off)"),
         policy_loss: {
           loss_mode: from(verlName("policy-loss", r.policy_loss), `rl.policy_loss (${r.policy_loss})`),
+          ...(r.policy_loss === "clip-cov"
+            ? {
+                clip_cov_ratio: from(r.clip_cov.ratio, "rl.clip_cov.ratio"),
+                clip_cov_lb: from(r.clip_cov.lb, "rl.clip_cov.lb"),
+                clip_cov_ub: from(r.clip_cov.ub, "rl.clip_cov.ub"),
+              }
+            : {}),
+          ...(r.policy_loss === "kl-cov"
+            ? {
+                kl_cov_ratio: from(r.kl_cov.ratio, "rl.kl_cov.ratio"),
+                ppo_kl_coef: from(r.kl_cov.coef, "rl.kl_cov.coef"),
+              }
+            : {}),
         },
+        ...(r.policy_loss === "sapo"
+          ? {
+              tau_pos: from(r.sapo.tau_pos, "rl.sapo.tau_pos"),
+              tau_neg: from(r.sapo.tau_neg, "rl.sapo.tau_neg"),
+            }
+          : {}),
         loss_agg_mode: from(verlName("agg", r.loss_agg), "rl.loss_agg"),
         ...(r.l_max !== null ? { loss_scale_factor: from(r.l_max, "rl.l_max") } : {}),
         entropy_coeff: from(r.entropy_coef, "rl.entropy_coef"),

@@ -18,7 +18,7 @@
 // Chromium (e2e/persist.e2e.test.ts).
 import { type DBSchema, type IDBPDatabase, type IDBPTransaction, openDB, type StoreNames } from "idb";
 import type { ConfigEdit, RunConfig } from "../config";
-import type { RunEventRecord } from "../rl/bundle";
+import { phasedEdits, type RunEventRecord } from "../rl/bundle";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 
 export const STORE_DB_NAME = "agentic-rl-lab";
@@ -33,7 +33,11 @@ export function phaseRank(phase: string): number {
   return phase in PHASE_RANK ? PHASE_RANK[phase as Phase] : PHASE_RANK.rl;
 }
 
-export type RunStatus = "running" | "paused" | "done" | "stopped" | "error" | "imported";
+/**
+ * "interrupted": it was running or paused when its page went away (a reload, a closed tab, a
+ * crash); the next page marks it so (workers/trainer.worker.ts interruptedRuns) and offers Resume.
+ */
+export type RunStatus = "running" | "paused" | "done" | "stopped" | "error" | "imported" | "interrupted";
 
 export interface RunMeta {
   id: string;
@@ -418,6 +422,15 @@ export class RunStore {
     return cursor?.value;
   }
 
+  /** Where the newest checkpoint of a run was saved (keys only: no bytes are read). */
+  async latestCheckpointPoint(runId: string): Promise<CheckpointInfo | undefined> {
+    const cursor = await this.db.transaction("checkpoints").store.openKeyCursor(runRange(runId), "prev");
+    if (!cursor) return undefined;
+    const [, rank, step] = cursor.key as [string, number, number];
+    const phase = (Object.keys(PHASE_RANK) as Phase[]).find((p) => PHASE_RANK[p] === rank) ?? "rl";
+    return { phase, step };
+  }
+
   async listRuns(): Promise<RunMeta[]> {
     return (await this.db.getAll("runs")).sort((a, b) => b.createdAt - a.createdAt);
   }
@@ -435,7 +448,11 @@ export class RunStore {
     if (!run) return undefined;
     return {
       run,
-      edits: edits.map((e) => e.edit),
+      // Runs stored by older labs have edits without a phase (rl/bundle.ts phasedEdits).
+      edits: phasedEdits(
+        edits.map((e) => e.edit),
+        events.map((e) => e.event),
+      ),
       events: events.map((e) => e.event),
       rows: rows.map((r) => r.row),
       samples: samples.map((s) => s.sample),
