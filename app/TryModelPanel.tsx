@@ -73,6 +73,7 @@ function TryTranscript({ result }: { result: TryResult }) {
     answer: "",
     promptTokens: [],
     tokens: result.tokens,
+    pieces: result.pieces,
     mask: result.mask,
     postTool: [],
     logprobs: [],

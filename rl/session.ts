@@ -7,7 +7,7 @@ import type { PolicyModel } from "../model/api";
 import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, type ModelConfig, paramLayout } from "../model/config";
 import type { SandboxRunner } from "../sandbox/types";
-import { modelConfigOf, runTaskOf } from "./setup";
+import { chatFormatOf, modelConfigOf, runTaskOf } from "./setup";
 import { Trainer, type TrainerDeps } from "./trainer";
 
 export interface SessionDeps {
@@ -19,7 +19,8 @@ export interface SessionDeps {
 }
 
 export async function createTrainer(config: RunConfig, deps: SessionDeps): Promise<Trainer> {
-  const mc = modelConfigOf(config);
+  const chat = await chatFormatOf(config, deps.readFile);
+  const mc = modelConfigOf(config, chat.tokenizer.vocabSize);
   const task = runTaskOf(config);
   let weights: Float32Array | undefined;
   const init = config.sft.init_checkpoint;
@@ -60,6 +61,7 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
   const trainer = new Trainer(config, {
     policy,
     task,
+    chat,
     sandbox: deps.sandbox,
     clock: deps.clock,
     onActivity: deps.onActivity,

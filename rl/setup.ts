@@ -1,23 +1,28 @@
 // Turns a RunConfig into the parts a Trainer needs that do not depend on where it runs:
-// the model's architecture and the task. The GPU device, the sandbox pool and storage are
-// wired by the caller (workers/trainer.worker.ts in the browser, cli/ in Node).
+// the model's architecture, the task, and the chat format (tokenizer + template). The GPU
+// device, the sandbox pool and storage are wired by the caller (workers/trainer.worker.ts in
+// the browser, cli/ in Node), which also says how files are read.
 import type { RunConfig } from "../config";
+import { builtinChat, type ChatFormat, jinjaChat } from "../model/chat";
 import { type ModelConfig, modelConfig } from "../model/config";
-import { VOCAB_SIZE } from "../model/tokenizer";
+import { HfTokenizer, loadHfTokenizerFiles } from "../model/hf-tokenizer";
+import { CHAR_TOKENIZER, VOCAB_SIZE } from "../model/tokenizer";
 import { makeArithmeticTask } from "../tasks/arithmetic";
 import { makeFrozenLakeTask } from "../tasks/frozenlake";
 import { makeFunctionCallingTask } from "../tasks/function-calling";
 import { makeSokobanTask } from "../tasks/sokoban";
 import { type AnyTask, type EnvTask, isEnvTask, type Task } from "../tasks/types";
 import { makeWordProblemsTask } from "../tasks/word-problems";
+import { chatToolsOf } from "./tools";
 
-export function modelConfigOf(c: RunConfig): ModelConfig {
+/** The lab architecture of the config; `vocab` is the tokenizer's (the character tokenizer's 107 by default). */
+export function modelConfigOf(c: RunConfig, vocab = VOCAB_SIZE): ModelConfig {
   return modelConfig({
     layers: c.model.layers,
     dModel: c.model.d_model,
     heads: c.model.heads,
     context: c.model.context,
-    vocab: VOCAB_SIZE,
+    vocab,
     norm: c.model.norm,
     mlp: c.model.mlp,
     positional: c.model.positional,
@@ -64,4 +69,35 @@ export function taskOf(c: RunConfig): Task {
 export function envTaskOf(c: RunConfig): EnvTask | undefined {
   const t = runTaskOf(c);
   return isEnvTask(t) ? t : undefined;
+}
+
+/**
+ * The run's tokenizer and template: model.tokenizer null is the character tokenizer, else the
+ * folder's tokenizer.json; task.template "model" is that folder's own Jinja chat template with
+ * the task's tools (Hermes calls), the others are the lab's templates.
+ */
+export async function chatFormatOf(
+  c: RunConfig,
+  readFile: (path: string) => Promise<Uint8Array>,
+): Promise<ChatFormat> {
+  const dir = c.model.tokenizer;
+  if (dir === null) {
+    if (c.task.template === "model")
+      throw new Error(
+        'task.template: "model" is the tokenizer\'s own chat template; set model.tokenizer to a folder with tokenizer.json and tokenizer_config.json',
+      );
+    return builtinChat(c.task.template, CHAR_TOKENIZER);
+  }
+  const files = await loadHfTokenizerFiles(dir, readFile);
+  const tokenizer = new HfTokenizer(files, dir);
+  if (c.task.template !== "model") return builtinChat(c.task.template, tokenizer);
+  const task = runTaskOf(c);
+  if (isEnvTask(task))
+    throw new Error(`task.template: "model" is for single-turn tasks; ${task.name} is a multi-turn environment`);
+  return jinjaChat(tokenizer, files.config, {
+    tools: chatToolsOf(task.tools),
+    check: c.task.tokenization_check,
+    toolPrompt: c.task.tool_prompt,
+    source: `${dir}/tokenizer_config.json`,
+  });
 }

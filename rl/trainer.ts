@@ -16,7 +16,9 @@
 // rl/baselines.test.ts, rl/registry-run.test.ts (CPU model) and the headless runs (cli/, e2e/).
 import { applyEdit, type ConfigEdit, type RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
-import { lossMask, promptTokens, render } from "../model/template";
+import { builtinChat, type ChatFormat } from "../model/chat";
+import { lossMask, type Message } from "../model/template";
+import { CHAR_TOKENIZER, type Tokenizer } from "../model/tokenizer";
 import type { SandboxRunner } from "../sandbox/types";
 import { createRng, hash32 } from "../tasks/rng";
 import { type AnyTask, type EnvTask, isEnvTask, type Problem, type Task } from "../tasks/types";
@@ -68,6 +70,11 @@ export interface SampleRecord {
   answer: string;
   promptTokens: number[];
   tokens: number[];
+  /** The readable text of each prompt and response token (the tokenizer's pieces): the page loads no tokenizer. */
+  promptPieces?: string[];
+  pieces?: string[];
+  /** The tokenizer's pad id, so the inspector can tell padding from text. */
+  padId?: number;
   mask: number[];
   postTool: number[];
   logprobs: number[];
@@ -98,6 +105,11 @@ export interface TrainerDeps {
   /** A single-turn task, or a multi-turn environment (rl/env-rollout.ts plays its episodes). */
   task: AnyTask;
   sandbox: SandboxRunner;
+  /**
+   * The tokenizer and transcript template (model/chat.ts); default: task.template with the
+   * character tokenizer. Multi-turn environments always speak chatml-turns with it.
+   */
+  chat?: ChatFormat;
   /** Frozen reference policy for KL; made from the policy on first need when absent. */
   reference?: PolicyModel;
   /** Seconds since the run started (injected so replays can ignore wall time). */
@@ -124,6 +136,7 @@ export class Trainer {
   valuePretrainFinished = false;
   private reference?: PolicyModel;
   private tools: ToolProtocol;
+  private defaultChat?: ChatFormat;
   private advState: AdvantageState = {};
   private evalProblems?: Problem[];
   /** Seconds since the run started. */
@@ -142,10 +155,36 @@ export class Trainer {
 
   private makeTools(): ToolProtocol {
     const task = this.deps.task;
-    return makeToolProtocol(isEnvTask(task) ? [] : task.tools, this.deps.sandbox, {
-      timeoutS: this.config.limits.tool_timeout_s,
-      memoryMB: this.config.limits.memory_mb,
-    });
+    return makeToolProtocol(
+      isEnvTask(task) ? [] : task.tools,
+      this.deps.sandbox,
+      { timeoutS: this.config.limits.tool_timeout_s, memoryMB: this.config.limits.memory_mb },
+      this.chat.callSyntax,
+    );
+  }
+
+  /** The run's chat format: the one given, else task.template with the character tokenizer. */
+  get chat(): ChatFormat {
+    if (this.deps.chat) return this.deps.chat;
+    const t = this.template;
+    if (t === "model")
+      throw new Error('task.template: "model" needs the chat format built from model.tokenizer (rl/setup.ts chatFormatOf)');
+    if (!this.defaultChat || this.defaultChat.name !== this.template)
+      this.defaultChat = builtinChat(t, CHAR_TOKENIZER);
+    return this.defaultChat;
+  }
+
+  get tokenizer(): Tokenizer {
+    return this.chat.tokenizer;
+  }
+
+  // Environment episodes are always chatml turns (observation / action), as they roll out.
+  private get envChat(): ChatFormat {
+    if (this.chat.tokenizer.kind !== "char")
+      throw new Error(
+        `task.name: multi-turn environments (${this.deps.task.name}) run with the character tokenizer only; model.tokenizer must be null`,
+      );
+    return builtinChat("chatml-turns", CHAR_TOKENIZER);
   }
 
   get policy(): PolicyModel {
@@ -200,9 +239,11 @@ export class Trainer {
     const demos = env
       ? env.sftDemos(rng, c.sft.batch, knobs as { thinkRate?: number })
       : (this.deps.task as Task).sftDemos(rng, c.sft.batch, knobs);
+    const chat = env ? this.envChat : this.chat;
+    let mismatches = 0;
     const rows = demos.map((d) => {
-      // Environment episodes are always chatml turns (observation / action), as they roll out.
-      const r = render(d.messages as Parameters<typeof render>[0], env ? "chatml-turns" : this.template);
+      const r = chat.render(d.messages as Message[]);
+      mismatches += r.mismatches;
       return { ids: r.ids, mask: lossMask(r.roles) };
     });
     const { batch, index } = packSequences(
@@ -256,6 +297,8 @@ export class Trainer {
     putFinite(row, "actor/grad_norm", gradNorm);
     putFinite(row, "perf/tokens_per_s", dt > 0 ? (batch.B * batch.T) / dt : Number.NaN);
     putFinite(row, "timing/train_s", dt);
+    // Demos whose turn-by-turn tokens did not extend (task.tokenization_check "warn").
+    if (chat.name === "model") row["tokenize/mismatch_turns"] = mismatches;
     if (skipped) row.event = skipped;
     return { row, samples: [], skipped };
   }
@@ -285,11 +328,8 @@ export class Trainer {
     const owners: Problem[] = [];
     for (const p of problems) for (let g = 0; g < repeat; g++) owners.push(p);
     const env = this.env;
-    const template = env ? "chatml-turns" : this.template;
-    const longest = Math.max(
-      0,
-      ...problems.map((p) => promptTokens(p.messages as Parameters<typeof promptTokens>[0], template).length),
-    );
+    const chat = env ? this.envChat : this.chat;
+    const longest = Math.max(0, ...problems.map((p) => chat.promptTokens(p.messages as Message[]).length));
     // A prompt that fills the context leaves no room to answer: say which field to change.
     if (longest >= this.deps.policy.config.context)
       throw new Error(
@@ -319,13 +359,11 @@ export class Trainer {
         toolSeconds: stats.envSeconds,
       };
     }
-    const prompts = owners.map((p) =>
-      promptTokens(p.messages as Parameters<typeof promptTokens>[0], this.template),
-    );
+    const prompts = owners.map((p) => chat.promptTokens(p.messages as Message[]));
     const stats = { toolSeconds: 0 };
     const trajs = await rollout(this.deps.policy, prompts, {
       stats,
-      template: this.template,
+      chat,
       sampling: this.sampling(label, greedy),
       limits: this.limits(),
       tools: this.tools,
@@ -488,7 +526,10 @@ export class Trainer {
     row["timing/train_s"] = timing.train;
     if (decisions.has("abort")) row.event = decisions.get("abort")!;
     if (update?.skipped) row.event = update.skipped;
-    const samples = sampleRecords(step, all, decisions, update?.advantages);
+    const samples = withPieces(
+      sampleRecords(step, all, decisions, update?.advantages),
+      this.env ? CHAR_TOKENIZER : this.tokenizer,
+    );
     return { row, samples, skipped: update?.skipped };
   }
 
@@ -1067,6 +1108,17 @@ function envProblem(env: EnvTask, seed: number): Problem {
     bucket: env.buckets[0] ?? "all",
     meta: { seed },
   };
+}
+
+/** Adds each token's readable piece, so the page shows BPE tokens without a tokenizer. */
+export function withPieces(samples: SampleRecord[], tok: Tokenizer): SampleRecord[] {
+  const pieces = (ids: number[]) => ids.map((id) => (id >= 0 && id < tok.vocabSize ? tok.piece(id) : `<${id}>`));
+  return samples.map((s) => ({
+    ...s,
+    promptPieces: pieces(s.promptTokens),
+    pieces: pieces(s.tokens),
+    padId: tok.padId,
+  }));
 }
 
 function sampleRecords(

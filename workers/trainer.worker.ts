@@ -8,8 +8,7 @@ import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kern
 import type { PolicyModel } from "../model/api";
 import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
 import { GpuModel } from "../model/gpu";
-import { promptTokens } from "../model/template";
-import { decode } from "../model/tokenizer";
+import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { decodeBundle, encodeBundle } from "../rl/bundle";
 import { parseAnswer } from "../rl/parse";
 import { rewardInput, runCustomReward } from "../rl/rewards";
@@ -374,9 +373,11 @@ const api: TrainerApi = {
     // A copy of the current weights, so generation never interleaves with a training step.
     const model: PolicyModel = await trainer.policy.frozenCopy();
     try {
-      const ids = promptTokens([{ role: "user", content: prompt }], c.task.template);
+      const chat = trainer.chat;
+      const messages = [{ role: "user" as const, content: prompt }];
+      const ids = chat.promptTokens(messages);
       const [t] = await rollout(model, [ids], {
-        template: c.task.template,
+        chat,
         sampling: {
           temperature: options.temperature ?? 0,
           topK: c.sampling.top_k,
@@ -389,15 +390,21 @@ const api: TrainerApi = {
           maxToolResponseChars: c.limits.max_tool_response_chars,
           overLimitNotice: "",
         },
-        tools: makeToolProtocol(toolsOf(c), getSandbox(), {
-          timeoutS: c.limits.tool_timeout_s,
-          memoryMB: c.limits.memory_mb,
-        }),
+        tools: makeToolProtocol(
+          toolsOf(c),
+          getSandbox(),
+          { timeoutS: c.limits.tool_timeout_s, memoryMB: c.limits.memory_mb },
+          chat.callSyntax,
+        ),
       });
       const ans = parseAnswer(t.text, { mode: "lenient" });
+      const tok = chat.tokenizer;
       return {
+        prompt: chat.promptText(messages),
+        promptPieces: ids.map((id) => tok.piece(id)),
         text: t.text,
         tokens: t.tokens,
+        pieces: t.tokens.map((id) => tok.piece(id)),
         mask: t.mask,
         toolCalls: t.toolCalls.map((x) => ({
           raw: x.call.raw,
@@ -414,7 +421,7 @@ const api: TrainerApi = {
 
   async testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {
     const c = run?.config;
-    const text = decode(sample.tokens);
+    const text = (run?.trainer.tokenizer ?? CHAR_TOKENIZER).decode(sample.tokens);
     const input = rewardInput(
       {
         index: 0,
