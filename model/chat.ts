@@ -350,9 +350,11 @@ export class JinjaChat implements ChatFormat {
     if (!after.startsWith(before)) {
       let c = 0;
       while (c < before.length && before[c] === after[c]) c++;
+      // Show the difference from the tag or line it starts in.
+      const from = Math.max(before.lastIndexOf("<", c), before.lastIndexOf("\n", c - 1) + 1, c - 16, 0);
       return (
         `${this.source}: chat template: rendering through ${label} changes the text before it ` +
-        `(at character ${c}: ${JSON.stringify(before.slice(c, c + 24))} became ${JSON.stringify(after.slice(c, c + 24))}), ` +
+        `(from character ${from}: ${JSON.stringify(before.slice(from, c + 24))} became ${JSON.stringify(after.slice(from, c + 24))}), ` +
         `so its tokens do not extend the previous turn's; ${hint}`
       );
     }

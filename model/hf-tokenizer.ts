@@ -116,6 +116,7 @@ export class HfTokenizer implements Tokenizer {
   }
 
   decode(ids: ArrayLike<number>): string {
+    if (ids.length === 0) return "";
     return this.lib.decode(Array.from(ids), { skip_special_tokens: false, clean_up_tokenization_spaces: false });
   }
 
