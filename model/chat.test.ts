@@ -72,7 +72,9 @@ describe("Qwen3's own chat template", () => {
     expect(textOf(r, "assistant")).toBe(ASSISTANT_1 + ASSISTANT_2);
     expect(textOf(r, "template")).toBe("<|im_start|>assistant\n\n<|im_start|>assistant\n\n");
     expect(textOf(r, "tool")).toBe(TOOL_TURN);
-    expect(textOf(r, "system")).toBe(`<|im_start|>system\nYou are a calculator.\n\n${TOOLS_BLOCK}<|im_end|>\n`);
+    expect(textOf(r, "system")).toBe(
+      `<|im_start|>system\nYou are a calculator.\n\n${TOOLS_BLOCK}<|im_end|>\n`,
+    );
     expect(textOf(r, "user")).toBe("<|im_start|>user\nWhat is 347*29?<|im_end|>\n");
     const mask = lossMask(r.roles);
     r.ids.forEach((id, i) => {
@@ -117,7 +119,13 @@ describe("Qwen3's own chat template", () => {
     );
     const warned = qwen("warn").render(noThink);
     expect(warned.mismatches).toBe(1);
-    expect(warned.ids).toEqual(tok.encode(qwen().promptText(noThink).replace(/<\|im_start\|>assistant\n$/, "")));
+    expect(warned.ids).toEqual(
+      tok.encode(
+        qwen()
+          .promptText(noThink)
+          .replace(/<\|im_start\|>assistant\n$/, ""),
+      ),
+    );
     expect(qwen("off").render(noThink).mismatches).toBe(0);
   });
 });
@@ -132,7 +140,12 @@ describe("the incremental tokenization check", () => {
   ];
 
   it("strict: an error naming the turn and the token", () => {
-    const chat = jinjaChat(tok, merging, { tools: [], check: "strict", toolPrompt: "hermes", source: "merge" });
+    const chat = jinjaChat(tok, merging, {
+      tools: [],
+      check: "strict",
+      toolPrompt: "hermes",
+      source: "merge",
+    });
     expect(() => chat.render(msgs)).toThrow(
       /merge: chat template: the tokens through message 2 \(assistant\) do not extend the tokens before it: token 2 was " " and is " Sure"/,
     );
@@ -168,7 +181,9 @@ describe("a template that ignores tools (SmolLM2-Instruct's kind)", () => {
       '<|im_start|>assistant\n<think>use tool</think>\n<tool_call>\n{"name":"calculator","arguments":{"code":"347*29"}}\n</tool_call><|im_end|>\n',
     );
     expect(text).toContain("<|im_start|>tool\n10063<|im_end|>\n");
-    expect(tok.decode(chat.toolResponseTokens(["3"]).ids)).toBe("\n<|im_start|>tool\n3<|im_end|>\n<|im_start|>assistant\n");
+    expect(tok.decode(chat.toolResponseTokens(["3"]).ids)).toBe(
+      "\n<|im_start|>tool\n3<|im_end|>\n<|im_start|>assistant\n",
+    );
     const prompt = chat.promptText([{ role: "user", content: "hi" }]);
     expect(prompt.startsWith("<|im_start|>system\n# Tools\n")).toBe(true);
   });
@@ -187,7 +202,8 @@ describe("hermesMessages", () => {
       [
         {
           role: "assistant",
-          content: '<think>t</think><tool_call>1+2</tool_call><tool_call>{"name":"f","arguments":{"x":1}}</tool_call>',
+          content:
+            '<think>t</think><tool_call>1+2</tool_call><tool_call>{"name":"f","arguments":{"x":1}}</tool_call>',
         },
       ],
       [calculator],

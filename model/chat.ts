@@ -116,7 +116,8 @@ const CALL_RE = /<tool_call>([\s\S]*?)<\/tool_call>/g;
 export function hermesMessages(messages: readonly Message[], tools: readonly ChatTool[]): TemplateMessage[] {
   const codeTool = tools.find((t) => t.codeArg);
   return messages.map((m, k) => {
-    if (m.role !== "assistant" || !m.content.includes("<tool_call>")) return { role: m.role, content: m.content };
+    if (m.role !== "assistant" || !m.content.includes("<tool_call>"))
+      return { role: m.role, content: m.content };
     const calls: NonNullable<TemplateMessage["tool_calls"]> = [];
     for (const match of m.content.matchAll(CALL_RE)) {
       const body = match[1].trim();
@@ -130,7 +131,9 @@ export function hermesMessages(messages: readonly Message[], tools: readonly Cha
         args = v.arguments as Record<string, unknown>;
       } else {
         if (!codeTool?.codeArg)
-          throw new Error(`message ${k + 1} (assistant): bare code in <tool_call> but the task has no code tool`);
+          throw new Error(
+            `message ${k + 1} (assistant): bare code in <tool_call> but the task has no code tool`,
+          );
         name = codeTool.name;
         args = { [codeTool.codeArg]: body };
       }
@@ -193,7 +196,9 @@ function chatTemplateOf(config: Record<string, unknown>, source: string, withToo
     const pick = (withTools && named.get("tool_use")) || named.get("default");
     if (pick) return pick;
   }
-  throw new Error(`${source}: tokenizer_config.json has no "chat_template" (a string, or a list with a "default")`);
+  throw new Error(
+    `${source}: tokenizer_config.json has no "chat_template" (a string, or a list with a "default")`,
+  );
 }
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
@@ -247,7 +252,11 @@ export class JinjaChat implements ChatFormat {
     this.turnEndId = tokenizer.eosId;
     this.eosText = tokenizer.piece(tokenizer.eosId);
     this.stopStrings = [this.eosText];
-    const probeTool: ChatTool = { name: "probe_tool_zq", description: "probe", parameters: { type: "object" } };
+    const probeTool: ChatTool = {
+      name: "probe_tool_zq",
+      description: "probe",
+      parameters: { type: "object" },
+    };
     const user = [{ role: "user", content: "x" }];
     this.rendersTools =
       this.renderText(user, false, [probeTool]).includes("probe_tool_zq") &&
@@ -263,7 +272,11 @@ export class JinjaChat implements ChatFormat {
     this.rendersToolCalls = this.renderText(withCall, false, [probeTool]).includes("probe_tool_zq");
   }
 
-  private renderText(messages: TemplateMessage[], addGenerationPrompt: boolean, tools = this.options.tools): string {
+  private renderText(
+    messages: TemplateMessage[],
+    addGenerationPrompt: boolean,
+    tools = this.options.tools,
+  ): string {
     try {
       return this.template.render({
         messages,
@@ -315,7 +328,8 @@ export class JinjaChat implements ChatFormat {
       const next = this.tokenizer.encode(t);
       const keep = commonPrefix(ids, next);
       if (!t.startsWith(text) || keep < ids.length) {
-        if (this.options.check === "strict") throw new Error(this.mismatchMessage(label, text, t, ids, next, keep));
+        if (this.options.check === "strict")
+          throw new Error(this.mismatchMessage(label, text, t, ids, next, keep));
         if (this.options.check === "warn") mismatches++;
         roles = roles.slice(0, keep);
       }
@@ -330,7 +344,9 @@ export class JinjaChat implements ChatFormat {
       ids = next;
     };
     msgs.forEach((m, k) => {
-      const role = (["system", "user", "assistant", "tool"].includes(m.role) ? m.role : "template") as TokenRole;
+      const role = (
+        ["system", "user", "assistant", "tool"].includes(m.role) ? m.role : "template"
+      ) as TokenRole;
       const label = `message ${k + 1} (${m.role})`;
       if (role === "assistant") extend(k, true, "template", `the generation prompt before ${label}`);
       extend(k + 1, false, role, label);
@@ -402,6 +418,10 @@ export class JinjaChat implements ChatFormat {
   }
 }
 
-export function jinjaChat(tokenizer: Tokenizer, config: Record<string, unknown>, options: JinjaChatOptions): JinjaChat {
+export function jinjaChat(
+  tokenizer: Tokenizer,
+  config: Record<string, unknown>,
+  options: JinjaChatOptions,
+): JinjaChat {
   return new JinjaChat(tokenizer, config, options);
 }

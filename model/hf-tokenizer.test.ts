@@ -18,12 +18,81 @@ import { qwen3Files, qwen3Tokenizer } from "./qwen3-fixture";
 
 // A seeded corpus: every family the issue names, alone and mixed.
 function corpus(): string[] {
-  const ascii = ["Hello world", "The quick brown fox jumps over the lazy dog.", "don't", "I'm", "we'll", "UPPER lower MiXeD", "a", ""];
-  const unicode = ["你好，世界", "こんにちは", "안녕하세요", "Привет мир", "مرحبا", "naïve café", "e\u0301", "😀👍🏽", "👨‍👩‍👧", "ß ǅ ﬁ", "\u00a0nbsp", "Ω≈ç√∫"];
-  const code = ["function f(x) { return x * 2; }", "const a = [1, 2, 3].map((v) => v ** 2);", "def g(n):\n    return n+1\n", "if (a && b || !c) {}", "x += 1; // comment", "print(f\"{x:>8}\")", "<div class=\"a\">b</div>", "SELECT * FROM t WHERE id=3;"];
-  const digits = ["0", "7", "42", "347*29", "12345678901234567890", "3.14159", "-17", "1e-9", "(12+34)*56", "10,063", "2026-12-01"];
-  const spaces = [" ", "  ", "   ", "\t", "\t\t", "\n", "\n\n", "\n\n\n", " \n ", "\r\n", "  \t\n  x", "trailing   ", "   leading", "a  b   c    d"];
-  const special = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>", "<|im_start|>user\nhi<|im_end|>\n"];
+  const ascii = [
+    "Hello world",
+    "The quick brown fox jumps over the lazy dog.",
+    "don't",
+    "I'm",
+    "we'll",
+    "UPPER lower MiXeD",
+    "a",
+    "",
+  ];
+  const unicode = [
+    "你好，世界",
+    "こんにちは",
+    "안녕하세요",
+    "Привет мир",
+    "مرحبا",
+    "naïve café",
+    "e\u0301",
+    "😀👍🏽",
+    "👨‍👩‍👧",
+    "ß ǅ ﬁ",
+    "\u00a0nbsp",
+    "Ω≈ç√∫",
+  ];
+  const code = [
+    "function f(x) { return x * 2; }",
+    "const a = [1, 2, 3].map((v) => v ** 2);",
+    "def g(n):\n    return n+1\n",
+    "if (a && b || !c) {}",
+    "x += 1; // comment",
+    'print(f"{x:>8}")',
+    '<div class="a">b</div>',
+    "SELECT * FROM t WHERE id=3;",
+  ];
+  const digits = [
+    "0",
+    "7",
+    "42",
+    "347*29",
+    "12345678901234567890",
+    "3.14159",
+    "-17",
+    "1e-9",
+    "(12+34)*56",
+    "10,063",
+    "2026-12-01",
+  ];
+  const spaces = [
+    " ",
+    "  ",
+    "   ",
+    "\t",
+    "\t\t",
+    "\n",
+    "\n\n",
+    "\n\n\n",
+    " \n ",
+    "\r\n",
+    "  \t\n  x",
+    "trailing   ",
+    "   leading",
+    "a  b   c    d",
+  ];
+  const special = [
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+    "<|im_start|>user\nhi<|im_end|>\n",
+  ];
   const calls = [
     '<tool_call>\n{"name": "calculator", "arguments": {"code": "347*29"}}\n</tool_call>',
     '<tool_call>{"name":"get_user","arguments":{"user_id":"u1"}}</tool_call>',
@@ -104,6 +173,8 @@ describe("HfTokenizer on Qwen3's tokenizer.json", () => {
     const noEos = { ...f.config, eos_token: undefined };
     expect(() => new HfTokenizer({ tokenizer: f.tokenizer, config: noEos }, "dir")).toThrow(/"eos_token"/);
     const badEos = { ...f.config, eos_token: "<|nope|>" };
-    expect(() => new HfTokenizer({ tokenizer: f.tokenizer, config: badEos }, "dir")).toThrow(/eos_token "<\|nope\|>" is not in/);
+    expect(() => new HfTokenizer({ tokenizer: f.tokenizer, config: badEos }, "dir")).toThrow(
+      /eos_token "<\|nope\|>" is not in/,
+    );
   });
 });

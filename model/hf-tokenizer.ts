@@ -81,11 +81,15 @@ export class HfTokenizer implements Tokenizer {
   constructor(files: HfTokenizerFiles, source = "tokenizer.json") {
     const model = files.tokenizer.model as { type?: string; vocab?: unknown } | undefined;
     if (!model || typeof model !== "object" || !model.vocab)
-      throw new Error(`${source}: tokenizer.json has no "model.vocab" (is it a Hugging Face tokenizer.json?)`);
+      throw new Error(
+        `${source}: tokenizer.json has no "model.vocab" (is it a Hugging Face tokenizer.json?)`,
+      );
     try {
       this.lib = new HfLibTokenizer(files.tokenizer, files.config);
     } catch (err) {
-      throw new Error(`${source}: @huggingface/tokenizers cannot load tokenizer.json: ${(err as Error).message}`);
+      throw new Error(
+        `${source}: @huggingface/tokenizers cannot load tokenizer.json: ${(err as Error).message}`,
+      );
     }
     const vocab = this.lib.get_vocab(true);
     let max = -1;
@@ -104,7 +108,9 @@ export class HfTokenizer implements Tokenizer {
         throw new Error(`${source}: tokenizer_config.json has no "${field}" (the lab needs it to end turns)`);
       const id = this.lib.token_to_id(text);
       if (id === undefined)
-        throw new Error(`${source}: tokenizer_config.json's ${field} ${JSON.stringify(text)} is not in tokenizer.json's vocabulary`);
+        throw new Error(
+          `${source}: tokenizer_config.json's ${field} ${JSON.stringify(text)} is not in tokenizer.json's vocabulary`,
+        );
       return id;
     };
     this.eosId = idOf("eos_token");
@@ -117,14 +123,18 @@ export class HfTokenizer implements Tokenizer {
 
   decode(ids: ArrayLike<number>): string {
     if (ids.length === 0) return "";
-    return this.lib.decode(Array.from(ids), { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+    return this.lib.decode(Array.from(ids), {
+      skip_special_tokens: false,
+      clean_up_tokenization_spaces: false,
+    });
   }
 
   piece(id: number): string {
     const added = this.addedTokens.get(id);
     if (added) return added.content;
     const tok = this.lib.id_to_token(id);
-    if (tok === undefined) throw new RangeError(`token id ${id} is outside the vocabulary 0..${this.vocabSize - 1}`);
+    if (tok === undefined)
+      throw new RangeError(`token id ${id} is outside the vocabulary 0..${this.vocabSize - 1}`);
     if (this.byteLevel) {
       const bytes = new Uint8Array(tok.length);
       let n = 0;

@@ -119,7 +119,11 @@ function renderTurns(turns: Turn[], closeLast: boolean, tok: Tokenizer): Builder
 }
 
 /** A whole conversation; every turn is closed (a training transcript). */
-export function render(messages: Message[], template: TemplateName, tok: Tokenizer = CHAR_TOKENIZER): Rendered {
+export function render(
+  messages: Message[],
+  template: TemplateName,
+  tok: Tokenizer = CHAR_TOKENIZER,
+): Rendered {
   const b = renderTurns(turnsOf(messages, template), true, tok);
   return { ids: b.ids, roles: b.roles };
 }

@@ -144,5 +144,6 @@ export const CHAR_TOKENIZER: Tokenizer = {
   encode: (text) => encode(text),
   decode,
   piece: tokenText,
-  specialId: (text) => (SPECIAL_TOKENS as readonly string[]).includes(text) ? SPECIAL_IDS[text as SpecialToken] : undefined,
+  specialId: (text) =>
+    (SPECIAL_TOKENS as readonly string[]).includes(text) ? SPECIAL_IDS[text as SpecialToken] : undefined,
 };

@@ -27,7 +27,8 @@ const lookup: UserToolSpec = {
   body: "(args) => ({ u1: ['Dune'], u2: [] })[args.user_id] ?? []",
 };
 const TOOLS: ToolSpec[] = [CALCULATOR_TOOL, lookup];
-const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+const call = (name: string, args: unknown) =>
+  `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
 
 async function runTurn(text: string) {
   const p = makeToolProtocol(TOOLS, sandbox, { timeoutS: 1, memoryMB: 16 }, "hermes");
@@ -46,7 +47,9 @@ describe("Hermes tool calls", () => {
   });
 
   it("malformed JSON: a failed result naming the parse error", async () => {
-    const { calls, outcomes } = await runTurn('<tool_call>\n{"name": "calculator", "arguments": {"code": "1+1"}\n</tool_call>');
+    const { calls, outcomes } = await runTurn(
+      '<tool_call>\n{"name": "calculator", "arguments": {"code": "1+1"}\n</tool_call>',
+    );
     expect(calls[0].error).toMatch(/^Error: invalid JSON/);
     expect(outcomes[0]).toMatchObject({ ok: false, status: "ParseError" });
     expect(outcomes[0].text).toMatch(/^Error: invalid JSON/);
@@ -74,7 +77,11 @@ describe("Hermes tool calls", () => {
 
   it("bare code is not a Hermes call", async () => {
     const { outcomes } = await runTurn("<tool_call>347*29</tool_call>");
-    expect(outcomes[0]).toMatchObject({ ok: false, status: "ParseError", text: "Error: tool call is not JSON" });
+    expect(outcomes[0]).toMatchObject({
+      ok: false,
+      status: "ParseError",
+      text: "Error: tool call is not JSON",
+    });
   });
 
   it("two calls in one turn: both parsed and run, results in order", async () => {

@@ -26,7 +26,9 @@ export class ScriptedPolicy implements GenerationPolicy {
     return {
       prefill: async (prompts) => {
         lengths = prompts.map((p) => p.length);
-        queues = prompts.map((_, i) => this.scripts[i % this.scripts.length].map((seg) => this.tokenizer.encode(seg)));
+        queues = prompts.map((_, i) =>
+          this.scripts[i % this.scripts.length].map((seg) => this.tokenizer.encode(seg)),
+        );
         segIndex = prompts.map(() => 0);
         pos = prompts.map(() => 0);
       },

@@ -93,7 +93,9 @@ export async function chatFormatOf(
   if (c.task.template !== "model") return builtinChat(c.task.template, tokenizer);
   const task = runTaskOf(c);
   if (isEnvTask(task))
-    throw new Error(`task.template: "model" is for single-turn tasks; ${task.name} is a multi-turn environment`);
+    throw new Error(
+      `task.template: "model" is for single-turn tasks; ${task.name} is a multi-turn environment`,
+    );
   return jinjaChat(tokenizer, files.config, {
     tools: chatToolsOf(task.tools),
     check: c.task.tokenization_check,

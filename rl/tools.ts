@@ -74,7 +74,8 @@ export function makeToolProtocol(
           text: `Error: bad arguments for ${builtin.name}: "${CODE_ARG}" must be a string`,
           status: "BadArguments",
         };
-      if (allowed && !allowed.test(code)) return { ok: false, text: "SyntaxError", status: "Refused: characters" };
+      if (allowed && !allowed.test(code))
+        return { ok: false, text: "SyntaxError", status: "Refused: characters" };
       return outcomeOf(await sandbox.run({ ...request, code }));
     }
     const spec = userTools.find((t) => t.name === call.name);

@@ -168,7 +168,9 @@ export class Trainer {
     if (this.deps.chat) return this.deps.chat;
     const t = this.template;
     if (t === "model")
-      throw new Error('task.template: "model" needs the chat format built from model.tokenizer (rl/setup.ts chatFormatOf)');
+      throw new Error(
+        'task.template: "model" needs the chat format built from model.tokenizer (rl/setup.ts chatFormatOf)',
+      );
     if (!this.defaultChat || this.defaultChat.name !== this.template)
       this.defaultChat = builtinChat(t, CHAR_TOKENIZER);
     return this.defaultChat;
@@ -1112,7 +1114,8 @@ function envProblem(env: EnvTask, seed: number): Problem {
 
 /** Adds each token's readable piece, so the page shows BPE tokens without a tokenizer. */
 export function withPieces(samples: SampleRecord[], tok: Tokenizer): SampleRecord[] {
-  const pieces = (ids: number[]) => ids.map((id) => (id >= 0 && id < tok.vocabSize ? tok.piece(id) : `<${id}>`));
+  const pieces = (ids: number[]) =>
+    ids.map((id) => (id >= 0 && id < tok.vocabSize ? tok.piece(id) : `<${id}>`));
   return samples.map((s) => ({
     ...s,
     promptPieces: pieces(s.promptTokens),
