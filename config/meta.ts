@@ -66,9 +66,13 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "model.positional": restart("model", "Position encoding.", opts(["learned", "rope"])),
   "model.tied_embeddings": restart("model", "Share the input embedding with the output projection."),
   "model.init_std": restart("model", "Std of the normal weight initialisation.", { min: 0, max: 1 }),
+  "model.pretrained": restart(
+    "model",
+    "A Hugging Face model folder (config.json + safetensors): its architecture and weights replace the fields above.",
+  ),
   "model.tokenizer": restart(
     "model",
-    "Folder with a model's tokenizer.json and tokenizer_config.json (empty: the character tokenizer).",
+    "Folder with a model's tokenizer.json and tokenizer_config.json (empty: the pretrained folder's, else the character tokenizer).",
   ),
 
   "task.name": restart("task", "Task (environment and verifier) to train on."),

@@ -59,7 +59,8 @@ export const ModelSchema = z
     positional: z.enum(["learned", "rope"]).default("learned"), // DEMO-RECIPE: learned absolute positions
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
-    tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
+    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face folder (config.json + safetensors) whose architecture and weights are used
+    tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
   })
   .strict();
 

@@ -72,15 +72,15 @@ export function envTaskOf(c: RunConfig): EnvTask | undefined {
 }
 
 /**
- * The run's tokenizer and template: model.tokenizer null is the character tokenizer, else the
- * folder's tokenizer.json; task.template "model" is that folder's own Jinja chat template with
+ * The run's tokenizer and template: model.tokenizer (or, when null, model.pretrained) names
+ * the folder whose tokenizer.json is used; neither is the character tokenizer; task.template "model" is that folder's own Jinja chat template with
  * the task's tools (Hermes calls), the others are the lab's templates.
  */
 export async function chatFormatOf(
   c: RunConfig,
   readFile: (path: string) => Promise<Uint8Array>,
 ): Promise<ChatFormat> {
-  const dir = c.model.tokenizer;
+  const dir = c.model.tokenizer ?? c.model.pretrained;
   if (dir === null) {
     if (c.task.template === "model")
       throw new Error(
