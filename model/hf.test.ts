@@ -2,12 +2,15 @@
 // parameter counts, unsupported values as errors naming the field, the safetensors reader
 // (bf16/f16/f32, single and sharded, one tensor per read), and bad files (truncated, missing
 // tensor, wrong shape or dtype, missing shard) as errors naming the file and the tensor.
-// The tiny models are written by model/golden/make_hf_models.py.
+// The CPU model of each family against its PyTorch golden (logits, loss, every gradient, a
+// 10-step AdamW trajectory). The tiny models are written by model/golden/make_hf_models.py.
 // Run: npx vitest run --project unit model/hf.test.ts
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { assertClose } from "../kernels/testing";
 import { attnDims, paramLayout } from "./config";
-import { readHfGolden } from "./golden";
+import { CpuModel } from "./cpu";
+import { goldenLoss, goldenLossGrads, readHfGolden } from "./golden";
 import { blobModelDir, hfModelConfig, hfTensors, loadHfModel, type ModelDir, readHfConfig } from "./hf";
 import { nodeModelDir } from "./hf-node";
 import { bytesSource, toFloat32 } from "./safetensors";
@@ -343,5 +346,36 @@ describe("bad files name the file and the tensor or field", () => {
     await expect(loadHfModel(patchedDir("llama", { "model.safetensors.index.json": null }))).rejects.toThrow(
       "llama*: neither model.safetensors nor model.safetensors.index.json",
     );
+  });
+});
+
+describe("CPU model vs PyTorch, per family (make_hf_models.py)", () => {
+  it.each(FAMILIES)("%s: logits, logp, entropy, loss, every gradient, 10 AdamW steps", async (family) => {
+    const { config, weights } = await loadHfModel(nodeModelDir(HF + family));
+    const g = readHfGolden(fixtureBytes(family, "golden.bin"), config);
+    const batch = { B: g.B, T: g.T, tokens: g.tokens, targets: g.targets };
+    const model = new CpuModel(config, weights);
+    const out = await model.forwardScore(batch, { logits: true });
+    assertClose("logits", out.logits!, g.logits, { atol: 1e-4, rtol: 1e-3 });
+    assertClose("logp", out.logp, g.logp, { atol: 1e-4, rtol: 1e-3 });
+    assertClose("entropy", out.entropy, g.entropy, { atol: 1e-4, rtol: 1e-3 });
+    expect(Math.abs(goldenLoss(g, out.logp, out.entropy) - g.loss)).toBeLessThan(1e-4);
+    await model.backward(goldenLossGrads(g));
+    for (const t of hfTensors(config)) {
+      const sl = (a: Float32Array) => a.subarray(t.offset, t.offset + t.size);
+      assertClose(`grad ${t.name}`, sl(model.grads), sl(g.grads), { atol: 1e-5, rtol: 1e-3 });
+    }
+    const losses: number[] = [];
+    const norms: number[] = [];
+    const m2 = new CpuModel(config, weights);
+    for (let s = 0; s < g.steps; s++) {
+      m2.zeroGrad();
+      const o = await m2.forwardScore(batch);
+      losses.push(goldenLoss(g, o.logp, o.entropy));
+      await m2.backward(goldenLossGrads(g));
+      norms.push((await m2.step(g.hparams)).gradNorm);
+    }
+    assertClose("step losses", losses, g.stepLosses, { atol: 1e-2, rtol: 0 });
+    assertClose("step grad norms", norms, g.stepGradNorms, { atol: 1e-3, rtol: 1e-3 });
   });
 });
