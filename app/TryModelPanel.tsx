@@ -88,6 +88,10 @@ function TryTranscript({ result }: { result: TryResult }) {
   });
   return (
     <div className="try-output" data-testid="try-output">
+      <details className="try-prompt" data-testid="try-prompt">
+        <summary>Rendered prompt ({result.promptPieces.length} tokens)</summary>
+        <pre>{result.prompt}</pre>
+      </details>
       <div className="tokens">
         {tokens.map((t, i) => (
           <span

@@ -11,6 +11,7 @@ import { GpuModel } from "../model/gpu";
 import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { decodeBundle, encodeBundle } from "../rl/bundle";
 import { parseAnswer } from "../rl/parse";
+import { withPieces } from "../rl/records";
 import { rewardInput, runCustomReward } from "../rl/rewards";
 import { rollout } from "../rl/rollout";
 import { RunLoop } from "../rl/runner";
@@ -120,6 +121,14 @@ function lostSoon(device: GPUDevice): Promise<boolean> {
   ]);
 }
 
+// Runs stored before samples carried their token pieces: a character-tokenizer run gets them
+// here (a model's own tokenizer is megabytes; its old samples show ids).
+function storedSamples(samples: SampleRecord[], config: RunConfig): SampleRecord[] {
+  const char = (config.model.tokenizer ?? null) === null && (config.model.pretrained ?? null) === null;
+  if (!char || samples.every((s) => s.pieces)) return samples;
+  return samples.map((s) => (s.pieces ? s : withPieces([s], CHAR_TOKENIZER)[0]));
+}
+
 function getSandbox(): SandboxPool {
   sandbox ??= createBrowserSandboxPool({ size: 2 });
   return sandbox;
@@ -186,7 +195,7 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
     if (ck) resume = { phase: ck.phase, step: ck.step, bytes: ck.bytes };
     // The kept rows, samples and events go back to the UI before training continues.
     for (const row of loaded?.rows ?? []) listener.row(row);
-    if (loaded?.samples.length) listener.samples(loaded.samples);
+    if (loaded?.samples.length) listener.samples(storedSamples(loaded.samples, stored.config));
     for (const e of loaded?.events ?? []) listener.event(e);
     await store.updateRun(id, { status: "running" });
   } else {
@@ -458,7 +467,7 @@ const api: TrainerApi = {
     const store = await getStore();
     const r = await store?.loadRun(runId);
     if (!r) throw new Error(`no stored run ${runId}`);
-    return r;
+    return { ...r, samples: storedSamples(r.samples, r.run.config) };
   },
   async deleteRun(runId: string) {
     if (run?.id === runId) throw new Error("stop the run before deleting it");
