@@ -2,8 +2,10 @@
 // (DESIGN.md: the loss lives in TypeScript as per-token weights; the fused log-softmax kernel
 // turns them into logit gradients). It composes the registries of rl/algos: policy loss,
 // entropy shaping of the advantage, KL in the loss, entropy bonus, VAPO's positive-example LM
-// loss and the clipped value loss, aggregated by rl.loss_agg.
-// Tested by rl/trainer.test.ts (tool tokens get zero gradient through every term), rl/vapo.test.ts
+// loss and the clipped value loss, aggregated by rl.loss_agg (the policy term by its own weights
+// for the sequence-level losses GSPO, GMPO and SAPO, which see the row lengths).
+// Tested by rl/policy-loss-fd.test.ts (finite differences for every policy loss),
+// rl/trainer.test.ts (tool tokens get zero gradient through every term), rl/vapo.test.ts
 // (the positive-example LM term) and rl/registry-run.test.ts (every registry entry in a run).
 import type { RunConfig } from "../config";
 import {
@@ -41,8 +43,8 @@ export interface MinibatchInput {
 /**
  * The RL loss of one minibatch and its gradient w.r.t. each token's log-prob, entropy and
  * value, per row: policy loss (with optional entropy shaping of the advantage), KL in the
- * loss, entropy bonus and the clipped value loss, aggregated by rl.loss_agg. Tokens with
- * mask 0 get exactly zero gradient.
+ * loss, entropy bonus and the clipped value loss, aggregated by rl.loss_agg (or by the policy
+ * loss's own weights for its term). Tokens with mask 0 get exactly zero gradient.
  */
 export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
   const r = c.rl;
@@ -70,16 +72,18 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
       oldLogprob: flat.old,
       advantages: shaped?.advantages ?? flat.adv,
       mask: flat.mask,
+      lengths: lens,
     },
     policyLossOptions(r),
   );
-  const dlogp = pl.grad.map((g, i) => g * weights[i]);
-  let loss = aggregate(pl.loss, weights);
+  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights).
+  const pw = pl.weights ?? weights;
+  const dlogp = pl.grad.map((g, i) => g * pw[i]);
+  let loss = aggregate(pl.loss, pw);
   metrics["actor/pg_loss"] = loss;
-  Object.assign(metrics, pl.metrics);
   const dent = new Float64Array(dlogp.length);
   if (shaped) {
-    const back = shaped.backward(pl.gradAdv.map((g, i) => g * weights[i]));
+    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i]));
     for (let i = 0; i < dent.length; i++) dent[i] += back[i];
   }
   const ref = x.refLogprob ? flatten(x.refLogprob) : undefined;
@@ -128,6 +132,7 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
       },
       r.kl.estimator,
     ),
+    pl.metrics, // after actorMetrics: a loss may log ppo_kl its own way (KL-Cov: mean |δ|)
   );
   return { loss, dlogp: unflatten(dlogp, lens), dentropy: unflatten(dent, lens), dvalue, metrics };
 }

@@ -42,9 +42,16 @@ export function advantageOptions(r: Rl): AdvantageOptions {
   });
 }
 
-/** rl.clip_* -> the policy losses' options (POLICY_LOSS registry). */
+/** rl.clip_*, rl.sapo, rl.clip_cov, rl.kl_cov -> the policy losses' options (POLICY_LOSS registry). */
 export function policyLossOptions(r: Rl): PolicyLossOptions {
-  return { epsLow: r.clip_eps_low, epsHigh: r.clip_eps_high, dualClipC: r.dual_clip_c };
+  return {
+    epsLow: r.clip_eps_low,
+    epsHigh: r.clip_eps_high,
+    dualClipC: r.dual_clip_c,
+    sapo: camelize(r.sapo),
+    clipCov: r.clip_cov,
+    klCov: r.kl_cov,
+  };
 }
 
 /** shaping.* -> the entropy-shaping options (SHAPING registry). */
