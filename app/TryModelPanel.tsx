@@ -88,7 +88,7 @@ function TryTranscript({ result }: { result: TryResult }) {
   });
   return (
     <div className="try-output" data-testid="try-output">
-      <details className="try-prompt" data-testid="try-prompt">
+      <details className="try-rendered-prompt" data-testid="try-rendered-prompt">
         <summary>Rendered prompt ({result.promptPieces.length} tokens)</summary>
         <pre>{result.prompt}</pre>
       </details>

@@ -124,7 +124,14 @@ export function hermesMessages(messages: readonly Message[], tools: readonly Cha
       let name: string;
       let args: Record<string, unknown>;
       if (body.startsWith("{")) {
-        const v = JSON.parse(body) as { name?: unknown; arguments?: unknown };
+        let v: { name?: unknown; arguments?: unknown };
+        try {
+          v = JSON.parse(body);
+        } catch (err) {
+          throw new Error(
+            `message ${k + 1} (assistant): tool call ${body} is not JSON: ${(err as Error).message}`,
+          );
+        }
         if (typeof v.name !== "string" || typeof v.arguments !== "object" || v.arguments === null)
           throw new Error(`message ${k + 1} (assistant): tool call ${body} has no "name" and "arguments"`);
         name = v.name;
