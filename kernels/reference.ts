@@ -131,7 +131,7 @@ export function embeddingBackwardRef(
 
 // ---------------------------------------------------------------- norms
 
-/** The eps the GPU norms use (the WGSL bakes it in); the CPU model takes config.normEps. */
+/** The norms' default eps (GPT-2's); the models pass config.normEps (Qwen: 1e-6). */
 export const NORM_EPS = 1e-5;
 
 /** LayerNorm over the last dim: out (N,C); saves mean (N) and rstd (N) for backward. */

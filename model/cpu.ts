@@ -70,6 +70,8 @@ import {
   paramTensors,
 } from "./config";
 
+import { type HfOptions, loadHfModel, type ModelDir } from "./hf";
+
 // The network takes float32 (the model) or float64 (finite-difference checks) arrays.
 type F32 = Float32Array<ArrayBufferLike> | Float64Array<ArrayBufferLike>;
 
@@ -611,6 +613,12 @@ export class CpuModel implements PolicyModel {
     this.views = paramViews(this.params, this.layout);
     this.gradViews = paramViews(this.grads, this.layout);
     this.opt = { m: new Float32Array(this.layout.total), v: new Float32Array(this.layout.total), step: 0 };
+  }
+
+  /** A Hugging Face checkpoint (model/hf.ts): config.json and its safetensors. */
+  static async fromHf(dir: ModelDir, opts: HfOptions = {}): Promise<CpuModel> {
+    const { config, weights } = await loadHfModel(dir, opts);
+    return new CpuModel(config, weights);
   }
 
   async forwardScore(batch: ScoreBatch, options: { logits?: boolean } = {}): Promise<ScoreResult> {

@@ -1,7 +1,7 @@
 // Hugging Face checkpoints of the Llama family (model_type llama: Llama, SmolLM2; qwen2:
 // Qwen2/Qwen2.5; qwen3: Qwen3) as the lab's one model: config.json -> ModelConfig, the
 // parameter-name map onto the flat layout, and a loader that reads safetensors (single file or
-// sharded with model.safetensors.index.json) tensor by tensor into the layout.
+// sharded with model.safetensors.index.json) tensor by tensor, in bounded pieces, into the layout.
 //
 // The network these configs describe (what model/cpu.ts and model/gpu.ts compute with these
 // options): x = embed_tokens[tok]; per layer
@@ -28,7 +28,7 @@ import {
   type ByteSource,
   blobSource,
   openSafetensors,
-  readTensor,
+  readTensorChunks,
   type SafetensorsFile,
 } from "./safetensors";
 
@@ -288,17 +288,22 @@ async function weightFiles(dir: ModelDir): Promise<(name: string) => string> {
   };
 }
 
+/** Values read per piece of a tensor (16 MB as float32): Qwen2.5-0.5B's embedding alone is 545 MB. */
+export const HF_READ_CHUNK = 1 << 22;
+
 /**
- * Reads every tensor of the config from the directory's safetensors, one at a time, checking
- * its shape, and hands it to `write(offset, data)` (offset in floats into the flat layout):
- * the CPU copies it into its array, the GPU uploads it into its parameter buffer. Host memory
- * peaks near one tensor. Tensors the config does not use (a stored lm_head of a tied model,
- * rotary caches) are skipped.
+ * Reads every tensor of the config from the directory's safetensors, one at a time (a large one
+ * in pieces of `chunk` values), checking its shape, and hands each piece to `write(offset, data)`
+ * (offset in floats into the flat layout; a piece never crosses a tensor's end): the CPU copies
+ * it into its array, the GPU uploads it into its parameter buffer. Host memory peaks near one
+ * piece. Tensors the config does not use (a stored lm_head of a tied model, rotary caches) are
+ * skipped.
  */
 export async function loadHfWeights(
   dir: ModelDir,
   config: ModelConfig,
   write: (offset: number, data: Float32Array) => void | Promise<void>,
+  chunk = HF_READ_CHUNK,
 ): Promise<void> {
   const fileOf = await weightFiles(dir);
   const opened = new Map<string, SafetensorsFile>();
@@ -320,7 +325,7 @@ export async function loadHfWeights(
       throw new Error(
         `${file.source.name}: tensor ${t.name} has shape [${e.shape}], config.json needs [${t.shape}]`,
       );
-    await write(t.offset, await readTensor(file, t.name));
+    await readTensorChunks(file, t.name, chunk, (start, data) => write(t.offset + start, data));
   }
 }
 

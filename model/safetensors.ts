@@ -1,6 +1,6 @@
-// A reader of safetensors files (Hugging Face's weight format) that reads one tensor at a time
-// through random-access byte reads, so loading a model never holds more than one tensor's bytes
-// (plus its float32 copy) on the host:
+// A reader of safetensors files (Hugging Face's weight format) that reads one tensor at a time,
+// or one bounded piece of a tensor, through random-access byte reads, so loading a model never
+// holds more than that piece's bytes (plus its float32 copy) on the host:
 //   8-byte little-endian header length | JSON header | raw little-endian tensor data.
 // The header maps each tensor name to {dtype, shape, data_offsets: [begin, end)} relative to
 // the data; "__metadata__" holds string metadata. Reads BF16, F16 and F32 into Float32Array.
@@ -115,6 +115,30 @@ export async function readTensor(file: SafetensorsFile, name: string): Promise<F
   if (bytes.length !== e.end - e.begin)
     throw new Error(`${file.source.name} is truncated: tensor ${name} could not be read whole`);
   return toFloat32(bytes, e.dtype);
+}
+
+/**
+ * One tensor as float32 in consecutive pieces of at most `maxElems` values: `each(start, data)`
+ * gets the element offset of the piece in the tensor. Host memory peaks at one piece.
+ */
+export async function readTensorChunks(
+  file: SafetensorsFile,
+  name: string,
+  maxElems: number,
+  each: (start: number, data: Float32Array) => void | Promise<void>,
+): Promise<void> {
+  const e = file.tensors.get(name);
+  if (!e) throw new Error(`${file.source.name}: no tensor ${name}`);
+  const bytesPer = DTYPE_BYTES[e.dtype];
+  const total = (e.end - e.begin) / bytesPer;
+  const step = Math.max(1, Math.floor(maxElems));
+  for (let start = 0; start < total; start += step) {
+    const n = Math.min(step, total - start);
+    const bytes = await file.source.read(e.begin + start * bytesPer, n * bytesPer);
+    if (bytes.length !== n * bytesPer)
+      throw new Error(`${file.source.name} is truncated: tensor ${name} could not be read whole`);
+    await each(start, toFloat32(bytes, e.dtype));
+  }
 }
 
 /** Little-endian BF16 / F16 / F32 bytes to float32. */
