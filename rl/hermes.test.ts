@@ -11,6 +11,8 @@ import { lossMask } from "../model/template";
 import { InProcessSandbox } from "../sandbox/run-code";
 import { CALCULATOR_TOOL } from "../tasks/arithmetic";
 import type { ToolSpec, UserToolSpec } from "../tasks/types";
+import { checkFormat } from "./format";
+import { parseAnswer } from "./parse";
 import { rollout } from "./rollout";
 import { ScriptedPolicy } from "./scripted-policy";
 import { chatToolsOf, makeToolProtocol } from "./tools";
@@ -134,5 +136,8 @@ describe("a rollout in Qwen3's own format", () => {
     expect(all).toEqual(sft.ids.slice(0, -1));
     const mask = lossMask(sft.roles).slice(prompt.length, -1);
     expect(t.mask).toEqual([...mask]);
+    // The verifier's strict answer and the format check read the Qwen3 transcript as they read the lab's.
+    expect(parseAnswer(t.text, { mode: "strict" })).toMatchObject({ ok: true, answer: "10063" });
+    expect(checkFormat(t.text)).toEqual({ ok: true, errors: [] });
   });
 });
