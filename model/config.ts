@@ -8,6 +8,7 @@
 // per-head q/k norms and which linears carry biases are options of the one network.
 // Also the GPT-2 style seeded initialisation and the seeded PRNG it uses.
 // Tested by model/config.test.ts (layout) and through every model test.
+import type { RunConfig } from "../config";
 import { VOCAB_SIZE } from "./tokenizer";
 
 export interface ModelConfig {
@@ -51,6 +52,8 @@ export interface ModelConfig {
   normEps: number;
   /** Base of the rotary frequencies (only with positional "rope"). */
   ropeTheta: number;
+  /** Std of the normal initialisation (GPT-2: 0.02); the residual projections get initStd/sqrt(2L). */
+  initStd: number;
 }
 
 export const DEFAULT_MODEL_CONFIG: ModelConfig = {
@@ -74,7 +77,25 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   valueHead: false,
   normEps: 1e-5,
   ropeTheta: 10000,
+  initStd: 0.02,
 };
+
+/** A run's model: RunConfig.model, the tokenizer's vocabulary (the character tokenizer's 107 by default) and a value head for GAE. */
+export function modelConfigOf(c: RunConfig, vocab = VOCAB_SIZE): ModelConfig {
+  return modelConfig({
+    layers: c.model.layers,
+    dModel: c.model.d_model,
+    heads: c.model.heads,
+    context: c.model.context,
+    vocab,
+    norm: c.model.norm,
+    mlp: c.model.mlp,
+    positional: c.model.positional,
+    tiedEmbeddings: c.model.tied_embeddings,
+    valueHead: c.rl.advantage === "gae",
+    initStd: c.model.init_std,
+  });
+}
 
 export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
   const c = { ...DEFAULT_MODEL_CONFIG, ...overrides };
@@ -314,14 +335,14 @@ export function gaussian(uniform: () => number): () => number {
 }
 
 /**
- * GPT-2 initialisation: weights N(0, 0.02), the two residual projections per block
- * N(0, 0.02/sqrt(2L)) so the residual stream's variance does not grow with depth,
+ * GPT-2 initialisation: weights N(0, initStd) (GPT-2: 0.02, model.init_std), the two residual
+ * projections per block N(0, initStd/sqrt(2L)) so the residual stream's variance does not grow with depth,
  * biases 0, norm weights 1. The value head starts at 0 (value 0 everywhere).
  */
 export function initParams(c: ModelConfig, layout: ParamLayout, seed: number): Float32Array {
   const p = new Float32Array(layout.total);
   const randn = gaussian(mulberry32(seed));
-  const residStd = 0.02 / Math.sqrt(2 * c.layers);
+  const residStd = c.initStd / Math.sqrt(2 * c.layers);
   for (const t of layout.tensors) {
     const leaf = t.name.split(".").slice(-2).join(".");
     if (t.name.startsWith("value_head")) continue;
@@ -330,7 +351,7 @@ export function initParams(c: ModelConfig, layout: ParamLayout, seed: number): F
       p.fill(1, t.offset, t.offset + t.size);
       continue;
     }
-    const std = t.name.endsWith("c_proj.weight") ? residStd : 0.02;
+    const std = t.name.endsWith("c_proj.weight") ? residStd : c.initStd;
     for (let i = 0; i < t.size; i++) p[t.offset + i] = std * randn();
   }
   return p;
