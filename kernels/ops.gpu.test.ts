@@ -16,7 +16,7 @@ import {
   swigluBackward,
   swigluForward,
 } from "./pointwise";
-import { qkNormBackward, qkNormForward } from "./qknorm";
+import { qkNormBackward, qkNormForward, qkNormScratchSize } from "./qknorm";
 import * as R from "./reference";
 import type { Runtime, View } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randInt, randn, TOL } from "./testing";
@@ -121,36 +121,40 @@ describe("rmsnorm eps and the q/k norm", () => {
     assertClose("out eps 1e-6", await rt.read(gout), out, { atol: TOL.fwd.atol, rtol: 1e-4 });
   });
 
-  it("q/k norm: 45 rows, 3 q heads and 2 k, v heads of 12, forward and backward", async () => {
-    const rt = await gpuRuntime();
-    const s = { N: 45, NH: 3, KVH: 2, hs: 12, eps: 1e-6 };
-    const W = (s.NH + 2 * s.KVH) * s.hs;
-    const inp = randn(s.N * W, 50);
-    const [qw, kw, dout] = [randn(s.hs, 51), randn(s.hs, 52), randn(s.N * W, 53)];
-    const [dinp, dqw, dkw] = [randn(s.N * W, 54), randn(s.hs, 55), randn(s.hs, 56)];
-    const [gdinp, gdqw, gdkw] = [rt.tensor(dinp), rt.tensor(dqw), rt.tensor(dkw)];
-    const out = new Float32Array(s.N * W);
-    const rstd = new Float32Array(s.N * (s.NH + s.KVH));
-    R.qkNormForwardRef(out, rstd, inp, qw, kw, s.N, s.NH, s.KVH, s.hs, s.eps);
-    R.qkNormBackwardRef(dinp, dqw, dkw, dout, inp, qw, kw, rstd, s.N, s.NH, s.KVH, s.hs);
-    const [gout, grstd, ginp, gqw, gkw] = [
-      rt.tensor(s.N * W),
-      rt.tensor(rstd.length),
-      rt.tensor(inp),
-      rt.tensor(qw),
-      rt.tensor(kw),
-    ];
-    await record(rt, (enc) => {
-      qkNormForward(rt, enc, gout, grstd, ginp, gqw, gkw, s);
-      qkNormBackward(rt, enc, gdinp, gdqw, gdkw, rt.tensor(dout), ginp, gqw, gkw, grstd, s);
-    });
-    assertClose("qknorm out", await rt.read(gout), out, { atol: TOL.fwd.atol * Math.sqrt(s.hs) });
-    assertClose("qknorm rstd", await rt.read(grstd), rstd, { atol: TOL.fwd.atol });
-    assertClose("qknorm dinp", await rt.read(gdinp), dinp, { atol: TOL.grad.atol * Math.sqrt(s.hs) });
-    const rows = Math.sqrt(s.N * s.NH);
-    assertClose("qknorm dqw", await rt.read(gdqw), dqw, { atol: TOL.grad.atol * rows });
-    assertClose("qknorm dkw", await rt.read(gdkw), dkw, { atol: TOL.grad.atol * rows });
-  });
+  it.each([45, 300])(
+    "q/k norm: %i rows, 3 q heads and 2 k, v heads of 12, forward and backward",
+    async (N) => {
+      const rt = await gpuRuntime();
+      const s = { N, NH: 3, KVH: 2, hs: 12, eps: 1e-6 };
+      const W = (s.NH + 2 * s.KVH) * s.hs;
+      const inp = randn(s.N * W, 50);
+      const [qw, kw, dout] = [randn(s.hs, 51), randn(s.hs, 52), randn(s.N * W, 53)];
+      const [dinp, dqw, dkw] = [randn(s.N * W, 54), randn(s.hs, 55), randn(s.hs, 56)];
+      const [gdinp, gdqw, gdkw] = [rt.tensor(dinp), rt.tensor(dqw), rt.tensor(dkw)];
+      const out = new Float32Array(s.N * W);
+      const rstd = new Float32Array(s.N * (s.NH + s.KVH));
+      R.qkNormForwardRef(out, rstd, inp, qw, kw, s.N, s.NH, s.KVH, s.hs, s.eps);
+      R.qkNormBackwardRef(dinp, dqw, dkw, dout, inp, qw, kw, rstd, s.N, s.NH, s.KVH, s.hs);
+      const [gout, grstd, ginp, gqw, gkw] = [
+        rt.tensor(s.N * W),
+        rt.tensor(rstd.length),
+        rt.tensor(inp),
+        rt.tensor(qw),
+        rt.tensor(kw),
+      ];
+      await record(rt, (enc) => {
+        qkNormForward(rt, enc, gout, grstd, ginp, gqw, gkw, s);
+        const scratch = rt.tensor(qkNormScratchSize(s)); // 300 rows: 4 partial sums per weight
+        qkNormBackward(rt, enc, gdinp, gdqw, gdkw, rt.tensor(dout), ginp, gqw, gkw, grstd, scratch, s);
+      });
+      assertClose("qknorm out", await rt.read(gout), out, { atol: TOL.fwd.atol * Math.sqrt(s.hs) });
+      assertClose("qknorm rstd", await rt.read(grstd), rstd, { atol: TOL.fwd.atol });
+      assertClose("qknorm dinp", await rt.read(gdinp), dinp, { atol: TOL.grad.atol * Math.sqrt(s.hs) });
+      const rows = Math.sqrt(s.N * s.NH);
+      assertClose("qknorm dqw", await rt.read(gdqw), dqw, { atol: TOL.grad.atol * rows });
+      assertClose("qknorm dkw", await rt.read(gdkw), dkw, { atol: TOL.grad.atol * rows });
+    },
+  );
 });
 
 type Unary = (rt: Runtime, rec: GPUCommandEncoder, out: View, inp: View, n: number) => void;

@@ -43,7 +43,14 @@ export function qkNormForward(
   rt.dispatch(rec, rt.pipeline(src, "forward", { WG }), [out, rstd, inp, qw, kw, null, u], [groups]);
 }
 
-/** dinp += the gradient through qkNormForward; dqw, dkw (hs) += theirs. */
+const ROWS = 256; // qknorm.wgsl's rows per partial sum of the weight gradients
+
+/** Floats of the scratch qkNormBackward needs (the weight gradients' partial sums). */
+export function qkNormScratchSize(s: QkNormShape): number {
+  return 2 * s.hs * Math.ceil((s.N * s.NH) / ROWS);
+}
+
+/** dinp += the gradient through qkNormForward; dqw, dkw (hs) += theirs. scratch: qkNormScratchSize(s) floats. */
 export function qkNormBackward(
   rt: Runtime,
   rec: Recorder,
@@ -55,15 +62,25 @@ export function qkNormBackward(
   qw: View,
   kw: View,
   rstd: View,
+  scratch: View,
   s: QkNormShape,
 ) {
+  const need = qkNormScratchSize(s);
+  if (scratch.size < need * 4)
+    throw new Error(`qkNormBackward: scratch holds ${scratch.size / 4} floats, needs ${need}`);
   const u = params(rt, s);
   const groups = Math.ceil((s.N * (s.NH + 2 * s.KVH)) / WG);
   rt.dispatch(rec, rt.pipeline(src, "backward_input", { WG }), [dinp, rstd, inp, qw, kw, dout, u], [groups]);
   rt.dispatch(
     rec,
-    rt.pipeline(src, "backward_weights", { WG }),
-    [null, rstd, inp, dqw, dkw, dout, u],
+    rt.pipeline(src, "backward_weights_partial", { WG }),
+    [scratch, rstd, inp, null, null, dout, u],
+    [Math.ceil(need / WG)],
+  );
+  rt.dispatch(
+    rec,
+    rt.pipeline(src, "backward_weights_sum", { WG }),
+    [scratch, null, null, dqw, dkw, null, u],
     [Math.ceil((2 * s.hs) / WG)],
   );
 }

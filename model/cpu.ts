@@ -17,7 +17,8 @@
 // options of this one network.
 // GELU is the tanh form (GPT-2's; WGSL has no erf). Norm eps = config.normEps.
 // Tested by model/cpu.test.ts (PyTorch golden, finite differences, KV cache, generation,
-// overfitting); the ops alone by kernels/reference.test.ts.
+// overfitting), model/hf.test.ts (each Hugging Face family against PyTorch); the ops alone by
+// kernels/reference.test.ts.
 
 import {
   adamwRef,

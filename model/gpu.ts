@@ -13,7 +13,8 @@
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
 // through the network and keeps the logits of those rows; decode() feeds, samples with the
 // kernels' sampler and reads back B tokens and log-probs.
-// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling).
+// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling) and
+// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding).
 import {
   adamw,
   alignFloats,
@@ -36,6 +37,7 @@ import {
   type QkNormShape,
   qkNormBackward,
   qkNormForward,
+  qkNormScratchSize,
   type Recorder,
   Runtime,
   residualForward,
@@ -150,7 +152,7 @@ class TrainBuffers {
   readonly logits: View; // (N,V)
   readonly dlogits: View; // (N,V)
   readonly grad: Record<
-    "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "dfch" | "dfchAct" | "attScratch",
+    "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "qkScratch" | "dfch" | "dfchAct" | "attScratch",
     View
   >;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
@@ -198,6 +200,7 @@ class TrainBuffers {
       datty: N * Q,
       dqkv: N * QKV,
       dqkvRaw: c.qkNorm ? N * QKV : 1,
+      qkScratch: c.qkNorm ? qkNormScratchSize(qkNormShape(c, N)) : 1,
       dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
       dfchAct: N * H,
       attScratch: NH * N,
@@ -449,6 +452,7 @@ function backwardPass(
         lp.qnormw,
         lp.knormw,
         a.qkRstd,
+        d.qkScratch,
         s,
       );
       dproj = d.dqkvRaw;

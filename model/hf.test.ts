@@ -138,7 +138,8 @@ describe("config.json -> ModelConfig", () => {
   });
 
   it("maps every HF tensor onto a disjoint range of the layout", () => {
-    for (const cfg of [SMOLLM2_135M, QWEN25_05B, { ...QWEN3_06B, tie_word_embeddings: false }]) {
+    const llamaBiases = { ...SMOLLM2_135M, attention_bias: true, mlp_bias: true, tie_word_embeddings: false };
+    for (const cfg of [SMOLLM2_135M, QWEN25_05B, { ...QWEN3_06B, tie_word_embeddings: false }, llamaBiases]) {
       const c = hfModelConfig({ ...cfg, num_hidden_layers: 2, vocab_size: 100, intermediate_size: 64 });
       const layout = paramLayout(c);
       const covered = new Uint8Array(layout.total);
@@ -151,6 +152,10 @@ describe("config.json -> ModelConfig", () => {
       }
       expect(overlaps).toBe(0);
       expect(sum).toBe(layout.count);
+      if (cfg === llamaBiases) {
+        expect(c).toMatchObject({ qkvBias: true, projBias: true, mlpBias: true });
+        expect(hfTensors(c, layout).map((t) => t.name)).toContain("model.layers.1.mlp.down_proj.bias");
+      }
     }
   });
 
@@ -167,6 +172,10 @@ describe("config.json -> ModelConfig", () => {
       [{ rope_parameters: { rope_type: "llama3", factor: 8 } }, /rope_parameters is .*llama3/],
       [{ layer_types: ["full_attention", "sliding_attention"] }, /layer_types is/],
       [{ vocab_size: undefined }, /vocab_size is missing/],
+      [
+        { quantization_config: { quant_method: "awq", bits: 4 } },
+        /quantization_config is .*awq.*; only none/,
+      ],
     ];
     for (const [patch, err] of cases) expect(() => hfModelConfig({ ...QWEN3_06B, ...patch })).toThrow(err);
     expect(() => hfModelConfig({ ...SMOLLM2_135M, rope_interleaved: true })).toThrow(/rope_interleaved/);
@@ -353,6 +362,11 @@ describe("bad files name the file and the tensor or field", () => {
     await expect(loadHfModel(patchedDir("qwen2", { [st]: bytes }))).rejects.toThrow(
       "qwen2*/model.safetensors: tensor model.layers.0.self_attn.k_proj.bias has dtype I16; supported are BF16, F16 and F32",
     );
+    // a tensor the model does not use may have any dtype (int buffers some exports keep)
+    const extra = editHeader(fixtureBytes("qwen2", st), (h) => {
+      h["model.rotary_emb.inv_freq"] = { dtype: "I64", shape: [0], data_offsets: [0, 0] };
+    });
+    await expect(loadHfModel(patchedDir("qwen2", { [st]: extra }))).resolves.toBeTruthy();
     const sized = editHeader(fixtureBytes("qwen2", st), (h) => {
       h["model.norm.weight"].dtype = "F32"; // the bytes of a bf16 tensor cannot hold it
     });

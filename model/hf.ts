@@ -20,6 +20,7 @@ import {
   type AttnDims,
   attnDims,
   type ModelConfig,
+  mlpHidden,
   modelConfig,
   type ParamLayout,
   paramLayout,
@@ -124,6 +125,7 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
   only("use_sliding_window", (v) => v === false, "false (full attention in every layer)");
   only("use_mrope", (v) => v === false, "false");
   only("attention_dropout", (v) => v === 0, "0");
+  only("quantization_config", () => false, "none (unquantized weights)");
   only("mlp_dropout", (v) => v === 0, "0");
   only(
     "layer_types",
@@ -201,7 +203,7 @@ export interface HfTensor {
  */
 export function hfTensors(c: ModelConfig, layout: ParamLayout = paramLayout(c)): HfTensor[] {
   const C = c.dModel;
-  const H = c.mlpSize > 0 ? c.mlpSize : c.dModel * c.mlpRatio;
+  const H = mlpHidden(c);
   const { hs, Q, KV }: AttnDims = attnDims(c);
   const out: HfTensor[] = [];
   const add = (name: string, shape: number[], offset: number) => {

@@ -35,11 +35,31 @@ export function bytesSource(bytes: Uint8Array, name: string): ByteSource {
   };
 }
 
+/** The dtypes this reader widens to float32. */
 export type SafetensorsDtype = "BF16" | "F16" | "F32";
-const DTYPE_BYTES: Record<SafetensorsDtype, number> = { BF16: 2, F16: 2, F32: 4 };
+const READABLE = new Set(["BF16", "F16", "F32"]);
+// Every dtype of the format, so a file holding others (int buffers, fp8) still opens and the
+// error comes only if one of them is read.
+const DTYPE_BYTES: Record<string, number> = {
+  BOOL: 1,
+  U8: 1,
+  I8: 1,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
+  I16: 2,
+  U16: 2,
+  F16: 2,
+  BF16: 2,
+  I32: 4,
+  U32: 4,
+  F32: 4,
+  I64: 8,
+  U64: 8,
+  F64: 8,
+};
 
 export interface SafetensorsEntry {
-  dtype: SafetensorsDtype;
+  dtype: string;
   shape: number[];
   /** Byte range in the file (absolute, header included). */
   begin: number;
@@ -91,30 +111,39 @@ export async function openSafetensors(source: ByteSource): Promise<SafetensorsFi
       throw new Error(`${where} has no valid data_offsets`);
     const dtype = String(e.dtype);
     if (!(dtype in DTYPE_BYTES))
-      throw new Error(`${where} has dtype ${dtype}; supported are BF16, F16 and F32`);
+      throw new Error(`${where} has dtype ${dtype}, which safetensors does not define`);
     const shape = e.shape as number[];
     const numel = shape.reduce((a, b) => a * b, 1);
     const [b, en] = off as [number, number];
-    if (en - b !== numel * DTYPE_BYTES[dtype as SafetensorsDtype])
+    if (en - b !== numel * DTYPE_BYTES[dtype])
       throw new Error(`${where}: data_offsets [${b}, ${en}) do not hold ${numel} ${dtype} values`);
     if (dataStart + en > source.size) {
       throw new Error(
         `${f} is truncated: tensor ${name} needs bytes up to ${dataStart + en}, the file has ${source.size}`,
       );
     }
-    tensors.set(name, { dtype: dtype as SafetensorsDtype, shape, begin: dataStart + b, end: dataStart + en });
+    tensors.set(name, { dtype, shape, begin: dataStart + b, end: dataStart + en });
   }
   return { source, tensors, metadata };
 }
 
-/** One tensor as float32 (BF16 and F16 widened exactly). */
-export async function readTensor(file: SafetensorsFile, name: string): Promise<Float32Array> {
+function readable(file: SafetensorsFile, name: string): SafetensorsEntry {
   const e = file.tensors.get(name);
   if (!e) throw new Error(`${file.source.name}: no tensor ${name}`);
+  if (!READABLE.has(e.dtype))
+    throw new Error(
+      `${file.source.name}: tensor ${name} has dtype ${e.dtype}; supported are BF16, F16 and F32`,
+    );
+  return e;
+}
+
+/** One tensor as float32 (BF16 and F16 widened exactly). */
+export async function readTensor(file: SafetensorsFile, name: string): Promise<Float32Array> {
+  const e = readable(file, name);
   const bytes = await file.source.read(e.begin, e.end - e.begin);
   if (bytes.length !== e.end - e.begin)
     throw new Error(`${file.source.name} is truncated: tensor ${name} could not be read whole`);
-  return toFloat32(bytes, e.dtype);
+  return toFloat32(bytes, e.dtype as SafetensorsDtype);
 }
 
 /**
@@ -127,8 +156,7 @@ export async function readTensorChunks(
   maxElems: number,
   each: (start: number, data: Float32Array) => void | Promise<void>,
 ): Promise<void> {
-  const e = file.tensors.get(name);
-  if (!e) throw new Error(`${file.source.name}: no tensor ${name}`);
+  const e = readable(file, name);
   const bytesPer = DTYPE_BYTES[e.dtype];
   const total = (e.end - e.begin) / bytesPer;
   const step = Math.max(1, Math.floor(maxElems));
@@ -137,7 +165,7 @@ export async function readTensorChunks(
     const bytes = await file.source.read(e.begin + start * bytesPer, n * bytesPer);
     if (bytes.length !== n * bytesPer)
       throw new Error(`${file.source.name} is truncated: tensor ${name} could not be read whole`);
-    await each(start, toFloat32(bytes, e.dtype));
+    await each(start, toFloat32(bytes, e.dtype as SafetensorsDtype));
   }
 }
 

@@ -60,6 +60,8 @@ const EXEMPT: Record<string, string> = {
     'acts only with task.template "model" and a template that ignores tools; model/chat.test.ts checks both values on one',
   "task.tokenization_check":
     'acts only with task.template "model"; model/chat.test.ts (strict, warn, off) and rl/chat-run.test.ts (strict, warn from the config) check it',
+  seeds:
+    "acts above the engine: npm run train (and the page) run seed, seed+1, ... as separate runs, each with seeds: 1 in its loop; cli/seeds.test.ts checks the runs",
 };
 
 /** The value a field is changed to, where the walk's generic rule (flip, next option, +1, x2, /2) does not fit. */
