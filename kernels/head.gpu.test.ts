@@ -4,7 +4,7 @@
 // Run: npx vitest run --project gpu kernels/head
 import { describe, expect, it } from "vitest";
 import { logSoftmax } from "./logsoftmax";
-import { adamw, clipByNorm, gradNorm, NORM_PARTS } from "./optim";
+import { adamw, clipByNorm, gradNorm, normChunk, normParts } from "./optim";
 import * as R from "./reference";
 import type { Runtime } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randInt, randn, TOL } from "./testing";
@@ -85,11 +85,12 @@ describe("optimizer", () => {
     const flat = rt.tensor(n + 64);
     const gview = { buffer: flat.buffer, offset: 256, size: n * 4 };
     rt.upload(gview, g);
-    const [out, scratch] = [rt.tensor(4), rt.tensor(NORM_PARTS)];
+    const chunk = normChunk(n, rt.bindingFloats);
+    const [out, scratch] = [rt.tensor(4), rt.tensor(normParts([n], chunk))];
     const run = async () => {
       rt.upload(gview, g);
       const enc = rt.device.createCommandEncoder();
-      gradNorm(rt, enc, out, gview, scratch, n);
+      gradNorm(rt, enc, out, scratch, [gview], chunk);
       clipByNorm(rt, enc, gview, out, n, 1.0);
       rt.submit(enc);
       return [(await rt.read(out))[0], await rt.read(gview)] as const;
