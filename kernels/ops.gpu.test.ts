@@ -64,9 +64,9 @@ async function embeddingCase(rt: Runtime, N: number, C: number, V: number, maxT:
     embeddingBackward(rt, enc, gdwte, rt.tensor(dout), byToken, C);
     embeddingBackward(rt, enc, gdwpe, rt.tensor(dout), byPos, C);
   });
-  assertClose("embedding out", out, await rt.read(g), TOL.fwd.atol);
-  assertClose("dwte", dwte, await rt.read(gdwte), TOL.grad.atol * Math.sqrt(N));
-  assertClose("dwpe", dwpe, await rt.read(gdwpe), TOL.grad.atol * Math.sqrt(N));
+  assertClose("embedding out", await rt.read(g), out, TOL.fwd);
+  assertClose("dwte", await rt.read(gdwte), dwte, { atol: TOL.grad.atol * Math.sqrt(N) });
+  assertClose("dwpe", await rt.read(gdwpe), dwpe, { atol: TOL.grad.atol * Math.sqrt(N) });
   return [await rt.read(g), await rt.read(gdwte)];
 }
 
@@ -119,16 +119,16 @@ async function normCase(rt: Runtime, N: number, C: number, shift: number, rms: b
       layernormForward(rt, enc, gout, gmean, grstd, ginp, gw, gb, N, C);
       layernormBackward(rt, enc, gdinp, gdw, gdb, gdout, ginp, gw, gmean, grstd, N, C);
     });
-    assertClose("ln mean", mean, await rt.read(gmean), TOL.fwd.atol * Math.max(1, Math.abs(shift)));
-    assertClose("ln dbias", db, await rt.read(gdb), TOL.grad.atol * Math.sqrt(N));
+    assertClose("ln mean", await rt.read(gmean), mean, { atol: TOL.fwd.atol * Math.max(1, Math.abs(shift)) });
+    assertClose("ln dbias", await rt.read(gdb), db, { atol: TOL.grad.atol * Math.sqrt(N) });
   }
   const label = rms ? "rmsnorm" : "layernorm";
   // a shifted input loses ~log2(shift) bits of the centered value in fp32, on both sides
   const k = Math.max(1, Math.abs(shift) / 10);
-  assertClose(`${label} out`, out, await rt.read(gout), TOL.fwd.atol * Math.sqrt(C) * k);
-  assertClose(`${label} rstd`, rstd, await rt.read(grstd), TOL.fwd.atol * k);
-  assertClose(`${label} dinp`, dinp, await rt.read(gdinp), TOL.grad.atol * Math.sqrt(C) * k);
-  assertClose(`${label} dweight`, dw, await rt.read(gdw), TOL.grad.atol * Math.sqrt(N) * k);
+  assertClose(`${label} out`, await rt.read(gout), out, { atol: TOL.fwd.atol * Math.sqrt(C) * k });
+  assertClose(`${label} rstd`, await rt.read(grstd), rstd, { atol: TOL.fwd.atol * k });
+  assertClose(`${label} dinp`, await rt.read(gdinp), dinp, { atol: TOL.grad.atol * Math.sqrt(C) * k });
+  assertClose(`${label} dweight`, await rt.read(gdw), dw, { atol: TOL.grad.atol * Math.sqrt(N) * k });
   return rt.read(gdinp);
 }
 
@@ -170,8 +170,8 @@ async function unaryCase(
     fwd(rt, enc, gout, ginp, n);
     bwd(rt, enc, gdinp, ginp, rt.tensor(dout), n);
   });
-  assertClose(`${name} out`, out, await rt.read(gout), TOL.fwd.atol);
-  assertClose(`${name} dinp`, dinp, await rt.read(gdinp), TOL.grad.atol);
+  assertClose(`${name} out`, await rt.read(gout), out, TOL.fwd);
+  assertClose(`${name} dinp`, await rt.read(gdinp), dinp, TOL.grad);
 }
 
 describe("pointwise", () => {
@@ -191,9 +191,9 @@ describe("pointwise", () => {
       residualForward(rt, enc, gout, rt.tensor(a), rt.tensor(b), n);
       residualBackward(rt, enc, gda, gdb, rt.tensor(dout), n);
     });
-    assertClose("residual out", out, await rt.read(gout), TOL.fwd.atol);
-    assertClose("residual da", da, await rt.read(gda), TOL.grad.atol);
-    assertClose("residual db", db, await rt.read(gdb), TOL.grad.atol);
+    assertClose("residual out", await rt.read(gout), out, TOL.fwd);
+    assertClose("residual da", await rt.read(gda), da, TOL.grad);
+    assertClose("residual db", await rt.read(gdb), db, TOL.grad);
   });
 
   it("swiglu forward and backward", async () => {
@@ -210,8 +210,8 @@ describe("pointwise", () => {
       swigluForward(rt, enc, gout, ginp, N, H);
       swigluBackward(rt, enc, gdinp, ginp, rt.tensor(dout), N, H);
     });
-    assertClose("swiglu out", out, await rt.read(gout), TOL.fwd.atol);
-    assertClose("swiglu dinp", dinp, await rt.read(gdinp), TOL.grad.atol);
+    assertClose("swiglu out", await rt.read(gout), out, TOL.fwd);
+    assertClose("swiglu dinp", await rt.read(gdinp), dinp, TOL.grad);
   });
 
   it("fill and axpy on a view inside a larger buffer", async () => {
@@ -255,9 +255,9 @@ describe("runtime", () => {
     const [ha, hb] = [randn(100, 60), randn(100, 61)];
     assertClose(
       "residual in a pass",
-      ha.map((x, i) => x + hb[i]),
       await rt.read(out),
-      TOL.fwd.atol,
+      ha.map((x, i) => x + hb[i]),
+      TOL.fwd,
     );
   });
 });

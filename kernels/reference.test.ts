@@ -22,10 +22,9 @@ function check(
   const [idx, num] = finiteDiff(x, loss, 40, 7);
   assertClose(
     label,
-    num,
     idx.map((i) => grad[i]),
-    1e-6,
-    1e-5,
+    num,
+    { atol: 1e-6, rtol: 1e-5 },
   );
 }
 

@@ -2,7 +2,8 @@
 // Float32Array (or Float64Array, for the float64 finite-difference checks in reference.test.ts).
 // Shapes: B batch, T time, C channels, NH heads, hs = C/NH head size, V vocab, N = B*T rows.
 // Backward functions ADD into their gradient arrays (zeroing is the caller's step).
-// Tested by kernels/reference.test.ts (finite differences) and every kernels/*.gpu.test.ts.
+// Tested by kernels/reference.test.ts (finite differences) and every kernels/*.gpu.test.ts; model/cpu.ts
+// is the whole network written with these functions (and tested against PyTorch).
 
 export type F = Float32Array | Float64Array;
 export type I = Int32Array | Uint32Array;
@@ -50,7 +51,7 @@ export function matmulRef(out: F, a: F, b: F, bias: F | null, s: MatmulShape): v
   }
 }
 
-/** out (N,OC) = inp (N,C) · weightᵀ (OC,C) + bias (OC): the linear layer. */
+/** out (N,OC) = inp (N,C) · weightᵀ (OC,C) + bias (OC): the linear layer (bias may be null). */
 export function matmulForwardRef(
   out: F,
   inp: F,
@@ -60,9 +61,18 @@ export function matmulForwardRef(
   C: number,
   OC: number,
 ) {
-  matmulRef(out, inp, weight, bias, { M: N, N: OC, K: C, transB: true });
+  for (let n = 0; n < N; n++) {
+    const x = n * C;
+    for (let o = 0; o < OC; o++) {
+      const wo = o * C;
+      let s = bias ? bias[o] : 0;
+      for (let c = 0; c < C; c++) s += inp[x + c] * weight[wo + c];
+      out[n * OC + o] = s;
+    }
+  }
 }
 
+/** dinp (N,C) += dout·weight, dweight (OC,C) += doutᵀ·inp, dbias (OC) += Σ_n dout. */
 export function matmulBackwardRef(
   dinp: F,
   dweight: F,
@@ -74,36 +84,56 @@ export function matmulBackwardRef(
   C: number,
   OC: number,
 ) {
-  matmulRef(dinp, dout, weight, null, { M: N, N: C, K: OC, accumulate: true }); // (N,OC)·(OC,C)
-  matmulRef(dweight, dout, inp, null, { M: OC, N: C, K: N, transA: true, accumulate: true }); // doutᵀ·inp
-  if (dbias) for (let o = 0; o < OC; o++) for (let n = 0; n < N; n++) dbias[o] += dout[n * OC + o];
+  for (let n = 0; n < N; n++) {
+    const x = n * C;
+    for (let o = 0; o < OC; o++) {
+      const g = dout[n * OC + o];
+      if (g === 0) continue; // rows the loss does not reach (padding, unscored tokens)
+      const wo = o * C;
+      for (let c = 0; c < C; c++) {
+        dinp[x + c] += g * weight[wo + c];
+        dweight[wo + c] += g * inp[x + c];
+      }
+      if (dbias) dbias[o] += g;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- embedding
 
-/** out (N,C) = wte[tokens[n]] + wpe[pos[n]]; a token < 0 gives a zero row. */
-export function embeddingForwardRef(out: F, tokens: I, pos: I, wte: F, wpe: F, N: number, C: number) {
+/** out (N,C) = wte[tokens[n]] + wpe[pos[n]] (wpe null: no learned positions, as with RoPE); a token < 0 gives a zero row. */
+export function embeddingForwardRef(out: F, tokens: I, pos: I, wte: F, wpe: F | null, N: number, C: number) {
   for (let n = 0; n < N; n++) {
     const t = tokens[n] | 0;
-    for (let c = 0; c < C; c++) out[n * C + c] = t < 0 ? 0 : wte[t * C + c] + wpe[pos[n] * C + c];
+    for (let c = 0; c < C; c++) out[n * C + c] = t < 0 ? 0 : wte[t * C + c] + (wpe ? wpe[pos[n] * C + c] : 0);
   }
 }
 
-export function embeddingBackwardRef(dwte: F, dwpe: F, dout: F, tokens: I, pos: I, N: number, C: number) {
+export function embeddingBackwardRef(
+  dwte: F,
+  dwpe: F | null,
+  dout: F,
+  tokens: I,
+  pos: I,
+  N: number,
+  C: number,
+) {
   for (let n = 0; n < N; n++) {
     const t = tokens[n] | 0;
     if (t < 0) continue;
     for (let c = 0; c < C; c++) {
       dwte[t * C + c] += dout[n * C + c];
-      dwpe[pos[n] * C + c] += dout[n * C + c];
+      if (dwpe) dwpe[pos[n] * C + c] += dout[n * C + c];
     }
   }
 }
 
 // ---------------------------------------------------------------- norms
 
+/** The eps the GPU norms use (the WGSL bakes it in); the CPU model takes config.normEps. */
 export const NORM_EPS = 1e-5;
 
+/** LayerNorm over the last dim: out (N,C); saves mean (N) and rstd (N) for backward. */
 export function layernormForwardRef(
   out: F,
   mean: F,
@@ -113,6 +143,7 @@ export function layernormForwardRef(
   bias: F,
   N: number,
   C: number,
+  eps = NORM_EPS,
 ) {
   for (let n = 0; n < N; n++) {
     const x = n * C;
@@ -122,7 +153,7 @@ export function layernormForwardRef(
     let v = 0;
     for (let c = 0; c < C; c++) v += (inp[x + c] - m) ** 2;
     v /= C;
-    const s = 1 / Math.sqrt(v + NORM_EPS);
+    const s = 1 / Math.sqrt(v + eps);
     for (let c = 0; c < C; c++) out[x + c] = (inp[x + c] - m) * s * weight[c] + bias[c];
     mean[n] = m;
     rstd[n] = s;
@@ -163,12 +194,13 @@ export function layernormBackwardRef(
   }
 }
 
-export function rmsnormForwardRef(out: F, rstd: F, inp: F, weight: F, N: number, C: number) {
+/** RMSNorm: out (N,C) = inp * rstd * weight; saves rstd (N). */
+export function rmsnormForwardRef(out: F, rstd: F, inp: F, weight: F, N: number, C: number, eps = NORM_EPS) {
   for (let n = 0; n < N; n++) {
     const x = n * C;
     let ss = 0;
     for (let c = 0; c < C; c++) ss += inp[x + c] * inp[x + c];
-    const s = 1 / Math.sqrt(ss / C + NORM_EPS);
+    const s = 1 / Math.sqrt(ss / C + eps);
     for (let c = 0; c < C; c++) out[x + c] = inp[x + c] * s * weight[c];
     rstd[n] = s;
   }
@@ -454,12 +486,13 @@ export function ropeBackwardRef(dx: F, pos: I, s: RopeShape) {
 /**
  * Per row n of logits (N,V), with z = logits * invTemp: logp[n] = log softmax(z)[target[n]],
  * ent[n] = H(softmax(z)), and dlogits = d/dlogits of sum_n (wlp[n] * logp[n] + went[n] * ent[n]).
- * dlogits is WRITTEN (it is the head of the backward pass). target < 0: logp 0 and a zero row.
+ * dlogits is WRITTEN (it is the head of the backward pass); null skips it (a forward-only call).
+ * target < 0: logp 0 and a zero row.
  */
 export function logSoftmaxRef(
   logp: F,
   ent: F,
-  dlogits: F,
+  dlogits: F | null,
   logits: F,
   targets: I,
   wlp: F,
@@ -483,6 +516,7 @@ export function logSoftmaxRef(
     const t = targets[n] | 0;
     ent[n] = lse - pz;
     logp[n] = t < 0 ? 0 : logits[r + t] * invTemp - lse;
+    if (!dlogits) continue;
     for (let v = 0; v < V; v++) {
       if (t < 0) {
         dlogits[r + v] = 0;

@@ -28,10 +28,10 @@ describe("rope", () => {
     for (const s of shapes) ropeForward(rt, enc, gx, gpos, s);
     rt.submit(enc);
     // atol x4: the GPU's pow/sin/cos on angles up to 127 rad are a few ulps off
-    assertClose("rope forward", ref, await rt.read(gx), TOL.fwd.atol * 4);
+    assertClose("rope forward", await rt.read(gx), ref, { atol: TOL.fwd.atol * 4 });
     enc = rt.device.createCommandEncoder();
     for (const s of shapes) ropeBackward(rt, enc, gx, gpos, s);
     rt.submit(enc);
-    assertClose("rope backward(forward(x)) = x", x, await rt.read(gx), TOL.fwd.atol * 4);
+    assertClose("rope backward(forward(x)) = x", await rt.read(gx), x, { atol: TOL.fwd.atol * 4 });
   });
 });

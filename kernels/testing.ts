@@ -1,6 +1,7 @@
-// Test helpers shared by the kernel tests: seeded random inputs, the one tolerance rule of
-// STYLE.md (|ref - got| <= atol + rtol*|ref|, with the max difference and the first failing pairs
-// on failure), float64 finite differences, and one shared GPU runtime per test file.
+// Test helpers shared by the kernel and model tests: seeded random inputs, the one tolerance rule
+// of STYLE.md (assertClose(label, got, ref, { atol, rtol }): |got - ref| <= atol + rtol*|ref|, with
+// the max difference and the first failing pairs on failure), float64 finite differences, and one
+// shared GPU runtime per test file (created on first use only).
 import { createGpu } from "./device";
 import { nodeGpu } from "./node-gpu";
 import { Runtime, type RuntimeOptions } from "./runtime";
@@ -35,31 +36,46 @@ export function randInt(n: number, hi: number, seed: number): Int32Array {
 
 export const TOL = { fwd: { atol: 1e-5, rtol: 1e-3 }, grad: { atol: 1e-4, rtol: 1e-3 } };
 
-/** Throws with the max difference and the first failing pairs unless every element is close. */
+export interface Tolerance {
+  atol: number;
+  /** default 1e-3 */
+  rtol?: number;
+}
+
+/**
+ * The tolerance rule: every element must satisfy |got - ref| <= atol + rtol*|ref|. Throws with the
+ * max difference, where it is, and the first failing pairs; returns the max difference.
+ */
 export function assertClose(
   label: string,
-  ref: ArrayLike<number>,
   got: ArrayLike<number>,
-  atol: number,
-  rtol = 1e-3,
-  n = ref.length,
-): void {
+  ref: ArrayLike<number>,
+  tol: Tolerance,
+): { maxDiff: number } {
+  const { atol, rtol = 1e-3 } = tol;
+  if (got.length !== ref.length) throw new Error(`${label}: length ${got.length}, expected ${ref.length}`);
   let maxDiff = 0;
+  let worst = -1;
   let bad = 0;
   const pairs: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const d = Math.abs(ref[i] - got[i]);
+  for (let i = 0; i < ref.length; i++) {
+    const d = Math.abs(got[i] - ref[i]);
     if (!(d <= atol + rtol * Math.abs(ref[i]))) {
       bad++;
-      if (pairs.length < 5) pairs.push(`[${i}] ref ${ref[i]} got ${got[i]}`);
+      if (pairs.length < 5) pairs.push(`[${i}] got ${got[i]} ref ${ref[i]}`);
     }
-    if (d > maxDiff || Number.isNaN(d)) maxDiff = Number.isNaN(d) ? Number.NaN : d;
+    const dd = Number.isNaN(d) ? Number.POSITIVE_INFINITY : d; // NaN counts as the worst
+    if (dd > maxDiff) {
+      maxDiff = dd;
+      worst = i;
+    }
   }
   if (bad > 0) {
     throw new Error(
-      `${label}: ${bad}/${n} elements off (atol ${atol}, rtol ${rtol}), max diff ${maxDiff}; ${pairs.join("; ")}`,
+      `${label}: ${bad}/${ref.length} elements off (atol ${atol}, rtol ${rtol}), max |diff| ${maxDiff} at [${worst}]; ${pairs.join("; ")}`,
     );
   }
+  return { maxDiff };
 }
 
 export function bitEqual(a: ArrayLike<number>, b: ArrayLike<number>): boolean {

@@ -3,12 +3,12 @@
 // forward, seeded sampling, stop strings, appending, overfitting, optimizer edge cases.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { assertClose } from "../kernels/testing";
 import type { ScoreBatch } from "./api";
 import { initParams, type ModelConfig, modelConfig, paramLayout } from "./config";
 import { adamwStep, backward, CpuModel, forward, paramViews } from "./cpu";
 import { generate } from "./generate";
 import { goldenLoss, goldenLossGrads, readGolden } from "./golden";
-import { assertClose } from "./testutil";
 import { decode, encode, SPECIAL_IDS } from "./tokenizer";
 
 const golden = readGolden(new Uint8Array(readFileSync(new URL("./golden/tiny.bin", import.meta.url))));
@@ -18,9 +18,9 @@ describe("CPU model vs PyTorch (golden fixture)", () => {
   it("matches logits, logp, entropy and loss", async () => {
     const model = new CpuModel(golden.config, golden.weights);
     const out = await model.forwardScore(goldenBatch, { logits: true });
-    assertClose("logits", out.logits!, golden.logits, 1e-4, 1e-3);
-    assertClose("logp", out.logp, golden.logp, 1e-4, 1e-3);
-    assertClose("entropy", out.entropy, golden.entropy, 1e-4, 1e-3);
+    assertClose("logits", out.logits!, golden.logits, { atol: 1e-4, rtol: 1e-3 });
+    assertClose("logp", out.logp, golden.logp, { atol: 1e-4, rtol: 1e-3 });
+    assertClose("entropy", out.entropy, golden.entropy, { atol: 1e-4, rtol: 1e-3 });
     expect(Math.abs(goldenLoss(golden, out.logp, out.entropy) - golden.loss)).toBeLessThan(1e-4);
   });
 
@@ -32,7 +32,7 @@ describe("CPU model vs PyTorch (golden fixture)", () => {
     for (const t of layout.tensors) {
       const got = model.grads.subarray(t.offset, t.offset + t.size);
       const ref = golden.grads.subarray(t.offset, t.offset + t.size);
-      assertClose(`grad ${t.name}`, got, ref, 1e-5, 1e-3);
+      assertClose(`grad ${t.name}`, got, ref, { atol: 1e-5, rtol: 1e-3 });
     }
   });
 
@@ -49,8 +49,8 @@ describe("CPU model vs PyTorch (golden fixture)", () => {
       expect(r.skipped).toBe(false);
       norms.push(r.gradNorm);
     }
-    assertClose("step losses", losses, golden.stepLosses, 1e-2, 0);
-    assertClose("step grad norms", norms, golden.stepGradNorms, 1e-3, 1e-3);
+    assertClose("step losses", losses, golden.stepLosses, { atol: 1e-2, rtol: 0 });
+    assertClose("step grad norms", norms, golden.stepGradNorms, { atol: 1e-3, rtol: 1e-3 });
   });
 });
 
@@ -101,7 +101,7 @@ function finiteDifferenceCheck(config: ModelConfig, seed: number, temperature?: 
       fd.push((up - down) / (2 * h));
       an.push(grads[o]);
     }
-    assertClose(`d ${t.name}`, an, fd, 1e-6, 1e-4);
+    assertClose(`d ${t.name}`, an, fd, { atol: 1e-6, rtol: 1e-4 });
   }
 }
 
@@ -150,7 +150,10 @@ describe("CPU generation", () => {
           { logits: true },
         );
         const V = config.vocab;
-        assertClose(`seq ${b} pos 1`, session.nextLogits(b), full.logits!.subarray(V, 2 * V), 1e-5, 1e-4);
+        assertClose(`seq ${b} pos 1`, session.nextLogits(b), full.logits!.subarray(V, 2 * V), {
+          atol: 1e-5,
+          rtol: 1e-4,
+        });
         let t = 2;
         while (t < T) {
           const n = t % 2 === 0 ? 1 : Math.min(3, T - t);
@@ -160,8 +163,7 @@ describe("CPU generation", () => {
             `seq ${b} pos ${t - 1}`,
             session.nextLogits(b),
             full.logits!.subarray((t - 1) * V, t * V),
-            1e-5,
-            1e-4,
+            { atol: 1e-5, rtol: 1e-4 },
           );
         }
       }
@@ -207,7 +209,7 @@ describe("CPU generation", () => {
       targets: Int32Array.from(ids.slice(1)),
       temperature: 0.7,
     });
-    assertClose("sampling logprobs", out[0].logprobs, full.logp.subarray(1), 1e-5, 1e-4);
+    assertClose("sampling logprobs", out[0].logprobs, full.logp.subarray(1), { atol: 1e-5, rtol: 1e-4 });
   });
 
   it("stops exactly at a stop string and continues after appended tokens", async () => {
@@ -351,8 +353,7 @@ describe("CPU training", () => {
       "accumulated",
       g2,
       g1.map((x) => 2 * x),
-      1e-7,
-      1e-6,
+      { atol: 1e-7, rtol: 1e-6 },
     );
     const ref = await model.frozenCopy();
     const before = (await ref.forwardScore(batch)).logp;

@@ -1,7 +1,10 @@
-// The CPU reference of the transformer in plain Float32Array code: the specification the
-// WebGPU model (model/gpu.ts) must equal, and a PolicyModel backend for unit tests of rl/.
-// Reads top to bottom: the layer functions (forward and backward side by side, llm.c
-// style: outputs first, gradients with a d prefix, backward ADDS into gradients), the
+// The transformer on the CPU, written with the ops of kernels/reference.ts: the specification
+// the WebGPU model (model/gpu.ts) must equal, and a PolicyModel backend for unit tests of rl/.
+// The ops themselves (matmul, embedding, LayerNorm/RMSNorm, residual, GELU/SwiGLU, causal
+// attention and its KV-cache form, RoPE, the log-softmax head, AdamW, sampling) live in
+// kernels/reference.ts, the same functions every kernel is tested against, so a fix to an op
+// fixes both. This file reads top to bottom (llm.c train_gpt2.c style: outputs first, d-prefixed
+// gradients, backward ADDS into gradients): the config's choice of ops, the activations, the
 // whole-network forward and backward, the optimizer, KV-cache decoding, the CpuModel class.
 //
 // Legend: B batch, T time, C channels (dModel), NH heads, hs head size (C/NH),
@@ -11,9 +14,34 @@
 // then h = normf(x), logits = h @ lmHead^T, value = h . wv + bv.
 // GELU is the tanh form (GPT-2's; WGSL has no erf). Norm eps = config.normEps.
 // Tested by model/cpu.test.ts (PyTorch golden, finite differences, KV cache, generation,
-// overfitting); sampling is kernels' sampleRef (the GPU sampler's specification).
+// overfitting); the ops alone by kernels/reference.test.ts.
 
-import { sampleRef } from "../kernels/reference";
+import {
+  adamwRef,
+  attentionBackwardRef,
+  attentionForwardRef,
+  clipScale,
+  decodeAttentionRef,
+  embeddingBackwardRef,
+  embeddingForwardRef,
+  geluBackwardRef,
+  geluForwardRef,
+  gradNormRef,
+  layernormBackwardRef,
+  layernormForwardRef,
+  logSoftmaxRef,
+  matmulBackwardRef,
+  matmulForwardRef,
+  type RopeShape,
+  residualForwardRef,
+  rmsnormBackwardRef,
+  rmsnormForwardRef,
+  ropeBackwardRef,
+  ropeForwardRef,
+  sampleRef,
+  swigluBackwardRef,
+  swigluForwardRef,
+} from "../kernels/reference";
 import type {
   AdamWHparams,
   DecodeResult,
@@ -36,7 +64,7 @@ import {
   paramTensors,
 } from "./config";
 
-// Layers and the network take float32 (the model) or float64 (finite-difference checks) arrays.
+// The network takes float32 (the model) or float64 (finite-difference checks) arrays.
 type F32 = Float32Array<ArrayBufferLike> | Float64Array<ArrayBufferLike>;
 
 function allocLike(like: F32, n: number): F32 {
@@ -44,419 +72,67 @@ function allocLike(like: F32, n: number): F32 {
 }
 
 // ---------------------------------------------------------------------------------------
-// Layers
+// The config's choice of ops
 
-/** out (N,C) = wte[tokens] + wpe[positions] (wpe null with rope). */
-export function encoderForward(
-  out: F32,
-  tokens: Int32Array,
-  positions: Int32Array,
-  wte: F32,
-  wpe: F32 | null,
-  C: number,
-): void {
-  for (let n = 0; n < tokens.length; n++) {
-    const te = tokens[n] * C;
-    const pe = positions[n] * C;
-    for (let i = 0; i < C; i++) out[n * C + i] = wte[te + i] + (wpe ? wpe[pe + i] : 0);
-  }
-}
-
-export function encoderBackward(
-  dwte: F32,
-  dwpe: F32 | null,
-  dout: F32,
-  tokens: Int32Array,
-  positions: Int32Array,
-  C: number,
-): void {
-  for (let n = 0; n < tokens.length; n++) {
-    const te = tokens[n] * C;
-    const pe = positions[n] * C;
-    for (let i = 0; i < C; i++) {
-      dwte[te + i] += dout[n * C + i];
-      if (dwpe) dwpe[pe + i] += dout[n * C + i];
-    }
-  }
-}
-
-/** LayerNorm over the last dim: out (N,C), saves mean (N) and rstd (N). */
-export function layernormForward(
+function normForward(
+  c: ModelConfig,
   out: F32,
   mean: F32,
   rstd: F32,
-  inp: F32,
-  w: F32,
-  b: F32,
-  N: number,
-  C: number,
-  eps: number,
-): void {
-  for (let n = 0; n < N; n++) {
-    const x = n * C;
-    let m = 0;
-    for (let i = 0; i < C; i++) m += inp[x + i];
-    m /= C;
-    let v = 0;
-    for (let i = 0; i < C; i++) v += (inp[x + i] - m) ** 2;
-    const s = 1 / Math.sqrt(v / C + eps);
-    for (let i = 0; i < C; i++) out[x + i] = (inp[x + i] - m) * s * w[i] + b[i];
-    mean[n] = m;
-    rstd[n] = s;
-  }
-}
-
-export function layernormBackward(
-  dinp: F32,
-  dw: F32,
-  db: F32,
-  dout: F32,
-  inp: F32,
-  w: F32,
-  mean: F32,
-  rstd: F32,
-  N: number,
-  C: number,
-): void {
-  for (let n = 0; n < N; n++) {
-    const x = n * C;
-    let dnormMean = 0;
-    let dnormNormMean = 0;
-    for (let i = 0; i < C; i++) {
-      const norm = (inp[x + i] - mean[n]) * rstd[n];
-      const dnorm = w[i] * dout[x + i];
-      dnormMean += dnorm;
-      dnormNormMean += dnorm * norm;
-    }
-    dnormMean /= C;
-    dnormNormMean /= C;
-    for (let i = 0; i < C; i++) {
-      const norm = (inp[x + i] - mean[n]) * rstd[n];
-      const dnorm = w[i] * dout[x + i];
-      db[i] += dout[x + i];
-      dw[i] += norm * dout[x + i];
-      dinp[x + i] += (dnorm - dnormMean - norm * dnormNormMean) * rstd[n];
-    }
-  }
-}
-
-/** RMSNorm: out = inp * rstd * w, saves rstd (N). */
-export function rmsnormForward(
-  out: F32,
-  rstd: F32,
-  inp: F32,
-  w: F32,
-  N: number,
-  C: number,
-  eps: number,
-): void {
-  for (let n = 0; n < N; n++) {
-    const x = n * C;
-    let ss = 0;
-    for (let i = 0; i < C; i++) ss += inp[x + i] * inp[x + i];
-    const s = 1 / Math.sqrt(ss / C + eps);
-    for (let i = 0; i < C; i++) out[x + i] = inp[x + i] * s * w[i];
-    rstd[n] = s;
-  }
-}
-
-export function rmsnormBackward(
-  dinp: F32,
-  dw: F32,
-  dout: F32,
-  inp: F32,
-  w: F32,
-  rstd: F32,
-  N: number,
-  C: number,
-): void {
-  for (let n = 0; n < N; n++) {
-    const x = n * C;
-    let dnormNormMean = 0;
-    for (let i = 0; i < C; i++) dnormNormMean += w[i] * dout[x + i] * inp[x + i] * rstd[n];
-    dnormNormMean /= C;
-    for (let i = 0; i < C; i++) {
-      const norm = inp[x + i] * rstd[n];
-      dw[i] += norm * dout[x + i];
-      dinp[x + i] += (w[i] * dout[x + i] - norm * dnormNormMean) * rstd[n];
-    }
-  }
-}
-
-/** out (N,OC) = inp (N,IC) @ w (OC,IC)^T + b (OC); b may be null. */
-export function matmulForward(
-  out: F32,
   inp: F32,
   w: F32,
   b: F32 | null,
   N: number,
-  IC: number,
-  OC: number,
 ): void {
-  for (let n = 0; n < N; n++) {
-    const x = n * IC;
-    for (let o = 0; o < OC; o++) {
-      const wo = o * IC;
-      let s = b ? b[o] : 0;
-      for (let i = 0; i < IC; i++) s += inp[x + i] * w[wo + i];
-      out[n * OC + o] = s;
-    }
-  }
+  if (c.norm === "layernorm") layernormForwardRef(out, mean, rstd, inp, w, b!, N, c.dModel, c.normEps);
+  else rmsnormForwardRef(out, rstd, inp, w, N, c.dModel, c.normEps);
 }
 
-export function matmulBackward(
+function normBackward(
+  c: ModelConfig,
   dinp: F32,
   dw: F32,
   db: F32 | null,
   dout: F32,
   inp: F32,
   w: F32,
+  mean: F32,
+  rstd: F32,
   N: number,
-  IC: number,
-  OC: number,
 ): void {
-  for (let n = 0; n < N; n++) {
-    const x = n * IC;
-    for (let o = 0; o < OC; o++) {
-      const g = dout[n * OC + o];
-      if (g === 0) continue;
-      const wo = o * IC;
-      for (let i = 0; i < IC; i++) {
-        dinp[x + i] += g * w[wo + i];
-        dw[wo + i] += g * inp[x + i];
-      }
-      if (db) db[o] += g;
-    }
-  }
+  if (c.norm === "layernorm") layernormBackwardRef(dinp, dw, db!, dout, inp, w, mean, rstd, N, c.dModel);
+  else rmsnormBackwardRef(dinp, dw, dout, inp, w, rstd, N, c.dModel);
 }
 
-/**
- * Rotary embedding on q and k inside qkv (N,3C), in place, NeoX half-rotation: per head the
- * pair (i, i + hs/2) turns by pos * theta^(-2i/hs). sign -1 applies the inverse (backward).
- */
-export function ropeApply(
-  qkv: F32,
-  positions: Int32Array,
-  N: number,
-  C: number,
-  NH: number,
-  theta: number,
-  sign: 1 | -1,
-): void {
-  const hs = C / NH;
-  const half = hs / 2;
-  for (let n = 0; n < N; n++) {
-    for (let part = 0; part < 2; part++) {
-      for (let h = 0; h < NH; h++) {
-        const base = n * 3 * C + part * C + h * hs;
-        for (let i = 0; i < half; i++) {
-          const angle = positions[n] * theta ** ((-2 * i) / hs);
-          const cos = Math.cos(angle);
-          const sin = sign * Math.sin(angle);
-          const x1 = qkv[base + i];
-          const x2 = qkv[base + i + half];
-          qkv[base + i] = x1 * cos - x2 * sin;
-          qkv[base + i + half] = x1 * sin + x2 * cos;
-        }
-      }
-    }
-  }
+function mlpActForward(c: ModelConfig, out: F32, fch: F32, N: number): void {
+  const H = mlpHidden(c);
+  if (c.mlp === "gelu") geluForwardRef(out, fch, N * H);
+  else swigluForwardRef(out, fch, N, H);
 }
 
-/** Causal self-attention: out (B,T,C) from qkv (B,T,3C); saves att (B,NH,T,T) probabilities. */
-export function attentionForward(
-  out: F32,
-  att: F32,
-  qkv: F32,
-  B: number,
-  T: number,
-  C: number,
-  NH: number,
-): void {
-  const hs = C / NH;
-  const scale = 1 / Math.sqrt(hs);
-  for (let b = 0; b < B; b++) {
-    for (let t = 0; t < T; t++) {
-      for (let h = 0; h < NH; h++) {
-        const q = (b * T + t) * 3 * C + h * hs;
-        const a = ((b * NH + h) * T + t) * T;
-        let max = -Infinity;
-        for (let t2 = 0; t2 <= t; t2++) {
-          const k = (b * T + t2) * 3 * C + C + h * hs;
-          let s = 0;
-          for (let i = 0; i < hs; i++) s += qkv[q + i] * qkv[k + i];
-          s *= scale;
-          att[a + t2] = s;
-          if (s > max) max = s;
-        }
-        let sum = 0;
-        for (let t2 = 0; t2 <= t; t2++) {
-          const e = Math.exp(att[a + t2] - max);
-          att[a + t2] = e;
-          sum += e;
-        }
-        for (let t2 = 0; t2 < T; t2++) att[a + t2] = t2 <= t ? att[a + t2] / sum : 0;
-        const o = (b * T + t) * C + h * hs;
-        for (let i = 0; i < hs; i++) out[o + i] = 0;
-        for (let t2 = 0; t2 <= t; t2++) {
-          const v = (b * T + t2) * 3 * C + 2 * C + h * hs;
-          const p = att[a + t2];
-          for (let i = 0; i < hs; i++) out[o + i] += p * qkv[v + i];
-        }
-      }
-    }
-  }
+function mlpActBackward(c: ModelConfig, dfch: F32, dout: F32, fch: F32, N: number): void {
+  const H = mlpHidden(c);
+  if (c.mlp === "gelu") geluBackwardRef(dfch, fch, dout, N * H);
+  else swigluBackwardRef(dfch, fch, dout, N, H);
 }
 
-export function attentionBackward(
-  dqkv: F32,
-  dout: F32,
-  qkv: F32,
-  att: F32,
-  B: number,
-  T: number,
-  C: number,
-  NH: number,
-): void {
-  const hs = C / NH;
-  const scale = 1 / Math.sqrt(hs);
-  const datt = allocLike(dqkv, T);
-  for (let b = 0; b < B; b++) {
-    for (let t = 0; t < T; t++) {
-      for (let h = 0; h < NH; h++) {
-        const q = (b * T + t) * 3 * C + h * hs;
-        const a = ((b * NH + h) * T + t) * T;
-        const o = (b * T + t) * C + h * hs;
-        let dot = 0;
-        for (let t2 = 0; t2 <= t; t2++) {
-          const v = (b * T + t2) * 3 * C + 2 * C + h * hs;
-          let s = 0;
-          for (let i = 0; i < hs; i++) {
-            s += dout[o + i] * qkv[v + i];
-            dqkv[v + i] += att[a + t2] * dout[o + i];
-          }
-          datt[t2] = s;
-          dot += att[a + t2] * s;
-        }
-        for (let t2 = 0; t2 <= t; t2++) {
-          const dpre = att[a + t2] * (datt[t2] - dot) * scale;
-          const k = (b * T + t2) * 3 * C + C + h * hs;
-          for (let i = 0; i < hs; i++) {
-            dqkv[q + i] += dpre * qkv[k + i];
-            dqkv[k + i] += dpre * qkv[q + i];
-          }
-        }
-      }
-    }
-  }
+/** The q and k parts of qkv (N,3C) as the RoPE op sees them. */
+function ropeShapes(c: ModelConfig, N: number): RopeShape[] {
+  const C = c.dModel;
+  const s = { N, nHeads: c.heads, headDim: C / c.heads, rowStride: 3 * C, base: c.ropeTheta };
+  return [
+    { ...s, colOffset: 0 },
+    { ...s, colOffset: C },
+  ];
 }
 
-const GELU_S = Math.sqrt(2 / Math.PI);
-
-export function geluForward(out: F32, inp: F32, n: number): void {
-  for (let i = 0; i < n; i++) {
-    const x = inp[i];
-    out[i] = 0.5 * x * (1 + Math.tanh(GELU_S * (x + 0.044715 * x * x * x)));
-  }
+/** Rotates q and k inside qkv (N,3C) in place (no-op for learned positions). */
+function ropeForward(c: ModelConfig, qkv: F32, positions: Int32Array, N: number): void {
+  if (c.positional === "rope") for (const s of ropeShapes(c, N)) ropeForwardRef(qkv, positions, s);
 }
 
-export function geluBackward(dinp: F32, dout: F32, inp: F32, n: number): void {
-  for (let i = 0; i < n; i++) {
-    const x = inp[i];
-    const th = Math.tanh(GELU_S * (x + 0.044715 * x * x * x));
-    const dth = (1 - th * th) * GELU_S * (1 + 3 * 0.044715 * x * x);
-    dinp[i] += dout[i] * (0.5 * (1 + th) + 0.5 * x * dth);
-  }
-}
-
-/** out (N,H) = silu(gate) * up, from fch (N,2H) = [gate | up]. */
-export function swigluForward(out: F32, fch: F32, N: number, H: number): void {
-  for (let n = 0; n < N; n++) {
-    for (let j = 0; j < H; j++) {
-      const g = fch[n * 2 * H + j];
-      out[n * H + j] = (g / (1 + Math.exp(-g))) * fch[n * 2 * H + H + j];
-    }
-  }
-}
-
-export function swigluBackward(dfch: F32, dout: F32, fch: F32, N: number, H: number): void {
-  for (let n = 0; n < N; n++) {
-    for (let j = 0; j < H; j++) {
-      const g = fch[n * 2 * H + j];
-      const u = fch[n * 2 * H + H + j];
-      const sig = 1 / (1 + Math.exp(-g));
-      const d = dout[n * H + j];
-      dfch[n * 2 * H + j] += d * u * sig * (1 + g * (1 - sig));
-      dfch[n * 2 * H + H + j] += d * g * sig;
-    }
-  }
-}
-
-/**
- * logp (N) of targets and entropy (N) of softmax(logits * invTemp) from logits (N,V), via a
- * stable log-softmax (invTemp = 1/temperature; 1 for training).
- */
-export function scoreForward(
-  logp: F32,
-  entropy: F32,
-  logits: F32,
-  targets: Int32Array,
-  N: number,
-  V: number,
-  invTemp = 1,
-): void {
-  const lp = new Float64Array(V);
-  for (let n = 0; n < N; n++) {
-    entropy[n] = rowLogSoftmax(lp, logits, n * V, V, invTemp);
-    logp[n] = lp[targets[n]];
-  }
-}
-
-// lp (V) = log softmax(logits[off..off+V) * invTemp); returns the entropy.
-function rowLogSoftmax(lp: Float64Array, logits: F32, off: number, V: number, invTemp: number): number {
-  let max = -Infinity;
-  for (let v = 0; v < V; v++) max = Math.max(max, logits[off + v] * invTemp);
-  let sum = 0;
-  for (let v = 0; v < V; v++) sum += Math.exp(logits[off + v] * invTemp - max);
-  const lse = max + Math.log(sum);
-  let h = 0;
-  for (let v = 0; v < V; v++) {
-    lp[v] = logits[off + v] * invTemp - lse;
-    h -= Math.exp(lp[v]) * lp[v];
-  }
-  return h;
-}
-
-/**
- * dlogits (N,V) of sum_n dlogp[n]*logp[n] + dent[n]*H[n], with z = logits * invTemp:
- * d logp/dz_v = [v==target] - p_v;  dH/dz_v = -p_v (log p_v + H); dz/dlogits = invTemp.
- * Overwrites dlogits.
- */
-export function scoreBackward(
-  dlogits: F32,
-  dlogp: F32,
-  dent: F32 | null,
-  logits: F32,
-  targets: Int32Array,
-  N: number,
-  V: number,
-  invTemp = 1,
-): void {
-  const lp = new Float64Array(V);
-  for (let n = 0; n < N; n++) {
-    const z = n * V;
-    const wl = dlogp[n];
-    const we = dent ? dent[n] : 0;
-    if (wl === 0 && we === 0) {
-      dlogits.fill(0, z, z + V);
-      continue;
-    }
-    const h = rowLogSoftmax(lp, logits, z, V, invTemp);
-    for (let v = 0; v < V; v++) {
-      const p = Math.exp(lp[v]);
-      dlogits[z + v] = invTemp * (wl * ((v === targets[n] ? 1 : 0) - p) - we * p * (lp[v] + h));
-    }
-  }
+function ropeBackward(c: ModelConfig, dqkv: F32, positions: Int32Array, N: number): void {
+  if (c.positional === "rope") for (const s of ropeShapes(c, N)) ropeBackwardRef(dqkv, positions, s);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -474,14 +150,16 @@ interface LayerActs {
   ln1Mean: F32; // (N)
   ln1Rstd: F32; // (N)
   qkv: F32; // (N,3C), q and k after rope
-  att: F32; // (B,NH,T,T)
-  atty: F32; // (N,C)
+  atty: F32; // (N,C) attention output
+  attLse: F32; // (B,NH,T) logsumexp of each query's scores, for backward
+  attproj: F32; // (N,C)
   res2: F32; // (N,C) residual after attention
-  ln2: F32;
-  ln2Mean: F32;
-  ln2Rstd: F32;
-  fch: F32; // (N,H) or (N,2H)
+  ln2: F32; // (N,C)
+  ln2Mean: F32; // (N)
+  ln2Rstd: F32; // (N)
+  fch: F32; // (N,H) or (N,2H) for swiglu's [gate | up]
   fchAct: F32; // (N,H)
+  fcproj: F32; // (N,C)
   res3: F32; // (N,C) residual after the MLP
 }
 
@@ -494,55 +172,13 @@ export interface Activations {
   encoded: F32; // (N,C)
   layers: LayerActs[];
   lnf: F32; // (N,C)
-  lnfMean: F32;
-  lnfRstd: F32;
+  lnfMean: F32; // (N)
+  lnfRstd: F32; // (N)
   logits: F32; // (N,V)
   invTemp: number;
   logp: F32; // (N)
   entropy: F32; // (N)
   values: F32 | null; // (N)
-}
-
-function normForward(
-  c: ModelConfig,
-  out: F32,
-  mean: F32,
-  rstd: F32,
-  inp: F32,
-  w: F32,
-  b: F32 | null,
-  N: number,
-): void {
-  if (c.norm === "layernorm") layernormForward(out, mean, rstd, inp, w, b!, N, c.dModel, c.normEps);
-  else rmsnormForward(out, rstd, inp, w, N, c.dModel, c.normEps);
-}
-
-function normBackward(
-  c: ModelConfig,
-  dinp: F32,
-  dw: F32,
-  db: F32 | null,
-  dout: F32,
-  inp: F32,
-  w: F32,
-  mean: F32,
-  rstd: F32,
-  N: number,
-): void {
-  if (c.norm === "layernorm") layernormBackward(dinp, dw, db!, dout, inp, w, mean, rstd, N, c.dModel);
-  else rmsnormBackward(dinp, dw, dout, inp, w, rstd, N, c.dModel);
-}
-
-function mlpActForward(c: ModelConfig, out: F32, fch: F32, N: number): void {
-  const H = mlpHidden(c);
-  if (c.mlp === "gelu") geluForward(out, fch, N * H);
-  else swigluForward(out, fch, N, H);
-}
-
-function mlpActBackward(c: ModelConfig, dfch: F32, dout: F32, fch: F32, N: number): void {
-  const H = mlpHidden(c);
-  if (c.mlp === "gelu") geluBackward(dfch, dout, fch, N * H);
-  else swigluBackward(dfch, dout, fch, N, H);
 }
 
 function defaultPositions(B: number, T: number): Int32Array {
@@ -582,7 +218,7 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
   const f = (n: number) => allocLike(params.wte, n);
 
   const encoded = f(N * C); // (N,C)
-  encoderForward(encoded, batch.tokens, positions, params.wte, params.wpe, C);
+  embeddingForwardRef(encoded, batch.tokens, positions, params.wte, params.wpe, N, C);
   const layers: LayerActs[] = [];
   let residual: F32 = encoded;
   for (const p of params.layers) {
@@ -591,27 +227,29 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
       ln1Mean: f(N),
       ln1Rstd: f(N),
       qkv: f(N * 3 * C),
-      att: f(B * NH * T * T),
       atty: f(N * C),
+      attLse: f(B * NH * T),
+      attproj: f(N * C),
       res2: f(N * C),
       ln2: f(N * C),
       ln2Mean: f(N),
       ln2Rstd: f(N),
       fch: f(N * fcRows),
       fchAct: f(N * H),
+      fcproj: f(N * C),
       res3: f(N * C),
     };
     normForward(c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
-    matmulForward(a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C);
-    if (c.positional === "rope") ropeApply(a.qkv, positions, N, C, NH, c.ropeTheta, 1);
-    attentionForward(a.atty, a.att, a.qkv, B, T, C, NH);
-    matmulForward(a.res2, a.atty, p.projw, p.projb, N, C, C);
-    for (let i = 0; i < N * C; i++) a.res2[i] += residual[i];
+    matmulForwardRef(a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C);
+    ropeForward(c, a.qkv, positions, N);
+    attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, C, NH);
+    matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, C, C);
+    residualForwardRef(a.res2, a.attproj, residual, N * C);
     normForward(c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
-    matmulForward(a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows);
+    matmulForwardRef(a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows);
     mlpActForward(c, a.fchAct, a.fch, N);
-    matmulForward(a.res3, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
-    for (let i = 0; i < N * C; i++) a.res3[i] += a.res2[i];
+    matmulForwardRef(a.fcproj, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
+    residualForwardRef(a.res3, a.fcproj, a.res2, N * C);
     layers.push(a);
     residual = a.res3;
   }
@@ -620,15 +258,15 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
   const lnfRstd = f(N);
   normForward(c, lnf, lnfMean, lnfRstd, residual, params.lnfw, params.lnfb, N);
   const logits = f(N * V); // (N,V)
-  matmulForward(logits, lnf, params.lmHead, null, N, C, V);
+  matmulForwardRef(logits, lnf, params.lmHead, null, N, C, V);
   const logp = f(N);
   const entropy = f(N);
   const invTemp = 1 / (batch.temperature ?? 1);
-  scoreForward(logp, entropy, logits, batch.targets, N, V, invTemp);
+  logSoftmaxRef(logp, entropy, null, logits, batch.targets, f(N), f(N), N, V, invTemp);
   let values: F32 | null = null;
   if (params.valuew && params.valueb) {
     values = f(N);
-    matmulForward(values, lnf, params.valuew, params.valueb, N, C, 1);
+    matmulForwardRef(values, lnf, params.valuew, params.valueb, N, C, 1);
   }
   return {
     B,
@@ -666,14 +304,18 @@ export function backward(
   const V = c.vocab;
   const f = (n: number) => allocLike(params.wte, n);
 
-  const dlogits = f(N * V); // (N,V)
-  scoreBackward(dlogits, g.dlogp, g.dentropy ?? null, acts.logits, acts.targets, N, V, acts.invTemp);
+  // The head: dlogits (N,V) of sum_n dlogp[n]*logp[n] + dentropy[n]*entropy[n] (logp and
+  // entropy are recomputed into scratch by the fused op).
+  const dlogits = f(N * V);
+  const dentropy = g.dentropy ?? f(N);
+  logSoftmaxRef(f(N), f(N), dlogits, acts.logits, acts.targets, g.dlogp, dentropy, N, V, acts.invTemp);
   const dlnf = f(N * C);
-  matmulBackward(dlnf, grads.lmHead, null, dlogits, acts.lnf, params.lmHead, N, C, V);
+  matmulBackwardRef(dlnf, grads.lmHead, null, dlogits, acts.lnf, params.lmHead, N, C, V);
   if (g.dvalue && params.valuew && grads.valuew && grads.valueb) {
-    matmulBackward(dlnf, grads.valuew, grads.valueb, g.dvalue, acts.lnf, params.valuew, N, C, 1);
+    matmulBackwardRef(dlnf, grads.valuew, grads.valueb, g.dvalue, acts.lnf, params.valuew, N, C, 1);
   }
-  // dres: gradient w.r.t. the residual stream, carried down through the blocks.
+  // dres: the gradient of the residual stream, carried down through the blocks. A residual
+  // add passes its gradient unchanged to both inputs, so dres is also d(fcproj) and d(attproj).
   const dres = f(N * C);
   const last = acts.layers.length > 0 ? acts.layers[acts.layers.length - 1].res3 : acts.encoded;
   normBackward(c, dres, grads.lnfw, grads.lnfb, dlnf, last, params.lnfw, acts.lnfMean, acts.lnfRstd, N);
@@ -688,59 +330,51 @@ export function backward(
     const d = grads.layers[l];
     const a = acts.layers[l];
     const residual = l === 0 ? acts.encoded : acts.layers[l - 1].res3;
-    // MLP: dres is d/d res3 and also d/d fcproj output.
+    // MLP (dres = d res3 = d fcproj)
     dfchAct.fill(0);
-    matmulBackward(dfchAct, d.fcprojw, d.fcprojb, dres, a.fchAct, p.fcprojw, N, H, C);
+    matmulBackwardRef(dfchAct, d.fcprojw, d.fcprojb, dres, a.fchAct, p.fcprojw, N, H, C);
     dfch.fill(0);
     mlpActBackward(c, dfch, dfchAct, a.fch, N);
     dln.fill(0);
-    matmulBackward(dln, d.fcw, d.fcb, dfch, a.ln2, p.fcw, N, C, fcRows);
+    matmulBackwardRef(dln, d.fcw, d.fcb, dfch, a.ln2, p.fcw, N, C, fcRows);
     normBackward(c, dres, d.ln2w, d.ln2b, dln, a.res2, p.ln2w, a.ln2Mean, a.ln2Rstd, N);
-    // Attention: dres is now d/d res2, also d/d attention projection output.
+    // Attention (dres = d res2 = d attproj)
     datty.fill(0);
-    matmulBackward(datty, d.projw, d.projb, dres, a.atty, p.projw, N, C, C);
+    matmulBackwardRef(datty, d.projw, d.projb, dres, a.atty, p.projw, N, C, C);
     dqkv.fill(0);
-    attentionBackward(dqkv, datty, a.qkv, a.att, B, T, C, NH);
-    if (c.positional === "rope") ropeApply(dqkv, acts.positions, N, C, NH, c.ropeTheta, -1);
+    attentionBackwardRef(dqkv, datty, a.qkv, a.atty, a.attLse, null, B, T, C, NH);
+    ropeBackward(c, dqkv, acts.positions, N);
     dln.fill(0);
-    matmulBackward(dln, d.qkvw, d.qkvb, dqkv, a.ln1, p.qkvw, N, C, 3 * C);
+    matmulBackwardRef(dln, d.qkvw, d.qkvb, dqkv, a.ln1, p.qkvw, N, C, 3 * C);
     normBackward(c, dres, d.ln1w, d.ln1b, dln, residual, p.ln1w, a.ln1Mean, a.ln1Rstd, N);
   }
-  encoderBackward(grads.wte, grads.wpe, dres, acts.tokens, acts.positions, C);
+  embeddingBackwardRef(grads.wte, grads.wpe, dres, acts.tokens, acts.positions, N, C);
 }
 
 // ---------------------------------------------------------------------------------------
 // Optimizer
 
-export function gradNorm(grads: F32): number {
-  let s = 0;
-  for (let i = 0; i < grads.length; i++) s += grads[i] * grads[i];
-  return Math.sqrt(s);
-}
-
 /**
- * Global norm, clip (scale = min(1, maxGradNorm / (norm + 1e-6)), as
- * torch.nn.utils.clip_grad_norm_ and kernels' clipByNorm), then AdamW as torch.optim.AdamW: p -= lr*wd*p;
- * m, v moments; p -= lr * mhat / (sqrt(vhat) + eps). Weight decay applies to every
- * parameter. A non-finite norm leaves params, moments and step unchanged.
+ * Global norm, clip (clipScale, as torch.nn.utils.clip_grad_norm_ and kernels' clipByNorm),
+ * then AdamW as torch.optim.AdamW (adamwRef). Weight decay applies to every parameter. A
+ * non-finite norm leaves params, moments and step unchanged.
  */
 export function adamwStep(params: F32, grads: F32, state: OptimizerState, h: AdamWHparams): StepResult {
-  const norm = gradNorm(grads);
+  const norm = gradNormRef(grads, grads.length);
   if (!Number.isFinite(norm)) return { gradNorm: norm, skipped: true };
-  const scale = h.maxGradNorm > 0 ? Math.min(1, h.maxGradNorm / (norm + 1e-6)) : 1;
-  const t = state.step + 1;
-  const bc1 = 1 - h.beta1 ** t;
-  const bc2 = 1 - h.beta2 ** t;
-  const { m, v } = state;
-  for (let i = 0; i < params.length; i++) {
-    const g = grads[i] * scale;
-    m[i] = h.beta1 * m[i] + (1 - h.beta1) * g;
-    v[i] = h.beta2 * v[i] + (1 - h.beta2) * g * g;
-    const mhat = m[i] / bc1;
-    const vhat = v[i] / bc2;
-    params[i] -= h.lr * (mhat / (Math.sqrt(vhat) + h.eps) + h.weightDecay * params[i]);
-  }
-  state.step = t;
+  const scale = h.maxGradNorm > 0 ? clipScale(norm, h.maxGradNorm) : 1;
+  const step = state.step + 1;
+  const { lr, beta1, beta2, eps, weightDecay } = h;
+  adamwRef(
+    params,
+    grads,
+    state.m,
+    state.v,
+    params.length,
+    { lr, beta1, beta2, eps, weightDecay, step },
+    scale,
+  );
+  state.step = step;
   return { gradNorm: norm, skipped: false };
 }
 
@@ -760,7 +394,8 @@ export function newKvCache(c: ModelConfig): KvCache {
 
 /**
  * Feeds n tokens at positions length..length+n-1 to one sequence's cache and returns the
- * logits (n,V) at those positions. Same arithmetic as forward() on the full sequence.
+ * logits (n,V) at those positions. Same ops as forward() on the full sequence, with the
+ * attention of each new token over the cache (decodeAttentionRef).
  */
 export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, tokens: number[]): F32 {
   const n = tokens.length;
@@ -769,13 +404,12 @@ export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, to
     throw new Error(`sequence of ${start + n} tokens exceeds the context ${c.context}`);
   const C = c.dModel;
   const NH = c.heads;
-  const hs = C / NH;
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const f = (k: number) => allocLike(params.wte, k);
   const positions = Int32Array.from({ length: n }, (_, i) => start + i);
   const x = f(n * C); // (n,C) residual stream
-  encoderForward(x, Int32Array.from(tokens), positions, params.wte, params.wpe, C);
+  embeddingForwardRef(x, Int32Array.from(tokens), positions, params.wte, params.wpe, n, C);
   const ln = f(n * C);
   const mean = f(n);
   const rstd = f(n);
@@ -784,53 +418,33 @@ export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, to
   const tmp = f(n * C);
   const fch = f(n * fcRows);
   const act = f(n * H);
-  const scores = f(c.context);
-  const scale = 1 / Math.sqrt(hs);
   params.layers.forEach((p, l) => {
     normForward(c, ln, mean, rstd, x, p.ln1w, p.ln1b, n);
-    matmulForward(qkv, ln, p.qkvw, p.qkvb, n, C, 3 * C);
-    if (c.positional === "rope") ropeApply(qkv, positions, n, C, NH, c.ropeTheta, 1);
-    const K = cache.k[l];
-    const Vc = cache.v[l];
+    matmulForwardRef(qkv, ln, p.qkvw, p.qkvb, n, C, 3 * C);
+    ropeForward(c, qkv, positions, n);
+    const K = cache.k[l]; // (context,C)
+    const Vc = cache.v[l]; // (context,C)
     for (let i = 0; i < n; i++) {
       K.set(qkv.subarray(i * 3 * C + C, i * 3 * C + 2 * C), (start + i) * C);
       Vc.set(qkv.subarray(i * 3 * C + 2 * C, i * 3 * C + 3 * C), (start + i) * C);
     }
+    // new token i sees the cache up to and including its own position
     for (let i = 0; i < n; i++) {
-      const len = start + i + 1;
-      for (let h = 0; h < NH; h++) {
-        const q = i * 3 * C + h * hs;
-        let max = -Infinity;
-        for (let t2 = 0; t2 < len; t2++) {
-          let s = 0;
-          for (let j = 0; j < hs; j++) s += qkv[q + j] * K[t2 * C + h * hs + j];
-          scores[t2] = s * scale;
-          if (scores[t2] > max) max = scores[t2];
-        }
-        let sum = 0;
-        for (let t2 = 0; t2 < len; t2++) {
-          scores[t2] = Math.exp(scores[t2] - max);
-          sum += scores[t2];
-        }
-        const o = i * C + h * hs;
-        for (let j = 0; j < hs; j++) atty[o + j] = 0;
-        for (let t2 = 0; t2 < len; t2++) {
-          const w = scores[t2] / sum;
-          for (let j = 0; j < hs; j++) atty[o + j] += w * Vc[t2 * C + h * hs + j];
-        }
-      }
+      const q = qkv.subarray(i * 3 * C, (i + 1) * 3 * C);
+      const lens = Int32Array.of(start + i + 1);
+      decodeAttentionRef(atty.subarray(i * C, (i + 1) * C), q, K, Vc, lens, null, 1, c.context, C, NH, 3 * C);
     }
-    matmulForward(tmp, atty, p.projw, p.projb, n, C, C);
-    for (let i = 0; i < n * C; i++) x[i] += tmp[i];
+    matmulForwardRef(tmp, atty, p.projw, p.projb, n, C, C);
+    residualForwardRef(x, x, tmp, n * C);
     normForward(c, ln, mean, rstd, x, p.ln2w, p.ln2b, n);
-    matmulForward(fch, ln, p.fcw, p.fcb, n, C, fcRows);
+    matmulForwardRef(fch, ln, p.fcw, p.fcb, n, C, fcRows);
     mlpActForward(c, act, fch, n);
-    matmulForward(tmp, act, p.fcprojw, p.fcprojb, n, H, C);
-    for (let i = 0; i < n * C; i++) x[i] += tmp[i];
+    matmulForwardRef(tmp, act, p.fcprojw, p.fcprojb, n, H, C);
+    residualForwardRef(x, x, tmp, n * C);
   });
   normForward(c, ln, mean, rstd, x, params.lnfw, params.lnfb, n);
-  const logits = f(n * c.vocab);
-  matmulForward(logits, ln, params.lmHead, null, n, C, c.vocab);
+  const logits = f(n * c.vocab); // (n,V)
+  matmulForwardRef(logits, ln, params.lmHead, null, n, C, c.vocab);
   cache.length = start + n;
   return logits;
 }

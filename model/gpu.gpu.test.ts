@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { Runtime } from "../kernels/runtime";
+import { assertClose } from "../kernels/testing";
 import type { ScoreBatch } from "./api";
 import { loadCheckpoint, saveCheckpoint } from "./checkpoint";
 import { modelConfig, paramLayout } from "./config";
@@ -14,7 +15,6 @@ import { CpuModel } from "./cpu";
 import { generate } from "./generate";
 import { goldenLoss, goldenLossGrads, readGolden } from "./golden";
 import { GpuModel } from "./gpu";
-import { assertClose } from "./testutil";
 import { decode, encode } from "./tokenizer";
 
 const golden = readGolden(new Uint8Array(readFileSync(new URL("./golden/tiny.bin", import.meta.url))));
@@ -32,16 +32,16 @@ describe("GPU model vs PyTorch (golden fixture)", () => {
   it("matches logits, logp, entropy, loss and every gradient", async () => {
     const model = new GpuModel(rt, golden.config, golden.weights);
     const out = await model.forwardScore(goldenBatch, { logits: true });
-    assertClose("logits", out.logits!, golden.logits, 1e-4, 1e-3);
-    assertClose("logp", out.logp, golden.logp, 1e-4, 1e-3);
-    assertClose("entropy", out.entropy, golden.entropy, 1e-4, 1e-3);
+    assertClose("logits", out.logits!, golden.logits, { atol: 1e-4, rtol: 1e-3 });
+    assertClose("logp", out.logp, golden.logp, { atol: 1e-4, rtol: 1e-3 });
+    assertClose("entropy", out.entropy, golden.entropy, { atol: 1e-4, rtol: 1e-3 });
     expect(Math.abs(goldenLoss(golden, out.logp, out.entropy) - golden.loss)).toBeLessThan(1e-4);
     model.zeroGrad();
     await model.backward(goldenLossGrads(golden));
     const grads = await model.getGrads();
     for (const t of paramLayout(golden.config).tensors) {
       const sl = (a: Float32Array) => a.subarray(t.offset, t.offset + t.size);
-      assertClose(`grad ${t.name}`, sl(grads), sl(golden.grads), 1e-5, 1e-3);
+      assertClose(`grad ${t.name}`, sl(grads), sl(golden.grads), { atol: 1e-5, rtol: 1e-3 });
     }
     model.dispose();
   });
@@ -57,8 +57,8 @@ describe("GPU model vs PyTorch (golden fixture)", () => {
       await model.backward(goldenLossGrads(golden));
       norms.push((await model.step(golden.hparams)).gradNorm);
     }
-    assertClose("step losses", losses, golden.stepLosses, 1e-2, 0);
-    assertClose("step grad norms", norms, golden.stepGradNorms, 1e-3, 1e-3);
+    assertClose("step losses", losses, golden.stepLosses, { atol: 1e-2, rtol: 0 });
+    assertClose("step grad norms", norms, golden.stepGradNorms, { atol: 1e-3, rtol: 1e-3 });
     model.dispose();
   });
 });
@@ -95,9 +95,9 @@ describe("GPU model vs CPU reference", () => {
       };
       const a = await cpu.forwardScore(batch);
       const b = await gpu.forwardScore(batch);
-      assertClose("logp", b.logp, a.logp, 1e-5, 1e-3);
-      assertClose("entropy", b.entropy, a.entropy, 1e-5, 1e-3);
-      if (config.valueHead) assertClose("values", b.values!, a.values!, 1e-5, 1e-3);
+      assertClose("logp", b.logp, a.logp, { atol: 1e-5, rtol: 1e-3 });
+      assertClose("entropy", b.entropy, a.entropy, { atol: 1e-5, rtol: 1e-3 });
+      if (config.valueHead) assertClose("values", b.values!, a.values!, { atol: 1e-5, rtol: 1e-3 });
       const grads = {
         dlogp: Float32Array.from({ length: B * T }, (_, i) => Math.cos(i) / (B * T)),
         dentropy: Float32Array.from({ length: B * T }, (_, i) => (0.1 * Math.sin(i)) / (B * T)),
@@ -109,13 +109,13 @@ describe("GPU model vs CPU reference", () => {
       await cpu.backward(grads);
       await gpu.backward(grads);
       const cpuGrads = Float32Array.from(await cpu.getGrads());
-      assertClose("grads", await gpu.getGrads(), cpuGrads, 1e-5, 1e-3);
+      assertClose("grads", await gpu.getGrads(), cpuGrads, { atol: 1e-5, rtol: 1e-3 });
       const h = { lr: 1e-2, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0.5 };
       const frozen = await gpu.frozenCopy();
       const sa = await cpu.step(h);
       const sb = await gpu.step(h);
       // The reference copy keeps the old weights.
-      assertClose("frozen copy", (await frozen.forwardScore(batch)).logp, a.logp, 1e-5, 1e-3);
+      assertClose("frozen copy", (await frozen.forwardScore(batch)).logp, a.logp, { atol: 1e-5, rtol: 1e-3 });
       frozen.dispose();
       // A smaller batch reuses the training buffers (sized for the larger one).
       const small: ScoreBatch = {
@@ -128,8 +128,7 @@ describe("GPU model vs CPU reference", () => {
         "smaller batch",
         (await gpu.forwardScore(small)).logp,
         (await cpu.forwardScore(small)).logp,
-        1e-5,
-        1e-3,
+        { atol: 1e-5, rtol: 1e-3 },
       );
       expect(sb.gradNorm).toBeCloseTo(sa.gradNorm, 4);
       // Adam's first step is about lr*sign(g). Where |g| is below the gradient check's own atol
@@ -140,9 +139,15 @@ describe("GPU model vs CPU reference", () => {
       const wCpu = await cpu.getWeights();
       const pinned = (i: number) => Math.abs(cpuGrads[i]) >= 1e-5;
       const keep = (w: Float32Array, sel: (i: number) => boolean) => w.filter((_, i) => sel(i));
-      assertClose("weights after a step", keep(wGpu, pinned), keep(wCpu, pinned), 1e-2 * h.lr, 1e-4);
+      assertClose("weights after a step", keep(wGpu, pinned), keep(wCpu, pinned), {
+        atol: 1e-2 * h.lr,
+        rtol: 1e-4,
+      });
       const free = (i: number) => !pinned(i);
-      assertClose("weights after a step (|g| < 1e-5)", keep(wGpu, free), keep(wCpu, free), 2 * h.lr, 0);
+      assertClose("weights after a step (|g| < 1e-5)", keep(wGpu, free), keep(wCpu, free), {
+        atol: 2 * h.lr,
+        rtol: 0,
+      });
       gpu.dispose();
     });
   }
@@ -162,7 +167,10 @@ describe("GPU generation", () => {
         { B: 1, T: x.length, tokens: Int32Array.from(x), targets: new Int32Array(x.length) },
         { logits: true },
       );
-      assertClose(`seq ${b} pos 1`, await s.nextLogits(b), full.logits!.subarray(V, 2 * V), 1e-4, 1e-3);
+      assertClose(`seq ${b} pos 1`, await s.nextLogits(b), full.logits!.subarray(V, 2 * V), {
+        atol: 1e-4,
+        rtol: 1e-3,
+      });
       for (let t = 2; t < x.length; t += 3) {
         await s.append(b, x.slice(t, t + 3));
         const last = Math.min(t + 3, x.length) - 1;
@@ -170,8 +178,7 @@ describe("GPU generation", () => {
           `seq ${b} pos ${last}`,
           await s.nextLogits(b),
           full.logits!.subarray(last * V, (last + 1) * V),
-          1e-4,
-          1e-3,
+          { atol: 1e-4, rtol: 1e-3 },
         );
       }
     }

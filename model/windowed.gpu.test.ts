@@ -10,13 +10,12 @@ import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { zero } from "../kernels/pointwise";
 import { Runtime } from "../kernels/runtime";
-import { bitEqual } from "../kernels/testing";
+import { assertClose, bitEqual } from "../kernels/testing";
 import type { ScoreBatch } from "./api";
 import { type ModelConfig, modelConfig } from "./config";
 import { CpuModel } from "./cpu";
 import { GpuModel } from "./gpu";
 import { chunkRows, headChunks, headPlan } from "./head";
-import { assertClose } from "./testutil";
 
 let device: GPUDevice;
 let full: Runtime;
@@ -78,10 +77,10 @@ describe("the model under a lowered binding limit", () => {
       expect(bitEqual(ra.logits!, rb.logits!)).toBe(true);
       expect(bitEqual(ra.logp, rb.logp)).toBe(true);
       expect(bitEqual(ra.entropy, rb.entropy)).toBe(true);
-      assertClose("logits vs CPU", rb.logits!, rc.logits!, 1e-5, 1e-3);
-      assertClose("logp vs CPU", rb.logp, rc.logp, 1e-5, 1e-3);
-      assertClose("entropy vs CPU", rb.entropy, rc.entropy, 1e-5, 1e-3);
-      if (config.valueHead) assertClose("values", rb.values!, ra.values!, 1e-6, 1e-4);
+      assertClose("logits vs CPU", rb.logits!, rc.logits!, { atol: 1e-5, rtol: 1e-3 });
+      assertClose("logp vs CPU", rb.logp, rc.logp, { atol: 1e-5, rtol: 1e-3 });
+      assertClose("entropy vs CPU", rb.entropy, rc.entropy, { atol: 1e-5, rtol: 1e-3 });
+      if (config.valueHead) assertClose("values", rb.values!, ra.values!, { atol: 1e-6, rtol: 1e-4 });
 
       const grads = {
         dlogp: Float32Array.from({ length: N }, (_, i) => Math.cos(i) / N),
@@ -97,8 +96,8 @@ describe("the model under a lowered binding limit", () => {
       await cpu.backward(grads);
       const [ga, gb] = [await a.getGrads(), await b.getGrads()];
       // The head's dW and dx add chunk by chunk and slice by slice: equal within fp32 sums.
-      assertClose("grads windowed vs whole", gb, ga, 1e-6, 1e-4);
-      assertClose("grads vs CPU", gb, Float32Array.from(await cpu.getGrads()), 1e-5, 1e-3);
+      assertClose("grads windowed vs whole", gb, ga, { atol: 1e-6, rtol: 1e-4 });
+      assertClose("grads vs CPU", gb, Float32Array.from(await cpu.getGrads()), { atol: 1e-5, rtol: 1e-3 });
 
       const h = { lr: 1e-2, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0.05 };
       const [sa, sb, sc] = [await a.step(h), await b.step(h), await cpu.step(h)];
@@ -114,17 +113,19 @@ describe("the model under a lowered binding limit", () => {
         await b.getWeights(),
         Float32Array.from(await cpu.getWeights()),
       ];
-      assertClose("weights after a step", keep(wb, pinned), keep(wa, pinned), 1e-2 * h.lr, 1e-4);
-      assertClose("weights vs CPU", keep(wb, pinned), keep(wc, pinned), 1e-2 * h.lr, 1e-4);
+      assertClose("weights after a step", keep(wb, pinned), keep(wa, pinned), {
+        atol: 1e-2 * h.lr,
+        rtol: 1e-4,
+      });
+      assertClose("weights vs CPU", keep(wb, pinned), keep(wc, pinned), { atol: 1e-2 * h.lr, rtol: 1e-4 });
       assertClose(
         "weights (|g| < 1e-5)",
         keep(wb, (i) => !pinned(i)),
         keep(wa, (i) => !pinned(i)),
-        2 * h.lr,
-        0,
+        { atol: 2 * h.lr, rtol: 0 },
       );
       const [oa, ob] = [await a.getOptimizerState(), await b.getOptimizerState()];
-      assertClose("adam v", ob.v, oa.v, 1e-9, 1e-4);
+      assertClose("adam v", ob.v, oa.v, { atol: 1e-9, rtol: 1e-4 });
 
       // Writes go window by window too: a round trip through setOptimizerState / setWeights.
       await b.setOptimizerState(oa);
