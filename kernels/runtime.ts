@@ -113,6 +113,13 @@ export class Runtime {
    */
   unrolled: boolean;
 
+  /**
+   * Run A·Bᵀ with at most 8 rows (decoding) as matvec.wgsl instead of the tiled matmul, whose
+   * 64-row tiles waste 63/64 of their work at batch 1. On by default; benchmarks and tests turn
+   * it off to compare.
+   */
+  matvec = true;
+
   /** Largest storage binding in bytes, a multiple of 256 (see RuntimeOptions). */
   readonly maxBindingBytes: number;
   /** Largest buffer in bytes, a multiple of 256. */
