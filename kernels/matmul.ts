@@ -70,7 +70,12 @@ function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: V
       ["u32", bias ? 1 : 0],
     ]),
   );
-  rt.dispatch(rec, rt.pipeline(mvSrc, "main", { WG: 64 }), [out, a, b, bias ?? rt.dummy, u], [s.N]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(mvSrc, "main", { WG: 64 }),
+    [out, a, b, bias ?? rt.dummy, u],
+    [Math.ceil(s.N / 64)],
+  );
 }
 
 /** out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in floats. */
