@@ -20,7 +20,9 @@ export default defineConfig({
         test: {
           name: "unit",
           root: ".",
-          include: ["{config,kernels,model,rl,sandbox,tasks,cli,workers,app,bench}/**/*.test.{ts,tsx}"],
+          include: [
+            "{config,kernels,model,rl,sandbox,tasks,cli,workers,app,bench,export}/**/*.test.{ts,tsx}",
+          ],
           exclude: ["**/*.gpu.test.ts", "**/*.train.test.ts", "**/*.serial.test.ts", "**/node_modules/**"],
           testTimeout: 30_000,
         },

@@ -3,6 +3,7 @@
 import { ChartGrid } from "./ChartGrid";
 import { ConfigPanel } from "./ConfigPanel";
 import { ErrorBoundary } from "./ErrorBoundary";
+import { ExportRun } from "./ExportRun";
 import { Inspector } from "./Inspector";
 import { RewardEditor } from "./RewardEditor";
 import { RunsList } from "./RunsList";
@@ -31,6 +32,9 @@ export function App() {
       <ErrorList />
       <ErrorBoundary name="Share link">
         <ShareLink />
+      </ErrorBoundary>
+      <ErrorBoundary name="Export">
+        <ExportRun />
       </ErrorBoundary>
       <div className="layout">
         <ErrorBoundary name="Config panel">

@@ -87,9 +87,42 @@ export const FIELD_META: Record<string, FieldMeta> = {
     ...opts(ADVANTAGE_NAMES),
     paper: "GRPO 2402.03300; Dr. GRPO 2503.20783; RLOO 2402.14740; REINFORCE++ 2501.03262",
   }),
-  "rl.policy_loss": restart("algorithm", "Policy loss.", {
-    ...opts(POLICY_LOSS_NAMES),
-    paper: "PPO 1707.06347",
+  "rl.policy_loss": restart(
+    "algorithm",
+    "Policy loss (gspo, gspo-token, gmpo and sapo fix their own aggregation; dual-clip is ppo-clip's only).",
+    {
+      ...opts(POLICY_LOSS_NAMES),
+      paper:
+        "PPO 1707.06347; GSPO 2507.18071; GMPO 2507.20673; CISPO (MiniMax-M1) 2506.13585; SAPO 2511.20347; Clip-Cov/KL-Cov 2505.22617",
+    },
+  ),
+  "rl.sapo.tau_pos": live("algorithm", "SAPO gate temperature where A > 0.", {
+    min: 0,
+    paper: "SAPO 2511.20347",
+  }),
+  "rl.sapo.tau_neg": live("algorithm", "SAPO gate temperature where A <= 0.", {
+    min: 0,
+    paper: "SAPO 2511.20347",
+  }),
+  "rl.clip_cov.ratio": live("algorithm", "Clip-Cov: fraction of tokens whose gradient is removed.", {
+    min: 0,
+    max: 1,
+    paper: "Entropy Mechanism 2505.22617",
+  }),
+  "rl.clip_cov.lb": live("algorithm", "Clip-Cov: candidates have covariance above this.", {
+    paper: "Entropy Mechanism 2505.22617",
+  }),
+  "rl.clip_cov.ub": live("algorithm", "Clip-Cov: candidates have covariance below this.", {
+    paper: "Entropy Mechanism 2505.22617",
+  }),
+  "rl.kl_cov.ratio": live("algorithm", "KL-Cov: fraction of tokens (largest covariance) given the KL term.", {
+    min: 0,
+    max: 1,
+    paper: "Entropy Mechanism 2505.22617",
+  }),
+  "rl.kl_cov.coef": live("algorithm", "KL-Cov: coefficient kappa of |log-ratio| on those tokens.", {
+    min: 0,
+    paper: "Entropy Mechanism 2505.22617",
   }),
   "rl.clip_eps_low": live("algorithm", "Lower ratio clip: ratio >= 1 - eps_low.", {
     min: 0,

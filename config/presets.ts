@@ -115,6 +115,34 @@ export const RECIPES: Record<string, Recipe> = {
       },
     },
   },
+  gspo: {
+    // The paper's ranges: a geometric-mean sequence ratio moves far less than a token ratio.
+    help: "GSPO: sequence-level ratio and clip (3e-4 / 4e-4, the paper's), seq-mean-token-mean, no KL (§13).",
+    config: { rl: { policy_loss: "gspo", clip_eps_low: 3e-4, clip_eps_high: 4e-4, kl: { coef: 0 } } },
+  },
+  cispo: {
+    // MiniMax-M1 sets no lower bound on the weight (eps_low 1 = weight >= 0) and tunes the upper one.
+    help: "CISPO: clipped stop-gradient IS weight on -A*lp, weight <= 1.28 and no lower bound, token-mean (§13).",
+    config: {
+      rl: {
+        policy_loss: "cispo",
+        clip_eps_low: 1,
+        clip_eps_high: 0.28,
+        loss_agg: "token-mean",
+        kl: { coef: 0 },
+      },
+    },
+  },
+  "clip-cov": {
+    help: "Clip-Cov: PPO clip, gradient removed on the top 0.02% tokens with covariance in (1, 5), verl defaults (§13).",
+    config: {
+      rl: { policy_loss: "clip-cov", loss_agg: "token-mean", clip_cov: { ratio: 2e-4, lb: 1, ub: 5 } },
+    },
+  },
+  "kl-cov": {
+    help: "KL-Cov: unclipped -A*ratio with |log-ratio| (kappa 1) on the top 0.02% tokens by covariance, verl defaults (§13).",
+    config: { rl: { policy_loss: "kl-cov", loss_agg: "token-mean", kl_cov: { ratio: 2e-4, coef: 1 } } },
+  },
   torl: {
     help: "ToRL: +1/-1 correctness, one tool call, no KL (§9.1).",
     config: {

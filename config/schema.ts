@@ -35,7 +35,17 @@ export const ADVANTAGE_NAMES = [
   "gigpo",
   "reinforce-history",
 ] as const;
-export const POLICY_LOSS_NAMES = ["ppo-clip", "vanilla-pg"] as const;
+export const POLICY_LOSS_NAMES = [
+  "ppo-clip",
+  "vanilla-pg",
+  "gspo",
+  "gspo-token",
+  "gmpo",
+  "cispo",
+  "sapo",
+  "clip-cov",
+  "kl-cov",
+] as const;
 export const AGG_MODES = [
   "token-mean",
   "seq-mean-token-sum",
@@ -110,6 +120,28 @@ export const ValuePretrainSchema = z
   })
   .strict();
 
+export const SapoSchema = z
+  .object({
+    tau_pos: num({ gt: 0 }).default(1.0), // ALGORITHMS §13: verl tau_pos 1.0 (gate temperature, A > 0)
+    tau_neg: num({ gt: 0 }).default(1.05), // ALGORITHMS §13: verl tau_neg 1.05 (A <= 0)
+  })
+  .strict();
+
+export const ClipCovSchema = z
+  .object({
+    ratio: num({ gt: 0, max: 1 }).default(2e-4), // ALGORITHMS §13: verl clip_cov_ratio 0.0002
+    lb: num().default(1.0), // ALGORITHMS §13: verl clip_cov_lb 1.0
+    ub: num().default(5.0), // ALGORITHMS §13: verl clip_cov_ub 5.0
+  })
+  .strict();
+
+export const KlCovSchema = z
+  .object({
+    ratio: num({ gt: 0, max: 1 }).default(2e-4), // ALGORITHMS §13: verl kl_cov_ratio 0.0002
+    coef: num({ min: 0 }).default(1.0), // ALGORITHMS §13: verl ppo_kl_coef 1.0 (kappa)
+  })
+  .strict();
+
 export const RlSchema = z
   .object({
     advantage: z.enum(ADVANTAGE_NAMES).default("grpo"), // DEMO-RECIPE: GRPO
@@ -117,6 +149,9 @@ export const RlSchema = z
     clip_eps_low: num({ min: 0, max: 1 }).default(0.2), // DEMO-RECIPE / ALGORITHMS §1: clip 0.2
     clip_eps_high: num({ min: 0, max: 10 }).default(0.2), // DEMO-RECIPE: symmetric 0.2 (DAPO clip-higher: 0.28)
     dual_clip_c: num({ gt: 1 }).nullable().default(null), // null = off (the demo has none); verl uses 3.0
+    sapo: SapoSchema.prefault({}), // policy_loss sapo
+    clip_cov: ClipCovSchema.prefault({}), // policy_loss clip-cov
+    kl_cov: KlCovSchema.prefault({}), // policy_loss kl-cov
     loss_agg: z.enum(AGG_MODES).default("token-mean"), // DEMO-RECIPE / ALGORITHMS §1: token-mean
     l_max: int(1).nullable().default(null), // Dr. GRPO constant normaliser; null = sampling.max_new_tokens (ALGORITHMS §3)
     kl: KlSchema.prefault({}),
@@ -275,6 +310,9 @@ export const RunConfigSchema = z
     }
     if (c.rl.l_max !== null && c.rl.l_max < c.sampling.max_new_tokens) {
       ctx.addIssue({ code: "custom", path: ["rl", "l_max"], message: "must be >= sampling.max_new_tokens" });
+    }
+    if (c.rl.clip_cov.lb >= c.rl.clip_cov.ub) {
+      ctx.addIssue({ code: "custom", path: ["rl", "clip_cov", "lb"], message: "must be < rl.clip_cov.ub" });
     }
     if (c.sft.warmup_steps > c.sft.steps && c.sft.steps > 0) {
       ctx.addIssue({ code: "custom", path: ["sft", "warmup_steps"], message: "must be <= sft.steps" });

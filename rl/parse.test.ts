@@ -1,7 +1,8 @@
 // Tests for rl/parse.ts: the three tool-call formats incl. malformed calls, strict and
 // lenient answers, \boxed{}, the format checker and the environment spans.
 import { describe, expect, it } from "vitest";
-import { checkFormat, envSpans, parseAnswer, parseToolCalls, splitSegments } from "./parse.ts";
+import { checkFormat } from "./format.ts";
+import { envSpans, parseAnswer, parseToolCalls, splitSegments } from "./parse.ts";
 
 describe("parseToolCalls: json", () => {
   it("parses several calls in one turn with offsets", () => {

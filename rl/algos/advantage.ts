@@ -262,9 +262,13 @@ export const reinforcePP: AdvantageFn = (batch, opts) => {
   return { advantages };
 };
 
-/** REINFORCE++-baseline (§5): group-mean-centred reward, broadcast, then global whitening. */
+/**
+ * REINFORCE++-baseline (§5): group-mean-centred reward, broadcast, then global whitening. A
+ * group of one has no baseline: rl.singleton_group "zero" centres it to 0, "raw" keeps its
+ * reward (verl's group mean 0), as in the other group estimators.
+ */
 export const reinforcePPBaseline: AdvantageFn = (batch, opts) => {
-  const centred = groupOutcome(batch, { ...opts, singletonGroup: "zero" }, (r) => {
+  const centred = groupOutcome(batch, opts, (r) => {
     const m = mean(r);
     return r.map((x) => x - m);
   });

@@ -1,11 +1,16 @@
 // Per-token losses and their gradients w.r.t. the current log-prob (ALGORITHMS.md §1, §2,
-// §10, §12): policy losses (ppo-clip with clip-higher and dual-clip, vanilla-pg), KL
-// estimators k1/k2/k3, aggregation modes as per-token weights, PPO's clipped value loss,
-// the entropy term and VAPO's positive-example LM loss. The GPU backward starts from these
-// per-token weights on logprob: total loss = Σ_t w_t·ℓ_t, so dL/dlp_t = w_t·dℓ_t/dlp_t.
-// All functions take flat arrays (concatenate sequences with types.ts `flatten`).
+// §10, §12, §13): policy losses (ppo-clip with clip-higher and dual-clip, vanilla-pg, and
+// the newer GSPO, GSPO-token, GMPO, CISPO, SAPO, Clip-Cov, KL-Cov), KL estimators k1/k2/k3,
+// aggregation modes as per-token weights, PPO's clipped value loss, the entropy term and
+// VAPO's positive-example LM loss. The GPU backward starts from these per-token weights on
+// logprob: total loss = Σ_t w_t·ℓ_t, so dL/dlp_t = w_t·dℓ_t/dlp_t. Sequence-level losses
+// keep that form: each token's ℓ_t carries its sequence's value, the loss fixes its own
+// weights (seq-mean-token-mean, or a plain mean over sequences), and `grad` is chosen so that
+// w_t·grad_t is the sequence loss's derivative (or its stop-gradient form, as the paper's).
+// All functions take flat arrays (concatenate sequences with types.ts `flatten`); the
+// sequence-level ones also take the row lengths.
 // Tested by rl/algos/losses.test.ts (`npx vitest run rl/algos/`).
-import { type Arr, clamp, maskedMean, sum } from "./types.ts";
+import { type Arr, clamp, flatten, maskedMean, sum } from "./types.ts";
 
 // ---------------------------------------------------------------- policy losses
 
@@ -14,20 +19,35 @@ export type PolicyLossInput = {
   oldLogprob: Arr; // (N) behaviour policy lp_old
   advantages: Arr; // (N)
   mask: Arr; // (N) 1 = policy token
+  lengths?: readonly number[]; // (B) row lengths, Σ = N: sequence-level losses group tokens by row
 };
 
 export type PolicyLossOptions = {
   epsLow: number; // ratio ≥ 1 − ε_low
   epsHigh: number; // ratio ≤ 1 + ε_high (clip-higher when > ε_low)
-  dualClipC: number | null; // c > 1; null = off
+  dualClipC: number | null; // c > 1; null = off (ppo-clip only)
+  sapo?: { tauPos: number; tauNeg: number }; // SAPO gate temperatures (A > 0 / A ≤ 0)
+  clipCov?: { ratio: number; lb: number; ub: number }; // Clip-Cov fraction and covariance band
+  klCov?: { ratio: number; coef: number }; // KL-Cov fraction and κ
 };
+
+/** verl's defaults for the §13 knobs (core_algos.py at b178a3c; the schema repeats them). */
+export const POLICY_LOSS_DEFAULTS = {
+  sapo: { tauPos: 1.0, tauNeg: 1.05 },
+  clipCov: { ratio: 2e-4, lb: 1.0, ub: 5.0 },
+  klCov: { ratio: 2e-4, coef: 1.0 },
+} as const;
 
 export type PolicyLossOutput = {
   loss: Float64Array; // (N) ℓ_t, 0 on mask = 0
-  grad: Float64Array; // (N) dℓ_t/dlp_t
+  grad: Float64Array; // (N) dℓ_t/dlp_t (sequence losses: see the file header)
   gradAdv: Float64Array; // (N) dℓ_t/dA_t (for shaping that makes A depend on entropy)
-  clipped: Uint8Array; // (N) ratio-clip indicator (either bound)
-  clippedLower: Uint8Array; // (N) dual-clip indicator
+  clipped: Uint8Array; // (N) ratio-clip indicator (either bound; GMPO: upper side, A > 0)
+  clippedLower: Uint8Array; // (N) dual-clip indicator (GMPO: lower side, A < 0)
+  selected?: Uint8Array; // (N) Clip-Cov / KL-Cov: the tokens the covariance rule picked
+  // The loss fixes its own aggregation (GSPO, GMPO, SAPO): use Σ w·ℓ with these w instead of
+  // rl.loss_agg's. The KL, entropy and value terms keep rl.loss_agg.
+  weights?: Float64Array; // (N)
   metrics: { "actor/pg_clipfrac": number; "actor/pg_clipfrac_lower": number; "actor/ppo_kl": number };
 };
 
@@ -40,9 +60,10 @@ export function ratio(lp: number, lpOld: number): { rho: number; drho: number } 
   return { rho, drho: d < -20 || d > 20 ? 0 : rho };
 }
 
+/** actor/ppo_kl: masked mean of lp_old − lp with the log-ratio clamped at ±20, as the loss sees it (verl). */
 function ppoKl(input: PolicyLossInput): number {
   const d = new Float64Array(input.mask.length);
-  for (let i = 0; i < d.length; i++) d[i] = input.oldLogprob[i] - input.logprob[i];
+  for (let i = 0; i < d.length; i++) d[i] = -clamp(input.logprob[i] - input.oldLogprob[i], -20, 20);
   return maskedMean(d, input.mask);
 }
 
@@ -120,9 +141,329 @@ export const vanillaPg: PolicyLossFn = (input) => {
   };
 };
 
+// ---------------------------------------------------------------- newer policy losses (§13)
+
+/** Row ranges [start, end) of the flat arrays; a sequence-level loss cannot run without them. */
+function rowRanges(input: PolicyLossInput, name: string): [number, number][] {
+  const N = input.mask.length;
+  if (!input.lengths)
+    throw new Error(`policy loss ${name} is sequence-level: it needs the row lengths (input.lengths)`);
+  const out: [number, number][] = [];
+  let o = 0;
+  for (const n of input.lengths) {
+    out.push([o, o + n]);
+    o += n;
+  }
+  if (o !== N) throw new Error(`policy loss ${name}: row lengths sum to ${o}, not ${N} tokens`);
+  return out;
+}
+
+/** Per-token weights (1/|B|)·m_t/Σ_row m: seq-mean-token-mean, |B| = rows with tokens unless given. */
+function seqMeanWeights(input: PolicyLossInput, rows: [number, number][], totalSeqs?: number) {
+  const masks = rows.map(([s, e]) => Array.from({ length: e - s }, (_, j) => input.mask[s + j]));
+  return flatten(AGG["seq-mean-token-mean"](masks, { totalSeqs }));
+}
+
+function outputs(N: number) {
+  return {
+    loss: new Float64Array(N),
+    grad: new Float64Array(N),
+    gradAdv: new Float64Array(N),
+    clipped: new Uint8Array(N),
+    clippedLower: new Uint8Array(N),
+  };
+}
+
+/** verl clamps GSPO's log sequence ratio at 10 above (s ≤ e^10). */
+const GSPO_LOG_RATIO_MAX = 10;
+
+/**
+ * GSPO (arXiv 2507.18071): sequence ratio s_i = exp(Σ m·δ / Σ m), clipped at the sequence
+ * level, loss max(−A·s, −A·clip(s, 1−ε_low, 1+ε_high)) aggregated seq-mean-token-mean always.
+ * "sequence": the paper's GSPO, with the sequence advantage Ā_i = Σ m·A / Σ m; its loss is a
+ * function of s_i, so dL/dlp_t = w_t·(−Ā·s_i) on unclipped sequences. "token": GSPO-token
+ * (verl `gspo`): log s_it = sg[log s_i] + lp_t − sg[lp_t], so each token keeps its own A_t and
+ * gets −A_t·s_i. The two agree when A is constant along a row (outcome advantages).
+ */
+function gspoLoss(level: "sequence" | "token"): PolicyLossFn {
+  const name = level === "sequence" ? "gspo" : "gspo-token";
+  return (input, opts) => {
+    const rows = rowRanges(input, name);
+    const N = input.mask.length;
+    const out = outputs(N);
+    const lo = 1 - opts.epsLow;
+    const hi = 1 + opts.epsHigh;
+    for (const [s0, e0] of rows) {
+      let len = 0;
+      let sumD = 0;
+      let sumA = 0;
+      for (let i = s0; i < e0; i++) {
+        const m = input.mask[i];
+        if (m === 0) continue;
+        len += m;
+        sumD += m * (input.logprob[i] - input.oldLogprob[i]);
+        sumA += m * input.advantages[i];
+      }
+      if (len === 0) continue;
+      const logS = sumD / len;
+      const capped = logS > GSPO_LOG_RATIO_MAX;
+      const s = Math.exp(Math.min(logS, GSPO_LOG_RATIO_MAX));
+      const sc = clamp(s, lo, hi);
+      for (let i = s0; i < e0; i++) {
+        if (input.mask[i] === 0) continue;
+        const A = level === "sequence" ? sumA / len : input.advantages[i];
+        const l1 = -A * s;
+        const l2 = -A * sc;
+        const useClip = l2 > l1;
+        out.loss[i] = useClip ? l2 : l1;
+        out.grad[i] = useClip || capped ? 0 : -A * s;
+        out.gradAdv[i] = useClip ? -sc : -s;
+        out.clipped[i] = useClip ? 1 : 0;
+      }
+    }
+    return {
+      ...out,
+      weights: seqMeanWeights(input, rows),
+      metrics: {
+        "actor/pg_clipfrac": maskedMean(out.clipped, input.mask),
+        "actor/pg_clipfrac_lower": 0,
+        "actor/ppo_kl": ppoKl(input),
+      },
+    };
+  };
+}
+
+export const gspo: PolicyLossFn = gspoLoss("sequence");
+export const gspoToken: PolicyLossFn = gspoLoss("token");
+
+/**
+ * GMPO (arXiv 2507.20673, verl `geo_mean`): token log-ratios clipped sign-aware,
+ * δ* = sgn(A)·min(sgn(A)·δ, sgn(A)·clamp(δ, −ε_low, ε_high)); ρ_i = exp(Σ m·δ* / Σ m);
+ * Ā_i = Σ m·A / Σ m; loss mean_i(−Ā_i·ρ_i), a plain mean over all rows of the minibatch (a
+ * row without policy tokens counts with loss 0, as torch.mean does in verl). δ is clamped at
+ * ±20 first (§0) so ρ stays finite; verl leaves that clamp commented out.
+ * pg_clipfrac / _lower: tokens with δ outside the clip range and A > 0 / A < 0 (verl's).
+ */
+export const gmpo: PolicyLossFn = (input, opts) => {
+  const rows = rowRanges(input, "gmpo");
+  const N = input.mask.length;
+  const out = outputs(N);
+  const pass = new Uint8Array(N); // dδ*/dlp = 1
+  const dStar = new Float64Array(N);
+  for (let i = 0; i < N; i++) {
+    if (input.mask[i] === 0) continue;
+    const raw = input.logprob[i] - input.oldLogprob[i];
+    const d = clamp(raw, -20, 20);
+    const sg = Math.sign(input.advantages[i]);
+    const dc = clamp(d, -opts.epsLow, opts.epsHigh);
+    dStar[i] = sg * Math.min(sg * d, sg * dc);
+    pass[i] = sg !== 0 && sg * d <= sg * dc && raw === d ? 1 : 0;
+    const outside = d !== dc ? 1 : 0;
+    out.clipped[i] = outside && input.advantages[i] > 0 ? 1 : 0;
+    out.clippedLower[i] = outside && input.advantages[i] < 0 ? 1 : 0;
+  }
+  for (const [s0, e0] of rows) {
+    let len = 0;
+    let sumD = 0;
+    let sumA = 0;
+    for (let i = s0; i < e0; i++) {
+      const m = input.mask[i];
+      len += m;
+      sumD += m * dStar[i];
+      sumA += m * input.advantages[i];
+    }
+    if (len === 0) continue;
+    const rho = Math.exp(sumD / len);
+    const aBar = sumA / len;
+    for (let i = s0; i < e0; i++) {
+      if (input.mask[i] === 0) continue;
+      out.loss[i] = -aBar * rho;
+      out.grad[i] = pass[i] ? -aBar * rho : 0;
+      out.gradAdv[i] = -rho;
+    }
+  }
+  return {
+    ...out,
+    weights: seqMeanWeights(input, rows, rows.length),
+    metrics: {
+      "actor/pg_clipfrac": maskedMean(out.clipped, input.mask),
+      "actor/pg_clipfrac_lower": maskedMean(out.clippedLower, input.mask),
+      "actor/ppo_kl": ppoKl(input),
+    },
+  };
+};
+
+/**
+ * CISPO (MiniMax-M1, arXiv 2506.13585, verl `cispo`): ℓ = −sg(w)·A·lp with
+ * w = clip(ρ, 1−ε_low, 1+ε_high); no token loses its gradient, it is scaled by the clipped
+ * weight: dℓ/dlp = −w·A (the value ℓ is a surrogate whose gradient only holds with w frozen).
+ * Aggregated by rl.loss_agg. pg_clipfrac: tokens with ρ ≠ w.
+ */
+export const cispo: PolicyLossFn = (input, opts) => {
+  const N = input.mask.length;
+  const out = outputs(N);
+  const lo = 1 - opts.epsLow;
+  const hi = 1 + opts.epsHigh;
+  for (let i = 0; i < N; i++) {
+    if (input.mask[i] === 0) continue;
+    const A = input.advantages[i];
+    const { rho } = ratio(input.logprob[i], input.oldLogprob[i]);
+    const w = clamp(rho, lo, hi);
+    out.loss[i] = -w * A * input.logprob[i];
+    out.grad[i] = -w * A;
+    out.gradAdv[i] = -w * input.logprob[i];
+    out.clipped[i] = w !== rho ? 1 : 0;
+  }
+  return {
+    ...out,
+    metrics: {
+      "actor/pg_clipfrac": maskedMean(out.clipped, input.mask),
+      "actor/pg_clipfrac_lower": 0,
+      "actor/ppo_kl": ppoKl(input),
+    },
+  };
+};
+
+/**
+ * SAPO (arXiv 2511.20347, verl `sapo`): a soft gate f(ρ, τ) = sigmoid(τ·(ρ − 1))·4/τ in place
+ * of the clip, τ = τ_pos where A > 0 else τ_neg; ℓ = −f·A, aggregated seq-mean-token-mean
+ * always. f'(1) = 1, so on-policy it is the plain policy gradient; far from 1 the gate
+ * saturates and the gradient fades instead of dropping to 0 at a hard edge.
+ */
+export const sapo: PolicyLossFn = (input, opts) => {
+  const rows = rowRanges(input, "sapo");
+  const { tauPos, tauNeg } = opts.sapo ?? POLICY_LOSS_DEFAULTS.sapo;
+  if (!(tauPos > 0 && tauNeg > 0)) throw new Error("sapo: tau_pos and tau_neg must be > 0");
+  const N = input.mask.length;
+  const out = outputs(N);
+  for (let i = 0; i < N; i++) {
+    if (input.mask[i] === 0) continue;
+    const A = input.advantages[i];
+    const tau = A > 0 ? tauPos : tauNeg;
+    const { rho, drho } = ratio(input.logprob[i], input.oldLogprob[i]);
+    const sig = 1 / (1 + Math.exp(-tau * (rho - 1)));
+    const f = (sig * 4) / tau;
+    out.loss[i] = -f * A;
+    out.grad[i] = -A * 4 * sig * (1 - sig) * drho;
+    out.gradAdv[i] = -f;
+  }
+  return {
+    ...out,
+    weights: seqMeanWeights(input, rows),
+    metrics: { "actor/pg_clipfrac": 0, "actor/pg_clipfrac_lower": 0, "actor/ppo_kl": ppoKl(input) },
+  };
+};
+
+/**
+ * Per-token covariance (A − mean_m(A))·(lp − mean_m(lp)) over tokens with m ≠ 0 (NaN
+ * elsewhere); means weighted by m, which is verl's for 0/1 masks (§13 Clip-Cov, KL-Cov).
+ */
+export function tokenCovariance(input: PolicyLossInput): Float64Array {
+  const mA = maskedMean(input.advantages, input.mask);
+  const mLp = maskedMean(input.logprob, input.mask);
+  return Float64Array.from(input.mask, (m, i) =>
+    m === 0 ? Number.NaN : (input.advantages[i] - mA) * (input.logprob[i] - mLp),
+  );
+}
+
+/** The n candidates with the largest covariance, ties by position: a deterministic top-n. */
+function topByCovariance(cov: Float64Array, candidates: number[], n: number): number[] {
+  return [...candidates].sort((a, b) => cov[b] - cov[a] || a - b).slice(0, n);
+}
+
+/** n = max(1, floor(ratio · #valid)), 0 when there is no valid token. */
+function covCount(ratioFrac: number, mask: Arr): number {
+  let valid = 0;
+  for (let i = 0; i < mask.length; i++) if (mask[i] !== 0) valid++;
+  return valid === 0 ? 0 : Math.max(1, Math.floor(ratioFrac * valid));
+}
+
+/**
+ * Clip-Cov (The Entropy Mechanism of RL for Reasoning LMs, arXiv 2505.22617; verl
+ * `clip_cov`): vanilla PPO clip (dual-clip does not apply, as in verl), except that
+ * n = max(1, floor(ratio·#valid)) tokens with clip_cov_lb < cov < clip_cov_ub, not already
+ * clipped by PPO, lose their loss and gradient. verl draws the n at random among the
+ * candidates; here they are the largest covariances first, ties by position, so runs replay
+ * (the two agree when there are at most n candidates). pg_clipfrac: the fraction removed
+ * (verl's metric); the PPO ratio clip is in `clipped`.
+ */
+export const clipCov: PolicyLossFn = (input, opts) => {
+  const { ratio: frac, lb, ub } = opts.clipCov ?? POLICY_LOSS_DEFAULTS.clipCov;
+  if (!(frac > 0)) throw new Error("clip-cov: clip_cov.ratio must be > 0");
+  const base = ppoClip(input, { epsLow: opts.epsLow, epsHigh: opts.epsHigh, dualClipC: null });
+  const N = input.mask.length;
+  const cov = tokenCovariance(input);
+  const candidates: number[] = [];
+  for (let i = 0; i < N; i++)
+    if (input.mask[i] !== 0 && !base.clipped[i] && cov[i] > lb && cov[i] < ub) candidates.push(i);
+  const selected = new Uint8Array(N);
+  for (const i of topByCovariance(cov, candidates, covCount(frac, input.mask))) {
+    selected[i] = 1;
+    base.loss[i] = 0;
+    base.grad[i] = 0;
+    base.gradAdv[i] = 0;
+  }
+  return {
+    ...base,
+    selected,
+    metrics: {
+      "actor/pg_clipfrac": maskedMean(selected, input.mask),
+      "actor/pg_clipfrac_lower": 0,
+      "actor/ppo_kl": ppoKl(input),
+    },
+  };
+};
+
+/**
+ * KL-Cov (same paper, verl `kl_cov`): no clipping at all, ℓ = −A·ρ, plus κ·|δ| on the
+ * n = max(1, floor(ratio·#valid)) tokens with the largest covariance (ties by position; no
+ * token is excluded). ppo_kl is logged as the masked mean of |δ| (verl's metric).
+ */
+export const klCov: PolicyLossFn = (input, opts) => {
+  const { ratio: frac, coef } = opts.klCov ?? POLICY_LOSS_DEFAULTS.klCov;
+  if (!(frac > 0)) throw new Error("kl-cov: kl_cov.ratio must be > 0");
+  const N = input.mask.length;
+  const out = outputs(N);
+  const absD = new Float64Array(N);
+  const valid: number[] = [];
+  for (let i = 0; i < N; i++) {
+    if (input.mask[i] === 0) continue;
+    valid.push(i);
+    const A = input.advantages[i];
+    const { rho, drho } = ratio(input.logprob[i], input.oldLogprob[i]);
+    absD[i] = Math.abs(input.logprob[i] - input.oldLogprob[i]);
+    out.loss[i] = -A * rho;
+    out.grad[i] = -A * drho;
+    out.gradAdv[i] = -rho;
+  }
+  const cov = tokenCovariance(input);
+  const selected = new Uint8Array(N);
+  for (const i of topByCovariance(cov, valid, covCount(frac, input.mask))) {
+    selected[i] = 1;
+    out.loss[i] += coef * absD[i];
+    out.grad[i] += coef * Math.sign(input.logprob[i] - input.oldLogprob[i]);
+  }
+  return {
+    ...out,
+    selected,
+    metrics: {
+      "actor/pg_clipfrac": 0,
+      "actor/pg_clipfrac_lower": 0,
+      "actor/ppo_kl": maskedMean(absD, input.mask),
+    },
+  };
+};
+
 export const POLICY_LOSS: Record<string, PolicyLossFn> = {
   "ppo-clip": ppoClip,
   "vanilla-pg": vanillaPg,
+  gspo,
+  "gspo-token": gspoToken,
+  gmpo,
+  cispo,
+  sapo,
+  "clip-cov": clipCov,
+  "kl-cov": klCov,
 };
 
 // ---------------------------------------------------------------- KL estimators
@@ -307,7 +648,7 @@ export function positiveLm(seqs: readonly { logprob: Arr; mask: Arr; correct: bo
     if (!s.correct || n === 0) return g;
     for (let i = 0; i < g.length; i++) {
       if (s.mask[i] === 0) continue;
-      loss -= s.logprob[i] / n;
+      loss -= (s.mask[i] * s.logprob[i]) / n;
       g[i] = -s.mask[i] / n;
     }
     return g;

@@ -3,7 +3,7 @@
 // TAO-RL post-tool mask (§8.2), and the actor metrics as masked means (NaN for an empty
 // mask, never 0/0). Tested by rl/algos/masks.test.ts (`npx vitest run rl/algos/`).
 import { KL, k3 as k3Fn } from "./losses.ts";
-import { type Arr, maskedMean } from "./types.ts";
+import { type Arr, clamp, maskedMean } from "./types.ts";
 
 /** What produced a response token. "tool" = tool response (and its wrapper); "env" = other inserted text. */
 export type TokenKind = "policy" | "tool" | "env" | "pad";
@@ -62,7 +62,8 @@ export function actorMetrics(x: ActorMetricInput, klEstimator = "k3"): Record<st
     }
   }
   if (x.logprob && x.oldLogprob) {
-    const d = Float64Array.from(x.logprob, (lp, i) => (x.oldLogprob as Arr)[i] - lp);
+    // The log-ratio clamped at ±20, as the loss's ratio sees it (verl logs the clamped value).
+    const d = Float64Array.from(x.logprob, (lp, i) => -clamp(lp - (x.oldLogprob as Arr)[i], -20, 20));
     put("actor/ppo_kl", maskedMean(d, x.mask));
   }
   if (x.logprob && x.refLogprob) {

@@ -1,0 +1,78 @@
+// "Export" for the active run (or the config in the form): downloads a zip of the same files
+// `npm run export -- verl|trl` writes (export/index.ts; zip by export/zip.ts) and lists what
+// does not carry over. The exporter is pure and loaded on demand, so it costs the page
+// nothing until it is used.
+import { useState } from "react";
+import type { RunConfig } from "../config";
+import { activeRun, useLab } from "./store";
+
+type Status =
+  | { kind: "idle" }
+  | { kind: "done"; warnings: string[]; file: string }
+  | { kind: "error"; error: string };
+
+async function download(config: RunConfig, target: "verl" | "trl", name: string): Promise<Status> {
+  const [{ exportRun }, { zipFiles }] = await Promise.all([
+    import("../export/index.ts"),
+    import("../export/zip.ts"),
+  ]);
+  const exp = exportRun(config, { target, name, source: "the page" });
+  const file = `${name.replace(/[^\w.-]+/g, "_")}-${target}.zip`;
+  const url = URL.createObjectURL(new Blob([zipFiles(exp.files) as BlobPart], { type: "application/zip" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = file;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return { kind: "done", file, warnings: exp.warnings.map((w) => `${w.part}: ${w.why}`) };
+}
+
+export function ExportRun() {
+  const run = useLab(activeRun);
+  const form = useLab((s) => s.form.config) as RunConfig;
+  const [status, setStatus] = useState<Status>({ kind: "idle" });
+  const config = run?.liveConfig ?? form;
+  const name = run?.label ?? (run ? `run-${run.n}` : "lab-run");
+  const go = (target: "verl" | "trl") =>
+    download(config, target, name)
+      .then(setStatus)
+      .catch((err: Error) => setStatus({ kind: "error", error: err.message }));
+  return (
+    <div className="export-run">
+      <button
+        type="button"
+        data-testid="export-verl"
+        onClick={() => void go("verl")}
+        title="Download a verl config, tools, reward and data as a zip"
+      >
+        Export to verl
+      </button>{" "}
+      <button
+        type="button"
+        data-testid="export-trl"
+        onClick={() => void go("trl")}
+        title="Download a TRL GRPOTrainer script, reward and data as a zip"
+      >
+        Export to TRL
+      </button>
+      {status.kind === "error" && (
+        <span className="muted" role="alert" data-testid="export-error">
+          {" "}
+          Cannot export: {status.error}
+        </span>
+      )}
+      {status.kind === "done" && (
+        <details data-testid="export-warnings">
+          <summary>
+            {status.file}: {status.warnings.length} part(s) do not carry over
+          </summary>
+          <ul>
+            {status.warnings.map((w) => (
+              <li key={w}>{w}</li>
+            ))}
+          </ul>
+        </details>
+      )}
+    </div>
+  );
+}

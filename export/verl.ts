@@ -1,0 +1,332 @@
+// The verl side of an export: config.yaml (a Hydra config composing verl's own ppo_trainer,
+// each written key commented with the lab field it comes from), tool_config.yaml (the task's
+// tools as verl tools running JavaScript in Sandbox Fusion), run.sh and the README. Pure
+// functions of a RunConfig; export/index.ts assembles the files. Keys are checked against
+// verl's own config (export/verl-keys.json) by export/export.test.ts.
+import { Document, isMap, isScalar, isSeq, type Scalar, stringify } from "yaml";
+import type { RunConfig } from "../config/schema.ts";
+import type { Task, ToolSpec } from "../tasks/types.ts";
+import { isBuiltinTool } from "../tasks/types.ts";
+import { pretrainedSource, REGISTRY_DECISIONS } from "./mapping.ts";
+import VERL_KEYS from "./verl-keys.json";
+
+/** A YAML value with the lab field it comes from (written as an end-of-line comment). */
+type Src = { value: unknown; lab: string };
+const from = (value: unknown, lab: string): Src => ({ value, lab });
+type Tree = { [k: string]: Tree | Src | unknown };
+
+function isSrc(v: unknown): v is Src {
+  return typeof v === "object" && v !== null && "lab" in v && "value" in v && Object.keys(v).length === 2;
+}
+
+/** Splits a tree of Src leaves into plain values and a path -> comment table. */
+function unwrap(
+  t: Tree,
+  prefix: string[] = [],
+  comments: Map<string, string> = new Map(),
+): { value: unknown; comments: Map<string, string> } {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(t)) {
+    const path = [...prefix, k];
+    if (isSrc(v)) {
+      out[k] = v.value;
+      comments.set(path.join("."), v.lab);
+    } else if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+      out[k] = unwrap(v as Tree, path, comments).value;
+    } else out[k] = v;
+  }
+  return { value: out, comments };
+}
+
+const BIG = 1.0e9; // "off" for verl knobs that cannot be turned off (dual clip, grad clip)
+const GPUS = 8; // verl's default trainer.n_gpus_per_node x nnodes, which the export keeps
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+function verlName(registry: string, name: string): string {
+  const d = REGISTRY_DECISIONS[registry]?.[name];
+  if (!d) throw new Error(`export: no mapping decision for ${registry} "${name}" (export/mapping.ts)`);
+  return d.verl;
+}
+
+/** verl's config as a tree (without hydra/defaults), every leaf naming its lab source. */
+export function verlConfigTree(c: RunConfig, name: string): Tree {
+  const r = c.rl;
+  const rollouts = r.prompts_per_step * r.group_size;
+  const miniPrompts = Math.max(1, Math.floor(r.prompts_per_step / r.minibatches));
+  const micro = Math.max(1, Math.min(8, rollouts / r.minibatches));
+  // verl asserts that the per-GPU share of a minibatch divides by the micro batch.
+  const perGpu = (miniPrompts * r.group_size) / GPUS;
+  const trainMicro = Number.isInteger(perGpu) ? gcd(perGpu, 8) : 1;
+  const klOn = r.kl.coef > 0;
+  const klName = verlName("kl", r.kl.estimator);
+  const model = pretrainedSource(c);
+  const schedule = r.schedule === "constant" ? "constant" : "cosine";
+  const critic = r.advantage === "gae";
+  const tree: Tree = {
+    data: {
+      train_files: from(
+        "train.parquet",
+        "task.name, task.options, seed, stop.max_steps x rl.prompts_per_step (run.sh passes the absolute path)",
+      ),
+      val_files: from("val.parquet", "task.eval_size held-out prompts"),
+      train_batch_size: from(r.prompts_per_step, "rl.prompts_per_step"),
+      max_prompt_length: from(1024, "lab choice: room for the Hermes tool block the chat template adds"),
+      max_response_length: from(c.sampling.max_new_tokens, "sampling.max_new_tokens"),
+      shuffle: from(false, "the lab's prompt order (train.parquet is already in step order)"),
+      seed: from(c.seed, "seed"),
+      return_raw_chat: from(true, "the tool agent loop renders the chat itself"),
+      filter_overlong_prompts: from(true, "lab choice"),
+    },
+    actor_rollout_ref: {
+      hybrid_engine: true,
+      model: {
+        path: from(
+          model ?? "???",
+          model
+            ? "model.source"
+            : "the lab's tiny model has no Hugging Face checkpoint: set it (run.sh actor_rollout_ref.model.path=...)",
+        ),
+      },
+      actor: {
+        optim: {
+          lr: from(r.lr, "rl.lr"),
+          lr_warmup_steps: from(r.warmup_steps, "rl.warmup_steps"),
+          lr_scheduler_type: from(schedule, `rl.schedule (${r.schedule})`),
+          min_lr_ratio: from(r.min_lr_ratio, "rl.min_lr_ratio"),
+          betas: from([...r.betas], "rl.betas"),
+          weight_decay: from(r.weight_decay, "rl.weight_decay"),
+          clip_grad: from(r.grad_clip > 0 ? r.grad_clip : BIG, "rl.grad_clip (0 = off)"),
+        },
+        grad_clip: from(r.grad_clip > 0 ? r.grad_clip : BIG, "rl.grad_clip (0 = off)"),
+        ppo_mini_batch_size: from(
+          miniPrompts,
+          "rl.prompts_per_step / rl.minibatches (prompts; verl multiplies by rollout.n)",
+        ),
+        ppo_micro_batch_size_per_gpu: from(
+          trainMicro,
+          `memory only (gradient accumulation does not change the update); divides the ${GPUS}-GPU share of a minibatch`,
+        ),
+        ppo_epochs: from(r.epochs, "rl.epochs"),
+        clip_ratio: from(r.clip_eps_low, "rl.clip_eps_low"),
+        clip_ratio_low: from(r.clip_eps_low, "rl.clip_eps_low"),
+        clip_ratio_high: from(r.clip_eps_high, "rl.clip_eps_high"),
+        clip_ratio_c: from(r.dual_clip_c ?? BIG, "rl.dual_clip_c (null = off)"),
+        policy_loss: {
+          loss_mode: from(verlName("policy-loss", r.policy_loss), `rl.policy_loss (${r.policy_loss})`),
+          ...(r.policy_loss === "clip-cov"
+            ? {
+                clip_cov_ratio: from(r.clip_cov.ratio, "rl.clip_cov.ratio"),
+                clip_cov_lb: from(r.clip_cov.lb, "rl.clip_cov.lb"),
+                clip_cov_ub: from(r.clip_cov.ub, "rl.clip_cov.ub"),
+              }
+            : {}),
+          ...(r.policy_loss === "kl-cov"
+            ? {
+                kl_cov_ratio: from(r.kl_cov.ratio, "rl.kl_cov.ratio"),
+                ppo_kl_coef: from(r.kl_cov.coef, "rl.kl_cov.coef"),
+              }
+            : {}),
+        },
+        ...(r.policy_loss === "sapo"
+          ? {
+              tau_pos: from(r.sapo.tau_pos, "rl.sapo.tau_pos"),
+              tau_neg: from(r.sapo.tau_neg, "rl.sapo.tau_neg"),
+            }
+          : {}),
+        loss_agg_mode: from(verlName("agg", r.loss_agg), "rl.loss_agg"),
+        ...(r.l_max !== null ? { loss_scale_factor: from(r.l_max, "rl.l_max") } : {}),
+        entropy_coeff: from(r.entropy_coef, "rl.entropy_coef"),
+        use_kl_loss: from(klOn && r.kl.in === "loss", "rl.kl.coef > 0 and rl.kl.in = loss"),
+        kl_loss_coef: from(r.kl.in === "loss" ? r.kl.coef : 0, "rl.kl.coef"),
+        kl_loss_type: from(klName, `rl.kl.estimator (${r.kl.estimator})`),
+        data_loader_seed: from(c.seed, "seed"),
+      },
+      ref: {
+        log_prob_micro_batch_size_per_gpu: from(micro, "memory only"),
+      },
+      rollout: {
+        name: from("vllm", "lab choice (sglang also works)"),
+        mode: "async",
+        tensor_model_parallel_size: from(1, "lab choice: small models"),
+        n: from(r.group_size, "rl.group_size"),
+        temperature: from(c.sampling.temperature, "sampling.temperature"),
+        top_p: from(c.sampling.top_p, "sampling.top_p"),
+        top_k: from(c.sampling.top_k > 0 ? c.sampling.top_k : -1, "sampling.top_k (0 = off)"),
+        log_prob_micro_batch_size_per_gpu: from(micro, "memory only"),
+        val_kwargs: {
+          temperature: from(0, "val/acc is greedy in the lab"),
+          do_sample: from(false, "val/acc is greedy in the lab"),
+          n: 1,
+        },
+        multi_turn: {
+          enable: from(true, "the lab's tool loop"),
+          format: from("hermes", `task.template (${c.task.template}): Hermes JSON tool calls`),
+          max_assistant_turns: from(c.limits.max_tool_calls + 1, "limits.max_tool_calls + 1"),
+          max_parallel_calls: from(Math.max(1, c.limits.max_tool_calls), "limits.max_tool_calls"),
+          max_tool_response_length: from(c.limits.max_tool_response_chars, "limits.max_tool_response_chars"),
+          tool_response_truncate_side: from("middle", "the lab keeps head and tail"),
+          tool_config_path: from("tool_config.yaml", "the task's tools (run.sh passes the absolute path)"),
+        },
+        agent: { default_agent_loop: from("tool_agent", "every row also names agent_name: tool_agent") },
+      },
+    },
+    algorithm: {
+      adv_estimator: from(verlName("advantage", r.advantage), `rl.advantage (${r.advantage})`),
+      gamma: from(r.gamma, "rl.gamma"),
+      lam: from(r.lambda, "rl.lambda"),
+      norm_adv_by_std_in_grpo: from(
+        r.advantage === "dr-grpo" ? false : r.norm_adv_by_std,
+        "rl.norm_adv_by_std",
+      ),
+      use_kl_in_reward: from(klOn && r.kl.in === "reward", "rl.kl.coef > 0 and rl.kl.in = reward"),
+      kl_penalty: from(klName, `rl.kl.estimator (${r.kl.estimator})`),
+      kl_ctrl: {
+        type: from("fixed", "the lab's KL coefficient is fixed"),
+        kl_coef: from(r.kl.in === "reward" ? r.kl.coef : 0, "rl.kl.coef"),
+      },
+    },
+    ...(critic
+      ? {
+          critic: {
+            optim: {
+              lr: from(r.lr, "rl.lr"),
+              betas: from([...r.betas], "rl.betas"),
+              weight_decay: from(r.weight_decay, "rl.weight_decay"),
+            },
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation: the critic starts from the actor's model
+            model: { path: from("${actor_rollout_ref.model.path}", "the actor's model") },
+            cliprange_value: from(r.value_clip, "rl.value_clip"),
+            ppo_micro_batch_size_per_gpu: from(
+              trainMicro,
+              "memory only; divides the per-GPU share of a minibatch",
+            ),
+          },
+        }
+      : {}),
+    reward_model: { reward_manager: from("naive", "per-sample compute_score") },
+    custom_reward_function: {
+      path: from("reward.py", "rewards.terms (run.sh passes the absolute path)"),
+      name: "compute_score",
+    },
+    trainer: {
+      project_name: "agentic-rl-lab",
+      experiment_name: from(name, "the run's name"),
+      logger: ["console"],
+      total_epochs: 1,
+      total_training_steps: from(c.stop.max_steps, "stop.max_steps"),
+      val_before_train: from(true, "the lab evaluates at RL step 0"),
+      test_freq: from(c.task.eval_every > 0 ? c.task.eval_every : -1, "task.eval_every (0 = only at step 0)"),
+      save_freq: from(
+        c.checkpoint_every > 0 ? c.checkpoint_every : Math.max(1, c.stop.max_steps),
+        "checkpoint_every (0 = at the end)",
+      ),
+      critic_warmup: from(critic ? r.value_pretrain.steps : 0, "rl.value_pretrain.steps"),
+    },
+  };
+  return tree;
+}
+
+/** config.yaml's text: header, hydra composition, then the tree with lab comments. */
+export function verlConfigYaml(
+  c: RunConfig,
+  name: string,
+  header: string[],
+): { text: string; value: Record<string, unknown> } {
+  const { value, comments } = unwrap(verlConfigTree(c, name));
+  const full = {
+    hydra: { searchpath: ["pkg://verl.trainer.config"] },
+    defaults: ["ppo_trainer", "_self_"],
+    ...(value as Record<string, unknown>),
+  };
+  const doc = new Document(full);
+  for (const [path, lab] of comments) {
+    const node = doc.getIn(path.split("."), true);
+    if (isSeq(node)) node.flow = true;
+    if (isScalar(node) || isSeq(node)) node.comment = ` lab: ${lab}`;
+  }
+  // verl's float fields are written as floats (1.0, not 1), as its own YAML has them.
+  const keys = VERL_KEYS.keys as Record<string, string>;
+  const floats = (node: unknown, path: string[]) => {
+    if (isMap(node))
+      for (const pair of node.items) floats(pair.value, [...path, String((pair.key as Scalar).value)]);
+    else if (isScalar(node) && typeof node.value === "number" && keys[path.join(".")] === "float")
+      node.minFractionDigits = 1;
+  };
+  floats(doc.contents, []);
+  const text = `${header.map((l) => `# ${l}`.trimEnd()).join("\n")}\n${doc.toString({ lineWidth: 0 })}`;
+  return { text, value: full };
+}
+
+/** JSON schema of a tool's parameters in verl's OpenAI form (required always present). */
+function parametersOf(t: ToolSpec): Record<string, unknown> {
+  if (isBuiltinTool(t))
+    return {
+      type: "object",
+      properties: {
+        code: {
+          type: "string",
+          description: "JavaScript to run; the value of its last expression is returned",
+        },
+      },
+      required: ["code"],
+    };
+  return { required: [], ...t.parameters, type: "object" };
+}
+
+/** tool_config.yaml: each task tool as a verl native tool running in Sandbox Fusion. */
+export function toolConfigYaml(task: Task, c: RunConfig): string {
+  const common = {
+    type: "native",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation (verl loads this file with OmegaConf)
+    sandbox_fusion_url: "${oc.env:SANDBOX_FUSION_URL,http://localhost:8080/run_code}",
+    num_workers: 10,
+    enable_global_rate_limit: true,
+    rate_limit: 10,
+    default_timeout: c.limits.tool_timeout_s,
+    default_language: "nodejs",
+    memory_limit_mb: Math.max(512, c.limits.memory_mb),
+  };
+  const tools = task.tools.map((t) => ({
+    class_name: isBuiltinTool(t) ? "lab_tools.LabCodeTool" : "lab_tools.LabFunctionTool",
+    config: isBuiltinTool(t)
+      ? { ...common, ...(t.allowedChars ? { allowed_chars: t.allowedChars } : {}) }
+      : { ...common, body: t.body },
+    tool_schema: {
+      type: "function",
+      function: { name: t.name, description: t.description, parameters: parametersOf(t) },
+    },
+  }));
+  const head = [
+    "# tool_config.yaml: the lab task's tools as verl tools (agentic-rl-lab export).",
+    "# They run JavaScript in Sandbox Fusion (language nodejs); set SANDBOX_FUSION_URL to its run_code",
+    "# endpoint. The code tool maps approximately: the lab's tool returns the last expression's value,",
+    "# Sandbox Fusion returns stdout, so lab_tools.py wraps the code to print its value (lab_node.py).",
+    "# Function-calling tools keep their JSON schemas; their JS bodies run with the arguments as `args`.",
+    "# memory_limit_mb is at least 512: Node.js needs far more than the lab's QuickJS limit.",
+  ];
+  return `${head.join("\n")}\n${stringify({ tools }, { lineWidth: 0 })}`;
+}
+
+/** run.sh: verl's PPO entry point on this folder's config, with absolute paths. */
+export function runSh(): string {
+  return `#!/usr/bin/env bash
+# run.sh: train this exported lab run with verl's PPO trainer (agentic-rl-lab export).
+#   SANDBOX_FUSION_URL=http://host:8080/run_code bash run.sh [hydra overrides...]
+#   e.g. bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1
+# Hydra resolves a relative --config-path against verl's own module, so the path is absolute;
+# the data, tool and reward files are passed as absolute paths for the same reason, and this
+# folder goes on PYTHONPATH so verl can import lab_tools.LabCodeTool.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+export PYTHONPATH="$HERE\${PYTHONPATH:+:$PYTHONPATH}"
+python3 -m verl.trainer.main_ppo --config-path "$(cd "$(dirname "$0")" && pwd)" --config-name config \\
+  data.train_files="$HERE/train.parquet" \\
+  data.val_files="$HERE/val.parquet" \\
+  actor_rollout_ref.rollout.multi_turn.tool_config_path="$HERE/tool_config.yaml" \\
+  custom_reward_function.path="$HERE/reward.py" \\
+  "$@"
+`;
+}

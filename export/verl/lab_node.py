@@ -1,0 +1,60 @@
+# lab_node.py: how the lab's JavaScript tools run in Sandbox Fusion (language nodejs), written
+# by `npm run export` (agentic-rl-lab). Standard library only; used by lab_tools.py (verl)
+# and train_trl.py (TRL).
+# The lab's QuickJS tool returns the value of the code's last expression, while Sandbox
+# Fusion returns stdout. So the code is wrapped: Node evaluates it with vm.runInThisContext
+# (whose result is the completion value, as eval's) and prints that value as the lab's
+# formatter does (a string as it is, anything else as JSON, after any console output); an
+# exception prints `Name: message` to stderr and fails the call.
+import json
+import urllib.request
+
+NODE_WRAPPER = """
+const __lab_vm = require("vm");
+try {
+  const __lab_value = __lab_vm.runInThisContext(%s, { filename: "tool.js" });
+  if (__lab_value !== undefined) {
+    process.stdout.write((typeof __lab_value === "string" ? __lab_value : JSON.stringify(__lab_value)) + "\\n");
+  }
+} catch (e) {
+  const msg = e && typeof e === "object" && "name" in e ? e.name + ": " + e.message : String(e);
+  process.stderr.write(msg + "\\n");
+  process.exitCode = 1;
+}
+"""
+
+
+def node_source(code):
+    """The Node.js program that runs `code` and prints its last expression's value."""
+    return NODE_WRAPPER % json.dumps(code)
+
+
+def function_source(body, args):
+    """A function-calling tool: its JS body runs with the JSON arguments as `args`."""
+    return node_source("(function (args) {\n" + body + "\n})(" + json.dumps(args) + ")")
+
+
+def last_line(text):
+    lines = [line.strip() for line in text.split("\n") if line.strip() != ""]
+    return lines[-1] if lines else "Error"
+
+
+def run_sandbox_fusion(url, source, timeout_s, memory_mb):
+    """POST one program to Sandbox Fusion's run_code; returns (text the model sees, ok)."""
+    req = json.dumps(
+        {"code": source, "language": "nodejs", "run_timeout": timeout_s, "memory_limit_MB": memory_mb}
+    ).encode()
+    request = urllib.request.Request(url, data=req, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s + 30) as r:
+            res = json.loads(r.read().decode())
+    except Exception as e:  # the model sees a failed call, never an exception
+        return "SandboxError: " + str(e), False
+    run = res.get("run_result") or {}
+    stdout = run.get("stdout") or ""
+    stderr = run.get("stderr") or ""
+    if run.get("status") == "Finished" and run.get("return_code") == 0:
+        return stdout.rstrip(), True
+    if run.get("status") == "TimeLimitExceeded":
+        return "TimeoutError: the tool call ran out of time", False
+    return last_line(stderr or stdout or str(res.get("message") or res.get("status") or "Error")), False

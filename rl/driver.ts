@@ -1,0 +1,171 @@
+// The seam between single-turn tasks and multi-turn environments. The training phases ask a
+// TaskDriver for prompts, demonstrations, rollouts and eval metrics and never branch on the
+// task kind. A single-turn task rolls out with tools (rl/rollout.ts) and is judged by its
+// verifier on the strict final answer; an environment (frozenlake, sokoban) plays episodes
+// (rl/env-rollout.ts): a prompt is a seed, correct is success, each turn is a GiGPO step row,
+// and always renders as chatml turns. Tested by rl/trainer.test.ts and rl/trainer-env.test.ts.
+import type { RunConfig } from "../config";
+import type { SamplingOptions } from "../model/api";
+import { promptTokens, type TemplateName } from "../model/template";
+import type { Rng } from "../tasks/rng";
+import {
+  type AnyTask,
+  type Demo,
+  type EnvTask,
+  isEnvTask,
+  type Problem,
+  type Task,
+  type ToolSpec,
+} from "../tasks/types";
+import { RETURN } from "./algos/advantage";
+import { lastPolicyIndex } from "./algos/types";
+import type { TrainerContext } from "./context";
+import { envPromptMessages, envRollout, turnTokenRewards } from "./env-rollout";
+import { rolloutLimits } from "./options";
+import { parseAnswer } from "./parse";
+import { envMetrics } from "./records";
+import type { RewardedTrajectory, RewardItem } from "./rewards";
+import { rollout, type Trajectory } from "./rollout";
+
+export interface TaskDriver {
+  /** Tools the model may call (none for environments: they act through their turns). */
+  readonly tools: ToolSpec[];
+  /** The template prompts and demonstrations render with. */
+  template(c: RunConfig): TemplateName;
+  /** n training prompts (for an environment: its seeds as prompts). */
+  sample(rng: Rng, n: number): Problem[];
+  /** The held-out prompts. */
+  evalSet(n: number): Problem[];
+  sftDemos(rng: Rng, n: number, knobs: Record<string, unknown>): Demo[];
+  /** Rolls out one trajectory per owner and judges it; toolSeconds is time in tools or the env. */
+  rollout(
+    ctx: TrainerContext,
+    owners: Problem[],
+    sampling: SamplingOptions,
+  ): Promise<{ items: RewardItem[]; toolSeconds: number }>;
+  /** val/* metrics beyond accuracy and tool-call rate for one eval mode. */
+  evalMetrics(items: RewardItem[], suffix: string): Record<string, number>;
+}
+
+export function taskDriver(task: AnyTask): TaskDriver {
+  return isEnvTask(task) ? envDriver(task) : singleTurnDriver(task);
+}
+
+// ---------------------------------------------------------------------------------------
+// Single-turn tasks
+
+function singleTurnDriver(task: Task): TaskDriver {
+  return {
+    tools: task.tools,
+    template: (c) => c.task.template,
+    sample: (rng, n) => task.sample(rng, n),
+    evalSet: (n) => task.evalSet(n),
+    sftDemos: (rng, n, knobs) => task.sftDemos(rng, n, knobs),
+    async rollout(ctx, owners, sampling) {
+      const template = ctx.config.task.template;
+      const prompts = owners.map((p) => problemPrompt(p, template));
+      const stats = { toolSeconds: 0 };
+      const trajs = await rollout(ctx.policy, prompts, {
+        stats,
+        template,
+        sampling,
+        limits: rolloutLimits(ctx.config),
+        tools: ctx.tools,
+      });
+      return {
+        items: trajs.map((t, i) => ({
+          traj: t,
+          problem: owners[i],
+          groupId: "",
+          correct: verify(task, owners[i], t),
+        })),
+        toolSeconds: stats.toolSeconds,
+      };
+    },
+    evalMetrics: () => ({}),
+  };
+}
+
+/** Correctness of one trajectory by the task's verifier on its strict final answer. */
+function verify(task: Task, problem: Problem, t: Trajectory): boolean {
+  const ans = parseAnswer(t.text, { mode: "strict", endMarkers: ["<|im_end|>"] });
+  const calls = t.toolCalls
+    .filter((c) => !c.call.error)
+    .map((c) => ({ name: c.call.name, arguments: c.call.arguments, code: c.call.code }));
+  return task.verify(problem, ans.ok ? ans.answer : null, { text: t.text, calls }).correct;
+}
+
+// ---------------------------------------------------------------------------------------
+// Multi-turn environments
+
+function envDriver(env: EnvTask): TaskDriver {
+  return {
+    tools: [],
+    template: () => "chatml-turns",
+    sample: (rng, n) => env.sampleSeeds(rng, n).map((seed) => envProblem(env, seed)),
+    evalSet: (n) => env.evalSeeds(n).map((seed) => envProblem(env, seed)),
+    sftDemos: (rng, n, knobs) => env.sftDemos(rng, n, knobs as { thinkRate?: number }),
+    async rollout(ctx, owners, sampling) {
+      const stats = { envSeconds: 0 };
+      const episodes = await envRollout(
+        ctx.policy,
+        env,
+        owners.map((p) => Number(p.meta.seed)),
+        { sampling, maxNewTokensPerTurn: ctx.config.sampling.max_new_tokens, stats },
+      );
+      return {
+        items: episodes.map((e, i) => ({
+          traj: e.traj,
+          problem: owners[i],
+          groupId: "",
+          correct: e.success,
+          steps: e.steps,
+          envReturn: e.envReturn,
+        })),
+        toolSeconds: stats.envSeconds,
+      };
+    },
+    evalMetrics(items, suffix) {
+      const m = envMetrics(items, "");
+      return {
+        [`val/env_steps_mean${suffix}`]: m.steps_mean,
+        [`val/env_return_mean${suffix}`]: m.return_mean,
+      };
+    },
+  };
+}
+
+/** An environment seed as a prompt: the instructions and the first observation. */
+function envProblem(env: EnvTask, seed: number): Problem {
+  return {
+    id: `${env.name}:seed${seed}`,
+    messages: envPromptMessages(env, env.make().reset(seed)),
+    answer: "",
+    bucket: env.buckets[0] ?? "all",
+    meta: { seed },
+  };
+}
+
+/**
+ * Per-token rewards of an environment episode for the token-level estimators: each turn's
+ * turn-discounted return (rl.turn_gamma, RETURN turn-discount) as in turnTokenRewards, plus
+ * whatever the reward adds beyond the episode return (custom JS) on the last policy token.
+ * Undefined for single-turn trajectories (the outcome reward sits on the last token).
+ */
+export function tokenRewardsOf(
+  c: RunConfig,
+  t: RewardedTrajectory,
+  mask: ArrayLike<number>,
+): Float64Array | undefined {
+  if (!t.steps || t.envReturn === undefined) return undefined;
+  const r = turnTokenRewards(t.steps, mask.length, c.rl.turn_gamma, RETURN["turn-discount"]);
+  const extra = t.reward - t.envReturn;
+  const last = lastPolicyIndex(mask);
+  if (extra !== 0 && last >= 0) r[last] += extra;
+  return r;
+}
+
+/** The prompt tokens of a problem under a template. */
+export function problemPrompt(p: Problem, template: TemplateName): number[] {
+  return promptTokens(p.messages as Parameters<typeof promptTokens>[0], template);
+}

@@ -1,0 +1,138 @@
+// The RL loss of one minibatch and its gradient w.r.t. each token's log-prob, entropy and value
+// (DESIGN.md: the loss lives in TypeScript as per-token weights; the fused log-softmax kernel
+// turns them into logit gradients). It composes the registries of rl/algos: policy loss,
+// entropy shaping of the advantage, KL in the loss, entropy bonus, VAPO's positive-example LM
+// loss and the clipped value loss, aggregated by rl.loss_agg (the policy term by its own weights
+// for the sequence-level losses GSPO, GMPO and SAPO, which see the row lengths).
+// Tested by rl/policy-loss-fd.test.ts (finite differences for every policy loss),
+// rl/trainer.test.ts (tool tokens get zero gradient through every term), rl/vapo.test.ts
+// (the positive-example LM term) and rl/registry-run.test.ts (every registry entry in a run).
+import type { RunConfig } from "../config";
+import {
+  AGG,
+  aggregate,
+  entropyTerm,
+  explainedVariance,
+  klTerm,
+  POLICY_LOSS,
+  positiveLm,
+  valueLoss,
+} from "./algos/losses";
+import { actorMetrics } from "./algos/masks";
+import { SHAPING } from "./algos/shaping";
+import { flatten, unflatten } from "./algos/types";
+import { aggOptions, policyLossOptions, shapingOptions } from "./options";
+
+/** Per-row (response-position) inputs of one minibatch. */
+export interface MinibatchInput {
+  logprob: ArrayLike<number>[];
+  entropy: ArrayLike<number>[];
+  /** Loss mask: 1 = trained. */
+  mask: ArrayLike<number>[];
+  oldLogprob: ArrayLike<number>[];
+  advantages: ArrayLike<number>[];
+  postTool: ArrayLike<number>[];
+  refLogprob?: ArrayLike<number>[];
+  values?: ArrayLike<number>[];
+  oldValues?: ArrayLike<number>[];
+  returns?: ArrayLike<number>[];
+  /** Per row: the trajectory was judged correct (VAPO positive-example LM loss). */
+  correct?: boolean[];
+}
+
+/**
+ * The RL loss of one minibatch and its gradient w.r.t. each token's log-prob, entropy and
+ * value, per row: policy loss (with optional entropy shaping of the advantage), KL in the
+ * loss, entropy bonus and the clipped value loss, aggregated by rl.loss_agg (or by the policy
+ * loss's own weights for its term). Tokens with mask 0 get exactly zero gradient.
+ */
+export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
+  const r = c.rl;
+  const lens = x.mask.map((m) => m.length);
+  const flat = {
+    logprob: flatten(x.logprob),
+    entropy: flatten(x.entropy),
+    mask: flatten(x.mask),
+    old: flatten(x.oldLogprob),
+    adv: flatten(x.advantages),
+    postTool: flatten(x.postTool),
+  };
+  const metrics: Record<string, number> = {};
+  const weights = flatten(AGG[r.loss_agg](x.mask, aggOptions(c)));
+  const shaping = c.shaping.kind !== "none" ? SHAPING[c.shaping.kind] : undefined;
+  const shaped = shaping?.(
+    { advantages: flat.adv, entropy: flat.entropy, mask: flat.mask, postTool: flat.postTool },
+    shapingOptions(c),
+  );
+  const lossFn = POLICY_LOSS[r.policy_loss];
+  if (!lossFn) throw new Error(`rl.policy_loss: unknown loss "${r.policy_loss}"`);
+  const pl = lossFn(
+    {
+      logprob: flat.logprob,
+      oldLogprob: flat.old,
+      advantages: shaped?.advantages ?? flat.adv,
+      mask: flat.mask,
+      lengths: lens,
+    },
+    policyLossOptions(r),
+  );
+  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights).
+  const pw = pl.weights ?? weights;
+  const dlogp = pl.grad.map((g, i) => g * pw[i]);
+  let loss = aggregate(pl.loss, pw);
+  metrics["actor/pg_loss"] = loss;
+  const dent = new Float64Array(dlogp.length);
+  if (shaped) {
+    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i]));
+    for (let i = 0; i < dent.length; i++) dent[i] += back[i];
+  }
+  const ref = x.refLogprob ? flatten(x.refLogprob) : undefined;
+  if (r.kl.in === "loss" && r.kl.coef > 0 && ref) {
+    const kl = klTerm(r.kl.estimator, flat.logprob, ref, flat.mask, r.kl.coef);
+    loss += aggregate(kl.value, weights);
+    for (let i = 0; i < dlogp.length; i++) dlogp[i] += kl.grad[i] * weights[i];
+  }
+  if (r.entropy_coef > 0) {
+    const et = entropyTerm(flat.entropy, weights, r.entropy_coef);
+    loss += et.loss;
+    for (let i = 0; i < dent.length; i++) dent[i] += et.gradH[i];
+  }
+  if (r.positive_lm_coef > 0 && x.correct) {
+    const correct = x.correct;
+    const pos = positiveLm(x.logprob.map((lp, b) => ({ logprob: lp, mask: x.mask[b], correct: correct[b] })));
+    const g = flatten(pos.grad);
+    loss += r.positive_lm_coef * pos.loss;
+    for (let i = 0; i < dlogp.length; i++) dlogp[i] += r.positive_lm_coef * g[i];
+    metrics["actor/positive_lm_loss"] = pos.loss;
+  }
+  let dvalue: Float64Array[] | undefined;
+  if (x.values && x.oldValues && x.returns) {
+    const values = flatten(x.values);
+    const returns = flatten(x.returns);
+    const vl = valueLoss({ values, oldValues: flatten(x.oldValues), returns, mask: flat.mask }, r.value_clip);
+    const vfLoss = aggregate(vl.loss, weights);
+    metrics["critic/vf_loss"] = vfLoss;
+    metrics["critic/vf_explained_var"] = explainedVariance(returns, values, flat.mask);
+    loss += r.value_coef * vfLoss;
+    dvalue = unflatten(
+      vl.grad.map((g, i) => g * weights[i] * r.value_coef),
+      lens,
+    );
+  }
+  Object.assign(
+    metrics,
+    actorMetrics(
+      {
+        mask: flat.mask,
+        entropy: flat.entropy,
+        postTool: flat.postTool,
+        logprob: flat.logprob,
+        oldLogprob: flat.old,
+        refLogprob: ref,
+      },
+      r.kl.estimator,
+    ),
+    pl.metrics, // after actorMetrics: a loss may log ppo_kl its own way (KL-Cov: mean |δ|)
+  );
+  return { loss, dlogp: unflatten(dlogp, lens), dentropy: unflatten(dent, lens), dvalue, metrics };
+}

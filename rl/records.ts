@@ -1,0 +1,153 @@
+// What a training step reports: the metrics row (one line of metrics.jsonl, verl's names),
+// the sample records the inspector shows, and the rollout metrics shared by the RL step and
+// value pretraining (reward, accuracy, length, tools, environment success).
+// Tested through rl/trainer.test.ts, rl/trainer-env.test.ts and rl/vapo.test.ts.
+import { mean, type StepRow, std } from "./algos/types";
+import type { RewardedTrajectory } from "./rewards";
+
+/** One line of metrics.jsonl: DESIGN.md's names; absent keys were not computed this step. */
+export type MetricsRow = { step: number; phase: "sft" | "value_pretrain" | "rl"; time: number } & Record<
+  string,
+  number | string
+>;
+
+/** A trajectory as the inspector shows it: tokens with their per-token numbers. */
+export interface SampleRecord {
+  step: number;
+  groupId: string;
+  problemId: string;
+  bucket: string;
+  answer: string;
+  promptTokens: number[];
+  tokens: number[];
+  mask: number[];
+  postTool: number[];
+  logprobs: number[];
+  entropy: number[];
+  advantages: number[];
+  reward: number;
+  rewardTerms: Record<string, number>;
+  correct: boolean;
+  toolCalls: {
+    raw: string;
+    response: string;
+    ok: boolean;
+    status: string;
+    executed: boolean;
+    responseStart: number;
+    responseEnd: number;
+  }[];
+  finish: string;
+  /** The custom JS reward's error for this trajectory (it then scored 0). */
+  customError?: string;
+  filter: string;
+  /** Multi-turn environments: one row per turn (anchor state, step reward, action token range). */
+  steps?: StepRow[];
+}
+
+export interface StepOutput {
+  row: MetricsRow;
+  samples: SampleRecord[];
+  /** Set when the update was skipped because the loss or gradient norm was not finite. */
+  skipped?: string;
+}
+
+/** Seconds a step spent generating, in tools (or environments), rewarding and training. */
+export interface StepTiming {
+  rollout: number;
+  tool: number;
+  reward: number;
+  train: number;
+}
+
+const SAMPLE_GROUPS = 2;
+
+export function putFinite(row: Record<string, unknown>, key: string, v: number): void {
+  if (Number.isFinite(v)) row[key] = v;
+}
+
+export function putTiming(row: MetricsRow, t: StepTiming): void {
+  row["timing/rollout_s"] = t.rollout;
+  row["timing/tool_s"] = t.tool;
+  row["timing/reward_s"] = t.reward;
+  row["timing/train_s"] = t.train;
+}
+
+export function rolloutMetrics(all: RewardedTrajectory[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (all.length === 0) return out;
+  const rewards = all.map((t) => t.reward);
+  out["reward/mean"] = mean(rewards);
+  out["reward/std"] = all.length > 1 ? std(rewards, "sample") : 0;
+  const terms = new Set(all.flatMap((t) => Object.keys(t.terms)));
+  for (const k of terms) putFinite(out, `reward/${k}/mean`, mean(all.map((t) => t.terms[k] ?? 0)));
+  out["acc/mean"] = mean(all.map((t) => Number(t.correct)));
+  const lens = all.map((t) => t.traj.tokens.length);
+  out["response_length/mean"] = mean(lens);
+  out["response_length/clip_ratio"] = mean(all.map((t) => Number(t.traj.finish !== "stop")));
+  const executed = all.map((t) => t.traj.toolCalls.filter((x) => x.executed));
+  out["tool/call_rate"] = mean(executed.map((x) => Number(x.length > 0)));
+  out["tool/calls_mean"] = mean(executed.map((x) => x.length));
+  const calls = executed.flat();
+  if (calls.length > 0) out["tool/success_rate"] = mean(calls.map((x) => Number(x.outcome.ok)));
+  const episodes = all.filter((t) => t.steps !== undefined);
+  if (episodes.length > 0) Object.assign(out, envMetrics(episodes, "env/"));
+  return out;
+}
+
+/** Multi-turn metrics: success rate, turns per episode, invalid-action rate, episode return. */
+export function envMetrics(
+  episodes: { correct: boolean; steps?: StepRow[]; envReturn?: number }[],
+  prefix: string,
+): Record<string, number> {
+  const steps = episodes.flatMap((t) => t.steps ?? []);
+  const out: Record<string, number> = {
+    [`${prefix}success_rate`]: mean(episodes.map((t) => Number(t.correct))),
+    [`${prefix}steps_mean`]: mean(episodes.map((t) => t.steps?.length ?? 0)),
+    [`${prefix}return_mean`]: mean(episodes.map((t) => t.envReturn ?? 0)),
+  };
+  if (steps.length > 0) out[`${prefix}invalid_rate`] = mean(steps.map((s) => Number(!!s.invalid)));
+  return out;
+}
+
+/** The first SAMPLE_GROUPS groups of a step as inspector records. */
+export function sampleRecords(
+  step: number,
+  all: RewardedTrajectory[],
+  decisions: Map<string, string>,
+  advantages?: Map<RewardedTrajectory, Float64Array>,
+): SampleRecord[] {
+  const groups = [...new Set(all.map((t) => t.groupId))].slice(0, SAMPLE_GROUPS);
+  return all
+    .filter((t) => groups.includes(t.groupId))
+    .map((t) => ({
+      step,
+      groupId: t.groupId,
+      problemId: t.problem.id,
+      bucket: t.problem.bucket,
+      answer: t.problem.answer,
+      promptTokens: t.traj.promptTokens,
+      tokens: t.traj.tokens,
+      mask: t.traj.mask,
+      postTool: t.traj.postTool,
+      logprobs: t.traj.logprobs,
+      entropy: [],
+      advantages: [...(advantages?.get(t) ?? [])],
+      reward: t.reward,
+      rewardTerms: t.terms,
+      correct: t.correct,
+      toolCalls: t.traj.toolCalls.map((x) => ({
+        raw: x.call.raw,
+        response: x.outcome.text,
+        ok: x.outcome.ok,
+        status: x.outcome.status,
+        executed: x.executed,
+        responseStart: x.responseStart,
+        responseEnd: x.responseEnd,
+      })),
+      finish: t.traj.finish,
+      filter: decisions.get(t.groupId) ?? "kept",
+      ...(t.customError ? { customError: t.customError } : {}),
+      ...(t.steps ? { steps: t.steps } : {}),
+    }));
+}

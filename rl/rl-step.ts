@@ -1,0 +1,132 @@
+// One RL step: collect the batch (rl/collect.ts: sample, roll out, reward, filter, refill),
+// score it under the rollout policy (and the reference for KL), compute advantages with the
+// ADVANTAGE registry, then epochs x minibatches of the RL loss (rl/loss.ts) through the shared
+// minibatch loop, and one metrics row with verl's names plus the inspector's sample records.
+// Tested by rl/trainer.test.ts, rl/trainer-env.test.ts, rl/vapo.test.ts, rl/baselines.test.ts
+// and rl/registry-run.test.ts (every estimator, loss and recipe for two steps).
+import { createRng } from "../tasks/rng";
+import { ADVANTAGE, type AdvantageState } from "./algos/advantage";
+import { type Trajectory as AlgoTrajectory, mean } from "./algos/types";
+import { collectGroups } from "./collect";
+import type { TrainerContext } from "./context";
+import { tokenRewardsOf } from "./driver";
+import { minibatchLoss } from "./loss";
+import { scoreAll, trainMinibatches } from "./minibatch";
+import { adamwHparams, advantageOptions, rlLr } from "./options";
+import {
+  type MetricsRow,
+  putFinite,
+  putTiming,
+  rolloutMetrics,
+  type StepOutput,
+  sampleRecords,
+} from "./records";
+import type { RewardedTrajectory } from "./rewards";
+
+/** RL step `step`; `advState` carries estimator state between steps (reinforce-history). */
+export async function rlStep(
+  ctx: TrainerContext,
+  step: number,
+  advState: AdvantageState,
+): Promise<StepOutput & { advState: AdvantageState }> {
+  const t0 = ctx.clock();
+  const got = await collectGroups(ctx, step);
+  const { batch, all, decisions } = got;
+
+  const tt = ctx.clock();
+  ctx.activity("update");
+  const update = batch.length > 0 ? await rlUpdate(ctx, batch, step, advState) : undefined;
+  const train = ctx.clock() - tt;
+
+  const row: MetricsRow = { step, phase: "rl", time: ctx.clock() };
+  Object.assign(row, rolloutMetrics(all));
+  putFinite(row, "filter/kept_frac", mean(got.keptFracs));
+  putFinite(row, "groups/zero_std_frac", got.groupsSeen ? got.zeroStdGroups / got.groupsSeen : Number.NaN);
+  if (update) Object.assign(row, update.metrics);
+  row["actor/lr"] = rlLr(ctx.config, step);
+  const tokens = all.reduce((s, t) => s + t.traj.tokens.length, 0) + (update?.tokens ?? 0);
+  const dt = ctx.clock() - t0;
+  putFinite(row, "perf/tokens_per_s", dt > 0 ? tokens / dt : Number.NaN);
+  putTiming(row, { ...got.timing, train });
+  if (decisions.has("abort")) row.event = decisions.get("abort")!;
+  if (update?.skipped) row.event = update.skipped;
+  const samples = sampleRecords(step, all, decisions, update?.advantages);
+  return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
+}
+
+/** Steps 5-6: advantages and epochs x minibatches of the RL loss. */
+async function rlUpdate(
+  ctx: TrainerContext,
+  batch: RewardedTrajectory[],
+  step: number,
+  advState: AdvantageState,
+) {
+  const c = ctx.config;
+  const r = c.rl;
+  const policy = ctx.policy;
+  const rows = batch.map((t) => ({ prompt: t.traj.promptTokens, response: t.traj.tokens }));
+  const masks = batch.map((t) => {
+    const base = r.mask_tool_output ? t.traj.mask : t.traj.mask.map(() => 1);
+    return Float64Array.from(base, (m) => m * t.lossScale);
+  });
+  const mbSize = Math.max(1, Math.ceil(batch.length / r.minibatches));
+  const old = await scoreAll(policy, rows, mbSize, c.model.context);
+  const ref =
+    r.kl.coef > 0 ? await scoreAll(await ctx.reference(), rows, mbSize, c.model.context) : undefined;
+
+  const algoBatch: AlgoTrajectory[] = batch.map((t, i) => ({
+    groupId: t.groupId,
+    reward: t.reward,
+    mask: masks[i],
+    oldLogprob: old.logp[i],
+    refLogprob: ref?.logp[i],
+    values: old.values?.[i],
+    postTool: t.traj.postTool,
+    toolCalls: t.traj.toolCalls.filter((x) => x.executed).length,
+    toolSuccesses: t.traj.toolCalls.filter((x) => x.executed && x.outcome.ok).length,
+    correct: t.correct,
+    truncated: t.traj.finish !== "stop",
+    steps: t.steps,
+    baselineReward: t.baselineReward,
+    tokenRewards: tokenRewardsOf(c, t, masks[i]),
+  }));
+  const advFn = ADVANTAGE[r.advantage];
+  if (!advFn) throw new Error(`rl.advantage: unknown estimator "${r.advantage}"`);
+  if (r.advantage === "gae" && !old.values)
+    throw new Error("rl.advantage gae needs a model with a value head");
+  const adv = advFn(algoBatch, advantageOptions(r), advState);
+
+  const hparams = adamwHparams(r, rlLr(c, step));
+  const rng = createRng(`${c.seed}:minibatch:${step}`);
+  const res = await trainMinibatches(policy, {
+    rows,
+    size: mbSize,
+    epochs: r.epochs,
+    context: c.model.context,
+    order: () => rng.shuffle(batch.map((_, i) => i)),
+    loss: (idx, s) => {
+      const { returns } = adv;
+      return minibatchLoss(c, {
+        logprob: s.logp,
+        entropy: s.entropy,
+        mask: idx.map((i) => masks[i]),
+        oldLogprob: idx.map((i) => old.logp[i]),
+        advantages: idx.map((i) => adv.advantages[i]),
+        postTool: idx.map((i) => batch[i].traj.postTool),
+        refLogprob: ref ? idx.map((i) => ref.logp[i]) : undefined,
+        values: returns ? s.values : undefined,
+        oldValues: old.values ? idx.map((i) => old.values![i]) : undefined,
+        returns: returns ? idx.map((i) => returns[i]) : undefined,
+        correct: idx.map((i) => batch[i].correct),
+      });
+    },
+    step: () => policy.step(hparams),
+    gradNormKey: "actor/grad_norm",
+    where: `RL step ${step}`,
+  });
+  return {
+    ...res,
+    advantages: new Map(batch.map((t, i) => [t, adv.advantages[i]])),
+    advState: adv.state ?? advState,
+  };
+}
