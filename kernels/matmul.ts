@@ -3,8 +3,9 @@
 // `rt.unrolled` (kernels/dev/matmul-variants.ts has the measurements): the tiled matmul.wgsl (one
 // pipeline for every form) everywhere but SwiftShader, and the unrolled ones generated per form by
 // matmul-gen.ts on SwiftShader. A·Bᵀ with at most MATVEC_MAX_ROWS rows (a linear layer or the head
-// while decoding) goes to matvec.wgsl instead, where `rt.matvec` is set (the default): the tiles
-// compute 64 rows, so at batch 1 they did 64 times the work. Reference in reference.ts (matmulRef); tested by
+// while decoding) goes to matvec.wgsl instead, where `rt.matvec` is set (the default; on
+// SwiftShader only for one row): the tiles compute 64 rows, so at batch 1 they did 64 times the
+// work (SmolLM2-shape decode on lavapipe: 0.06 -> 0.62 tokens/s). Reference in reference.ts (matmulRef); tested by
 // matmul.gpu.test.ts (both kernels).
 
 import src from "./matmul.wgsl?raw";
@@ -72,7 +73,7 @@ function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: V
   );
   rt.dispatch(
     rec,
-    rt.pipeline(mvSrc, "main", { WG: 64 }),
+    rt.pipeline(mvSrc, "main", { WG: 64, WIDE: s.M > 4 ? 1 : 0 }),
     [out, a, b, bias ?? rt.dummy, u],
     [Math.ceil(s.N / 64)],
   );
@@ -88,7 +89,8 @@ export function matmul(
   bias: View | null,
   s: MatmulShape,
 ) {
-  if (rt.matvec && matvecForm(s)) {
+  // On SwiftShader the unrolled tiles beat the matvec from 4 rows up (measured at 1024x128).
+  if (rt.matvec && matvecForm(s) && (!rt.unrolled || s.M === 1)) {
     matvec(rt, rec, out, a, b, bias, s);
     return;
   }
