@@ -386,6 +386,17 @@ export class FlatBuffer {
     );
   }
 
+  /** Writes `data` at flat float `at` (it may span segments). */
+  write(rt: Runtime, at: number, data: Float32Array): void {
+    if (at < 0 || at + data.length > this.total)
+      throw new Error(`FlatBuffer write [${at}, ${at + data.length}) is outside [0, ${this.total})`);
+    for (const s of this.segments) {
+      const lo = Math.max(at, s.start);
+      const hi = Math.min(at + data.length, s.start + s.length);
+      if (lo < hi) rt.upload(view(s.buffer, lo - s.start, hi - lo), data.subarray(lo - at, hi - at));
+    }
+  }
+
   upload(rt: Runtime, data: Float32Array): void {
     if (data.length !== this.total)
       throw new Error(`FlatBuffer upload: ${data.length} floats, expected ${this.total}`);
