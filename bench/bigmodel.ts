@@ -1,8 +1,8 @@
 // The large-model rows of the model benchmark, in Node through Dawn (lavapipe here: the page's
 // SwiftShader would need more than 10 minutes a row and ~3 GB inside the page at this size):
 //  - smollm2_train_step: train-step tokens/s (forwardScore + backward + clipped AdamW, as the SFT
-//    loop does) at SmolLM2-135M's shape with random weights, batch 1 x 64 tokens, one timed step
-//    after one warm-up step;
+//    loop does) at SmolLM2-135M's shape (its config.json through model/hf.ts: 134.5M parameters)
+//    with random weights, batch 1 x 64 tokens, one timed step after one warm-up step;
 //  - smollm2_decode_kv: KV-cache decode tokens/s at batch 1 at the same shape, with the small-M
 //    matvec (kernels/matvec.wgsl) against the tiled matmul alone;
 //  - head_logits_peak_bytes_151936: the bytes of logits the training head holds (its logits and
@@ -15,31 +15,41 @@ import { fileURLToPath } from "node:url";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { Runtime } from "../kernels/runtime";
-import { type ModelConfig, modelConfig } from "../model/config";
+import { modelConfig } from "../model/config";
 import { GpuModel } from "../model/gpu";
+import { hfModelConfig } from "../model/hf";
 import { type BenchRow, makeRow } from "./report";
 
-/**
- * SmolLM2-135M: d 576, 30 layers, 9 heads, 3 KV heads, head_dim 64, intermediate 1536, vocab
- * 49152, tied, RMSNorm, SwiGLU, RoPE theta 100000. The model config cannot yet express GQA or an
- * intermediate size that is not a multiple of d, so this is the nearest shape: 9 KV heads
- * (full attention) and intermediate 1728 (mlpRatio 3): 158M parameters instead of 135M.
- */
-export const SMOLLM2_NEAREST: Partial<ModelConfig> = {
-  layers: 30,
-  dModel: 576,
-  heads: 9,
-  mlpRatio: 3,
-  vocab: 49152,
-  context: 256,
-  norm: "rmsnorm",
-  mlp: "swiglu",
-  positional: "rope",
-  ropeTheta: 100000,
-  tiedEmbeddings: true,
+/** SmolLM2-135M's config.json (HuggingFaceTB/SmolLM2-135M), read by the lab's own HF config reader. */
+export const SMOLLM2_135M_CONFIG = {
+  architectures: ["LlamaForCausalLM"],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 0,
+  eos_token_id: 0,
+  hidden_act: "silu",
+  hidden_size: 576,
+  initializer_range: 0.041666666666666664,
+  intermediate_size: 1536,
+  is_llama_config: true,
+  max_position_embeddings: 8192,
+  mlp_bias: false,
+  model_type: "llama",
+  num_attention_heads: 9,
+  num_hidden_layers: 30,
+  num_key_value_heads: 3,
+  pretraining_tp: 1,
+  rms_norm_eps: 1e-5,
+  rope_interleaved: false,
+  rope_scaling: null,
+  rope_theta: 100000,
+  tie_word_embeddings: true,
+  torch_dtype: "bfloat16",
+  use_cache: true,
+  vocab_size: 49152,
 };
 const SHAPE_NOTE =
-  "SmolLM2-135M's nearest expressible shape (d576 L30 NH9, vocab 49152, tied, rmsnorm/swiglu/rope; 9 KV heads instead of 3 and intermediate 1728 instead of 1536: 158M parameters), random weights";
+  "SmolLM2-135M's shape from its config.json (d576 L30, 9 heads of 64 over 3 KV heads, intermediate 1536, vocab 49152, tied), random weights";
 
 function seededTokens(n: number, V: number, seed: number): Int32Array {
   let s = seed >>> 0 || 1;
@@ -61,7 +71,8 @@ export async function runBigModelBench(): Promise<{ rows: BenchRow[]; adapterNot
   const rows: BenchRow[] = [];
   try {
     // ---- train step at SmolLM2's shape, batch 1 x 64
-    const c = modelConfig(SMOLLM2_NEAREST);
+    // context 256: the rows use at most 80 positions, and the KV caches are sized to the context
+    const c = hfModelConfig(SMOLLM2_135M_CONFIG, "SmolLM2-135M config.json", { context: 256 });
     let t0 = performance.now();
     const model = new GpuModel(rt, c, undefined, 1);
     const initS = secs(t0);
