@@ -2,7 +2,8 @@
 // model on a runtime that binds at most 16 KiB and makes buffers of at most 40 KiB must give the
 // CPU reference's numbers and the unwindowed GPU model's: the parameter buffers split in three,
 // AdamW / zeroing / grad norm / reads in windows, the token table in row slices, the head in
-// chunks of rows and vocabulary slices (logp and entropy bit-identical), generation through the
+// chunks of rows and vocabulary slices (logp and entropy bit-identical; MHA and a GQA/qk-norm
+// variant), generation through the
 // chunked sampler (the same greedy and seeded tokens). Any op that bound more than the limit
 // would throw (Runtime.dispatch). Run: npx vitest run --project gpu model/windowed
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -42,6 +43,20 @@ const variants: { name: string; c: Partial<ModelConfig> }[] = [
     c: { norm: "rmsnorm", mlp: "swiglu", mlpRatio: 2, positional: "rope", tiedEmbeddings: true },
   },
   { name: "layernorm gelu learned untied value", c: { mlpRatio: 2, tiedEmbeddings: false, valueHead: true } },
+  {
+    name: "qwen3-like: GQA 2/1, q/k norms, no biases",
+    c: {
+      norm: "rmsnorm",
+      mlp: "swiglu",
+      mlpRatio: 2,
+      positional: "rope",
+      kvHeads: 1,
+      qkNorm: true,
+      qkvBias: false,
+      projBias: false,
+      mlpBias: false,
+    },
+  },
 ];
 
 function batchOf(config: ModelConfig): ScoreBatch {
