@@ -1,11 +1,10 @@
 // GPU tests of the model under a lowered binding and buffer limit (Dawn in Node): the same tiny
 // model on a runtime that binds at most 16 KiB and makes buffers of at most 40 KiB must give the
-// CPU reference's numbers and the unwindowed GPU model's: the parameter buffers split in three,
-// AdamW / zeroing / grad norm / reads in windows, the token table in row slices, the head in
-// chunks of rows and vocabulary slices (logp and entropy bit-identical; MHA and a GQA/qk-norm
-// variant), generation through the
-// chunked sampler (the same greedy and seeded tokens). Any op that bound more than the limit
-// would throw (Runtime.dispatch). Run: npx vitest run --project gpu model/windowed
+// CPU reference's numbers and the unwindowed GPU model's (MHA and a GQA/qk-norm variant): the
+// parameter buffers split in several, AdamW / zeroing / grad norm / reads in windows, the token
+// table in row slices, the head in chunks of rows and vocabulary slices (logp and entropy
+// bit-identical), generation through the chunked sampler (the same greedy and seeded tokens).
+// Any op that bound more than the limit would throw (Runtime.dispatch). Run: npx vitest run --project gpu model/windowed
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
