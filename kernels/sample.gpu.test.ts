@@ -82,7 +82,7 @@ describe("sample", () => {
     const s = { temperature: 1, topK: 0, topP: 0.95, seed: 12, step: 5 };
     const [tok, lp, one, onelp] = [rt.tensor(B), rt.tensor(B), rt.tensor(B), rt.tensor(B)];
     let enc = rt.device.createCommandEncoder();
-    sample(rt, enc, tok, lp, logits, B, V, s, rt.tensor(steps));
+    sample(rt, enc, tok, lp, logits, B, V, s, {}, rt.tensor(steps));
     rt.submit(enc);
     const got = await rt.readU32(tok);
     const gotLp = await rt.read(lp);

@@ -10,8 +10,10 @@ import src from "./sample.wgsl?raw";
 export type { SampleParams } from "./reference";
 
 /**
- * tokens int32 (B), logps (B) from logits (B,V); the draw of row b uses (seed, step, b), or
- * (seed, step + rowStep[b], b) when `rowStep` (B) uint32 is given.
+ * tokens int32, logps at rows [rowBase, rowBase + B) from logits (B,V) of those rows, in the
+ * slice-major layout of `sliceV` (default V: a plain (B,V) block; see logsoftmax.ts); the draw of
+ * batch row r uses (seed, step, r), or (seed, step + rowStep[r], r) when `rowStep` (uint32, one
+ * per batch row) is given.
  */
 export function sample(
   rt: Runtime,
@@ -22,6 +24,7 @@ export function sample(
   B: number,
   V: number,
   s: SampleParams,
+  chunk: { sliceV?: number; rowBase?: number } = {},
   rowStep: View | null = null,
 ) {
   const u = rt.uniform(
@@ -33,6 +36,8 @@ export function sample(
       ["f32", s.topP],
       ["u32", s.seed],
       ["u32", s.step],
+      ["u32", chunk.sliceV ?? V],
+      ["u32", chunk.rowBase ?? 0],
       ["u32", rowStep ? 1 : 0],
     ]),
   );

@@ -7,7 +7,7 @@
 // tool response to the sequences that stopped at a tool call.
 // Tested by model/cpu.test.ts (and model/gpu.gpu.test.ts on the GPU session).
 import type { DecodeRun, GenerationSession, RunEnd } from "./api";
-import { tokenText } from "./tokenizer";
+import { CHAR_TOKENIZER, type Tokenizer } from "./tokenizer";
 
 export type StopReason = "stop" | "length" | "context";
 
@@ -28,6 +28,8 @@ export interface GenerateOptions {
   active?: ArrayLike<boolean>;
   /** The model's context; a sequence stops when its cache is full. */
   context: number;
+  /** Whose pieces make the text stop strings are matched in (default: the character tokenizer). */
+  tokenizer?: Tokenizer;
 }
 
 /**
@@ -80,6 +82,7 @@ export async function generate(
 ): Promise<GeneratedSequence[]> {
   const lengths = session.lengths();
   const B = lengths.length;
+  const tok = options.tokenizer ?? CHAR_TOKENIZER;
   const stopsOf = (b: number): readonly string[] =>
     options.stop.length > 0 && Array.isArray(options.stop[0])
       ? (options.stop as readonly (readonly string[])[])[b]
@@ -109,7 +112,7 @@ export async function generate(
     (b, token, logprob, length) => {
       out[b].tokens.push(token);
       out[b].logprobs.push(logprob);
-      text[b] += tokenText(token);
+      text[b] += tok.piece(token);
       const hit = stopsOf(b).find((s) => text[b].endsWith(s));
       if (hit !== undefined) {
         out[b].reason = "stop";
