@@ -71,10 +71,10 @@ put(
   "emscripten-module.wasm",
 );
 put(join(ROOT, "public/recipes/quick-demo.json"), "public/recipes/quick-demo.json");
-put(
-  join(ROOT, "public/checkpoints/quick-demo-sft.safetensors"),
-  "public/checkpoints/quick-demo-sft.safetensors",
-);
+// the checkpoint the recipe starts from (its path is relative to public/)
+const ckpt = JSON.parse(readFileSync(join(ROOT, "public/recipes/quick-demo.json"), "utf8")).config.sft
+  .init_checkpoint;
+if (ckpt) put(join(ROOT, "public", ckpt), join("public", ckpt));
 put(join(ROOT, "bench/device/torch_baseline.py"), "torch_baseline.py");
 
 // The Vulkan loader: the files of Debian's libvulkan1 package as installed here.
