@@ -18,9 +18,9 @@ import {
   positiveLm,
   valueLoss,
 } from "./algos/losses";
-import { actorMetrics } from "./algos/masks";
+import { actorMetrics, topEntropyMask } from "./algos/masks";
 import { SHAPING } from "./algos/shaping";
-import { flatten, unflatten } from "./algos/types";
+import { flatten, maskedMean, unflatten } from "./algos/types";
 import { aggOptions, policyLossOptions, shapingOptions } from "./options";
 
 /** Per-row (response-position) inputs of one minibatch. */
@@ -38,6 +38,8 @@ export interface MinibatchInput {
   returns?: ArrayLike<number>[];
   /** Per row: the trajectory was judged correct (VAPO positive-example LM loss). */
   correct?: boolean[];
+  /** Rollout-correction IS weights (rl/mismatch.ts): multiply the policy term's per-token loss and gradient. */
+  isWeights?: ArrayLike<number>[];
 }
 
 /**
@@ -76,14 +78,26 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     },
     policyLossOptions(r),
   );
-  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights).
+  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights). The
+  // rollout correction's IS weights and the top-entropy selection scale the policy term per
+  // token after it; the aggregation's denominator stays (TRL's entropy mask, verl's IS weights).
   const pw = pl.weights ?? weights;
-  const dlogp = pl.grad.map((g, i) => g * pw[i]);
-  let loss = aggregate(pl.loss, pw);
+  const scale = new Float64Array(pw.length).fill(1);
+  if (x.isWeights) flatten(x.isWeights).forEach((w, i) => (scale[i] *= w));
+  if (r.top_entropy_quantile < 1) {
+    const sel = topEntropyMask(flat.entropy, flat.mask, r.top_entropy_quantile);
+    sel.forEach((s, i) => (scale[i] *= s));
+    metrics["actor/entropy_selected_frac"] = maskedMean(sel, flat.mask);
+  }
+  const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
+  let loss = aggregate(
+    pl.loss.map((l, i) => l * scale[i]),
+    pw,
+  );
   metrics["actor/pg_loss"] = loss;
   const dent = new Float64Array(dlogp.length);
   if (shaped) {
-    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i]));
+    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i] * scale[i]));
     for (let i = 0; i < dent.length; i++) dent[i] += back[i];
   }
   const ref = x.refLogprob ? flatten(x.refLogprob) : undefined;

@@ -25,6 +25,8 @@ export interface SampleRecord {
   logprobs: number[];
   entropy: number[];
   advantages: number[];
+  /** Rollout importance ratio exp(old − sampler log-prob) per token (1 where not sampled); [] when not trained. */
+  ratio?: number[];
   reward: number;
   rewardTerms: Record<string, number>;
   correct: boolean;
@@ -116,6 +118,7 @@ export function sampleRecords(
   all: RewardedTrajectory[],
   decisions: Map<string, string>,
   advantages?: Map<RewardedTrajectory, Float64Array>,
+  ratios?: Map<RewardedTrajectory, Float64Array>,
 ): SampleRecord[] {
   const groups = [...new Set(all.map((t) => t.groupId))].slice(0, SAMPLE_GROUPS);
   return all
@@ -133,6 +136,7 @@ export function sampleRecords(
       logprobs: t.traj.logprobs,
       entropy: [],
       advantages: [...(advantages?.get(t) ?? [])],
+      ratio: [...(ratios?.get(t) ?? [])],
       reward: t.reward,
       rewardTerms: t.terms,
       correct: t.correct,
