@@ -83,10 +83,13 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
   // token after it; the aggregation's denominator stays (TRL's entropy mask, verl's IS weights).
   const pw = pl.weights ?? weights;
   const scale = new Float64Array(pw.length).fill(1);
-  if (x.isWeights) flatten(x.isWeights).forEach((w, i) => (scale[i] *= w));
+  if (x.isWeights) {
+    const w = flatten(x.isWeights);
+    for (let i = 0; i < scale.length; i++) scale[i] *= w[i];
+  }
   if (r.top_entropy_quantile < 1) {
     const sel = topEntropyMask(flat.entropy, flat.mask, r.top_entropy_quantile);
-    sel.forEach((s, i) => (scale[i] *= s));
+    for (let i = 0; i < scale.length; i++) scale[i] *= sel[i];
     metrics["actor/entropy_selected_frac"] = maskedMean(sel, flat.mask);
   }
   const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);

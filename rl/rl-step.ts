@@ -92,7 +92,9 @@ async function rlUpdate(
     batch.map((t) => t.traj.mask),
   );
   const corr = rolloutCorrection(oldSampler, samplerLp, sampled, r.rollout_correction);
-  if (corr.keep) masks.forEach((m, i) => m.forEach((x, j) => (m[j] = x * corr.keep![i][j])));
+  if (corr.keep)
+    for (let i = 0; i < masks.length; i++)
+      for (let j = 0; j < masks[i].length; j++) masks[i][j] *= corr.keep[i][j];
 
   const algoBatch: AlgoTrajectory[] = batch.map((t, i) => ({
     groupId: t.groupId,
