@@ -29,6 +29,8 @@ const RL_CHARTS = [
   "entropy",
   "kl",
   "clipfrac",
+  "is-ratio",
+  "mismatch",
   "grad-norm",
   "length",
   "tool-calls",

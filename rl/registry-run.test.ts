@@ -60,7 +60,16 @@ function tiny(...overrides: object[]): RunConfig {
   return c;
 }
 
-const UPDATE_KEYS = ["actor/pg_loss", "actor/entropy", "actor/grad_norm", "actor/ppo_kl"];
+const UPDATE_KEYS = [
+  "actor/pg_loss",
+  "actor/entropy",
+  "actor/grad_norm",
+  "actor/ppo_kl",
+  // the sampler-trainer mismatch, on every RL update (rl/mismatch.ts)
+  "rollout/logprob_diff_mean",
+  "rollout/logprob_diff_max",
+  "rollout/is_ratio_mean",
+];
 
 function entryCases(): Case[] {
   const cases: Case[] = [];
@@ -80,6 +89,24 @@ function entryCases(): Case[] {
   );
   for (const name of Object.keys(REGISTRIES["policy-loss"]))
     add(`policy-loss: ${name}`, tiny(SPREAD_REWARD, { rl: { policy_loss: name } }));
+  // The rollout correction and the token selection (config fields, not registries).
+  const truncated = { sampling: { temperature: 0.8, top_k: 20, top_p: 0.9 } };
+  for (const level of ["token", "sequence"])
+    add(
+      `rollout_correction: is ${level}, rs ${level} (top-k/top-p sampling)`,
+      tiny(SPREAD_REWARD, truncated, {
+        rl: { rollout_correction: { rollout_is: level, rollout_rs: level, rollout_rs_threshold: 1.5 } },
+      }),
+      ["rollout/is_truncated_frac", "rollout/rs_masked_frac"],
+    );
+  add(
+    "rollout_correction: rs geometric",
+    tiny(SPREAD_REWARD, { rl: { rollout_correction: { rollout_rs: "geometric" } } }),
+    ["rollout/rs_masked_frac"],
+  );
+  add("top_entropy_quantile 0.2", tiny(SPREAD_REWARD, { rl: { top_entropy_quantile: 0.2 } }), [
+    "actor/entropy_selected_frac",
+  ]);
   for (const name of Object.keys(REGISTRIES.kl)) {
     add(
       `kl: ${name} in loss`,
