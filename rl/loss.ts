@@ -87,10 +87,14 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     const w = flatten(x.isWeights);
     for (let i = 0; i < scale.length; i++) scale[i] *= w[i];
   }
+  // Tokens a selection rule picked, for the inspector: Clip-Cov / KL-Cov's covariance picks,
+  // or the top-entropy tokens that keep their policy loss.
+  let selected: Float64Array | undefined = pl.selected ? Float64Array.from(pl.selected) : undefined;
   if (r.top_entropy_quantile < 1) {
     const sel = topEntropyMask(flat.entropy, flat.mask, r.top_entropy_quantile);
     for (let i = 0; i < scale.length; i++) scale[i] *= sel[i];
     metrics["actor/entropy_selected_frac"] = maskedMean(sel, flat.mask);
+    selected = selected ? selected.map((x, i) => Math.max(x, sel[i])) : sel;
   }
   const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
   let loss = aggregate(
@@ -151,5 +155,12 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     ),
     pl.metrics, // after actorMetrics: a loss may log ppo_kl its own way (KL-Cov: mean |δ|)
   );
-  return { loss, dlogp: unflatten(dlogp, lens), dentropy: unflatten(dent, lens), dvalue, metrics };
+  return {
+    loss,
+    dlogp: unflatten(dlogp, lens),
+    dentropy: unflatten(dent, lens),
+    dvalue,
+    metrics,
+    selected: selected ? unflatten(selected, lens) : undefined,
+  };
 }

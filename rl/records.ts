@@ -27,6 +27,8 @@ export interface SampleRecord {
   advantages: number[];
   /** Rollout importance ratio exp(old − sampler log-prob) per token (1 where not sampled); [] when not trained. */
   ratio?: number[];
+  /** 1 for tokens a selection rule picked (Clip-Cov, KL-Cov, top-entropy); [] when none ran. */
+  selected?: number[];
   reward: number;
   rewardTerms: Record<string, number>;
   correct: boolean;
@@ -117,8 +119,11 @@ export function sampleRecords(
   step: number,
   all: RewardedTrajectory[],
   decisions: Map<string, string>,
-  advantages?: Map<RewardedTrajectory, Float64Array>,
-  ratios?: Map<RewardedTrajectory, Float64Array>,
+  update?: {
+    advantages: Map<RewardedTrajectory, Float64Array>;
+    ratios?: Map<RewardedTrajectory, Float64Array>;
+    selected?: Map<RewardedTrajectory, Float64Array>;
+  },
 ): SampleRecord[] {
   const groups = [...new Set(all.map((t) => t.groupId))].slice(0, SAMPLE_GROUPS);
   return all
@@ -135,8 +140,9 @@ export function sampleRecords(
       postTool: t.traj.postTool,
       logprobs: t.traj.logprobs,
       entropy: [],
-      advantages: [...(advantages?.get(t) ?? [])],
-      ratio: [...(ratios?.get(t) ?? [])],
+      advantages: [...(update?.advantages.get(t) ?? [])],
+      ratio: [...(update?.ratios?.get(t) ?? [])],
+      selected: [...(update?.selected?.get(t) ?? [])],
       reward: t.reward,
       rewardTerms: t.terms,
       correct: t.correct,

@@ -217,6 +217,24 @@ describe("every registry entry runs two RL steps on the tiny model", () => {
         expect(names, `${registry}: ${name}`).toContain(`${registry}: ${name}`);
   });
 
+  it("sample records carry each token's rollout ratio and the tokens a selection rule picked", async () => {
+    const tr = makeTrainer(tiny(SPREAD_REWARD, { rl: { top_entropy_quantile: 0.5 } }));
+    const { samples } = await tr.rlStep();
+    expect(samples.length).toBeGreaterThan(0);
+    let picked = 0;
+    for (const s of samples) {
+      expect(s.ratio).toHaveLength(s.tokens.length);
+      expect(s.selected).toHaveLength(s.tokens.length);
+      s.ratio!.forEach((r, i) => {
+        // the CPU decode path and the training forward agree: ratio 1 to float precision
+        expect(Math.abs(r - 1), `ratio ${i}`).toBeLessThan(1e-4);
+        if (s.selected![i]) expect(s.mask[i]).toBe(1);
+      });
+      picked += s.selected!.filter((x) => x === 1).length;
+    }
+    expect(picked).toBeGreaterThan(0);
+  });
+
   for (const c of entryCases()) {
     it(c.name, async () => {
       const tr = makeTrainer(c.config);

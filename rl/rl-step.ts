@@ -51,7 +51,7 @@ export async function rlStep(
   putTiming(row, { ...got.timing, train });
   if (decisions.has("abort")) row.event = decisions.get("abort")!;
   if (update?.skipped) row.event = update.skipped;
-  const samples = sampleRecords(step, all, decisions, update?.advantages, update?.ratios);
+  const samples = sampleRecords(step, all, decisions, update);
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
 
@@ -119,6 +119,7 @@ async function rlUpdate(
   const adv = advFn(algoBatch, advantageOptions(r), advState);
 
   const hparams = adamwHparams(r, rlLr(c, step));
+  const selected = new Map<RewardedTrajectory, Float64Array>();
   const rng = createRng(`${c.seed}:minibatch:${step}`);
   const res = await trainMinibatches(policy, {
     rows,
@@ -128,7 +129,7 @@ async function rlUpdate(
     order: () => rng.shuffle(batch.map((_, i) => i)),
     loss: (idx, s) => {
       const { returns } = adv;
-      return minibatchLoss(c, {
+      const g = minibatchLoss(c, {
         logprob: s.logp,
         entropy: s.entropy,
         mask: idx.map((i) => masks[i]),
@@ -142,6 +143,9 @@ async function rlUpdate(
         correct: idx.map((i) => batch[i].correct),
         isWeights: corr.weights ? idx.map((i) => corr.weights![i]) : undefined,
       });
+      // the last epoch's picks are the ones the inspector shows
+      if (g.selected) idx.forEach((i, k) => selected.set(batch[i], g.selected![k]));
+      return g;
     },
     temperature,
     step: () => policy.step(hparams),
@@ -152,6 +156,7 @@ async function rlUpdate(
   return {
     ...res,
     advantages: new Map(batch.map((t, i) => [t, adv.advantages[i]])),
+    selected,
     ratios: new Map(
       batch.map((t, i) => [
         t,
