@@ -144,7 +144,7 @@ async function rlUpdate(
         isWeights: corr.weights ? idx.map((i) => corr.weights![i]) : undefined,
       });
       // the last epoch's picks are the ones the inspector shows
-      if (g.selected) idx.forEach((i, k) => selected.set(batch[i], g.selected![k]));
+      if (g.selected) for (let k = 0; k < idx.length; k++) selected.set(batch[idx[k]], g.selected[k]);
       return g;
     },
     temperature,
