@@ -2,7 +2,11 @@
 // QuickJS worker pool, beside a process-per-call baseline measured in the same run (a fresh
 // `node -e` per call via child_process, as HTTP code sandboxes spawn a process per request).
 // Latency: one call at a time (p50, p99). Throughput: 2 workers under concurrent load vs 2
-// concurrent process spawns. Standalone: `npx tsx bench/sandbox.ts [--quick]` prints the rows.
+// concurrent process spawns. Standalone: `npx tsx bench/sandbox.ts [--quick]` prints the rows;
+// `npx tsx bench/sandbox.ts --against <dir>` instead times this checkout's pool and the pool
+// of another checkout of the project at <dir> (e.g. `git archive main | tar -x -C <dir>`, with
+// node_modules linked) side by side in one process, repetitions interleaved, and prints the
+// medians and new/old ratios: how a change to the sandbox moves p50 and calls/s.
 import { execFile } from "node:child_process";
 import { pathToFileURL } from "node:url";
 import { createNodeSandboxPool } from "../sandbox/pool-node.ts";
@@ -119,7 +123,45 @@ export async function runSandboxBench(opts: { quick: boolean }): Promise<BenchRo
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+/** This checkout's pool against another checkout's, interleaved: medians of p50 (ms) and calls/s. */
+export async function compareSandboxPools(otherDir: string, reps = 7): Promise<Record<string, number>> {
+  const other = (await import(pathToFileURL(`${otherDir}/sandbox/pool-node.ts`).href)) as {
+    createNodeSandboxPool: typeof createNodeSandboxPool;
+  };
+  const pools = { new: createNodeSandboxPool({ size: 2 }), old: other.createNodeSandboxPool({ size: 2 }) };
+  try {
+    const got = {
+      new: { p50: [] as number[], rate: [] as number[] },
+      old: { p50: [] as number[], rate: [] as number[] },
+    };
+    for (const pool of Object.values(pools)) {
+      if (!(await pool.whenReady())) throw new Error("a sandbox pool did not start");
+      await latencies(() => oneCall(pool), 200);
+    }
+    for (let r = 0; r < reps; r++)
+      for (const key of ["old", "new"] as const) {
+        const call = () => oneCall(pools[key]);
+        got[key].p50.push(quantile(await latencies(call, 500), 0.5));
+        got[key].rate.push(await throughput(call, 4000, 16));
+      }
+    const m = (xs: number[]) => quantile(xs, 0.5);
+    return {
+      p50_new_ms: m(got.new.p50),
+      p50_old_ms: m(got.old.p50),
+      p50_new_over_old: m(got.new.p50) / m(got.old.p50),
+      calls_per_s_new: m(got.new.rate),
+      calls_per_s_old: m(got.old.rate),
+      calls_per_s_new_over_old: m(got.new.rate) / m(got.old.rate),
+    };
+  } finally {
+    for (const pool of Object.values(pools)) pool.close();
+  }
+}
+
+const againstAt = process.argv.indexOf("--against");
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href && againstAt > 0) {
+  console.table(await compareSandboxPools(process.argv[againstAt + 1]));
+} else if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const rows = await runSandboxBench({ quick: process.argv.includes("--quick") });
   console.table(
     rows.map((r) => ({

@@ -199,41 +199,41 @@ describe("applyEdit", () => {
   const c: RunConfig = defaultRunConfig();
 
   it("applies a live edit", () => {
-    const r = applyEdit(c, { step: 5, path: "rl.kl.coef", value: 0.01 });
+    const r = applyEdit(c, { phase: "rl", step: 5, path: "rl.kl.coef", value: 0.01 });
     expect(r.ok && r.config.rl.kl.coef).toBe(0.01);
-    const w = applyEdit(c, { step: 5, path: "rewards.terms.0.weight", value: 0.5 });
+    const w = applyEdit(c, { phase: "rl", step: 5, path: "rewards.terms.0.weight", value: 0.5 });
     expect(w.ok && w.config.rewards.terms[0].weight).toBe(0.5);
   });
 
   it("refuses restart-only and unknown fields", () => {
-    expect(applyEdit(c, { step: 1, path: "model.d_model", value: 64 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "model.d_model", value: 64 })).toEqual({
       ok: false,
       error: "model.d_model: needs a restart (not a live knob)",
     });
-    expect(applyEdit(c, { step: 1, path: "rl.group_size", value: 4 }).ok).toBe(false);
-    expect(applyEdit(c, { step: 1, path: "rl.bogus", value: 4 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rl.group_size", value: 4 }).ok).toBe(false);
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rl.bogus", value: 4 })).toEqual({
       ok: false,
       error: "rl.bogus: unknown field",
     });
   });
 
   it("validates the result and names the field", () => {
-    expect(applyEdit(c, { step: 1, path: "rl.clip_eps_low", value: 2 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rl.clip_eps_low", value: 2 })).toEqual({
       ok: false,
       error: "rl.clip_eps_low: must be <= 1",
     });
-    expect(applyEdit(c, { step: 1, path: "rewards.terms.0.bogus", value: 1 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rewards.terms.0.bogus", value: 1 })).toEqual({
       ok: false,
       error: "rewards.terms.0.bogus: unknown field",
     });
-    expect(applyEdit(c, { step: -1, path: "rl.lr", value: 1e-4 }).ok).toBe(false);
+    expect(applyEdit(c, { phase: "rl", step: -1, path: "rl.lr", value: 1e-4 }).ok).toBe(false);
   });
 
   it("replays a list of edits in order", () => {
     const r = applyEdits(c, [
-      { step: 1, path: "rl.lr", value: 1e-4 },
-      { step: 3, path: "rl.lr", value: 5e-5 },
-      { step: 3, path: "sampling.temperature", value: 0.7 },
+      { phase: "rl", step: 1, path: "rl.lr", value: 1e-4 },
+      { phase: "rl", step: 3, path: "rl.lr", value: 5e-5 },
+      { phase: "rl", step: 3, path: "sampling.temperature", value: 0.7 },
     ]);
     expect(r.ok && [r.config.rl.lr, r.config.sampling.temperature]).toEqual([5e-5, 0.7]);
   });

@@ -80,7 +80,7 @@ export const TaskSchema = z
     template: z.enum(["inline", "chatml-turns"]).default("inline"), // DESIGN: the measured demo uses inline
     eval_size: int(0).default(200), // held-out prompts per evaluation; lab choice
     eval_every: int(0).default(10), // evaluate every N RL steps (0 = only at step 0); lab choice
-    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket>
+    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)
   })
   .strict();
 
@@ -294,7 +294,7 @@ export const RunConfigSchema = z
     sampling: SamplingSchema.prefault({}),
     limits: LimitsSchema.prefault({}),
     stop: StopSchema.prefault({}),
-    checkpoint_every: int(0).default(10), // checkpoint every N RL steps (0 = only at the end); lab choice
+    checkpoint_every: int(0).default(10), // checkpoint every N RL (and value-pretraining) steps, and at the end of each phase (0 = only there); lab choice
   })
   .strict()
   .superRefine((c, ctx) => {

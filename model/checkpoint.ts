@@ -3,7 +3,7 @@
 //   8-byte little-endian header length | JSON header | raw little-endian F32 data.
 // The header names each tensor of the layout ({dtype: "F32", shape, data_offsets: [begin,
 // end)} relative to the data), plus "optim.m.<name>" / "optim.v.<name>" when optimizer state
-// is saved, and __metadata__ (string values only, per the format): the model config as
+// is saved, "ref.<name>" when a run's frozen KL reference is saved with it, and __metadata__ (string values only, per the format): the model config as
 // JSON, the optimizer step, and a format tag. The gaps of the flat buffer are not stored.
 // PyTorch's safetensors.torch.load_file reads these files (same names as nanoGPT's state dict).
 // Tested by model/checkpoint.test.ts.
@@ -16,6 +16,8 @@ export interface Checkpoint {
   config: ModelConfig;
   weights: Float32Array; // flat, the layout's total size
   optimizer?: OptimizerState;
+  /** The frozen reference policy's weights (a run's KL reference), same layout. */
+  reference?: Float32Array;
   /** Extra string metadata (run id, step, ...). */
   metadata?: Record<string, string>;
 }
@@ -32,6 +34,7 @@ export function saveCheckpoint(ck: Checkpoint): Uint8Array {
   const layout = paramLayout(ck.config);
   const sources: [string, Float32Array][] = [["", ck.weights]];
   if (ck.optimizer) sources.push(["optim.m.", ck.optimizer.m], ["optim.v.", ck.optimizer.v]);
+  if (ck.reference) sources.push(["ref.", ck.reference]);
   const header: Record<string, HeaderEntry | Record<string, string>> = {};
   header.__metadata__ = {
     ...ck.metadata,
@@ -94,13 +97,16 @@ export function loadCheckpoint(bytes: Uint8Array): Checkpoint {
   if (!weights) throw new Error(`checkpoint lacks tensor ${layout.tensors[0].name}`);
   const m = read("optim.m.");
   const v = read("optim.v.");
+  const reference = read("ref.");
   const { format: _f, config: _c, optimizer_step, ...rest } = meta;
-  return {
+  const out: Checkpoint = {
     config,
     weights,
     optimizer: m && v ? { m, v, step: Number(optimizer_step ?? 0) } : undefined,
     metadata: rest,
   };
+  if (reference) out.reference = reference;
+  return out;
 }
 
 function readFlat(

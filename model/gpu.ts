@@ -2,18 +2,19 @@
 // reference (model/cpu.ts), which it must equal. Reads top to bottom: buffers, the forward
 // pass, the backward pass, the optimizer step, KV-cache generation, the GpuModel class.
 //
-// Legend: B batch, T time, C channels (dModel), NH heads, hs head size, H MLP hidden,
-// V vocab, L layers, N = B*T rows.
+// Legend: B batch, T time, C channels (dModel), NH query heads, KVH key/value heads, hs head
+// size, Q = NH*hs, KV = KVH*hs, QKV = Q+2KV, H MLP hidden, V vocab, L layers, N = B*T rows.
 // Parameters, gradients and the two Adam moments are four buffers of the one flat layout
 // (model/config.ts). A forward (or backward) is one command encoder and one submit; a
 // forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
 // 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
 // Right padding only (causal attention, no key mask): padding after a token never changes it.
-// Generation: per-layer KV caches (B, context, C); a "feed step" pushes one token for each
+// Generation: per-layer KV caches (B, context, KV); a "feed step" pushes one token for each
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
 // through the network and keeps the logits of those rows; decode() feeds, samples with the
 // kernels' sampler and reads back B tokens and log-probs.
-// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling).
+// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling) and
+// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding).
 import {
   adamw,
   alignFloats,
@@ -33,6 +34,10 @@ import {
   matmulBackward,
   matmulForward,
   NORM_PARTS,
+  type QkNormShape,
+  qkNormBackward,
+  qkNormForward,
+  qkNormScratchSize,
   type Recorder,
   Runtime,
   residualForward,
@@ -48,7 +53,6 @@ import {
   view,
   zero,
 } from "../kernels/index";
-import { NORM_EPS } from "../kernels/reference";
 import type {
   AdamWHparams,
   DecodeResult,
@@ -62,6 +66,7 @@ import type {
   StepResult,
 } from "./api";
 import {
+  attnDims,
   initParams,
   type LayerTensors,
   type ModelConfig,
@@ -72,6 +77,7 @@ import {
   paramTensors,
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
+import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
@@ -100,13 +106,16 @@ function arena<K extends string>(rt: Runtime, label: string, sizes: Record<K, nu
 function layerActSizes(c: ModelConfig, N: number) {
   const C = c.dModel;
   const H = mlpHidden(c);
+  const { NH, KVH, Q, QKV } = attnDims(c);
   return {
     ln1: N * C,
     ln1Mean: N,
     ln1Rstd: N,
-    qkv: N * 3 * C, // q and k after rope
-    atty: N * C,
-    lse: c.heads * N, // (B,NH,T)
+    qkvRaw: c.qkNorm ? N * QKV : 1, // the projection before the q/k norms
+    qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
+    qkv: N * QKV, // q and k after the q/k norms and rope
+    atty: N * Q,
+    lse: NH * N, // (B,NH,T)
     res2: N * C,
     ln2: N * C,
     ln2Mean: N,
@@ -142,7 +151,10 @@ class TrainBuffers {
   readonly layers: LayerActs[];
   readonly logits: View; // (N,V)
   readonly dlogits: View; // (N,V)
-  readonly grad: Record<"dres" | "dln" | "datty" | "dqkv" | "dfch" | "dfchAct" | "attScratch", View>;
+  readonly grad: Record<
+    "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "qkScratch" | "dfch" | "dfchAct" | "attScratch",
+    View
+  >;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
   invTemp = 1;
   /** Offsets (floats) of logp, entropy, values inside io.out: one readback per forward. */
@@ -159,6 +171,7 @@ class TrainBuffers {
     const N = capacity;
     const C = c.dModel;
     const H = mlpHidden(c);
+    const { NH, Q, QKV } = attnDims(c);
     const a = alignFloats(N);
     this.outAt = { logp: 0, entropy: a, values: 2 * a };
     this.io = arena(rt, "train-io", {
@@ -184,11 +197,13 @@ class TrainBuffers {
     this.grad = arena(rt, "train-grad", {
       dres: N * C,
       dln: N * C,
-      datty: N * C,
-      dqkv: N * 3 * C,
+      datty: N * Q,
+      dqkv: N * QKV,
+      dqkvRaw: c.qkNorm ? N * QKV : 1,
+      qkScratch: c.qkNorm ? qkNormScratchSize(qkNormShape(c, N)) : 1,
       dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
       dfchAct: N * H,
-      attScratch: c.heads * N,
+      attScratch: NH * N,
     });
   }
 
@@ -219,8 +234,8 @@ function normForward(
   b: View | null,
   N: number,
 ) {
-  if (c.norm === "layernorm") layernormForward(rt, rec, out, mean, rstd, inp, w, b!, N, c.dModel);
-  else rmsnormForward(rt, rec, out, rstd, inp, w, N, c.dModel);
+  if (c.norm === "layernorm") layernormForward(rt, rec, out, mean, rstd, inp, w, b!, N, c.dModel, c.normEps);
+  else rmsnormForward(rt, rec, out, rstd, inp, w, N, c.dModel, c.normEps);
 }
 
 function normBackward(
@@ -250,12 +265,21 @@ function rope(
   N: number,
   backward: boolean,
 ) {
-  const hs = c.dModel / c.heads;
-  for (const colOffset of [0, c.dModel]) {
-    const s = { N, nHeads: c.heads, headDim: hs, rowStride: 3 * c.dModel, colOffset, base: c.ropeTheta };
+  const { NH, KVH, hs, Q, QKV } = attnDims(c);
+  const parts: [number, number][] = [
+    [NH, 0], // q
+    [KVH, Q], // k
+  ];
+  for (const [nHeads, colOffset] of parts) {
+    const s = { N, nHeads, headDim: hs, rowStride: QKV, colOffset, base: c.ropeTheta };
     if (backward) ropeBackward(rt, rec, qkv, pos, s);
     else ropeForward(rt, rec, qkv, pos, s);
   }
+}
+
+function qkNormShape(c: ModelConfig, N: number): QkNormShape {
+  const { NH, KVH, hs } = attnDims(c);
+  return { N, NH, KVH, hs, eps: c.normEps };
 }
 
 /** One block forward over N rows: residual -> a.res3 (attention is the caller's: full or cached). */
@@ -269,6 +293,8 @@ function blockForward(
     | "ln1"
     | "ln1Mean"
     | "ln1Rstd"
+    | "qkvRaw"
+    | "qkRstd"
     | "qkv"
     | "atty"
     | "res2"
@@ -287,12 +313,16 @@ function blockForward(
 ) {
   const C = c.dModel;
   const H = mlpHidden(c);
+  const { Q, QKV } = attnDims(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   normForward(rt, rec, c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
-  matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C); // (N,3C)
+  if (p.qnormw && p.knormw) {
+    matmulForward(rt, rec, a.qkvRaw, a.ln1, p.qkvw, p.qkvb, N, C, QKV); // (N,QKV)
+    qkNormForward(rt, rec, a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, qkNormShape(c, N));
+  } else matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV); // (N,QKV)
   if (c.positional === "rope") rope(rt, rec, c, a.qkv, pos, N, false);
-  attention(); // a.atty (N,C) from a.qkv
-  matmulForward(rt, rec, tmp, a.atty, p.projw, p.projb, N, C, C);
+  attention(); // a.atty (N,Q) from a.qkv
+  matmulForward(rt, rec, tmp, a.atty, p.projw, p.projb, N, Q, C);
   residualForward(rt, rec, a.res2, residual, tmp, N * C);
   normForward(rt, rec, c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
   matmulForward(rt, rec, a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows); // (N,H) or (N,2H)
@@ -313,13 +343,14 @@ function forwardPass(
   const { B, T } = tb;
   const N = B * T;
   const C = c.dModel;
+  const { NH, KVH, Q } = attnDims(c);
   const io = tb.io;
   embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe ?? zeroWpe, N, C); // (N,C)
   let residual = io.encoded;
   p.layers.forEach((lp, l) => {
     const a = tb.layers[l];
     blockForward(rt, rec, c, lp, a, residual, io.tmp, io.pos, N, () =>
-      attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, C, c.heads),
+      attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, Q, NH, KVH),
     );
     residual = a.res3;
   });
@@ -359,6 +390,7 @@ function backwardPass(
   const N = B * T;
   const C = c.dModel;
   const H = mlpHidden(c);
+  const { NH, KVH, Q, QKV } = attnDims(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const { io, grad: d } = tb;
   const scratch = (at: number) => ({ buffer: io.out.buffer, offset: io.out.offset + at * 4, size: N * 4 });
@@ -400,13 +432,33 @@ function backwardPass(
     matmulBackward(rt, rec, d.dln, lg.fcw, lg.fcb, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
     normBackward(rt, rec, c, d.dres, lg.ln2w, lg.ln2b, d.dln, a.res2, lp.ln2w, a.ln2Mean, a.ln2Rstd, N);
     // Attention: dres is now d/d res2 and d/d (attention output).
-    zero(rt, rec, d.datty, N * C);
-    matmulBackward(rt, rec, d.datty, lg.projw, lg.projb, d.dres, a.atty, lp.projw, N, C, C);
-    zero(rt, rec, d.dqkv, N * 3 * C);
-    attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, C, c.heads);
+    zero(rt, rec, d.datty, N * Q);
+    matmulBackward(rt, rec, d.datty, lg.projw, lg.projb, d.dres, a.atty, lp.projw, N, Q, C);
+    zero(rt, rec, d.dqkv, N * QKV);
+    attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, Q, NH, KVH);
     if (c.positional === "rope") rope(rt, rec, c, d.dqkv, io.pos, N, true);
+    let dproj = d.dqkv; // d(qkv projection output)
+    if (lp.qnormw && lp.knormw && lg.qnormw && lg.knormw) {
+      zero(rt, rec, d.dqkvRaw, N * QKV);
+      const s = qkNormShape(c, N);
+      qkNormBackward(
+        rt,
+        rec,
+        d.dqkvRaw,
+        lg.qnormw,
+        lg.knormw,
+        d.dqkv,
+        a.qkvRaw,
+        lp.qnormw,
+        lp.knormw,
+        a.qkRstd,
+        d.qkScratch,
+        s,
+      );
+      dproj = d.dqkvRaw;
+    }
     zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg.qkvw, lg.qkvb, d.dqkv, a.ln1, lp.qkvw, N, C, 3 * C);
+    matmulBackward(rt, rec, d.dln, lg.qkvw, lg.qkvb, dproj, a.ln1, lp.qkvw, N, C, QKV);
     normBackward(rt, rec, c, d.dres, lg.ln1w, lg.ln1b, d.dln, residual, lp.ln1w, a.ln1Mean, a.ln1Rstd, N);
   }
   embeddingBackward(rt, rec, g.wte, g.wpe, d.dres, io.tokens, io.pos, N, C, c.vocab, c.context);
@@ -431,6 +483,8 @@ class GpuGenerationSession implements GenerationSession {
     | "ln1"
     | "ln1Mean"
     | "ln1Rstd"
+    | "qkvRaw"
+    | "qkRstd"
     | "qkv"
     | "atty"
     | "res2"
@@ -461,6 +515,7 @@ class GpuGenerationSession implements GenerationSession {
     const B = prompts.length;
     const C = c.dModel;
     const H = mlpHidden(c);
+    const { NH, KVH, Q, KV, QKV } = attnDims(c);
     const fcRows = c.mlp === "swiglu" ? 2 * H : H;
     this.B = B;
     prompts.forEach((p, i) => {
@@ -469,9 +524,9 @@ class GpuGenerationSession implements GenerationSession {
         throw new Error(`prompt ${i} has ${p.length} tokens, the context is ${c.context}`);
     });
     const cache = (label: string) => {
-      const buf = rt.buffer(B * c.context * C, label);
+      const buf = rt.buffer(B * c.context * KV, label);
       this.buffers.push(buf);
-      return view(buf, 0, B * c.context * C);
+      return view(buf, 0, B * c.context * KV); // (B,context,KV)
     };
     this.kcache = Array.from({ length: c.layers }, (_, l) => cache(`kcache-${l}`));
     this.vcache = Array.from({ length: c.layers }, (_, l) => cache(`vcache-${l}`));
@@ -485,8 +540,10 @@ class GpuGenerationSession implements GenerationSession {
       ln1: B * C,
       ln1Mean: B,
       ln1Rstd: B,
-      qkv: B * 3 * C,
-      atty: B * C,
+      qkvRaw: c.qkNorm ? B * QKV : 1,
+      qkRstd: c.qkNorm ? B * (NH + KVH) : 1,
+      qkv: B * QKV,
+      atty: B * Q,
       res2: B * C,
       ln2: B * C,
       ln2Mean: B,
@@ -557,21 +614,10 @@ class GpuGenerationSession implements GenerationSession {
     let residual = s.x;
     p.layers.forEach((lp, l) => {
       blockForward(rt, enc, c, lp, s, residual, s.tmp, s.pos, B, () => {
-        kvCacheWrite(rt, enc, this.kcache[l], this.vcache[l], s.qkv, s.slot, B, c.context, C, c.heads);
-        decodeAttention(
-          rt,
-          enc,
-          s.atty,
-          s.qkv,
-          this.kcache[l],
-          this.vcache[l],
-          s.lens,
-          null,
-          B,
-          c.context,
-          C,
-          c.heads,
-        );
+        const { NH, KVH, Q } = attnDims(c);
+        const [k, v] = [this.kcache[l], this.vcache[l]];
+        kvCacheWrite(rt, enc, k, v, s.qkv, s.slot, B, c.context, Q, NH, undefined, KVH);
+        decodeAttention(rt, enc, s.atty, s.qkv, k, v, s.lens, null, B, c.context, Q, NH, undefined, KVH);
       });
       // The next block may read res3 as its residual: no dispatch binds it with the res3 it writes.
       residual = s.res3;
@@ -661,14 +707,13 @@ export class GpuModel implements PolicyModel {
   private hasForward = false;
   private optStep = 0;
 
+  /** weights: the flat layout, or "zeros" to fill later (fromHf); default: initParams(seed). */
   constructor(
     readonly rt: Runtime,
     readonly config: ModelConfig,
-    weights?: Float32Array,
+    weights?: Float32Array | "zeros",
     seed = 0,
   ) {
-    if (config.normEps !== NORM_EPS)
-      throw new Error(`the GPU norms use eps ${NORM_EPS}; config.normEps is ${config.normEps}`);
     this.layout = paramLayout(config);
     const n = this.layout.total;
     this.paramsBuf = rt.buffer(n, "params");
@@ -677,9 +722,11 @@ export class GpuModel implements PolicyModel {
     this.vBuf = rt.buffer(n, "adam-v");
     this.params = paramViews(this.paramsBuf, this.layout);
     this.grads = paramViews(this.gradsBuf, this.layout);
-    const w = weights ?? initParams(config, this.layout, seed);
-    if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-    rt.upload(view(this.paramsBuf, 0, n), w);
+    if (weights !== "zeros") {
+      const w = weights ?? initParams(config, this.layout, seed);
+      if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
+      rt.upload(view(this.paramsBuf, 0, n), w);
+    }
     this.zeroWpe = view(
       rt.buffer(config.context * config.dModel, "zero-wpe"),
       0,
@@ -696,6 +743,26 @@ export class GpuModel implements PolicyModel {
     seed = 0,
   ): Promise<GpuModel> {
     return new GpuModel(new Runtime(device), config, weights, seed);
+  }
+
+  /**
+   * A Hugging Face checkpoint (model/hf.ts): config.json and safetensors uploaded tensor by
+   * tensor into the parameter buffer, so host memory peaks near one tensor.
+   */
+  static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {
+    const config = await readHfConfig(dir, opts);
+    const model = new GpuModel(rt, config, "zeros");
+    await loadHfWeights(dir, config, (offset, data) => model.writeWeights(offset, data));
+    return model;
+  }
+
+  /** Writes `data` into the parameters at float `offset` of the layout (a slice of setWeights). */
+  writeWeights(offset: number, data: Float32Array): void {
+    if (offset < 0 || offset + data.length > this.layout.total)
+      throw new Error(
+        `writeWeights: [${offset}, ${offset + data.length}) is outside the layout's ${this.layout.total}`,
+      );
+    this.rt.upload(view(this.paramsBuf, offset, data.length), data);
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {

@@ -25,7 +25,10 @@ export async function evaluate(
     out[`val/tool_call_rate${suffix}`] = mean(calls.map(Number));
     Object.assign(out, ctx.driver.evalMetrics(items, suffix));
     if (mode === "greedy") {
-      for (const bucket of ctx.task.buckets) {
+      // task.buckets picks which of the task's buckets are reported (all of them when it names none).
+      const own = ctx.task.buckets;
+      const picked = own.filter((b) => ctx.config.task.buckets.includes(b));
+      for (const bucket of picked.length ? picked : own) {
         const idx = items.map((r, i) => (r.problem.bucket === bucket ? i : -1)).filter((i) => i >= 0);
         if (idx.length) out[`val/acc/${bucket}`] = mean(idx.map((i) => Number(correct[i])));
       }

@@ -48,6 +48,16 @@ export interface TrainerDeps {
   onActivity?: (activity: Activity) => void;
 }
 
+/** Trainer.runState(): what a checkpoint carries besides weights and optimizer. */
+export interface TrainerRunState {
+  sftStep: number;
+  valuePretrainStep: number;
+  valuePretrainFinished: boolean;
+  rlStep: number;
+  advState: AdvantageState;
+  reference?: Float32Array;
+}
+
 export class Trainer {
   config: RunConfig;
   rlStepIndex = 0;
@@ -93,6 +103,38 @@ export class Trainer {
     this.config = r.config;
     this.tools = this.makeTools();
     return { ok: true };
+  }
+
+  /**
+   * Everything a resume needs besides the policy's weights and optimizer state: step counters,
+   * the estimator state carried between steps (reinforce-history) and the KL reference's
+   * weights once it exists (the policy as it was when KL was first needed). rl/runner.ts puts
+   * it in each checkpoint and restores it; the rest derives from (seed, phase, step).
+   */
+  async runState(): Promise<TrainerRunState> {
+    return {
+      sftStep: this.sftStepIndex,
+      valuePretrainStep: this.valuePretrainStepIndex,
+      valuePretrainFinished: this.valuePretrainFinished,
+      rlStep: this.rlStepIndex,
+      advState: structuredClone(this.advState),
+      reference: this.reference ? await this.reference.getWeights() : undefined,
+    };
+  }
+
+  async restoreRunState(s: TrainerRunState): Promise<void> {
+    this.sftStepIndex = s.sftStep;
+    this.valuePretrainStepIndex = s.valuePretrainStep;
+    this.valuePretrainFinished = s.valuePretrainFinished;
+    this.rlStepIndex = s.rlStep;
+    this.advState = structuredClone(s.advState);
+    if (this.reference !== this.deps.reference) this.reference?.dispose();
+    this.reference = undefined;
+    if (s.reference) {
+      const ref = await this.deps.policy.frozenCopy();
+      await ref.setWeights(s.reference);
+      this.reference = ref;
+    }
   }
 
   /** What the phases see of the trainer at this step. */

@@ -77,6 +77,12 @@ parentPort.on("message", (m) => {
   else parentPort.postMessage({ type: "result", id: m.id, result: { status: "Success", run_result: { status: "Finished", execution_time: 0, return_code: 0, stdout: "", stderr: "" }, value: m.request.code.length, truncated: false } });
 });`;
 const DEAD_ON_START = `process.exit(1);`;
+// CRASHY, but each worker takes SLOW_START_MS to become ready (as a real one does under load).
+const SLOW_START_MS = 1200;
+const SLOW = CRASHY.replace(
+  'parentPort.postMessage({ type: "ready" });',
+  `setTimeout(() => parentPort.postMessage({ type: "ready" }), ${SLOW_START_MS});`,
+);
 
 describe.sequential("SandboxPool crash handling", () => {
   it("a worker that dies mid-call gives a SandboxError result and is respawned", async () => {
@@ -93,6 +99,25 @@ describe.sequential("SandboxPool crash handling", () => {
       expect(pool.stats().respawns).toBe(2);
     } finally {
       pool.close();
+    }
+  });
+
+  it("a warm spare serves the next call at once after a crash; without one it waits for a start", async () => {
+    for (const spares of [1, 0]) {
+      const pool = new SandboxPool(nodeWorkerFactory(SLOW, null), { size: 1, spares });
+      try {
+        expect(await pool.whenReady()).toBe(true);
+        expect(pool.stats().sparesReady).toBe(spares);
+        expect((await pool.run({ code: "exit" })).status).toBe("SandboxError");
+        const t0 = performance.now();
+        expect((await pool.run({ code: "abcd" })).value).toBe(4);
+        const waited = performance.now() - t0;
+        if (spares) expect(waited).toBeLessThan(SLOW_START_MS * 0.66);
+        else expect(waited).toBeGreaterThanOrEqual(SLOW_START_MS * 0.9);
+        expect(pool.stats().respawns).toBe(1);
+      } finally {
+        pool.close();
+      }
     }
   });
 

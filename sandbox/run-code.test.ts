@@ -253,6 +253,16 @@ describe("isolation", () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it("replaced built-ins do not change how results are read out", () => {
+    const r = run(
+      "JSON.stringify = () => 'x'; JSON.parse = null; String = null; Object.keys = null; console.log({ k: [1] }); ({ a: 1 })",
+    );
+    expectSuccess(r);
+    expect(r.value).toEqual({ a: 1 });
+    expect(r.run_result.stdout).toBe('{"k":[1]}\n');
+    expect(isModuleUsable(mod)).toBe(true);
+  });
+
   it("nothing of the host is reachable", () => {
     const r = run(
       "['fetch','setTimeout','setInterval','require','process','window','document','self','postMessage','importScripts','WebAssembly','Atomics','navigator','XMLHttpRequest','Worker'].map((k) => typeof globalThis[k])",
@@ -281,5 +291,12 @@ describe("headTail", () => {
     expect(headTail("abcdefghijk", 9)).toBe("abc...ijk");
     expect(headTail("abcdefghijk", 8)).toBe("abc...jk");
     expect(headTail("abcdefghijk", 8).length).toBe(8);
+  });
+
+  it("never splits a surrogate pair", () => {
+    expect(headTail("ab😀cdefg😀h", 9)).toBe("ab...😀h");
+    expect(headTail("😀😀😀😀", 7)).toBe("😀...😀");
+    expect(headTail("a😀", 1)).toBe("a");
+    expect(headTail("😀a", 1)).toBe("");
   });
 });

@@ -1,9 +1,12 @@
 // runCode: one Sandbox-Fusion-style `run_code` call in a fresh QuickJS runtime + context,
 // given a loaded QuickJS module. Pure and synchronous, so it runs in a worker (the pool), in
-// Node tests and in a Node fallback alike. Limits per call: heap (setMemoryLimit), stack
-// (setMaxStackSize), an interrupt deadline, a cap on promise jobs, output caps. What this
-// cannot stop (a long C built-in, a host-stack overflow inside wasm) is the pool's job: it
-// races every call against a hard timer. Tested by sandbox/run-code.test.ts.
+// Node tests and in a Node fallback alike. Limits per call: heap (a growth budget over a heap
+// every call starts from alike, see loadQuickJS), stack (setMaxStackSize), an interrupt
+// deadline, a cap on promise jobs, output caps (applied inside the VM before anything is
+// copied out). Strings, values and errors come back exactly as the program made them (NUL
+// and lone surrogates included). What this cannot stop (a long C built-in, a host-stack
+// overflow inside wasm) is the pool's job: it races every call against a hard timer.
+// Tested by sandbox/run-code.test.ts and sandbox/exact.serial.test.ts.
 import variant from "@jitl/quickjs-wasmfile-release-sync";
 import {
   newQuickJSWASMModuleFromVariant,
@@ -13,7 +16,7 @@ import {
   type QuickJSRuntime,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { HELPERS_SOURCE, TOOLS_SOURCE } from "./prelude.ts";
+import { BOUNDED_SOURCE, HELPERS_SOURCE, TOOLS_SOURCE } from "./prelude.ts";
 import { validateArgs, validateToolSpec } from "./schema.ts";
 import {
   type ErrorKind,
@@ -28,44 +31,102 @@ import {
 
 /**
  * Memory. QuickJS's own limit (setMemoryLimit) counts allocations, not bytes, in the
- * emscripten build (quickjs-emscripten issues #255/#271), so loadQuickJS gives each module
- * its own WebAssembly.Memory: capped at MODULE_HEAP_MAX_MB for the host's sake, and with a
- * `grow` that refuses to go past the running call's budget (start size + memory_limit_MB),
- * which makes malloc fail and QuickJS throw "out of memory" at the allocation itself.
+ * emscripten build (quickjs-emscripten issues #255/#271): it stops one huge allocation and
+ * nothing else. So loadQuickJS gives each module its own WebAssembly.Memory with a `grow`
+ * that refuses to go past the running call's budget, which makes malloc fail and QuickJS
+ * throw "out of memory" at the allocation itself. For that budget to mean the same thing on
+ * every call, every call must start from the same heap: loadQuickJS fills the fresh
+ * module's free heap with a ballast that is never freed, all but HEAP_SLACK_BYTES of it, so
+ * a call finds HEAP_SLACK_BYTES free and may grow the memory by memory_limit_MB less that
+ * (a call with a smaller limit first takes the difference out of the slack). A call that
+ * grew the memory leaves free heap behind (wasm memory never shrinks), so its owner loads a
+ * fresh module before the next call (shouldReloadModule). Calls that stay in the slack free
+ * everything they took when their runtime is disposed and leave the heap as they found it.
+ * The same program therefore gets the same verdict on a fresh and on a used worker.
  */
 export const MODULE_HEAP_MAX_MB = 384;
-/** A module whose wasm memory grew past this after a call is replaced by a fresh one. */
-export const MODULE_RELOAD_MB = 96;
+/** Free heap every call starts with; calls that need no more never make the module reload. */
+export const HEAP_SLACK_BYTES = 4 << 20;
+/** Free pieces smaller than this are left out of the ballast. */
+const FILL_MIN_BYTES = 64 << 10;
 const WASM_PAGE = 65536;
 
-interface GrowthBudget {
+interface Allocator {
+  _malloc(bytes: number): number;
+  _free(pointer: number): void;
+}
+
+interface HeapState {
+  /** Wasm memory size, in bytes, right after the ballast: where every call starts. */
+  baseBytes: number;
   /** Largest wasm memory size, in bytes, that the running call may grow to. */
   limitBytes: number;
-  /** A grow was refused since the call started. */
+  /** The last grow was refused (a later successful grow clears it). */
   refused: boolean;
+  alloc: Allocator;
 }
-const budgets = new WeakMap<QuickJSWASMModule, GrowthBudget>();
+const heaps = new WeakMap<QuickJSWASMModule, HeapState>();
 
-/** Loads a fresh, isolated QuickJS wasm module (the sync variant). Do this once per worker. */
+/** Size of the largest block malloc can give without growing the memory (4 KiB precision). */
+function largestFit(alloc: Allocator, upTo: number): number {
+  let lo = 0;
+  let hi = upTo;
+  while (hi - lo > 4096) {
+    const mid = Math.floor((lo + hi) / 2);
+    const p = alloc._malloc(mid);
+    if (p) {
+      alloc._free(p);
+      lo = mid;
+    } else hi = mid;
+  }
+  return lo;
+}
+
+/** Loads a fresh, isolated QuickJS wasm module (the sync variant) with its heap filled. */
 export async function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<QuickJSWASMModule> {
   const wasmMemory = new WebAssembly.Memory({
     initial: (16 << 20) / WASM_PAGE,
     maximum: Math.floor((maxHeapMB << 20) / WASM_PAGE),
   });
-  const budget: GrowthBudget = { limitBytes: Number.POSITIVE_INFINITY, refused: false };
+  const heap = { baseBytes: 0, limitBytes: Number.POSITIVE_INFINITY, refused: false } as HeapState;
   const grow = wasmMemory.grow.bind(wasmMemory);
-  // Emscripten's heap resize calls memory.grow in a try/catch and reports failure to malloc.
+  // Emscripten's heap resize calls memory.grow in a try/catch (trying a few sizes, largest
+  // first) and reports failure to malloc. The refusal is made once: code that catches its
+  // out-of-memory errors and retries fails thousands of times between two interrupt checks,
+  // and a fresh error's stack trace each time would keep it past the hard timer.
+  const refusal = new RangeError("the sandbox call's memory budget is spent");
   Object.defineProperty(wasmMemory, "grow", {
     value: (pages: number) => {
-      if (wasmMemory.buffer.byteLength + pages * WASM_PAGE > budget.limitBytes) {
-        budget.refused = true;
-        throw new RangeError("the sandbox call's memory budget is spent");
+      if (wasmMemory.buffer.byteLength + pages * WASM_PAGE > heap.limitBytes) {
+        heap.refused = true;
+        throw refusal;
       }
-      return grow(pages);
+      const old = grow(pages);
+      heap.refused = false;
+      return old;
     },
   });
   const mod = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory }));
-  budgets.set(mod, budget);
+  // The emscripten module's allocator (quickjs-emscripten keeps it as `module`).
+  const alloc = (mod as unknown as { module?: Partial<Allocator> }).module;
+  if (typeof alloc?._malloc !== "function" || typeof alloc._free !== "function")
+    throw new Error("loadQuickJS: the QuickJS module does not expose _malloc/_free, needed to fill its heap");
+  heap.alloc = alloc as Allocator;
+  heap.limitBytes = wasmMemory.buffer.byteLength;
+  const reserve = heap.alloc._malloc(HEAP_SLACK_BYTES);
+  if (!reserve)
+    throw new Error(
+      `loadQuickJS: a fresh QuickJS module has less than ${HEAP_SLACK_BYTES >> 20} MiB of free heap`,
+    );
+  for (;;) {
+    const n = largestFit(heap.alloc, wasmMemory.buffer.byteLength);
+    if (n < FILL_MIN_BYTES || !heap.alloc._malloc(n)) break;
+  }
+  heap.alloc._free(reserve);
+  heap.limitBytes = Number.POSITIVE_INFINITY;
+  heap.refused = false;
+  heap.baseBytes = wasmMemory.buffer.byteLength;
+  heaps.set(mod, heap);
   return mod;
 }
 
@@ -77,13 +138,21 @@ export function isModuleUsable(mod: QuickJSWASMModule): boolean {
   return !brokenModules.has(mod);
 }
 
-/** True when the module broke or its memory bloated (wasm memory never shrinks): load a new one. */
+/**
+ * True when the module broke, or its memory grew past where calls start (free heap would
+ * come on top of the next call's budget): load a new one before the next call.
+ */
 export function shouldReloadModule(mod: QuickJSWASMModule): boolean {
-  return brokenModules.has(mod) || mod.getWasmMemory().buffer.byteLength > MODULE_RELOAD_MB << 20;
+  const heap = heaps.get(mod);
+  return brokenModules.has(mod) || mod.getWasmMemory().buffer.byteLength > (heap?.baseBytes ?? 96 << 20);
 }
 
-/** Time the host gives itself after the deadline to read the value or error out of the VM. */
-const POST_PHASE_MS = 100;
+/**
+ * Minimum time the host gives itself after the code ended to read its value or error out of
+ * the VM. Reading a value out may use what is left of run_timeout when that is longer; it is
+ * bounded by the output cap, so only the program's own toJSON or getters can make it slow.
+ */
+const POST_PHASE_MS = 250;
 /** Extra heap for reading results out after the code hit its memory limit. */
 const POST_PHASE_HEAP = 1 << 20;
 const MAX_STACK_TEXT = 2000;
@@ -127,20 +196,24 @@ export function resolveRequest(request: RunCodeRequest): string | ResolvedLimits
   return limits;
 }
 
-/** stdout/stderr with a byte cap each; past the cap the stream closes and the VM stops formatting. */
+/** stdout/stderr with a cap each; past the cap the stream closes and the VM stops formatting. */
 class OutputCapture {
   readonly streams = ["", "", ""];
   readonly closed = [false, false, false];
   truncated = false;
   constructor(private readonly cap: number) {}
 
+  room(stream: number): number {
+    return this.cap - this.streams[stream].length;
+  }
+
   write(stream: number, text: string): boolean {
-    const room = this.cap - this.streams[stream].length;
+    const room = this.room(stream);
     if (text.length <= room) {
       this.streams[stream] += text;
       return true;
     }
-    this.streams[stream] += text.slice(0, Math.max(0, room));
+    this.streams[stream] += headOf(text, Math.max(0, room));
     this.truncated = true;
     this.closed[stream] = true;
     return false;
@@ -158,6 +231,8 @@ function lineOf(stack: string | undefined): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+type HelperName = "show" | "encode" | "describe" | "quote" | "cut";
+
 /** Runs `request.code` in a fresh runtime and context of `mod`. Never throws. */
 export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCodeResult {
   const t0 = performance.now();
@@ -167,16 +242,22 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     return sandboxError("the QuickJS module crashed in an earlier call; load a new one");
   const tools = request.tools ?? [];
   const heapBytes = Math.floor(limits.memory_limit_MB * 1024 * 1024);
-  const out = new OutputCapture(limits.max_output_bytes);
+  const cap = limits.max_output_bytes;
+  const out = new OutputCapture(cap);
 
-  let phaseDeadline = t0 + limits.run_timeout * 1000;
+  const runDeadline = t0 + limits.run_timeout * 1000;
+  let phaseDeadline = runDeadline;
   let interrupted = false;
-  // The memory limit bounds how far this call may grow the module's wasm memory: the guarded
-  // grow (loadQuickJS) refuses past it; for a module loaded elsewhere the interrupt handler
-  // checks the growth instead. Free memory already in the module's heap comes on top.
+  // The memory limit: how far this call may grow the module's wasm memory, on top of the
+  // slack every call starts with (see loadQuickJS). The guarded grow refuses past it; for a
+  // module loaded elsewhere the interrupt handler checks the growth instead.
   const memory = mod.getWasmMemory();
   const startBytes = memory.buffer.byteLength;
-  const budget = budgets.get(mod) ?? { limitBytes: Number.POSITIVE_INFINITY, refused: false };
+  const heap = heaps.get(mod);
+  const budget = heap ?? { baseBytes: startBytes, limitBytes: Number.POSITIVE_INFINITY, refused: false };
+  const capBytes = heap
+    ? Math.max(startBytes, heap.baseBytes + heapBytes - HEAP_SLACK_BYTES)
+    : startBytes + heapBytes;
   // Host-side work inside a call (argument checks) must not fail on the call's budget.
   const unbudgeted = <T>(f: () => T): T => {
     const saved = budget.limitBytes;
@@ -189,11 +270,13 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   };
   let memoryExceeded = false;
   const overMemory = () => {
-    if (memory.buffer.byteLength - startBytes > heapBytes) memoryExceeded = true;
+    if (!heap && memory.buffer.byteLength > capBytes) memoryExceeded = true;
     return memoryExceeded;
   };
   let rt: QuickJSRuntime | undefined;
   let ctx: QuickJSContext | undefined;
+  let helperCtx: QuickJSContext | undefined;
+  let shortfall = 0;
   const handles: QuickJSHandle[] = [];
   const own = (h: QuickJSHandle) => {
     handles.push(h);
@@ -205,7 +288,12 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   let valueTruncated = false;
   let crash: string | undefined;
   try {
-    budget.limitBytes = startBytes + heapBytes;
+    // A limit below the slack takes the difference out of it for this call.
+    if (heap && heapBytes < HEAP_SLACK_BYTES) {
+      heap.limitBytes = startBytes;
+      shortfall = heap.alloc._malloc(HEAP_SLACK_BYTES - heapBytes);
+    }
+    budget.limitBytes = capBytes;
     budget.refused = false;
     rt = mod.newRuntime();
     rt.setMemoryLimit(heapBytes);
@@ -216,37 +304,92 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       interrupted = true;
       return true;
     });
-    const vm = rt.newContext();
+    const runtime = rt;
+    const vm = runtime.newContext();
     ctx = vm;
 
-    // The helpers are compiled on first use: most calls print and return primitives only.
-    type HelperName = "show" | "encode" | "describe";
-    let helpers: Record<HelperName, QuickJSHandle> | undefined;
-    const helper = (name: HelperName, arg: QuickJSHandle): string | undefined => {
-      if (!helpers) {
-        const compiled = vm.evalCode(HELPERS_SOURCE, "helpers.js", { type: "global" });
-        if (compiled.error) return void compiled.error.dispose();
-        const made = vm.callFunction(own(compiled.value), vm.undefined);
-        if (made.error) return void made.error.dispose();
-        const table = own(made.value);
-        helpers = {
-          show: own(vm.getProp(table, "show")),
-          encode: own(vm.getProp(table, "encode")),
-          describe: own(vm.getProp(table, "describe")),
-        };
-      }
-      const called = vm.callFunction(helpers[name], vm.undefined, arg);
+    // The helpers live in a second context of the same runtime that the code never sees, so
+    // replaced built-ins (JSON, String...) cannot change how results are read. Compiled on
+    // first use: most calls print and return primitives only.
+    let helpers: Record<"show" | "encode" | "describe" | "quote" | "util", QuickJSHandle> | undefined;
+    let bounded: Record<"show" | "encode" | "describe" | "cut", QuickJSHandle> | undefined;
+    const compile = (
+      hc: QuickJSContext,
+      source: string,
+      file: string,
+      names: string[],
+      arg?: QuickJSHandle,
+    ): Record<string, QuickJSHandle> | undefined => {
+      const compiled = hc.evalCode(source, file, { type: "global" });
+      if (compiled.error) return void compiled.error.dispose();
+      const fn = own(compiled.value);
+      const made = arg ? hc.callFunction(fn, hc.undefined, arg) : hc.callFunction(fn, hc.undefined);
+      if (made.error) return void made.error.dispose();
+      const table = own(made.value);
+      return Object.fromEntries(names.map((n) => [n, own(hc.getProp(table, n))]));
+    };
+    const call = (fn: QuickJSHandle, name: HelperName, arg: QuickJSHandle, n: number): string | undefined => {
+      const hc = helperCtx as QuickJSContext;
+      const called = hc.callFunction(fn, hc.undefined, arg, own(hc.newNumber(n)));
       if (called.error) return void called.error.dispose();
-      const text = vm.typeof(called.value) === "string" ? vm.getString(called.value) : undefined;
+      let text: string | undefined;
+      // quote and describe give JSON text, which getString copies exactly.
+      if (hc.typeof(called.value) === "string")
+        text =
+          name === "quote" || name === "describe" ? hc.getString(called.value) : readString(called.value);
       called.value.dispose();
       return text;
     };
-    const show = (h: QuickJSHandle): string => {
+    /** Calls a helper (prelude.ts) with a value and a cap; undefined if it threw. */
+    const helper = (name: HelperName, arg: QuickJSHandle, n = cap): string | undefined => {
+      if (!helperCtx) {
+        helperCtx = runtime.newContext({ intrinsics: { BaseObjects: true, Eval: true, JSON: true } });
+        const names = ["show", "encode", "describe", "quote", "util"];
+        helpers = compile(helperCtx, HELPERS_SOURCE, "helpers.js", names) as typeof helpers;
+      }
+      if (!helpers) return undefined;
+      if (name !== "cut") {
+        const text = call(helpers[name], name, arg, n);
+        if (text !== "O" || name === "quote") return text;
+      }
+      // Longer than the cap: the bounded writer, compiled on first need.
+      bounded ??= compile(
+        helperCtx as QuickJSContext,
+        BOUNDED_SOURCE,
+        "bounded.js",
+        ["show", "encode", "describe", "cut"],
+        helpers.util,
+      ) as typeof bounded;
+      return bounded ? call(bounded[name as keyof typeof bounded], name, arg, n) : undefined;
+    };
+    // getString goes through a C string: it stops at the first NUL and mangles lone
+    // surrogates into U+FFFD. Its text is exact when no U+FFFD came back and the length is
+    // the string's own; otherwise the string comes out as JSON text (escapes for both).
+    let lengthKey: QuickJSHandle | undefined;
+    const lengthOf = (h: QuickJSHandle): number => {
+      lengthKey ??= own(vm.newString("length"));
+      const n = vm.getProp(h, lengthKey);
+      const length = vm.getNumber(n);
+      n.dispose();
+      return length;
+    };
+    const readString = (h: QuickJSHandle, length = lengthOf(h)): string => {
+      const s = vm.getString(h);
+      if (s.length === length && !s.includes("\uFFFD")) return s;
+      const quoted = helper("quote", h, 0);
+      return quoted === undefined ? s : (JSON.parse(quoted) as string);
+    };
+    // One console argument as text, at most `max` code units plus one (the capture cuts at max).
+    const show = (h: QuickJSHandle, max: number): string => {
       const type = vm.typeof(h);
-      if (type === "string") return vm.getString(h);
+      if (type === "string") {
+        const length = lengthOf(h);
+        if (length <= max) return readString(h, length);
+      }
       if (type === "number") return String(vm.getNumber(h));
       if (type === "undefined" || type === "boolean") return String(vm.dump(h));
-      return helper("show", h) ?? `[unprintable ${type}]`;
+      // "=" + the text
+      return helper("show", h, max)?.slice(1) ?? `[unprintable ${type}]`;
     };
 
     // console: host functions writing into the capped streams; nothing else of the host is reachable.
@@ -259,13 +402,20 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       ["error", 2],
     ] as const) {
       const fn = vm.newFunction(name, (...args: QuickJSHandle[]) => {
-        if (!out.closed[stream]) out.write(stream, `${args.map(show).join(" ")}\n`);
+        if (out.closed[stream]) return;
+        let line = "";
+        for (let i = 0; i < args.length; i++) {
+          if (i > 0) line += " ";
+          const room = out.room(stream) - line.length;
+          if (room < 0) break;
+          line += show(args[i], room);
+        }
+        out.write(stream, `${line}\n`);
       });
       vm.setProp(consoleObject, name, fn);
       fn.dispose();
     }
     vm.setProp(vm.global, "console", consoleObject);
-
     let thrown: QuickJSHandle | undefined;
     if (tools.length > 0) {
       const check = own(
@@ -331,7 +481,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     // cannot allocate the error) is a consequence of the memory limit.
     const memoryRefused = budget.refused;
 
-    // Post phase: a short deadline and a little heap of its own, to read results out.
+    // Post phase: a little heap of its own, and a deadline of its own, to read results out.
     phaseDeadline = performance.now() + POST_PHASE_MS;
     interrupted = false;
     rt.setMemoryLimit(heapBytes + POST_PHASE_HEAP);
@@ -358,39 +508,52 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
         message: "the returned promise never settled (the sandbox has no timers or I/O)",
       };
     } else if (thrown) {
-      const text = helper("describe", thrown);
-      let d: { name?: string; message?: string; stack?: string } = {};
-      if (text !== undefined) d = JSON.parse(text);
-      else {
-        // The VM could not describe its own error (out of memory again, or a thrown value
-        // whose getters loop); fall back to the raw dump, which reads properties directly.
-        let raw: unknown;
+      // The code threw at once, whatever its error does when read: a description that runs
+      // out of time or memory keeps the kind (Exception, or MemoryLimit after a refused grow).
+      const text = helper("describe", thrown, Math.max(cap, MAX_STACK_TEXT));
+      let d: { name?: string; message?: string; stack?: string } | undefined;
+      if (text !== undefined && !interrupted) {
         try {
-          raw = vm.dump(thrown);
-        } catch {
-          raw = { name: "InternalError", message: "an error that could not be read out of the sandbox" };
-        }
-        d =
-          typeof raw === "object" && raw !== null
-            ? (raw as typeof d)
-            : { name: "Error", message: String(raw) };
+          d = JSON.parse(text);
+        } catch {}
       }
-      const name = String(d.name ?? "Error");
-      const message = String(d.message ?? "");
-      const stack = d.stack ? d.stack.slice(0, MAX_STACK_TEXT) : undefined;
-      let kind = interrupted ? "Timeout" : classify(message);
-      if (kind === "Exception" && memoryRefused) kind = "MemoryLimit";
-      error = {
-        kind,
-        name,
-        message,
-        stack,
-        line: lineOf(stack),
-      };
+      if (d) {
+        const message = String(d.message ?? "");
+        const stack = d.stack ? headOf(d.stack, MAX_STACK_TEXT) : undefined;
+        let kind = classify(message);
+        if (kind === "Exception" && memoryRefused) kind = "MemoryLimit";
+        error = { kind, name: String(d.name ?? "Error"), message, stack, line: lineOf(stack) };
+      } else if (memoryRefused || budget.refused) {
+        error = {
+          kind: "MemoryLimit",
+          name: "InternalError",
+          message: `out of memory (memory_limit_MB = ${limits.memory_limit_MB})`,
+        };
+      } else {
+        error = {
+          kind: "Exception",
+          name: "Error",
+          message: interrupted
+            ? "the code threw a value whose name or message could not be read in time"
+            : "the code threw a value that could not be read out of the sandbox",
+        };
+      }
     } else if (result) {
-      const read = readValue(vm, result, limits.max_output_bytes, helper);
+      // Reading the value out may use what is left of run_timeout, and at least POST_PHASE_MS.
+      phaseDeadline = Math.max(runDeadline, phaseDeadline);
+      const read = readValue(vm, result, cap, lengthOf, readString, helper);
       if (interrupted)
-        error = { kind: "Timeout", name: "TimeoutError", message: "reading the value out timed out" };
+        error = {
+          kind: "Timeout",
+          name: "TimeoutError",
+          message: "reading the value out ran past the time limit (a toJSON or getter that does not return)",
+        };
+      else if (read === undefined)
+        error = {
+          kind: budget.refused ? "MemoryLimit" : "Exception",
+          name: "InternalError",
+          message: "the value could not be read out of the sandbox (out of memory)",
+        };
       else {
         value = read.value;
         valueTruncated = read.truncated;
@@ -411,8 +574,10 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     if (!brokenModules.has(mod)) {
       try {
         for (const h of handles) if (h.alive) h.dispose();
+        helperCtx?.dispose();
         ctx?.dispose();
         rt?.dispose();
+        if (shortfall && heap) heap.alloc._free(shortfall);
       } catch {
         brokenModules.add(mod);
       }
@@ -422,13 +587,19 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   return finish(t0, out, value, error, valueTruncated);
 }
 
-/** Reads the result out: primitives directly, anything else as JSON text made inside the VM. */
+/**
+ * Reads the result out: numbers and booleans directly, a string exactly (cut to head...tail
+ * inside the VM when longer than the cap), anything else as JSON text made and cut inside
+ * the VM. Undefined when the VM could not make the text (out of memory).
+ */
 function readValue(
   vm: QuickJSContext,
   h: QuickJSHandle,
   cap: number,
-  helper: (name: "encode", arg: QuickJSHandle) => string | undefined,
-): { value?: JsonValue; truncated: boolean } {
+  lengthOf: (h: QuickJSHandle) => number,
+  readString: (h: QuickJSHandle, length?: number) => string,
+  helper: (name: "encode" | "cut", arg: QuickJSHandle, n: number) => string | undefined,
+): { value?: JsonValue; truncated: boolean } | undefined {
   const type = vm.typeof(h);
   if (type === "undefined") return { truncated: false };
   if (type === "number") {
@@ -437,15 +608,29 @@ function readValue(
   }
   if (type === "boolean") return { value: vm.dump(h) as boolean, truncated: false };
   if (type === "string") {
-    const s = vm.getString(h);
-    return s.length > cap ? { value: headTail(s, cap), truncated: true } : { value: s, truncated: false };
+    const length = lengthOf(h);
+    if (length <= cap) return { value: readString(h, length), truncated: false };
+    const cut = helper("cut", h, cap);
+    return cut === undefined ? undefined : { value: cut, truncated: true };
   }
-  const text = helper("encode", h);
-  if (text === undefined) return { truncated: false };
-  if (text.length <= cap) return { value: JSON.parse(text) as JsonValue, truncated: false };
-  // A long string is cut as a string; anything else as its JSON text.
-  const long = text.startsWith('"') ? (JSON.parse(text) as string) : text;
-  return { value: headTail(long, cap), truncated: true };
+  // "J" + JSON text, "T" + JSON text cut to the cap, "S"/"C" + a string value (C: cut), "U": undefined.
+  const text = helper("encode", h, cap);
+  if (text === undefined) return undefined;
+  const body = text.slice(1);
+  switch (text[0]) {
+    case "U":
+      return { truncated: false };
+    case "J":
+      try {
+        return { value: JSON.parse(body) as JsonValue, truncated: false };
+      } catch {
+        return { value: body, truncated: false };
+      }
+    case "S":
+      return { value: body, truncated: false };
+    default:
+      return { value: body, truncated: true };
+  }
 }
 
 function finish(
@@ -468,7 +653,7 @@ function finish(
     return r;
   }
   const timeout = error.kind === "Timeout" || error.kind === "HardKill";
-  const report = `Uncaught ${error.name}: ${error.message}\n${error.stack ?? ""}`.slice(0, MAX_STACK_TEXT);
+  const report = headOf(`Uncaught ${error.name}: ${error.message}\n${error.stack ?? ""}`, MAX_STACK_TEXT);
   return {
     status: "Failed",
     run_result: {
@@ -483,13 +668,34 @@ function finish(
   };
 }
 
-/** Keeps the head and the tail of a long text around "...", at most `max` characters. */
+const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+/** The first `n` code units of `text`, one fewer where the cut would split a surrogate pair. */
+export function headOf(text: string, n: number): string {
+  if (n >= text.length) return text;
+  if (n > 0 && isHigh(text.charCodeAt(n - 1)) && isLow(text.charCodeAt(n))) n--;
+  return text.slice(0, n);
+}
+
+/** The last `n` code units of `text`, one fewer where the cut would split a surrogate pair. */
+export function tailOf(text: string, n: number): string {
+  if (n >= text.length) return text;
+  let start = text.length - n;
+  if (n > 0 && isLow(text.charCodeAt(start)) && isHigh(text.charCodeAt(start - 1))) start++;
+  return text.slice(start);
+}
+
+/**
+ * Keeps the head and the tail of a long text around "...", at most `max` code units, never
+ * splitting a surrogate pair (the helpers in prelude.ts cut the same way inside the VM).
+ */
 export function headTail(text: string, max: number): string {
   if (text.length <= max) return text;
-  if (max <= 3) return text.slice(0, max);
+  if (max <= 3) return headOf(text, max);
   const keep = max - 3;
   const head = Math.ceil(keep / 2);
-  return `${text.slice(0, head)}...${text.slice(text.length - (keep - head))}`;
+  return `${headOf(text, head)}...${tailOf(text, keep - head)}`;
 }
 
 /**

@@ -4,7 +4,9 @@
 // plausibly wrong on hard, in the `inline` transcript. Knobs change the mix and difficulty.
 // Tested by tasks/arithmetic.test.ts.
 
+import { z } from "zod";
 import { CALC_ALLOWED_CHARS, calculator } from "./calc.ts";
+import { share, whole } from "./options.ts";
 import type { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng } from "./split.ts";
 import type {
@@ -43,6 +45,41 @@ export interface ArithmeticConfig {
   /** Share of the problem-key space held out for evaluation. */
   evalFraction: number;
 }
+
+/** task.options of the arithmetic task: ArithmeticConfig's fields, and `sft` (ArithmeticDemoKnobs). */
+export const ARITHMETIC_OPTIONS = z
+  .object({
+    hardFraction: share(),
+    hardMulFraction: share(),
+    mulDigits: z.tuple([whole(1), whole(1)]),
+    sumDigits: whole(1),
+    easyMulFraction: share(),
+    easyMulMax: whole(1),
+    easyAddMax: whole(1),
+    random: z
+      .object({
+        steps: whole(1),
+        digits: whole(1),
+        operators: z.array(z.enum(["+", "-", "*"])).min(1, "needs at least one operator"),
+        parens: z.boolean(),
+      })
+      .strict(),
+    evalFraction: share(),
+    sft: z
+      .object({
+        toolRate: share(),
+        thinkRate: share(),
+        wrongRate: share(),
+        easyWrongRate: share(),
+        toolErrorRate: share(),
+        thinkTool: z.string(),
+        thinkDirect: z.string(),
+      })
+      .partial()
+      .strict(),
+  })
+  .partial()
+  .strict();
 
 export const DEFAULT_ARITHMETIC_CONFIG: ArithmeticConfig = {
   hardFraction: 0.5,

@@ -6,6 +6,8 @@
 // verify() grades the final answer and reports predicted vs ground-truth calls for the
 // ToolRL / Tool-N1 rewards. Tested by tasks/function-calling.test.ts.
 
+import { z } from "zod";
+import { share } from "./options.ts";
 import type { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng } from "./split.ts";
 import type { CallRecord, Demo, LocalToolResult, Message, Problem, Task, UserToolSpec } from "./types.ts";
@@ -243,6 +245,17 @@ export function compactSystemPrompt(tools: UserToolSpec[]): string {
     tools.map(sig).join("; ")
   );
 }
+
+/** task.options of function-calling: templates, evalFraction, compact and `sft` ({thinkRate}). */
+export const FUNCTION_CALLING_OPTIONS = z
+  .object({
+    templates: z.array(z.string()),
+    evalFraction: share(),
+    compact: z.boolean(),
+    sft: z.object({ thinkRate: share() }).partial().strict(),
+  })
+  .partial()
+  .strict();
 
 export function makeFunctionCallingTask(
   opts: { templates?: string[]; evalFraction?: number; compact?: boolean } = {},

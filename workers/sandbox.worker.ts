@@ -1,8 +1,9 @@
 // The sandbox worker: loads the QuickJS module once and answers `run` messages with
 // runCode results (sandbox/protocol.ts). In a browser it serves `self` as soon as it loads;
 // in Node, sandbox/node-worker-bootstrap.mjs imports it and calls serveSandbox(parentPort).
-// A call that breaks the module (a host-stack overflow inside wasm) or bloats its memory
-// makes it load a new one before the next call.
+// A call that breaks the module (a host-stack overflow inside wasm) or grows its memory
+// makes it load a new one (a few ms) before the next call, so every call starts from the
+// same heap and the memory limit does not depend on what ran before (sandbox/run-code.ts).
 // Tested through sandbox/pool.test.ts and sandbox/adversarial.serial.test.ts.
 import type { QuickJSWASMModule } from "quickjs-emscripten-core";
 import type { HostToWorker, SandboxEndpoint } from "../sandbox/protocol.ts";
