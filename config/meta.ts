@@ -158,6 +158,7 @@ export const FIELD_META: Record<string, FieldMeta> = {
   ),
   "rl.rollout_correction.rollout_is_threshold": live("algorithm", "IS weights are truncated at this value.", {
     min: 0,
+    activeWhen: { "rl.rollout_correction.rollout_is": "token" },
   }),
   "rl.rollout_correction.rollout_rs": live(
     "algorithm",
@@ -169,12 +170,16 @@ export const FIELD_META: Record<string, FieldMeta> = {
     "Rejection upper bound (empty: the IS threshold).",
     {
       min: 0,
+      activeWhen: { "rl.rollout_correction.rollout_rs": "token" },
     },
   ),
   "rl.rollout_correction.rollout_rs_threshold_lower": live(
     "algorithm",
     "Rejection lower bound (empty: 1 / upper).",
-    { min: 0 },
+    {
+      min: 0,
+      activeWhen: { "rl.rollout_correction.rollout_rs": "token" },
+    },
   ),
   "rl.top_entropy_quantile": live(
     "algorithm",
