@@ -23,6 +23,30 @@ import { SHAPING } from "./algos/shaping";
 import { flatten, maskedMean, unflatten } from "./algos/types";
 import { aggOptions, policyLossOptions, shapingOptions } from "./options";
 
+/**
+ * Losses whose tokens all carry their row's sequence ratio: a token's loss value depends on
+ * every log-prob of its row, so a per-token factor cannot scale one token alone (the gradient
+ * would no longer be the loss's). There the row is scaled by the pw-weighted mean of its
+ * tokens' factors, a constant of the row, and loss and gradient stay consistent.
+ */
+const SEQUENCE_RATIO = new Set(["gspo", "gspo-token", "gmpo"]);
+
+/** Replaces each row's per-token factors by their pw-weighted mean over the row, in place. */
+function rowMeanScale(scale: Float64Array, pw: ArrayLike<number>, lens: readonly number[]): void {
+  let at = 0;
+  for (const L of lens) {
+    let num = 0;
+    let den = 0;
+    for (let i = at; i < at + L; i++) {
+      num += pw[i] * scale[i];
+      den += pw[i];
+    }
+    const m = den > 0 ? num / den : 1;
+    for (let i = at; i < at + L; i++) scale[i] = m;
+    at += L;
+  }
+}
+
 /** Per-row (response-position) inputs of one minibatch. */
 export interface MinibatchInput {
   logprob: ArrayLike<number>[];
@@ -80,7 +104,8 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
   );
   // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights). The
   // rollout correction's IS weights and the top-entropy selection scale the policy term per
-  // token after it; the aggregation's denominator stays (TRL's entropy mask, verl's IS weights).
+  // token after it (per row for the sequence-ratio losses, SEQUENCE_RATIO); the aggregation's
+  // denominator stays (TRL's entropy mask, verl's IS weights).
   const pw = pl.weights ?? weights;
   const scale = new Float64Array(pw.length).fill(1);
   if (x.isWeights) {
@@ -96,6 +121,7 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     metrics["actor/entropy_selected_frac"] = maskedMean(sel, flat.mask);
     selected = selected ? selected.map((x, i) => Math.max(x, sel[i])) : sel;
   }
+  if (SEQUENCE_RATIO.has(r.policy_loss)) rowMeanScale(scale, pw, lens);
   const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
   let loss = aggregate(
     pl.loss.map((l, i) => l * scale[i]),
