@@ -1,4 +1,6 @@
-// `npm run train -- <recipe.json | bundle file> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu]`
+// `npm run train -- <recipe.json | bundle file> [--out DIR] [--steps N] [--seed S] [--seeds N] [--backend webgpu|cpu]`
+//   --seeds N (or the config's `seeds`): N runs, seeds S..S+N-1, one after another, into
+//   DIR/seed-<S>/; `npm run compare -- DIR_A DIR_B` aggregates them.
 // `npm run train -- --link '<share url>'`   (the config, seed and edits of a link, unchanged)
 // `npm run train -- --resume <run folder>`  (continue a run from its last checkpoint)
 // `npm run train -- --list`
@@ -9,6 +11,7 @@
 // (weights, optimizer state and the run's point, to resume) and weights.safetensors (weights
 // only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/runner.ts's,
 // the folder is cli/run.ts's.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type ConfigEdit, mergeConfig, parseRunConfig, type RunConfig } from "../config";
@@ -33,6 +36,7 @@ interface Args {
   out?: string;
   steps?: number;
   seed?: number;
+  seeds?: number;
   backend: "webgpu" | "cpu";
   list: boolean;
   quiet: boolean;
@@ -41,7 +45,7 @@ interface Args {
 function usage(msg?: string): never {
   if (msg) console.error(`error: ${msg}\n`);
   console.error(
-    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu] [--quiet]\n" +
+    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--backend webgpu|cpu] [--quiet]\n" +
       "       npm run train -- --link '<share url>' [--out DIR]\n" +
       "       npm run train -- --resume <run folder>\n" +
       "       npm run train -- --list",
@@ -65,6 +69,7 @@ function parseArgs(argv: string[]): Args {
     else if (x === "--resume") a.resume = next();
     else if (x === "--steps") a.steps = Number(next());
     else if (x === "--seed") a.seed = Number(next());
+    else if (x === "--seeds") a.seeds = Number(next());
     else if (x === "--backend") {
       const b = next();
       if (b !== "webgpu" && b !== "cpu") usage(`--backend must be webgpu or cpu, not ${b}`);
@@ -73,6 +78,8 @@ function parseArgs(argv: string[]): Args {
     else if (a.recipe) usage(`one recipe at a time (got ${a.recipe} and ${x})`);
     else a.recipe = x;
   }
+  if (a.seeds !== undefined && !(Number.isInteger(a.seeds) && a.seeds >= 1))
+    usage("--seeds must be a whole number >= 1");
   for (const k of ["steps", "seed"] as const) {
     const v = a[k];
     if (v !== undefined && !(Number.isInteger(v) && v >= 0)) usage(`--${k} must be a whole number`);
@@ -156,6 +163,8 @@ async function main() {
   const out = resolve(
     args.resume ?? args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`),
   );
+  const seeds = args.seeds ?? config.seeds;
+  if (seeds > 1 && !resume) return runSeeds(out, config.seed, seeds);
   mkdirSync(out, { recursive: true });
 
   let makeModel: (
@@ -226,6 +235,37 @@ async function main() {
     );
   if (firstVal["val/acc"] !== undefined) lines.push(`val/acc at RL step 0: ${fmt(firstVal["val/acc"])}`);
   console.error(lines.join("\n"));
+}
+
+/**
+ * N seeds one after another: this command again per seed (same arguments, --seed S
+ * --seeds 1 --out OUT/seed-S), each a complete run folder; fails on the first that fails.
+ */
+function runSeeds(out: string, first: number, n: number) {
+  const argv = process.argv.slice(2);
+  const drop = new Set(["--seed", "--seeds", "--out"]);
+  const rest = argv.filter((x, i) => !drop.has(x) && !drop.has(argv[i - 1]));
+  mkdirSync(out, { recursive: true });
+  for (let s = first; s < first + n; s++) {
+    console.error(`=== seed ${s} (${s - first + 1} of ${n}) -> ${join(out, `seed-${s}`)}`);
+    const r = spawnSync(
+      process.execPath,
+      [
+        ...process.execArgv,
+        process.argv[1],
+        ...rest,
+        "--seed",
+        String(s),
+        "--seeds",
+        "1",
+        "--out",
+        join(out, `seed-${s}`),
+      ],
+      { stdio: "inherit" },
+    );
+    if (r.status !== 0) throw new Error(`seed ${s} failed (exit ${r.status ?? r.signal})`);
+  }
+  console.error(`${n} seeds in ${out}; compare arms with: npm run compare -- ${out} <other arm>`);
 }
 
 main().then(

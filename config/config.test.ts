@@ -29,7 +29,7 @@ function errorsOf(input: unknown) {
 describe("defaults", () => {
   it("match the demo recipe", () => {
     const c = defaultRunConfig();
-    expect(c.version).toBe(1);
+    expect(c.version).toBe(CONFIG_VERSION);
     expect(c.model).toMatchObject({ layers: 3, d_model: 128, heads: 4, context: 128, tied_embeddings: true });
     expect(c.rl).toMatchObject({
       advantage: "grpo",
@@ -240,11 +240,23 @@ describe("applyEdit", () => {
 });
 
 describe("migrateConfig", () => {
-  it("passes v1 and version-less input through", () => {
-    const v1 = { version: 1, seed: 7 };
-    expect(migrateConfig(v1)).toEqual(v1);
+  it("passes current and version-less input through", () => {
+    const v2 = { version: 2, seed: 7 };
+    expect(migrateConfig(v2)).toEqual(v2);
     expect(migrateConfig({ seed: 7 })).toEqual({ seed: 7 });
-    expect(CONFIG_VERSION).toBe(1);
+    expect(CONFIG_VERSION).toBe(2);
+  });
+
+  it("1 -> 2: a version-1 run keeps the raw-key split it was made with", () => {
+    expect(migrateConfig({ version: 1, seed: 7 })).toEqual({
+      version: 2,
+      seed: 7,
+      task: { split_version: 1 },
+    });
+    const r = parseRunConfig({ version: 1, task: { name: "arithmetic", eval_size: 5 } });
+    expect(r.ok && r.config.task).toMatchObject({ split_version: 1, eval_size: 5 });
+    const now = parseRunConfig({ task: { eval_size: 5 } });
+    expect(now.ok && now.config.task.split_version).toBe(2);
   });
 
   it("runs the step chain from an old version to the latest", () => {
@@ -262,7 +274,7 @@ describe("migrateConfig", () => {
     expect(() => migrateConfig({ version: 99 })).toThrow(/unknown config version 99/);
     expect(() => migrateConfig({ version: "1" })).toThrow(/unknown config version "1"/);
     expect(errorsOf({ version: 0 })).toEqual([
-      "version: unknown config version 0 (this lab reads versions 1..1)",
+      "version: unknown config version 0 (this lab reads versions 1..2)",
     ]);
   });
 });

@@ -21,6 +21,8 @@
 // Budget: every named recipe with 10 edits encodes in <= LINK_BUDGET_CHARS (2000) characters.
 // decodeLink never throws: every failure is {ok: false, error} naming what is wrong.
 // A leaf module (imports only config/ and web-standard APIs). Tests: `npx vitest run config/link`.
+
+import DEFAULTS_V1 from "./defaults-v1.json" with { type: "json" };
 import {
   applyEdits,
   type ConfigEdit,
@@ -75,6 +77,7 @@ type Raw = Record<string, unknown>;
  * link stores only the differences from them.
  */
 export const LINK_DEFAULTS: Record<number, () => Raw> = {
+  1: () => structuredClone(DEFAULTS_V1) as Raw,
   [CONFIG_VERSION]: () => defaultRunConfig() as unknown as Raw,
 };
 

@@ -49,6 +49,8 @@ const BASE: RunConfig = mergeConfig(defaultRunConfig(), {
 /** Fields the walk does not change, each with why. */
 const EXEMPT: Record<string, string> = {
   version: "the schema version: not a knob (migrateConfig sets it; any other value is refused)",
+  seeds:
+    "acts above the engine: npm run train (and the page) run seed, seed+1, ... as separate runs, each with seeds: 1 in its loop; cli/seeds.test.ts checks the runs",
 };
 
 /** The value a field is changed to, where the walk's generic rule (flip, next option, +1, x2, /2) does not fit. */

@@ -15,6 +15,7 @@ import { scoreAll, trainMinibatches } from "./minibatch";
 import { mismatchMetrics, rolloutCorrection } from "./mismatch";
 import { adamwHparams, advantageOptions, rlLr } from "./options";
 import {
+  firstCustomError,
   type MetricsRow,
   putFinite,
   putTiming,
@@ -51,6 +52,8 @@ export async function rlStep(
   putTiming(row, { ...got.timing, train });
   if (decisions.has("abort")) row.event = decisions.get("abort")!;
   if (update?.skipped) row.event = update.skipped;
+  const customError = firstCustomError(all);
+  if (customError !== undefined) row["reward/custom_error"] = customError;
   const samples = sampleRecords(step, all, decisions, update);
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
@@ -156,6 +159,7 @@ async function rlUpdate(
   return {
     ...res,
     advantages: new Map(batch.map((t, i) => [t, adv.advantages[i]])),
+    entropies: new Map(batch.map((t, i) => [t, old.entropy[i]])),
     selected,
     ratios: new Map(
       batch.map((t, i) => [

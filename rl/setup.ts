@@ -15,7 +15,7 @@ export { modelConfigOf };
  * Environments (frozenlake, sokoban) come back as EnvTasks.
  */
 export function runTaskOf(c: RunConfig): AnyTask {
-  return getTask(c.task.name, c.task.options);
+  return getTask(c.task.name, c.task.options, { version: c.task.split_version });
 }
 
 /** The run's single-turn task (prompts, verifier, tools). Environments have no tools or verifier: use runTaskOf. */

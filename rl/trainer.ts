@@ -70,6 +70,7 @@ export class Trainer {
   private tools: ToolProtocol;
   private advState: AdvantageState = {};
   private evalProblems?: Problem[];
+  private devProblems?: Problem[];
   /** Seconds since the run started. */
   readonly clock: () => number;
 
@@ -193,9 +194,22 @@ export class Trainer {
     return out;
   }
 
-  /** Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics). */
+  /**
+   * Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics),
+   * then of its dev set (dev/*) when task.dev_size > 0.
+   */
   async evaluate(): Promise<Record<string, number>> {
-    this.evalProblems ??= this.driver.evalSet(this.config.task.eval_size);
-    return evaluate(this.context(), this.evalProblems, this.rlStepIndex);
+    const c = this.config;
+    this.evalProblems ??= this.driver.evalSet(c.task.eval_size);
+    const out = await evaluate(this.context(), this.evalProblems, this.rlStepIndex);
+    if (c.task.dev_size > 0) {
+      if (!this.driver.devSet || c.task.split_version < 2)
+        throw new Error(
+          `task.dev_size: task "${c.task.name}" has no dev set${c.task.split_version < 2 ? " under split version 1" : ""}`,
+        );
+      this.devProblems ??= this.driver.devSet(c.task.dev_size);
+      Object.assign(out, await evaluate(this.context(), this.devProblems, this.rlStepIndex, "dev"));
+    }
+    return out;
   }
 }

@@ -9,14 +9,15 @@ import { FROZENLAKE_OPTIONS, makeFrozenLakeTask } from "./frozenlake.ts";
 import { FUNCTION_CALLING_OPTIONS, makeFunctionCallingTask } from "./function-calling.ts";
 import { parseTaskOptions } from "./options.ts";
 import { makeSokobanTask, SOKOBAN_OPTIONS } from "./sokoban.ts";
+import { SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { AnyTask } from "./types.ts";
 import { makeWordProblemsTask, WORD_PROBLEMS_OPTIONS } from "./word-problems.ts";
 
 export interface TaskEntry<O extends { sft?: unknown } = { sft?: unknown }> {
   /** task.options: a strict object; `sft` holds the demo knobs the trainer passes to sftDemos. */
   options: z.ZodType<O>;
-  /** The task from its options (less `sft`). */
-  make(options: Omit<O, "sft">): AnyTask;
+  /** The task from its options (less `sft`) and the run's split version (tasks/split.ts). */
+  make(options: Omit<O, "sft"> & { splitVersion?: SplitVersion }): AnyTask;
 }
 
 const entry = <O extends { sft?: unknown }>(e: TaskEntry<O>) => e as unknown as TaskEntry;
@@ -48,10 +49,17 @@ export function taskOptions(
   return parseTaskOptions(name, entryOf(name).options, options) as { sft?: Record<string, unknown> };
 }
 
-/** The task `name` built with `options` (checked; the `sft` knobs are for sftDemos, not the factory). */
-export function getTask(name: string, options: unknown = {}): AnyTask {
+/**
+ * The task `name` built with `options` (checked; the `sft` knobs are for sftDemos, not the
+ * factory) under split `version` (RunConfig task.split_version; environments ignore it).
+ */
+export function getTask(
+  name: string,
+  options: unknown = {},
+  split: { version: SplitVersion } = { version: SPLIT_VERSION },
+): AnyTask {
   const { sft: _sft, ...rest } = taskOptions(name, options);
-  return entryOf(name).make(rest);
+  return entryOf(name).make({ ...rest, splitVersion: split.version });
 }
 
 export { importJsonl } from "./jsonl.ts";
