@@ -22,6 +22,7 @@ import {
   rolloutMetrics,
   type StepOutput,
   sampleRecords,
+  withPieces,
 } from "./records";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -54,7 +55,7 @@ export async function rlStep(
   if (update?.skipped) row.event = update.skipped;
   const customError = firstCustomError(all);
   if (customError !== undefined) row["reward/custom_error"] = customError;
-  const samples = sampleRecords(step, all, decisions, update);
+  const samples = withPieces(sampleRecords(step, all, decisions, update), ctx.chat.tokenizer);
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
 
