@@ -21,6 +21,7 @@ import {
   rolloutMetrics,
   type StepOutput,
   sampleRecords,
+  withPieces,
 } from "./records";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -58,7 +59,10 @@ export async function rlStep(
   if (update?.skipped) row.event = update.skipped;
   const customError = firstCustomError(all);
   if (customError !== undefined) row["reward/custom_error"] = customError;
-  const samples = sampleRecords(step, all, decisions, update?.advantages, update?.entropies);
+  const samples = withPieces(
+    sampleRecords(step, all, decisions, update?.advantages, update?.entropies),
+    ctx.chat.tokenizer,
+  );
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
 
