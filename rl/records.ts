@@ -2,6 +2,7 @@
 // the sample records the inspector shows, and the rollout metrics shared by the RL step and
 // value pretraining (reward, accuracy, length, tools, environment success).
 // Tested through rl/trainer.test.ts, rl/trainer-env.test.ts and rl/vapo.test.ts.
+import type { Tokenizer } from "../model/tokenizer";
 import { mean, type StepRow, std } from "./algos/types";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -20,6 +21,11 @@ export interface SampleRecord {
   answer: string;
   promptTokens: number[];
   tokens: number[];
+  /** The readable text of each prompt and response token (the tokenizer's pieces): the page loads no tokenizer. */
+  promptPieces?: string[];
+  pieces?: string[];
+  /** The tokenizer's pad id, so the inspector can tell padding from text. */
+  padId?: number;
   mask: number[];
   postTool: number[];
   logprobs: number[];
@@ -111,6 +117,18 @@ export function envMetrics(
 }
 
 /** The first SAMPLE_GROUPS groups of a step as inspector records. */
+/** Adds each token's readable piece, so the page shows BPE tokens without a tokenizer. */
+export function withPieces(samples: SampleRecord[], tok: Tokenizer): SampleRecord[] {
+  const pieces = (ids: number[]) =>
+    ids.map((id) => (id >= 0 && id < tok.vocabSize ? tok.piece(id) : `<${id}>`));
+  return samples.map((s) => ({
+    ...s,
+    promptPieces: pieces(s.promptTokens),
+    pieces: pieces(s.tokens),
+    padId: tok.padId,
+  }));
+}
+
 export function sampleRecords(
   step: number,
   all: RewardedTrajectory[],

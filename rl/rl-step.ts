@@ -20,6 +20,7 @@ import {
   rolloutMetrics,
   type StepOutput,
   sampleRecords,
+  withPieces,
 } from "./records";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -50,7 +51,7 @@ export async function rlStep(
   putTiming(row, { ...got.timing, train });
   if (decisions.has("abort")) row.event = decisions.get("abort")!;
   if (update?.skipped) row.event = update.skipped;
-  const samples = sampleRecords(step, all, decisions, update?.advantages);
+  const samples = withPieces(sampleRecords(step, all, decisions, update?.advantages), ctx.chat.tokenizer);
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
 
