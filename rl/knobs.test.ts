@@ -56,6 +56,12 @@ const EXEMPT: Record<string, string> = {
   // their own tests run them.
   "model.pretrained":
     "needs a Hugging Face folder whose vocabulary covers the tokenizer; rl/chat-run.test.ts writes a tiny Qwen3 one and checks the run takes its architecture and weights",
+  "model.revision":
+    'acts only with an "hf:" model.pretrained, fetched from the Hub into the page\'s cache; model/source.test.ts and e2e/model.e2e.test.ts (a fake Hub) check it names the files',
+  "model.sha256":
+    'acts only with a "local:" model.pretrained, picked in the page; model/source.test.ts and e2e/model.e2e.test.ts check a link with it finds (or misses) the files',
+  "model.memory_budget_gb":
+    "acts before loading (a plan over the budget is refused, the run never starts); model/memory-plan.test.ts and rl/session.test.ts check the refusal and its numbers",
   "model.tokenizer":
     "a real tokenizer makes the model 151,669 rows wide; rl/chat-run.test.ts checks the lab model takes its vocabulary and the run its chat format",
   "task.tool_prompt":
