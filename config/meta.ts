@@ -500,6 +500,7 @@ export const FIELD_META: Record<string, FieldMeta> = {
 /** Paths that are one leaf even though their value is an object (free-form records). */
 export const OPAQUE_PATHS: ReadonlySet<string> = new Set([
   "task.options",
+  "model.sha256",
   "rewards.terms.*.options",
   "filters.list.*.options",
   "stop.target",
