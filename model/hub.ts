@@ -34,6 +34,8 @@ export interface HubManifest {
   /** The commit it resolved to: chunks are stored under it, so a moved branch never mixes files. */
   commit: string;
   files: HubFile[];
+  /** Bytes per stored chunk, recorded when the download completes. */
+  chunkBytes?: number;
 }
 
 export interface DownloadProgress {
@@ -171,8 +173,9 @@ export async function downloadHub(
       opts.onProgress?.({ file: f.path, done, total, fetched });
     }
   }
-  await store.put(manifestKey(m.repo, m.revision), jsonBlob(m));
-  if (m.commit !== m.revision) await store.put(manifestKey(m.repo, m.commit), jsonBlob(m));
+  const stored = { ...m, chunkBytes: chunk };
+  await store.put(manifestKey(m.repo, m.revision), jsonBlob(stored));
+  if (m.commit !== m.revision) await store.put(manifestKey(m.repo, m.commit), jsonBlob(stored));
 }
 
 /** SHA-256 of bytes, lowercase hex. */
@@ -237,7 +240,6 @@ export async function openCached(
   s: ModelSource,
   file: string,
   store: ByteStore,
-  chunk = CHUNK_BYTES,
 ): Promise<Blob | null> {
   if (s.kind === "folder") throw new Error(`${s.path}: a folder is not read from the model cache`);
   if (s.kind === "local") {
@@ -257,6 +259,7 @@ export async function openCached(
     );
   const f = m.files.find((x) => x.path === file);
   if (!f) return null;
+  const chunk = m.chunkBytes ?? CHUNK_BYTES;
   const parts: Blob[] = [];
   for (let i = 0; i < chunkCount(f.size, chunk); i++) {
     const b = await store.get(chunkKey(m, f.path, i));
