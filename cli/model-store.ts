@@ -37,7 +37,7 @@ export async function hubReader(
   log: (line: string) => void,
 ): Promise<((path: string) => Promise<Uint8Array | null>) | null> {
   const s = modelSourceOf(config);
-  if (!s || s.kind !== "hub") return null;
+  if (s?.kind !== "hub") return null;
   const store = fsByteStore();
   const m = await hubModelInfo(s.repo, s.revision, store);
   const total = m.files.reduce((a, f) => a + f.size, 0);

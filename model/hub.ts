@@ -236,11 +236,7 @@ export async function sourceState(s: ModelSource, store: ByteStore): Promise<Cac
 }
 
 /** A file of a cached source as one Blob, or null when the source does not have that file. Throws when the source is not cached. */
-export async function openCached(
-  s: ModelSource,
-  file: string,
-  store: ByteStore,
-): Promise<Blob | null> {
+export async function openCached(s: ModelSource, file: string, store: ByteStore): Promise<Blob | null> {
   if (s.kind === "folder") throw new Error(`${s.path}: a folder is not read from the model cache`);
   if (s.kind === "local") {
     const hex = s.sha256[file];
