@@ -13,7 +13,8 @@ export interface ChartDef {
   row: ChartRow;
   /** Which rows feed it: RL steps, or the SFT cold start. */
   phase: "rl" | "sft";
-  keys: { key: string; label: string }[];
+  /** `optional` keys are named in the legend only once some run has them (e.g. custom-js errors). */
+  keys: { key: string; label: string; optional?: boolean }[];
   /** Rates and fractions: soft minimum at 0. */
   rate?: boolean;
   /** Offer the 5th-95th percentile y range (gradient norm, KL). */
@@ -38,6 +39,8 @@ export const CHARTS: ChartDef[] = [
     keys: [
       { key: "reward/mean", label: "mean" },
       { key: "reward/std", label: "std" },
+      // Share of trajectories the custom JS reward threw on (only when one is set).
+      { key: "reward/custom_error_rate", label: "custom-js errors", optional: true },
     ],
   },
   {
@@ -86,7 +89,35 @@ export const CHARTS: ChartDef[] = [
     row: "health",
     phase: "rl",
     rate: true,
-    keys: [{ key: "actor/pg_clipfrac", label: "clipfrac" }],
+    keys: [
+      { key: "actor/pg_clipfrac", label: "clipfrac" },
+      { key: "rollout/is_truncated_frac", label: "IS truncated" },
+      { key: "rollout/rs_masked_frac", label: "RS masked" },
+    ],
+  },
+  {
+    // Sampler vs trainer (rl/mismatch.ts): exp(old − sampler log-prob) over sampled tokens;
+    // 1 when the decode path and the training forward agree.
+    id: "is-ratio",
+    title: "Importance ratio (trainer / sampler)",
+    row: "health",
+    phase: "rl",
+    keys: [
+      { key: "rollout/is_ratio_mean", label: "mean" },
+      { key: "rollout/is_ratio_min", label: "min" },
+      { key: "rollout/is_ratio_max", label: "max" },
+    ],
+  },
+  {
+    id: "mismatch",
+    title: "Log-prob mismatch |trainer − sampler|",
+    row: "health",
+    phase: "rl",
+    outliers: true,
+    keys: [
+      { key: "rollout/logprob_diff_mean", label: "mean" },
+      { key: "rollout/logprob_diff_max", label: "max" },
+    ],
   },
   {
     id: "grad-norm",

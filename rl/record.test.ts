@@ -8,6 +8,7 @@
 // - the two reproductions of issue 16 (CLI one RL step late; SFT edits replayed in RL);
 // - a property test over random edit logs and resume points;
 // - a resume during VAPO value pretraining continues it (it does not start over);
+// - wall-time checkpoints (checkpointSeconds) land mid-SFT too, and resume from there;
 // - the committed fixtures of the older formats (bundle v1, link v1) decode and replay.
 // Run: `npx vitest run --project unit rl/record.test.ts`.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -338,6 +339,37 @@ describe("property: replay from any resume point equals the original", () => {
   }, 120_000);
 });
 
+describe("checkpointSeconds (the web worker's wall-time checkpoints)", () => {
+  it("checkpoints in SFT and RL with checkpoint_every 0, and a mid-SFT resume gives the same rows", async () => {
+    const config = tiny({ checkpoint_every: 0 });
+    // Each step takes 10 s of the injected clock; a checkpoint is due 15 s after the last.
+    let t = 0;
+    const rows: MetricsRow[] = [];
+    const cks: { phase: EditPhase; step: number; bytes: Uint8Array }[] = [];
+    const on: RunEvents = {
+      row: (r) => {
+        rows.push(r);
+        t += 10;
+      },
+      checkpoint: (ck) => {
+        cks.push(ck);
+      },
+    };
+    await new RunLoop(await createTrainer(config, deps()), on, { checkpointSeconds: 15, now: () => t }).run();
+    expect(cks.map((c) => `${c.phase}:${c.step}`)).toEqual(["sft:2", "sft:4", "rl:2", "rl:4"]);
+    const ck = cks[0];
+    const replayed: MetricsRow[] = [];
+    const resume = { at: { phase: ck.phase, step: ck.step }, checkpoint: ck.bytes };
+    await new RunLoop(
+      await createTrainer(config, deps()),
+      { row: (r) => replayed.push(r) },
+      { resume },
+    ).run();
+    const kept = rows.filter((r) => r.phase === "sft" && r.step < ck.step);
+    expect(comparable([...kept, ...replayed])).toEqual(comparable(rows));
+  }, 120_000);
+});
+
 describe("value pretraining", () => {
   it("is checkpointed: a resume during it continues at its step, with the same rows", async () => {
     const config = mergeConfig(recipeConfig("vapo"), {
@@ -405,8 +437,23 @@ describe("value pretraining", () => {
  * decides those, exactly), other numbers within STYLE's tolerance, atol 1e-5 + rtol 1e-3: the
  * engine's float32 arithmetic may have been reordered since the fixture was made.
  */
-function expectSameRun(got: readonly MetricsRow[], want: readonly MetricsRow[]) {
-  const [g, w] = [comparable(got), comparable(want)];
+/**
+ * Metrics that labs after the committed fixtures log on every RL update: a replay of an older
+ * fixture carries them too; every key the fixture recorded must still reproduce.
+ */
+const ADDED_SINCE_FIXTURES = new Set([
+  "rollout/logprob_diff_mean",
+  "rollout/logprob_diff_max",
+  "rollout/is_ratio_mean",
+  "rollout/is_ratio_min",
+  "rollout/is_ratio_max",
+  "rollout/trunc_dropped_frac",
+]);
+
+function expectSameRun(got: readonly MetricsRow[], want: readonly MetricsRow[], added = new Set<string>()) {
+  const drop = (rows: Record<string, unknown>[]) =>
+    rows.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !added.has(k))));
+  const [g, w] = [drop(comparable(got)), comparable(want)] as [MetricsRow[], MetricsRow[]];
   expect(g.map((r) => Object.keys(r).sort())).toEqual(w.map((r) => Object.keys(r).sort()));
   expect(g.map((r) => [r.phase, r.step, r["actor/lr"]])).toEqual(
     w.map((r) => [r.phase, r.step, r["actor/lr"]]),
@@ -435,7 +482,7 @@ describe("older formats: the committed fixtures", () => {
       { phase: "rl", step: 2, path: "rl.lr", value: 1e-5 },
       { phase: "rl", step: 2, path: "rewards.terms.0.weight", value: 2 },
     ]);
-    expectSameRun(await cliRun(folder("bundle-v1"), r.run), r.run.metrics);
+    expectSameRun(await cliRun(folder("bundle-v1"), r.run), r.run.metrics, ADDED_SINCE_FIXTURES);
   });
 
   it("link v1 of the same run decodes by the migration rule and replays to the bundle's metrics", async () => {
@@ -448,6 +495,6 @@ describe("older formats: the committed fixtures", () => {
     expect(link.edits).toEqual(b.run.edits);
     const store = new MemoryRunStore();
     await workerRun(store, { id: "link-v1", config: link.config, edits: link.edits });
-    expectSameRun((await store.loadRun("link-v1"))!.rows, b.run.metrics);
+    expectSameRun((await store.loadRun("link-v1"))!.rows, b.run.metrics, ADDED_SINCE_FIXTURES);
   });
 });

@@ -31,6 +31,10 @@ export interface SampleRecord {
   logprobs: number[];
   entropy: number[];
   advantages: number[];
+  /** Rollout importance ratio exp(old − sampler log-prob) per token (1 where not sampled); [] when not trained. */
+  ratio?: number[];
+  /** 1 for tokens a selection rule picked (Clip-Cov, KL-Cov, top-entropy); [] when none ran. */
+  selected?: number[];
   reward: number;
   rewardTerms: Record<string, number>;
   correct: boolean;
@@ -46,6 +50,8 @@ export interface SampleRecord {
   finish: string;
   /** The custom JS reward's error for this trajectory (it then scored 0). */
   customError?: string;
+  /** How many groups the step had (the records keep at most SAMPLE_GROUPS of them). */
+  groupsInStep?: number;
   filter: string;
   /** Multi-turn environments: one row per turn (anchor state, step reward, action token range). */
   steps?: StepRow[];
@@ -66,7 +72,8 @@ export interface StepTiming {
   train: number;
 }
 
-const SAMPLE_GROUPS = 2;
+/** Groups of a step kept as sample records (the inspector shows a few at a time and lets one pick). */
+export const SAMPLE_GROUPS = 8;
 
 export function putFinite(row: Record<string, unknown>, key: string, v: number): void {
   if (Number.isFinite(v)) row[key] = v;
@@ -96,6 +103,11 @@ export function rolloutMetrics(all: RewardedTrajectory[]): Record<string, number
   out["tool/calls_mean"] = mean(executed.map((x) => x.length));
   const calls = executed.flat();
   if (calls.length > 0) out["tool/success_rate"] = mean(calls.map((x) => Number(x.outcome.ok)));
+  // The custom JS reward's failures: the share of trajectories it threw on (they scored 0 from
+  // it) and the first message, so a broken reward is a curve and a banner, not a silent 0.
+  if (all.some((t) => "custom-js" in t.terms)) {
+    out["reward/custom_error_rate"] = mean(all.map((t) => Number(t.customError !== undefined)));
+  }
   const episodes = all.filter((t) => t.steps !== undefined);
   if (episodes.length > 0) Object.assign(out, envMetrics(episodes, "env/"));
   return out;
@@ -116,7 +128,11 @@ export function envMetrics(
   return out;
 }
 
-/** The first SAMPLE_GROUPS groups of a step as inspector records. */
+/** The first custom-reward error of a step, for the row (`reward/custom_error`). */
+export function firstCustomError(all: readonly RewardedTrajectory[]): string | undefined {
+  return all.find((t) => t.customError !== undefined)?.customError;
+}
+
 /** Adds each token's readable piece, so the page shows BPE tokens without a tokenizer. */
 export function withPieces(samples: SampleRecord[], tok: Tokenizer): SampleRecord[] {
   const pieces = (ids: number[]) =>
@@ -129,13 +145,31 @@ export function withPieces(samples: SampleRecord[], tok: Tokenizer): SampleRecor
   }));
 }
 
+/**
+ * A step's groups as inspector records: all of them up to SAMPLE_GROUPS, groups with a
+ * learning signal (unequal rewards) first when there are more. Entropy is the per-token
+ * entropy of the update's scoring pass (empty for trajectories the batch dropped).
+ */
 export function sampleRecords(
   step: number,
   all: RewardedTrajectory[],
   decisions: Map<string, string>,
-  advantages?: Map<RewardedTrajectory, Float64Array>,
+  update?: {
+    advantages: Map<RewardedTrajectory, Float64Array>;
+    entropies?: Map<RewardedTrajectory, ArrayLike<number>>;
+    ratios?: Map<RewardedTrajectory, Float64Array>;
+    selected?: Map<RewardedTrajectory, Float64Array>;
+  },
 ): SampleRecord[] {
-  const groups = [...new Set(all.map((t) => t.groupId))].slice(0, SAMPLE_GROUPS);
+  const ids = [...new Set(all.map((t) => t.groupId))];
+  const signal = (g: string) => {
+    const rs = all.filter((t) => t.groupId === g).map((t) => t.reward);
+    return rs.some((r) => r !== rs[0]);
+  };
+  const groups =
+    ids.length <= SAMPLE_GROUPS
+      ? ids
+      : [...ids.filter(signal), ...ids.filter((g) => !signal(g))].slice(0, SAMPLE_GROUPS);
   return all
     .filter((t) => groups.includes(t.groupId))
     .map((t) => ({
@@ -149,8 +183,10 @@ export function sampleRecords(
       mask: t.traj.mask,
       postTool: t.traj.postTool,
       logprobs: t.traj.logprobs,
-      entropy: [],
-      advantages: [...(advantages?.get(t) ?? [])],
+      entropy: Array.from(update?.entropies?.get(t) ?? []),
+      advantages: [...(update?.advantages.get(t) ?? [])],
+      ratio: [...(update?.ratios?.get(t) ?? [])],
+      selected: [...(update?.selected?.get(t) ?? [])],
       reward: t.reward,
       rewardTerms: t.terms,
       correct: t.correct,
@@ -165,6 +201,7 @@ export function sampleRecords(
       })),
       finish: t.traj.finish,
       filter: decisions.get(t.groupId) ?? "kept",
+      groupsInStep: ids.length,
       ...(t.customError ? { customError: t.customError } : {}),
       ...(t.steps ? { steps: t.steps } : {}),
     }));
