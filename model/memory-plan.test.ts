@@ -4,8 +4,17 @@
 // Run: `npx vitest run --project unit model/memory-plan.test.ts`.
 import { describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
+import { HEAD_CHUNK_BYTES } from "./head";
 import { hfModelConfig } from "./hf";
-import { GB, memoryPlan, type PlanRun, planOfConfig, planRefusal, planRunOf } from "./memory-plan";
+import {
+  GB,
+  memoryPlan,
+  HEAD_CHUNK_BYTES as PLAN_CHUNK,
+  type PlanRun,
+  planOfConfig,
+  planRefusal,
+  planRunOf,
+} from "./memory-plan";
 
 // HuggingFaceTB/SmolLM2-135M-Instruct config.json (the fields that shape memory).
 const SMOLLM2 = {
@@ -44,6 +53,8 @@ const term = (plan: ReturnType<typeof memoryPlan>, key: string) =>
   plan.terms.find((t) => t.key === key)?.bytes;
 
 describe("memory plan", () => {
+  it("uses the head's chunk size", () => expect(PLAN_CHUNK).toBe(HEAD_CHUNK_BYTES));
+
   it("SmolLM2-135M: every term by hand", () => {
     const mc = hfModelConfig(SMOLLM2, "config.json", { context: 512 });
     const plan = memoryPlan(mc, RUN, undefined, 100 * GB);
@@ -57,9 +68,11 @@ describe("memory plan", () => {
     expect(term(plan, "optimizer")).toBe(2 * P * 4);
     // KV cache: K and V per layer, 16 sequences x 512 positions x 3 kv heads x 64.
     expect(term(plan, "kv-cache")).toBe(2 * 30 * 16 * 512 * 3 * 64 * 4);
-    // The head: logits and dlogits, 4096 rows x 49152 ids.
-    expect(term(plan, "head-logits")).toBe(2 * 4096 * 49152 * 4);
-    expect(term(plan, "decode")).toBe(2 * 16 * 49152 * 4);
+    // The head: logits and dlogits in chunks of whole rows under 64 MiB: 341 rows x 49152 ids.
+    expect(Math.floor((64 * 2 ** 20) / 4 / 49152)).toBe(341);
+    expect(term(plan, "head-logits")).toBe(2 * 341 * 49152 * 4);
+    // Decoding: the sampler's logits for all 16 sequences (one chunk) and their hidden states.
+    expect(term(plan, "decode")).toBe(16 * 49152 * 4 + 16 * 576 * 4);
     // Activations, N = 4096 rows. Per layer: ln1, res2, ln2, res3 (C = 576 each), qkv (576+2x192),
     // atty (576), fch (2x1536, gate and up), fchAct (1536), four mean/rstd rows, lse (9 heads),
     // and two 1-float placeholders (no q/k norm) padded to 64 floats each.
@@ -68,7 +81,8 @@ describe("memory plan", () => {
     // train-io: tokens, targets, pos, wlp, went, dvalue, lnfMean, lnfRstd, values (N each), encoded,
     // tmp, lnf (N x C each), out (3N); train-grad: dres, dln, datty (N x C), dqkv (N x 960),
     // dfch (N x 3072), dfchAct (N x 1536), attScratch (9N), two placeholders.
-    const io = 9 * N + 3 * N * 576 + 3 * N;
+    // ...and the embedding backward's keys and orders (4N) and starts (2 x (N+1), padded to N+64).
+    const io = 9 * N + 3 * N * 576 + 3 * N + 4 * N + 2 * (N + 64);
     const grad = 3 * N * 576 + N * 960 + N * 3072 + N * 1536 + 9 * N + 2 * 64;
     expect(term(plan, "activations")).toBe((30 * layer + io + grad) * 4);
     expect(plan.terms.map((t) => t.key)).toEqual([
@@ -94,25 +108,30 @@ describe("memory plan", () => {
     expect(term(plan, "weights")).toBe(P * 4);
     expect(term(plan, "optimizer")).toBe(2 * P * 4);
     expect(term(plan, "kv-cache")).toBe(2 * 24 * 16 * 512 * 2 * 64 * 4);
-    expect(term(plan, "head-logits")).toBe(2 * 4096 * 151936 * 4);
-    expect(term(plan, "reference")).toBe(4 * P * 4);
-    // 2.4 GB of logits per buffer: over WebGPU's default 256 MiB buffer; the head must be chunked.
+    // 110 rows of 151936 logits fit a 64 MiB chunk.
+    expect(term(plan, "head-logits")).toBe(2 * 110 * 151936 * 4);
+    // The KL reference holds its weights only.
+    expect(term(plan, "reference")).toBe(P * 4);
+    // The embedding (151936 x 896 f32, 544.5 MB) is one tensor, never cut between buffers: over
+    // WebGPU's default 256 MiB maxBufferSize.
     expect(plan.fits).toBe(false);
     expect(plan.problems.join("\n")).toContain(
-      "buffer logits is 2.49 GB, over the adapter's maxBufferSize of 268.4 MB",
+      "Weights: params's largest tensor is 544.5 MB, over the adapter's maxBufferSize of 268.4 MB",
     );
-    // The vocabulary-chunked head holds 64 MiB per buffer.
-    const chunked = memoryPlan(mc, { ...RUN, headChunkBytes: 64 * 2 ** 20 }, undefined, 100 * GB);
-    expect(term(chunked, "head-logits")).toBe(2 * 64 * 2 ** 20);
+    const big = { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 30 };
+    expect(memoryPlan(mc, { ...RUN, reference: true }, big, 100 * GB).problems).toEqual([]);
+    // A smaller head chunk: 16 MiB holds 27 rows.
+    const chunked = memoryPlan(mc, { ...RUN, headChunkBytes: 16 * 2 ** 20 }, undefined, 100 * GB);
+    expect(term(chunked, "head-logits")).toBe(2 * 27 * 151936 * 4);
     // LoRA with an f16 base: base weights 2 bytes each, gradients and moments over the adapter only.
     const A = 1_081_344;
     const lora = memoryPlan(mc, { ...RUN, adapterParams: A, baseBytes: 2 }, undefined, 100 * GB);
     expect(term(lora, "weights")).toBe(P * 2 + A * 4);
     expect(term(lora, "gradients")).toBe(A * 4);
     expect(term(lora, "optimizer")).toBe(2 * A * 4);
-    // Micro-batches of 2 sequences: activations of 1024 rows; recomputation keeps less still.
+    // Micro-batches of 2 sequences: activations of 1024 rows (a quarter); recomputation keeps less still.
     const micro = memoryPlan(mc, { ...RUN, microBatchRows: 2 }, undefined, 100 * GB);
-    expect(term(micro, "head-logits")).toBe(2 * 1024 * 151936 * 4);
+    expect(term(micro, "activations")).toBeLessThan(term(plan, "activations")! / 3.9);
     const recompute = memoryPlan(mc, { ...RUN, recompute: true }, undefined, 100 * GB);
     expect(term(recompute, "activations")).toBeLessThan(term(plan, "activations")! / 5);
   });
@@ -121,13 +140,13 @@ describe("memory plan", () => {
     const mc = hfModelConfig(SMOLLM2, "config.json", { context: 512 });
     const limits = { maxBufferSize: 4 * GB, maxStorageBufferBindingSize: 2 * GB };
     const plan = memoryPlan(mc, RUN, limits, 4 * GB);
-    // 4 x 538 MB (weights, gradients, moments) + 1.61 GB logits + activations + 377 MB KV: ~4.6 GB.
+    // 4 x 538 MB (weights, gradients, moments) + 4.3 GB of activations (4096 rows) + 377 MB KV.
     expect(plan.fits).toBe(false);
     expect(plan.total).toBeGreaterThan(4 * GB);
     const msg = planRefusal(plan, "model.pretrained: hf:HuggingFaceTB/SmolLM2-135M-Instruct");
     expect(msg).toContain(`the plan needs ${(plan.total / GB).toFixed(2)} GB, over the budget of 4.00 GB`);
     expect(msg).toContain("Weights: 538.1 MB");
-    expect(msg).toContain("Head logits chunk: 1.61 GB");
+    expect(msg).toContain("Head logits chunk: 134.1 MB");
     expect(msg).toContain("KV cache: 377.5 MB");
     expect(msg).toMatch(/change: .*sft\.batch/);
     expect(msg).toContain("model.memory_budget_gb");

@@ -13,12 +13,13 @@
 // (LoRA: gradients and Adam moments over the adapter only; the base frozen), `baseBytes` (f16
 // base weights), `microBatchRows` (activations per micro-batch instead of per minibatch),
 // `recompute` (activation recomputation: one layer's arena plus each layer's input kept),
-// `headChunkBytes` (the vocabulary-chunked head).
+// `headChunkBytes` (model/head.ts's logits chunk).
 // Tested by model/memory-plan.test.ts (SmolLM2-135M and Qwen2.5-0.5B shapes by hand).
 import type { RunConfig } from "../config";
 import { ALIGN_FLOATS, attnDims, type ModelConfig, mlpHidden, paramLayout } from "./config";
 
 const F32 = 4;
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 const align = (n: number) => Math.ceil(Math.max(1, n) / ALIGN_FLOATS) * ALIGN_FLOATS;
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -64,7 +65,7 @@ export interface PlanRun {
   microBatchRows?: number;
   /** Activation recomputation: only each layer's input is kept, one layer's arena is live. */
   recompute?: boolean;
-  /** Bytes one logits chunk holds at most (the vocabulary-chunked head); default the whole batch. */
+  /** Bytes one logits chunk holds at most (model/head.ts); default HEAD_CHUNK_BYTES. */
   headChunkBytes?: number;
 }
 
@@ -85,7 +86,11 @@ export interface PlanBuffer {
   bytes: number;
   /** The largest range of it one shader binds (a buffer of tensors binds one tensor at a time). */
   binding: number;
-  /** Bound in windows no larger than the binding limit (parameter stores): only maxBufferSize applies. */
+  /**
+   * A parameter store (a FlatBuffer of model/gpu.ts): bound in windows, and cut into several
+   * GPUBuffers at tensor starts when over maxBufferSize, so only its largest tensor (`binding`)
+   * must fit one buffer.
+   */
   windowed?: boolean;
 }
 
@@ -109,6 +114,9 @@ export interface MemoryPlan {
   advice: string[];
   fits: boolean;
 }
+
+/** model/head.ts's HEAD_CHUNK_BYTES (not imported: the page computes plans without the kernels). */
+export const HEAD_CHUNK_BYTES = 64 * 1024 * 1024;
 
 export const GB = 1e9;
 export const DEFAULT_BUDGET_BYTES = 4 * GB;
@@ -141,7 +149,9 @@ export function memoryPlan(
   limits: PlanLimits = DEFAULT_LIMITS,
   budget = DEFAULT_BUDGET_BYTES,
 ): MemoryPlan {
-  const P = paramLayout(c).total; // floats of the flat layout (aligned tensors)
+  const layout = paramLayout(c);
+  const P = layout.total; // floats of the flat layout (aligned tensors)
+  const largest = Math.max(...layout.tensors.map((t) => t.size)); // floats of the largest tensor
   const A = run.adapterParams; // trainable floats when an adapter trains
   const trainable = A ?? P;
   const baseBytes = A === undefined ? F32 : (run.baseBytes ?? F32);
@@ -150,14 +160,16 @@ export function memoryPlan(
   const V = c.vocab;
   const T = run.seqLen;
   const rows = Math.min(run.microBatchRows ?? run.trainRows, run.trainRows);
-  // Token rows of one forward/backward; model/gpu.ts rounds its buffers up to 1024 rows.
-  const N = Math.ceil((rows * T) / 1024) * 1024;
+  // Token rows of one forward/backward: model/gpu.ts sizes its buffers to the next 1024 rows or
+  // power of two, whichever is smaller.
+  const n = rows * T;
+  const N = Math.min(Math.ceil(n / 1024) * 1024, 2 ** Math.ceil(Math.log2(Math.max(1, n))));
   const B = run.decodeRows;
   const H = mlpHidden(c);
   const terms: PlanTerm[] = [];
 
   const weights: PlanBuffer[] = [
-    { name: "params", bytes: P * baseBytes, binding: P * baseBytes, windowed: true },
+    { name: "params", bytes: P * baseBytes, binding: largest * baseBytes, windowed: true },
   ];
   if (A !== undefined) weights.push(buf("adapter", A, A, true));
   terms.push({
@@ -175,14 +187,14 @@ export function memoryPlan(
     label: "Gradients",
     bytes: trainable * F32,
     why: `one f32 per trainable parameter (${trainable.toLocaleString("en")})`,
-    buffers: [buf("grads", trainable, trainable, true)],
+    buffers: [buf("grads", trainable, A ?? largest, true)],
   });
   terms.push({
     key: "optimizer",
     label: "Optimizer state",
     bytes: 2 * trainable * F32,
     why: "AdamW's two moments, f32, per trainable parameter",
-    buffers: [buf("adam-m", trainable, trainable, true), buf("adam-v", trainable, trainable, true)],
+    buffers: [buf("adam-m", trainable, A ?? largest, true), buf("adam-v", trainable, A ?? largest, true)],
   });
 
   // Saved activations of one micro-batch: model/gpu.ts's TrainBuffers for N rows.
@@ -204,6 +216,12 @@ export function memoryPlan(
     lnfRstd: N,
     values: N,
     out: 3 * align(N),
+    wteKeys: N, // the embedding backward's grouping of rows by token
+    wteStarts: N + 1,
+    wteOrder: N,
+    wpeKeys: N,
+    wpeStarts: N + 1,
+    wpeOrder: N,
   });
   const grad = arena("train-grad", {
     dres: N * C,
@@ -225,19 +243,27 @@ export function memoryPlan(
     buffers: acts,
   });
 
-  // The head's logits and their gradient, (N,V) each, or a bounded chunk of rows.
-  const whole = N * V;
-  const chunk =
-    run.headChunkBytes === undefined ? whole : Math.min(whole, Math.floor(run.headChunkBytes / F32));
+  // The head (model/head.ts): logits and their gradient for a chunk of whole rows at a time,
+  // at most headChunkBytes and one binding each.
+  const F = Math.min(
+    Math.floor((run.headChunkBytes ?? HEAD_CHUNK_BYTES) / F32),
+    Math.floor(limits.maxStorageBufferBindingSize / F32),
+  );
+  const maxRows = Math.floor(F / V);
+  if (maxRows === 0)
+    throw new Error(`memory plan: one row of ${V} logits is over the head's chunk of ${F * F32} bytes`);
+  const unit = ALIGN_FLOATS / gcd(C, ALIGN_FLOATS); // rows per 256-byte-aligned chunk view
+  const chunkRowsOf = (r: number) => (r <= maxRows ? r : Math.floor(maxRows / unit) * unit);
+  const trainChunk = chunkRowsOf(N);
   terms.push({
     key: "head-logits",
     label: "Head logits chunk",
-    bytes: 2 * chunk * F32,
+    bytes: 2 * trainChunk * V * F32,
     why:
-      chunk === whole
-        ? `logits and their gradient, ${N.toLocaleString("en")} rows x ${V.toLocaleString("en")} ids each`
-        : `logits and their gradient in chunks of ${formatBytes(chunk * F32)} (${N.toLocaleString("en")} rows x ${V.toLocaleString("en")} ids in all)`,
-    buffers: [buf("logits", chunk), buf("dlogits", chunk)],
+      trainChunk === N
+        ? `logits and their gradient, ${N.toLocaleString("en")} rows x ${V.toLocaleString("en")} ids each (the batch is one chunk)`
+        : `logits and their gradient, chunks of ${trainChunk} rows x ${V.toLocaleString("en")} ids (of ${N.toLocaleString("en")} rows)`,
+    buffers: [buf("head-logits", trainChunk * V), buf("head-dlogits", trainChunk * V)],
   });
 
   // Decoding: a key and a value cache per layer for every sequence at the full context.
@@ -253,24 +279,24 @@ export function memoryPlan(
     why: `2 x ${c.layers} layers x ${B} sequences x ${c.context} positions x ${KV} (key/value heads x head size) f32`,
     buffers: kv,
   });
-  const decode = [buf("decode-logits", B * V), buf("decode-next-logits", B * V)];
+  const sampleRows = chunkRowsOf(B);
+  const decode = [buf("sample-logits", sampleRows * V), buf("decode-hidden", B * C)];
   terms.push({
     key: "decode",
     label: "Decode logits",
     bytes: sum(decode.map((b) => b.bytes)),
-    why: `two (${B}, ${V.toLocaleString("en")}) logits buffers for the sampler`,
+    why: `the sampler's logits, ${sampleRows} of ${B} sequences at a time x ${V.toLocaleString("en")} ids, and their hidden states`,
     buffers: decode,
   });
 
   if (run.reference) {
-    // frozenCopy() is a whole model today: weights, and its gradient and Adam buffers unused.
-    const ref = ["ref-params", "ref-grads", "ref-adam-m", "ref-adam-v"].map((n) => buf(n, P, P, true));
+    // frozenCopy(): a model whose gradients and moments are never made (they come on first use).
     terms.push({
       key: "reference",
       label: "Reference policy (KL)",
-      bytes: sum(ref.map((b) => b.bytes)),
-      why: "the frozen copy KL reads: a whole model (weights, gradient and Adam buffers) as frozenCopy allocates it",
-      buffers: ref,
+      bytes: P * baseBytes,
+      why: "the frozen copy KL reads: its weights only",
+      buffers: [{ name: "ref-params", bytes: P * baseBytes, binding: largest * baseBytes, windowed: true }],
     });
   }
 
@@ -279,7 +305,12 @@ export function memoryPlan(
   const advice = new Set<string>();
   for (const t of terms)
     for (const b of t.buffers) {
-      if (b.bytes > limits.maxBufferSize)
+      if (b.windowed) {
+        if (b.binding <= limits.maxBufferSize) continue;
+        problems.push(
+          `${t.label}: ${b.name}'s largest tensor is ${formatBytes(b.binding)}, over the adapter's maxBufferSize of ${formatBytes(limits.maxBufferSize)} (a tensor is never cut between buffers)`,
+        );
+      } else if (b.bytes > limits.maxBufferSize)
         problems.push(
           `${t.label}: buffer ${b.name} is ${formatBytes(b.bytes)}, over the adapter's maxBufferSize of ${formatBytes(limits.maxBufferSize)}`,
         );
