@@ -34,6 +34,9 @@ export const ADVANTAGE_NAMES = [
   "remax",
   "gigpo",
   "reinforce-history",
+  "opo",
+  "grpo-passk",
+  "liteppo",
 ] as const;
 export const POLICY_LOSS_NAMES = [
   "ppo-clip",
@@ -69,7 +72,13 @@ export const ModelSchema = z
     positional: z.enum(["learned", "rope"]).default("learned"), // DEMO-RECIPE: learned absolute positions
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
-    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face folder (config.json + safetensors) whose architecture and weights are used
+    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face model (config.json + safetensors) whose architecture and weights are used: a folder path, "hf:<owner>/<name>" (the Hub, at model.revision) or "local:<name>" (files picked in the page, named by model.sha256)
+    revision: z.string().min(1, "must not be empty").default("main"), // the Hub revision (branch, tag or commit) of an "hf:" model; a commit pins the weights a link names
+    sha256: z
+      .record(z.string(), z.string().regex(/^[0-9a-f]{64}$/, "must be 64 hex digits"))
+      .nullable()
+      .default(null), // the files of a "local:" model by SHA-256, so a link names its weights; null for other sources
+    memory_budget_gb: num({ gt: 0, max: 1024 }).default(4), // DESIGN: WebGPU reports no device memory; the plan's total must fit this (4 GB: a laptop GPU)
     tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
   })
   .strict();
@@ -150,6 +159,16 @@ export const KlCovSchema = z
   })
   .strict();
 
+export const RolloutCorrectionSchema = z
+  .object({
+    rollout_is: z.enum(["none", "token", "sequence"]).default("none"), // ALGORITHMS §13: verl rollout_is null (off)
+    rollout_is_threshold: num({ gt: 0 }).default(2.0), // ALGORITHMS §13: verl rollout_is_threshold 2.0 (truncation C)
+    rollout_rs: z.enum(["none", "token", "sequence", "geometric"]).default("none"), // ALGORITHMS §13: verl rollout_rs null (off)
+    rollout_rs_threshold: num({ gt: 0 }).nullable().default(null), // verl: null = rollout_is_threshold
+    rollout_rs_threshold_lower: num({ gt: 0 }).nullable().default(null), // verl: null = 1 / upper
+  })
+  .strict();
+
 export const RlSchema = z
   .object({
     advantage: z.enum(ADVANTAGE_NAMES).default("grpo"), // DEMO-RECIPE: GRPO
@@ -192,6 +211,8 @@ export const RlSchema = z
     history_ema: num({ min: 0, lt: 1 }).nullable().default(null), // ALGORITHMS §12: EMA factor instead of a window; null = window
     turn_gamma: num({ min: 0, max: 1 }).default(0.4), // ALGORITHMS §12: Kevin-32B turn discount 0.4
     gigpo: GigpoSchema.prefault({}),
+    rollout_correction: RolloutCorrectionSchema.prefault({}), // ALGORITHMS §13 IS correction; off by default
+    top_entropy_quantile: num({ gt: 0, max: 1 }).default(1.0), // TRL top_entropy_quantile 1.0 (off): policy loss on the top-q entropy tokens
   })
   .strict();
 
