@@ -5,6 +5,7 @@
 // same layout in buffers of the same size; the gaps between tensors stay zero.
 // Also the GPT-2 style seeded initialisation and the seeded PRNG it uses.
 // Tested by model/config.test.ts (layout) and through every model test.
+import type { LoraConfig } from "./lora";
 import { VOCAB_SIZE } from "./tokenizer";
 
 export interface ModelConfig {
@@ -34,6 +35,8 @@ export interface ModelConfig {
   normEps: number;
   /** Base of the rotary frequencies (only with positional "rope"). */
   ropeTheta: number;
+  /** LoRA adapters on the frozen base (model/lora.ts); rank 0: full fine-tuning. Demo: off. */
+  lora: LoraConfig;
 }
 
 export const DEFAULT_MODEL_CONFIG: ModelConfig = {
@@ -50,10 +53,16 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   valueHead: false,
   normEps: 1e-5,
   ropeTheta: 10000,
+  lora: {
+    rank: 0,
+    alpha: 16,
+    targets: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+  },
 };
 
 export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
   const c = { ...DEFAULT_MODEL_CONFIG, ...overrides };
+  c.lora = { ...DEFAULT_MODEL_CONFIG.lora, ...overrides.lora };
   const positive = ["layers", "dModel", "heads", "context", "vocab", "mlpRatio"] as const;
   for (const k of positive) {
     if (!Number.isInteger(c[k]) || c[k] <= 0)

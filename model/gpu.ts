@@ -20,6 +20,8 @@ import {
   attentionBackward,
   attentionForward,
   clipByNorm,
+  columnsAdd,
+  columnsGather,
   decodeAttention,
   embeddingBackward,
   embeddingForward,
@@ -72,6 +74,7 @@ import {
   paramTensors,
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
+import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
@@ -95,6 +98,87 @@ function arena<K extends string>(rt: Runtime, label: string, sizes: Record<K, nu
   const out = {} as Record<K, View>;
   for (const k of Object.keys(sizes) as K[]) out[k] = view(buf, at[k], sizes[k]);
   return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// LoRA: the adapter's term added into a fused base output (model/lora.ts, as model/cpu.ts)
+
+/** The adapter's weights (and its gradients) as views, with the scratch its terms need. */
+interface GpuAdapter {
+  layout: LoraLayout;
+  w: GPUBuffer;
+}
+
+/** Scratch for n rows: u (n,r), delta (n,maxRows), du (n,r). */
+function loraScratchSizes(lora: LoraLayout | null, n: number) {
+  const r = lora?.rank ?? 0;
+  const rows = Math.max(0, ...(lora?.layers.flat().map((s) => s.rows) ?? []));
+  return { loraU: n * r, loraDelta: n * rows, loraDu: n * r };
+}
+type LoraScratch = Record<keyof ReturnType<typeof loraScratchSizes>, View>;
+
+/** out columns of each target on weight `w` of layer l += scale * (inp A^T) B^T. */
+function loraForward(
+  rt: Runtime,
+  rec: Recorder,
+  ad: GpuAdapter | null,
+  sc: LoraScratch,
+  l: number,
+  w: LoraBaseWeight,
+  out: View,
+  inp: View,
+  N: number,
+) {
+  if (!ad) return;
+  const r = ad.layout.rank;
+  for (const s of ad.layout.layers[l]) {
+    if (s.weight !== w) continue;
+    const A = view(ad.w, s.a, r * s.inDim); // (r,in)
+    const Bm = view(ad.w, s.b, s.rows * r); // (rows,r)
+    matmulForward(rt, rec, sc.loraU, inp, A, null, N, s.inDim, r); // (N,r)
+    matmulForward(rt, rec, sc.loraDelta, sc.loraU, Bm, null, N, r, s.rows); // (N,rows)
+    columnsAdd(rt, rec, out, sc.loraDelta, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
+  }
+}
+
+/** dinp += the adapter's input gradient; dA, dB (in dad, the adapter's layout) += theirs. u is recomputed. */
+function loraBackward(
+  rt: Runtime,
+  rec: Recorder,
+  ad: GpuAdapter | null,
+  dad: GPUBuffer | null,
+  sc: LoraScratch,
+  l: number,
+  w: LoraBaseWeight,
+  dinp: View,
+  dout: View,
+  inp: View,
+  N: number,
+) {
+  if (!ad || !dad) return;
+  const r = ad.layout.rank;
+  for (const s of ad.layout.layers[l]) {
+    if (s.weight !== w) continue;
+    const A = view(ad.w, s.a, r * s.inDim);
+    const Bm = view(ad.w, s.b, s.rows * r);
+    matmulForward(rt, rec, sc.loraU, inp, A, null, N, s.inDim, r);
+    columnsGather(rt, rec, sc.loraDelta, dout, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
+    zero(rt, rec, sc.loraDu, N * r);
+    matmulBackward(
+      rt,
+      rec,
+      sc.loraDu,
+      view(dad, s.b, s.rows * r),
+      null,
+      sc.loraDelta,
+      sc.loraU,
+      Bm,
+      N,
+      r,
+      s.rows,
+    );
+    matmulBackward(rt, rec, dinp, view(dad, s.a, r * s.inDim), null, sc.loraDu, inp, A, N, s.inDim, r);
+  }
 }
 
 function layerActSizes(c: ModelConfig, N: number) {
@@ -143,6 +227,7 @@ class TrainBuffers {
   readonly logits: View; // (N,V)
   readonly dlogits: View; // (N,V)
   readonly grad: Record<"dres" | "dln" | "datty" | "dqkv" | "dfch" | "dfchAct" | "attScratch", View>;
+  readonly lora: LoraScratch | null;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
   invTemp = 1;
   /** Offsets (floats) of logp, entropy, values inside io.out: one readback per forward. */
@@ -155,6 +240,7 @@ class TrainBuffers {
     rt: Runtime,
     c: ModelConfig,
     readonly capacity: number,
+    lora: LoraLayout | null,
   ) {
     const N = capacity;
     const C = c.dModel;
@@ -190,6 +276,7 @@ class TrainBuffers {
       dfchAct: N * H,
       attScratch: c.heads * N,
     });
+    this.lora = lora ? arena(rt, "train-lora", loraScratchSizes(lora, N)) : null;
   }
 
   destroy(): void {
@@ -199,6 +286,7 @@ class TrainBuffers {
       this.dlogits.buffer,
       this.grad.dres.buffer,
     ]);
+    if (this.lora) bufs.add(this.lora.loraU.buffer);
     for (const l of this.layers) bufs.add(l.ln1.buffer);
     for (const b of bufs) b.destroy();
   }
@@ -228,7 +316,7 @@ function normBackward(
   rec: Recorder,
   c: ModelConfig,
   dinp: View,
-  dw: View,
+  dw: View | null,
   db: View | null,
   dout: View,
   inp: View,
@@ -284,21 +372,26 @@ function blockForward(
   pos: View,
   N: number,
   attention: () => void,
+  lora: (out: View, inp: View, w: LoraBaseWeight) => void = () => {},
 ) {
   const C = c.dModel;
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   normForward(rt, rec, c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
   matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C); // (N,3C)
+  lora(a.qkv, a.ln1, "qkvw");
   if (c.positional === "rope") rope(rt, rec, c, a.qkv, pos, N, false);
   attention(); // a.atty (N,C) from a.qkv
   matmulForward(rt, rec, tmp, a.atty, p.projw, p.projb, N, C, C);
+  lora(tmp, a.atty, "projw");
   residualForward(rt, rec, a.res2, residual, tmp, N * C);
   normForward(rt, rec, c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
   matmulForward(rt, rec, a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows); // (N,H) or (N,2H)
+  lora(a.fch, a.ln2, "fcw");
   if (c.mlp === "gelu") geluForward(rt, rec, a.fchAct, a.fch, N * H);
   else swigluForward(rt, rec, a.fchAct, a.fch, N, H);
   matmulForward(rt, rec, tmp, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
+  lora(tmp, a.fchAct, "fcprojw");
   residualForward(rt, rec, a.res3, a.res2, tmp, N * C);
 }
 
@@ -309,6 +402,7 @@ function forwardPass(
   p: ParamViews,
   zeroWpe: View,
   tb: TrainBuffers,
+  ad: GpuAdapter | null,
 ) {
   const { B, T } = tb;
   const N = B * T;
@@ -318,8 +412,18 @@ function forwardPass(
   let residual = io.encoded;
   p.layers.forEach((lp, l) => {
     const a = tb.layers[l];
-    blockForward(rt, rec, c, lp, a, residual, io.tmp, io.pos, N, () =>
-      attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, C, c.heads),
+    blockForward(
+      rt,
+      rec,
+      c,
+      lp,
+      a,
+      residual,
+      io.tmp,
+      io.pos,
+      N,
+      () => attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, C, c.heads),
+      (out, inp, w) => loraForward(rt, rec, ad, tb.lora!, l, w, out, inp, N),
     );
     residual = a.res3;
   });
@@ -345,15 +449,20 @@ function forwardPass(
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }
 
-/** Adds d(loss)/d(params) into g, with io.wlp/went/dvalue holding dloss/d(logp, entropy, value). */
+/**
+ * Adds d(loss)/d(params) into g, with io.wlp/went/dvalue holding dloss/d(logp, entropy, value).
+ * g null: a frozen base (LoRA), whose ops compute only input gradients; the adapter's go to dad.
+ */
 function backwardPass(
   rt: Runtime,
   rec: Recorder,
   c: ModelConfig,
   p: ParamViews,
-  g: ParamViews,
+  g: ParamViews | null,
   tb: TrainBuffers,
   hasValue: boolean,
+  ad: GpuAdapter | null,
+  dad: GPUBuffer | null,
 ) {
   const { B, T } = tb;
   const N = B * T;
@@ -378,38 +487,95 @@ function backwardPass(
     tb.invTemp,
   );
   zero(rt, rec, d.dln, N * C); // dlnf
-  matmulBackward(rt, rec, d.dln, g.lmHead, null, tb.dlogits, io.lnf, p.lmHead, N, C, c.vocab);
-  if (hasValue && p.valuew && g.valuew && g.valueb) {
+  matmulBackward(rt, rec, d.dln, g?.lmHead ?? null, null, tb.dlogits, io.lnf, p.lmHead, N, C, c.vocab);
+  if (hasValue && p.valuew && g?.valuew && g.valueb) {
     matmulBackward(rt, rec, d.dln, g.valuew, g.valueb, io.dvalue, io.lnf, p.valuew, N, C, 1);
   }
   const last = c.layers > 0 ? tb.layers[c.layers - 1].res3 : io.encoded;
   zero(rt, rec, d.dres, N * C); // d/d residual stream
-  normBackward(rt, rec, c, d.dres, g.lnfw, g.lnfb, d.dln, last, p.lnfw, io.lnfMean, io.lnfRstd, N);
+  normBackward(
+    rt,
+    rec,
+    c,
+    d.dres,
+    g?.lnfw ?? null,
+    g?.lnfb ?? null,
+    d.dln,
+    last,
+    p.lnfw,
+    io.lnfMean,
+    io.lnfRstd,
+    N,
+  );
   for (let l = c.layers - 1; l >= 0; l--) {
     const lp = p.layers[l];
-    const lg = g.layers[l];
+    const lg = g?.layers[l];
     const a = tb.layers[l];
+    const lora = (w: LoraBaseWeight, dinp: View, dout: View, inp: View) =>
+      loraBackward(rt, rec, ad, dad, tb.lora!, l, w, dinp, dout, inp, N);
     const residual = l === 0 ? io.encoded : tb.layers[l - 1].res3;
     // MLP: dres is d/d res3 and d/d (MLP output).
     zero(rt, rec, d.dfchAct, N * H);
-    matmulBackward(rt, rec, d.dfchAct, lg.fcprojw, lg.fcprojb, d.dres, a.fchAct, lp.fcprojw, N, H, C);
+    matmulBackward(
+      rt,
+      rec,
+      d.dfchAct,
+      lg?.fcprojw ?? null,
+      lg?.fcprojb ?? null,
+      d.dres,
+      a.fchAct,
+      lp.fcprojw,
+      N,
+      H,
+      C,
+    );
+    lora("fcprojw", d.dfchAct, d.dres, a.fchAct);
     zero(rt, rec, d.dfch, N * fcRows);
     if (c.mlp === "gelu") geluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N * H);
     else swigluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N, H);
     zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg.fcw, lg.fcb, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
-    normBackward(rt, rec, c, d.dres, lg.ln2w, lg.ln2b, d.dln, a.res2, lp.ln2w, a.ln2Mean, a.ln2Rstd, N);
+    matmulBackward(rt, rec, d.dln, lg?.fcw ?? null, lg?.fcb ?? null, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
+    lora("fcw", d.dln, d.dfch, a.ln2);
+    normBackward(
+      rt,
+      rec,
+      c,
+      d.dres,
+      lg?.ln2w ?? null,
+      lg?.ln2b ?? null,
+      d.dln,
+      a.res2,
+      lp.ln2w,
+      a.ln2Mean,
+      a.ln2Rstd,
+      N,
+    );
     // Attention: dres is now d/d res2 and d/d (attention output).
     zero(rt, rec, d.datty, N * C);
-    matmulBackward(rt, rec, d.datty, lg.projw, lg.projb, d.dres, a.atty, lp.projw, N, C, C);
+    matmulBackward(rt, rec, d.datty, lg?.projw ?? null, lg?.projb ?? null, d.dres, a.atty, lp.projw, N, C, C);
+    lora("projw", d.datty, d.dres, a.atty);
     zero(rt, rec, d.dqkv, N * 3 * C);
     attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, C, c.heads);
     if (c.positional === "rope") rope(rt, rec, c, d.dqkv, io.pos, N, true);
     zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg.qkvw, lg.qkvb, d.dqkv, a.ln1, lp.qkvw, N, C, 3 * C);
-    normBackward(rt, rec, c, d.dres, lg.ln1w, lg.ln1b, d.dln, residual, lp.ln1w, a.ln1Mean, a.ln1Rstd, N);
+    matmulBackward(rt, rec, d.dln, lg?.qkvw ?? null, lg?.qkvb ?? null, d.dqkv, a.ln1, lp.qkvw, N, C, 3 * C);
+    lora("qkvw", d.dln, d.dqkv, a.ln1);
+    normBackward(
+      rt,
+      rec,
+      c,
+      d.dres,
+      lg?.ln1w ?? null,
+      lg?.ln1b ?? null,
+      d.dln,
+      residual,
+      lp.ln1w,
+      a.ln1Mean,
+      a.ln1Rstd,
+      N,
+    );
   }
-  embeddingBackward(rt, rec, g.wte, g.wpe, d.dres, io.tokens, io.pos, N, C, c.vocab, c.context);
+  if (g) embeddingBackward(rt, rec, g.wte, g.wpe, d.dres, io.tokens, io.pos, N, C, c.vocab, c.context);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -443,6 +609,7 @@ class GpuGenerationSession implements GenerationSession {
     | "sampled",
     View
   > | null = null;
+  private loraScratch: LoraScratch | null = null;
   private logits: View | null = null; // (B,V) of the rows fed this step
   private nextBuf: View | null = null; // (B,V) the logits each sequence samples from next
   private fed: number[] = []; // tokens in each cache
@@ -497,6 +664,11 @@ class GpuGenerationSession implements GenerationSession {
       sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
     });
     this.buffers.push(this.step.tokens.buffer);
+    const lora = this.model.adapter;
+    if (lora) {
+      this.loraScratch = arena(rt, "decode-lora", loraScratchSizes(lora.layout, B));
+      this.buffers.push(this.loraScratch.loraU.buffer);
+    }
     // Two buffers: a copy may not have the same buffer as source and destination.
     const logits = rt.buffer(B * c.vocab, "decode-logits");
     const next = rt.buffer(B * c.vocab, "decode-next-logits");
@@ -555,24 +727,39 @@ class GpuGenerationSession implements GenerationSession {
     rt.upload(s.lens, lens);
     embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe ?? this.model.zeroWpe, B, C); // (B,C)
     let residual = s.x;
+    const ad = this.model.adapter;
     p.layers.forEach((lp, l) => {
-      blockForward(rt, enc, c, lp, s, residual, s.tmp, s.pos, B, () => {
-        kvCacheWrite(rt, enc, this.kcache[l], this.vcache[l], s.qkv, s.slot, B, c.context, C, c.heads);
-        decodeAttention(
-          rt,
-          enc,
-          s.atty,
-          s.qkv,
-          this.kcache[l],
-          this.vcache[l],
-          s.lens,
-          null,
-          B,
-          c.context,
-          C,
-          c.heads,
-        );
-      });
+      const lora = (out: View, inp: View, w: LoraBaseWeight) =>
+        loraForward(rt, enc, ad, this.loraScratch!, l, w, out, inp, B);
+      blockForward(
+        rt,
+        enc,
+        c,
+        lp,
+        s,
+        residual,
+        s.tmp,
+        s.pos,
+        B,
+        () => {
+          kvCacheWrite(rt, enc, this.kcache[l], this.vcache[l], s.qkv, s.slot, B, c.context, C, c.heads);
+          decodeAttention(
+            rt,
+            enc,
+            s.atty,
+            s.qkv,
+            this.kcache[l],
+            this.vcache[l],
+            s.lens,
+            null,
+            B,
+            c.context,
+            C,
+            c.heads,
+          );
+        },
+        lora,
+      );
       // The next block may read res3 as its residual: no dispatch binds it with the res3 it writes.
       residual = s.res3;
     });
@@ -648,38 +835,67 @@ class GpuGenerationSession implements GenerationSession {
 export class GpuModel implements PolicyModel {
   readonly backend = "webgpu" as const;
   readonly layout: ParamLayout;
+  /** The adapter's layout with LoRA (config.lora.rank > 0), else null. */
+  readonly lora: LoraLayout | null;
   readonly paramsBuf: GPUBuffer;
+  /** Adapter weights (lora.total floats) with LoRA. */
+  readonly adapterBuf: GPUBuffer | null;
+  /** Gradients of the trained parameters: the layout's, or the adapter's with LoRA (no base gradients then). */
   readonly gradsBuf: GPUBuffer;
   private readonly mBuf: GPUBuffer;
   private readonly vBuf: GPUBuffer;
   readonly params: ParamViews;
-  private readonly grads: ParamViews;
+  private readonly grads: ParamViews | null;
   /** (context, C) zeros standing in for wpe with rope (the embedding op always adds a table). */
   readonly zeroWpe: View;
   private readonly misc: Record<"norm" | "normScratch", View>;
   private train: TrainBuffers | null = null;
   private hasForward = false;
   private optStep = 0;
+  /** False on the reference view of a LoRA model: the base alone. */
+  private adapterOn = true;
+  /** The base buffer belongs to another model (a LoRA copy or reference view shares it). */
+  private readonly sharesBase: boolean;
 
   constructor(
     readonly rt: Runtime,
     readonly config: ModelConfig,
     weights?: Float32Array,
     seed = 0,
+    options: { adapter?: Float32Array; shareBase?: GpuModel; adapterOn?: boolean } = {},
   ) {
     if (config.normEps !== NORM_EPS)
       throw new Error(`the GPU norms use eps ${NORM_EPS}; config.normEps is ${config.normEps}`);
     this.layout = paramLayout(config);
+    this.lora = config.lora.rank > 0 ? loraLayout(config, config.lora) : null;
     const n = this.layout.total;
-    this.paramsBuf = rt.buffer(n, "params");
-    this.gradsBuf = rt.buffer(n, "grads");
-    this.mBuf = rt.buffer(n, "adam-m");
-    this.vBuf = rt.buffer(n, "adam-v");
+    this.sharesBase = options.shareBase !== undefined;
+    if (options.shareBase) {
+      if (!this.lora) throw new Error("GpuModel: only a LoRA model shares its (frozen) base");
+      this.paramsBuf = options.shareBase.paramsBuf;
+    } else {
+      this.paramsBuf = rt.buffer(n, "params");
+      const w = weights ?? initParams(config, this.layout, seed);
+      if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
+      rt.upload(view(this.paramsBuf, 0, n), w);
+    }
+    if (this.lora) {
+      const a = options.adapter ?? initLora(this.lora, seed);
+      if (a.length !== this.lora.total)
+        throw new Error(`adapter has ${a.length} floats, the LoRA layout needs ${this.lora.total}`);
+      this.adapterBuf = rt.buffer(this.lora.total, "lora");
+      rt.upload(view(this.adapterBuf, 0, this.lora.total), a);
+    } else {
+      if (options.adapter) throw new Error("adapter weights given but config.lora.rank is 0");
+      this.adapterBuf = null;
+    }
+    this.adapterOn = options.adapterOn ?? true;
+    const trained = this.trainedFloats();
+    this.gradsBuf = rt.buffer(trained, "grads");
+    this.mBuf = rt.buffer(trained, "adam-m");
+    this.vBuf = rt.buffer(trained, "adam-v");
     this.params = paramViews(this.paramsBuf, this.layout);
-    this.grads = paramViews(this.gradsBuf, this.layout);
-    const w = weights ?? initParams(config, this.layout, seed);
-    if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-    rt.upload(view(this.paramsBuf, 0, n), w);
+    this.grads = this.lora ? null : paramViews(this.gradsBuf, this.layout);
     this.zeroWpe = view(
       rt.buffer(config.context * config.dModel, "zero-wpe"),
       0,
@@ -694,15 +910,26 @@ export class GpuModel implements PolicyModel {
     config: ModelConfig,
     weights?: Float32Array,
     seed = 0,
+    adapter?: Float32Array,
   ): Promise<GpuModel> {
-    return new GpuModel(new Runtime(device), config, weights, seed);
+    return new GpuModel(new Runtime(device), config, weights, seed, { adapter });
+  }
+
+  /** Floats of the trained parameters (the adapter's with LoRA). */
+  private trainedFloats(): number {
+    return this.lora ? this.lora.total : this.layout.total;
+  }
+
+  /** The adapter the passes use, or null (no LoRA, or the reference view). */
+  get adapter(): GpuAdapter | null {
+    return this.lora && this.adapterOn ? { layout: this.lora, w: this.adapterBuf! } : null;
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {
     if (!this.train || this.train.capacity < B * T) {
       this.train?.destroy();
       // Rounded up so that slowly growing batches do not reallocate every step.
-      this.train = new TrainBuffers(this.rt, this.config, Math.ceil((B * T) / 1024) * 1024);
+      this.train = new TrainBuffers(this.rt, this.config, Math.ceil((B * T) / 1024) * 1024, this.lora);
     }
     this.train.B = B;
     this.train.T = T;
@@ -722,7 +949,7 @@ export class GpuModel implements PolicyModel {
     this.rt.upload(tb.io.wlp, zeros);
     this.rt.upload(tb.io.went, zeros);
     const enc = this.rt.device.createCommandEncoder();
-    forwardPass(this.rt, enc, this.config, this.params, this.zeroWpe, tb);
+    forwardPass(this.rt, enc, this.config, this.params, this.zeroWpe, tb, this.adapter);
     this.rt.submit(enc);
     this.hasForward = true;
     const out = await this.rt.read(tb.io.out);
@@ -738,23 +965,37 @@ export class GpuModel implements PolicyModel {
   async backward(grads: ScoreGrads): Promise<void> {
     const tb = this.train;
     if (!tb || !this.hasForward) throw new Error("backward() needs a forwardScore() first");
+    if (this.lora && !this.adapterOn)
+      throw new Error("backward(): the reference view of a LoRA model is frozen");
     const N = tb.B * tb.T;
     this.rt.upload(tb.io.wlp, grads.dlogp);
     this.rt.upload(tb.io.went, grads.dentropy ?? new Float32Array(N));
     if (grads.dvalue) this.rt.upload(tb.io.dvalue, grads.dvalue);
     const enc = this.rt.device.createCommandEncoder();
-    backwardPass(this.rt, enc, this.config, this.params, this.grads, tb, Boolean(grads.dvalue));
+    const dad = this.lora ? this.gradsBuf : null;
+    backwardPass(
+      this.rt,
+      enc,
+      this.config,
+      this.params,
+      this.grads,
+      tb,
+      Boolean(grads.dvalue),
+      this.adapter,
+      dad,
+    );
     this.rt.submit(enc);
   }
 
   zeroGrad(): void {
     const enc = this.rt.device.createCommandEncoder();
-    zero(this.rt, enc, view(this.gradsBuf, 0, this.layout.total));
+    zero(this.rt, enc, view(this.gradsBuf, 0, this.trainedFloats()));
     this.rt.submit(enc);
   }
 
+  /** Norm, clip and AdamW on the trained parameters: the adapter with LoRA (the base is never written). */
   async step(h: AdamWHparams): Promise<StepResult> {
-    const n = this.layout.total;
+    const n = this.trainedFloats();
     const grads = view(this.gradsBuf, 0, n);
     let enc = this.rt.device.createCommandEncoder();
     gradNorm(this.rt, enc, this.misc.norm, grads, this.misc.normScratch, n);
@@ -765,7 +1006,8 @@ export class GpuModel implements PolicyModel {
     if (h.maxGradNorm > 0 && Number.isFinite(h.maxGradNorm))
       clipByNorm(this.rt, enc, grads, this.misc.norm, n, h.maxGradNorm);
     this.optStep++;
-    adamw(this.rt, enc, view(this.paramsBuf, 0, n), grads, view(this.mBuf, 0, n), view(this.vBuf, 0, n), n, {
+    const target = this.adapterBuf ?? this.paramsBuf;
+    adamw(this.rt, enc, view(target, 0, n), grads, view(this.mBuf, 0, n), view(this.vBuf, 0, n), n, {
       lr: h.lr,
       beta1: h.beta1,
       beta2: h.beta2,
@@ -787,12 +1029,23 @@ export class GpuModel implements PolicyModel {
     this.rt.upload(view(this.paramsBuf, 0, this.layout.total), weights);
   }
 
+  async getAdapter(): Promise<Float32Array | null> {
+    return this.lora ? this.rt.read(view(this.adapterBuf!, 0, this.lora.total)) : null;
+  }
+
+  async setAdapter(w: Float32Array): Promise<void> {
+    if (!this.lora) throw new Error("setAdapter: the model has no LoRA (config.lora.rank 0)");
+    if (w.length !== this.lora.total)
+      throw new Error(`setAdapter: ${w.length} floats, the LoRA layout needs ${this.lora.total}`);
+    this.rt.upload(view(this.adapterBuf!, 0, this.lora.total), w);
+  }
+
   async getGrads(): Promise<Float32Array> {
-    return this.rt.read(view(this.gradsBuf, 0, this.layout.total));
+    return this.rt.read(view(this.gradsBuf, 0, this.trainedFloats()));
   }
 
   async getOptimizerState(): Promise<OptimizerState> {
-    const n = this.layout.total;
+    const n = this.trainedFloats();
     return {
       m: await this.rt.read(view(this.mBuf, 0, n)),
       v: await this.rt.read(view(this.vBuf, 0, n)),
@@ -801,7 +1054,7 @@ export class GpuModel implements PolicyModel {
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
-    const n = this.layout.total;
+    const n = this.trainedFloats();
     if (state.m.length !== n || state.v.length !== n)
       throw new Error(`setOptimizerState: moments must have ${n} floats`);
     this.rt.upload(view(this.mBuf, 0, n), state.m);
@@ -810,7 +1063,22 @@ export class GpuModel implements PolicyModel {
   }
 
   async frozenCopy(): Promise<PolicyModel> {
-    return new GpuModel(this.rt, this.config, await this.getWeights());
+    if (!this.lora) return new GpuModel(this.rt, this.config, await this.getWeights());
+    // The base never changes under LoRA: the copy shares it and copies the adapter.
+    return new GpuModel(this.rt, this.config, undefined, 0, {
+      adapter: (await this.getAdapter())!,
+      shareBase: this,
+      adapterOn: this.adapterOn,
+    });
+  }
+
+  async referencePolicy(): Promise<PolicyModel> {
+    if (!this.lora) return this.frozenCopy();
+    return new GpuModel(this.rt, this.config, undefined, 0, {
+      adapter: new Float32Array(this.lora.total),
+      shareBase: this,
+      adapterOn: false,
+    });
   }
 
   startGeneration(
@@ -822,14 +1090,9 @@ export class GpuModel implements PolicyModel {
   dispose(): void {
     this.train?.destroy();
     this.train = null;
-    for (const b of [
-      this.paramsBuf,
-      this.gradsBuf,
-      this.mBuf,
-      this.vBuf,
-      this.zeroWpe.buffer,
-      this.misc.norm.buffer,
-    ])
-      b.destroy();
+    const own = [this.gradsBuf, this.mBuf, this.vBuf, this.zeroWpe.buffer, this.misc.norm.buffer];
+    if (!this.sharesBase) own.push(this.paramsBuf);
+    if (this.adapterBuf) own.push(this.adapterBuf);
+    for (const b of own) b.destroy();
   }
 }

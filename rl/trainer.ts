@@ -108,7 +108,7 @@ export class Trainer {
       clock: this.clock,
       activity: (a) => onActivity?.(a),
       reference: async () => {
-        this.reference ??= await policy.frozenCopy();
+        this.reference ??= await policy.referencePolicy();
         return this.reference;
       },
     };
