@@ -172,6 +172,7 @@ async function main() {
     const bytes = saveCheckpoint({
       config: p.config,
       weights: await p.getWeights(),
+      adapter: (await p.getAdapter()) ?? undefined,
       optimizer: await p.getOptimizerState(),
       metadata: {
         sft_step: String(trainer.sftStepIndex),
@@ -183,7 +184,11 @@ async function main() {
     // Weights alone: what gets published (e.g. public/checkpoints/*-sft.safetensors).
     writeFileSync(
       join(out, "weights.safetensors"),
-      saveCheckpoint({ config: p.config, weights: await p.getWeights() }),
+      saveCheckpoint({
+        config: p.config,
+        weights: await p.getWeights(),
+        adapter: (await p.getAdapter()) ?? undefined,
+      }),
     );
   };
 

@@ -64,6 +64,21 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "model.positional": restart("model", "Position encoding.", opts(["learned", "rope"])),
   "model.tied_embeddings": restart("model", "Share the input embedding with the output projection."),
   "model.init_std": restart("model", "Std of the normal weight initialisation.", { min: 0, max: 1 }),
+  "model.lora.rank": restart(
+    "model",
+    "LoRA rank: train low-rank adapters on the frozen base instead of every weight (0 = full fine-tuning). verl lora_rank, PEFT r.",
+    { paper: "Hu et al. 2021, LoRA", min: 0, max: 1024 },
+  ),
+  "model.lora.alpha": restart(
+    "model",
+    "LoRA alpha: the adapter's output is scaled by alpha/rank. verl lora_alpha, PEFT lora_alpha.",
+    { paper: "Hu et al. 2021, LoRA", min: 0 },
+  ),
+  "model.lora.targets": restart(
+    "model",
+    "Modules with an adapter (Hugging Face names q_proj..down_proj) or all-linear. verl target_modules, PEFT target_modules.",
+    { paper: "Hu et al. 2021, LoRA" },
+  ),
 
   "task.name": restart("task", "Task (environment and verifier) to train on."),
   "task.options": restart("task", "Task-specific options, checked by the task."),
@@ -161,6 +176,11 @@ export const FIELD_META: Record<string, FieldMeta> = {
   ),
   "rl.entropy_coef": live("algorithm", "Entropy bonus coefficient (loss -= coef * entropy).", { min: 0 }),
   "rl.epochs": live("algorithm", "Update epochs over each rollout batch.", { min: 1, max: 100 }),
+  "rl.micro_batch_size": live(
+    "algorithm",
+    "Sequences per micro-batch: a minibatch is back-propagated in pieces whose gradients add up (same update, less memory; 0 = whole minibatch). verl ppo_micro_batch_size_per_gpu.",
+    { min: 0 },
+  ),
   "rl.minibatches": live("algorithm", "Minibatches per epoch (must divide the rollout count).", {
     min: 1,
     max: 1024,

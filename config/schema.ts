@@ -56,6 +56,27 @@ export const KL_ESTIMATORS = ["k1", "k2", "k3"] as const;
 export const SHAPING_NAMES = ["none", "tao-code", "tao-additive"] as const;
 export const REFILL_MODES = ["none", "resample", "duplicate"] as const;
 
+export const LORA_TARGET_NAMES = [
+  "q_proj",
+  "k_proj",
+  "v_proj",
+  "o_proj",
+  "gate_proj",
+  "up_proj",
+  "down_proj",
+] as const;
+
+export const LoraSchema = z
+  .object({
+    rank: int(0, 1024).default(0), // verl actor_rollout_ref.model.lora_rank / PEFT r; 0 = full fine-tuning (the demo)
+    alpha: num({ gt: 0 }).default(16), // verl lora_alpha / PEFT lora_alpha (verl's default 16); scale = alpha/rank
+    // PEFT target_modules; "all-linear" = every projection the model has (verl's default target_modules)
+    targets: z
+      .union([z.literal("all-linear"), z.array(z.enum(LORA_TARGET_NAMES)).min(1, "name at least one module")])
+      .default("all-linear"),
+  })
+  .strict();
+
 export const ModelSchema = z
   .object({
     layers: int(1, 64).default(3), // DEMO-RECIPE: 3 layers
@@ -67,6 +88,7 @@ export const ModelSchema = z
     positional: z.enum(["learned", "rope"]).default("learned"), // DEMO-RECIPE: learned absolute positions
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
+    lora: LoraSchema.prefault({}),
   })
   .strict();
 
@@ -158,6 +180,7 @@ export const RlSchema = z
     entropy_coef: num({ min: 0 }).default(0), // ALGORITHMS §1: verl entropy_coeff 0
     epochs: int(1, 100).default(2), // DEMO-RECIPE: 2 epochs
     minibatches: int(1, 1024).default(2), // DEMO-RECIPE: 2 minibatches
+    micro_batch_size: int(0).default(0), // verl ppo_micro_batch_size_per_gpu (sequences per micro-batch, gradient accumulation); 0 = the whole minibatch; lab choice
     prompts_per_step: int(1).default(8), // DEMO-RECIPE: 8 prompts
     group_size: int(1, 1024).default(8), // DEMO-RECIPE: group 8
     lr: num({ min: 0, max: 1 }).default(3e-4), // DEMO-RECIPE: AdamW lr 3e-4

@@ -1,8 +1,10 @@
 // Turns a RunConfig into the parts a Trainer needs that do not depend on where it runs:
 // the model's architecture and the task. The GPU device, the sandbox pool and storage are
 // wired by the caller (workers/trainer.worker.ts in the browser, cli/ in Node).
+
 import type { RunConfig } from "../config";
 import { type ModelConfig, modelConfig } from "../model/config";
+import { LORA_TARGETS } from "../model/lora";
 import { VOCAB_SIZE } from "../model/tokenizer";
 import { makeArithmeticTask } from "../tasks/arithmetic";
 import { makeFrozenLakeTask } from "../tasks/frozenlake";
@@ -23,6 +25,14 @@ export function modelConfigOf(c: RunConfig): ModelConfig {
     positional: c.model.positional,
     tiedEmbeddings: c.model.tied_embeddings,
     valueHead: c.rl.advantage === "gae",
+    lora: {
+      rank: c.model.lora.rank,
+      alpha: c.model.lora.alpha,
+      targets:
+        c.model.lora.targets === "all-linear"
+          ? LORA_TARGETS.filter((t) => t !== "gate_proj" || c.model.mlp === "swiglu")
+          : [...c.model.lora.targets],
+    },
   });
 }
 

@@ -219,6 +219,7 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
   if (resume) {
     const ck = loadCheckpoint(resume.bytes);
     await trainer.policy.setWeights(ck.weights);
+    if (ck.adapter) await trainer.policy.setAdapter(ck.adapter);
     if (ck.optimizer) await trainer.policy.setOptimizerState(ck.optimizer);
     if (resume.phase === "rl") {
       trainer.sftStepIndex = config.sft.steps;
@@ -294,6 +295,7 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
       const bytes = saveCheckpoint({
         config: p.config,
         weights: await p.getWeights(),
+        adapter: (await p.getAdapter()) ?? undefined,
         optimizer: await p.getOptimizerState(),
       });
       await persist(store.saveCheckpoint(id, { phase: info.phase, step: info.step, bytes }));
