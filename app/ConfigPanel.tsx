@@ -13,6 +13,7 @@ import {
   formErrors,
   fromSlider,
   groupFields,
+  paramsText,
   SLIDER_STEPS,
   type SliderScale,
   sliderScale,
@@ -26,25 +27,13 @@ const SPECS = buildFieldSpecs();
 const GROUPS = groupFields(SPECS);
 const OPEN_GROUPS = new Set(["run", "task", "rewards", "algorithm"]);
 
-function paramCount(c: RunConfig): number {
-  const { layers, d_model: d, context } = c.model;
-  const vocab = 107;
-  const mlp = c.model.mlp === "swiglu" ? 3 * d * Math.round((8 * d) / 3) : 8 * d * d;
-  const block = 4 * d * d + mlp + 4 * d;
-  return (
-    layers * block +
-    vocab * d * (c.model.tied_embeddings ? 1 : 2) +
-    (c.model.positional === "learned" ? context * d : 0)
-  );
-}
-
 function DerivedNumbers() {
   const config = useLab((s) => s.form.config) as RunConfig;
   if (!config?.model || !config.rl) return null;
   const rollouts = config.rl.prompts_per_step * config.rl.group_size;
   return (
     <div className="derived" data-testid="derived">
-      <span>≈{(paramCount(config) / 1e6).toFixed(2)}M params</span>
+      <span>{paramsText(config)}</span>
       <span>{rollouts} rollouts/step</span>
       <span>≤{(rollouts * config.sampling.max_new_tokens).toLocaleString()} new tokens/step</span>
     </div>

@@ -90,6 +90,11 @@ export function ShareLink() {
           <button type="button" onClick={() => setOpened(null)}>
             Dismiss
           </button>
+          <div className="muted" data-testid="link-determinism">
+            A replay gives the same numbers on the same kind of adapter as the original run. On another GPU,
+            driver or browser, sampling turns last-bit differences into other tokens within a step or two: the
+            curves should agree in shape, not number for number.
+          </div>
         </div>
       )}
       {run && (

@@ -155,7 +155,7 @@ describe("store: incoming rows, events and samples", () => {
       phase: "rl",
       kind: "edit",
       message: "rl.lr = 0.001",
-      edit: { step: 5, path: "rl.lr", value: 0.001 },
+      edit: { phase: "rl", step: 5, path: "rl.lr", value: 0.001 },
     };
     s = {
       ...s,
@@ -252,7 +252,7 @@ describe("store: incoming rows, events and samples", () => {
             phase: "rl",
             kind: "edit",
             message: "",
-            edit: { step: 1, path: "rl.kl.coef", value: 0.1 },
+            edit: { phase: "rl", step: 1, path: "rl.kl.coef", value: 0.1 },
           },
         ],
       }),

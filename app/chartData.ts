@@ -51,6 +51,7 @@ export const CHARTS: ChartDef[] = [
       { key: "acc/mean", label: "train" },
       { key: "val/acc", label: "val greedy" },
       { key: "val/acc_sampled", label: "val sampled" },
+      { key: "dev/acc", label: "dev greedy" },
     ],
   },
   {

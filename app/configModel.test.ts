@@ -1,6 +1,7 @@
 // Tests of the config panel's model: `npx vitest run app/configModel.test.ts`.
 import { describe, expect, it } from "vitest";
-import { defaultRunConfig, type RunConfig } from "../config";
+import { defaultRunConfig, mergeConfig, type RunConfig } from "../config";
+import { VOCAB_SIZE } from "../model/tokenizer";
 import {
   applyQuery,
   buildFieldSpecs,
@@ -11,6 +12,8 @@ import {
   formErrors,
   fromSlider,
   groupFields,
+  paramCountOf,
+  paramsText,
   parseFieldInput,
   planChange,
   queryFor,
@@ -175,5 +178,21 @@ describe("sliders", () => {
     expect(fromSlider(500, sliderScale(spec("model.layers"))!, true)).toBe(33);
     expect(sliderScale(spec("seed"))).toBeNull();
     expect(sliderScale(spec("rl.advantage"))).toBeNull();
+  });
+});
+
+describe("parameter count", () => {
+  it("counts the model's own layout (by hand: one GELU block, d 8, context 16, tied)", () => {
+    const c = mergeConfig(defaultRunConfig(), { model: { layers: 1, d_model: 8, heads: 1, context: 16 } });
+    // wte V*8, wpe 16*8; block: ln_1 16, qkv 3*64+24, proj 64+8, ln_2 16, fc 32*8+32, fc proj 8*32+8; ln_f 16.
+    const block = 16 + (3 * 64 + 24) + (64 + 8) + 16 + (32 * 8 + 32) + (8 * 32 + 8);
+    expect(paramCountOf(c)).toBe(VOCAB_SIZE * 8 + 16 * 8 + block + 16);
+    // Untied: an lm_head of V*8 more; rope: no wpe; rmsnorm: no norm biases (3 norms of 8).
+    const untied = mergeConfig(c, { model: { tied_embeddings: false } });
+    expect(paramCountOf(untied)).toBe((paramCountOf(c) ?? 0) + VOCAB_SIZE * 8);
+    const rope = mergeConfig(c, { model: { positional: "rope", norm: "rmsnorm" } });
+    expect(paramCountOf(rope)).toBe((paramCountOf(c) ?? 0) - 16 * 8 - 3 * 8);
+    expect(paramsText(defaultRunConfig())).toMatch(/^≈0\.\d\dM params$/);
+    expect(paramCountOf(mergeConfig(c, { model: { heads: 3 } }))).toBeNull();
   });
 });

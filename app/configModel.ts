@@ -2,7 +2,8 @@
 // fields generated from the RunConfig defaults and FIELD_META, grouped; parsing what a
 // person types into a value; errors by dotted path (typing errors first, then the schema's);
 // whether a change is a live edit or needs a restart; the diff between two configs; and
-// the URL query that holds only what differs from the preset.
+// the URL query that holds only what differs from the preset; the parameter count, from the
+// model's own layout (model/config.ts), not a copy of it.
 import {
   applyEdit,
   defaultRunConfig,
@@ -15,6 +16,7 @@ import {
   setPath,
   validateRunConfig,
 } from "../config";
+import { modelConfigOf, paramLayout } from "../model/config";
 
 export type FieldKind = "number" | "boolean" | "enum" | "string" | "text" | "json";
 
@@ -182,7 +184,7 @@ export function planChange(runConfig: RunConfig | null, path: string, value: unk
   if (!runConfig) return { kind: "idle" };
   const meta = fieldMeta(path);
   if (!meta?.live) return { kind: "restart", path };
-  const r = applyEdit(runConfig, { step, path, value });
+  const r = applyEdit(runConfig, { phase: "rl", step, path, value });
   if (!r.ok) return { kind: "live-invalid", path, error: r.error.replace(/^[^:]*: /, "") };
   return { kind: "live", path, value };
 }
@@ -323,4 +325,19 @@ export function fromSlider(pos: number, s: SliderScale, integer = false): number
   const v = s.log ? s.min * (s.max / s.min) ** t : s.min + t * (s.max - s.min);
   if (integer) return Math.round(v);
   return Number(v.toPrecision(3));
+}
+
+/** Parameters of the config's model, counted from its layout; null when the model config is invalid. */
+export function paramCountOf(config: RunConfig): number | null {
+  try {
+    return paramLayout(modelConfigOf(config)).count;
+  } catch {
+    return null;
+  }
+}
+
+/** The panel's "≈0.82M params". */
+export function paramsText(config: RunConfig): string {
+  const n = paramCountOf(config);
+  return n === null ? "? params" : `≈${(n / 1e6).toFixed(2)}M params`;
 }

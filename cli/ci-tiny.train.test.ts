@@ -1,7 +1,12 @@
 // Headless training in CI: public/recipes/ci-tiny.json, from the committed SFT checkpoint,
 // through Dawn (WebGPU in Node) and the QuickJS worker pool: the same path as
-// `npm run train -- public/recipes/ci-tiny.json`. RL must raise both the reward and the rate
-// of tool calls: the model learns that calling its calculator pays.
+// `npm run train -- public/recipes/ci-tiny.json`. RL must raise held-out greedy accuracy and
+// greedy tool use: the model learns that calling its calculator pays. Greedy held-out metrics
+// do not move when nothing learns (with lr 0 the weights, and so every greedy answer, stay
+// the same), unlike the training reward, which sampling noise moves either way.
+// Margins from 6 seeds (5-10) on lavapipe with quick-demo-sft-v2: val/acc 0.094 at step 0
+// and 0.47-0.72 at step 12 (rise 0.38-0.63, mean 0.51, sd 0.12); greedy tool-call rate 0 at
+// step 0 and 0.94-1.0 at step 12. With 3 seeds at lr 0 both rises were exactly 0.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -17,10 +22,8 @@ import { createNodeSandboxPool } from "../sandbox/pool-node";
 const sandbox = createNodeSandboxPool({ size: 2 });
 afterAll(() => sandbox.close());
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-
 describe("ci-tiny", () => {
-  it("RL raises reward and tool-call rate from the committed SFT checkpoint", async () => {
+  it("RL raises held-out greedy accuracy and tool use from the committed SFT checkpoint", async () => {
     const r = await loadRecipeFile("public/recipes/ci-tiny.json", async (p) => readFileSync(p, "utf8"));
     if (!r.ok) throw new Error(r.error);
     const { device } = await createGpu(await nodeGpu());
@@ -33,15 +36,17 @@ describe("ci-tiny", () => {
     await new RunLoop(trainer, { row: (row) => rows.push(row) }).run();
     const steps = rows.filter((x) => x.phase === "rl" && x["reward/mean"] !== undefined);
     expect(steps).toHaveLength(r.config.stop.max_steps);
-    const series = (k: string) => steps.map((x) => Number(x[k]));
-    const reward = series("reward/mean");
-    const tool = series("tool/call_rate");
+    const evals = rows.filter((x) => x.phase === "rl" && x["val/acc"] !== undefined);
+    const val = (k: string) => evals.map((x) => Number(x[k]));
+    const acc = val("val/acc");
+    const tool = val("val/tool_call_rate");
     console.log(
-      `ci-tiny reward ${reward.map((x) => x.toFixed(2)).join(" ")}\nci-tiny tool rate ${tool.map((x) => x.toFixed(2)).join(" ")}`,
+      `ci-tiny val/acc ${acc.map((x) => x.toFixed(2)).join(" ")}\nci-tiny val/tool_call_rate ${tool.map((x) => x.toFixed(2)).join(" ")}`,
     );
-    const k = 3;
-    expect(mean(reward.slice(-k))).toBeGreaterThan(mean(reward.slice(0, k)) + 0.05);
-    expect(mean(tool.slice(-k))).toBeGreaterThan(mean(tool.slice(0, k)) + 0.1);
+    expect(evals.length).toBeGreaterThanOrEqual(2);
+    // About 1.5 sd under the smallest of six seeds' rises (0.38), far above lr 0's exactly 0.
+    expect(acc[acc.length - 1]).toBeGreaterThan(acc[0] + 0.2);
+    expect(tool[tool.length - 1]).toBeGreaterThan(tool[0] + 0.5);
     device.destroy();
   });
 });

@@ -3,12 +3,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { recipeConfig } from "../config";
+import { type ConfigEdit, recipeConfig } from "../config";
 import { encodeLink } from "../config/link";
 import { saveCheckpoint } from "../model/checkpoint";
 import { modelConfig, paramLayout } from "../model/config";
 import { encodeBundle } from "../rl/bundle";
-import { bundleFromRunFolder, configFromLink, editsAt, readBundle, readRunInput } from "./link";
+import { bundleFromRunFolder, configFromLink, readBundle, readRunInput } from "./link";
 
 const dir = mkdtempSync(join(tmpdir(), "lab-link-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -18,7 +18,7 @@ const config = recipeConfig("demo", {
   model: { layers: 1, d_model: 8, heads: 1, context: 16 },
   sampling: { max_new_tokens: 8 },
 });
-const edit = { step: 2, path: "rl.lr", value: 0.0005 };
+const edit: ConfigEdit = { phase: "rl", step: 2, path: "rl.lr", value: 0.0005 };
 
 function writeRunFolder(): string {
   const run = join(dir, "tiny-run");
@@ -69,16 +69,5 @@ describe("cli inputs", () => {
     expect(await readRunInput(recipe)).toBeNull();
     const bad = new Uint8Array([0x1f, 0x8b, 8, 0, 1, 2, 3]);
     await expect(readBundle(bad, "x.gz")).rejects.toThrow(/^bundle x\.gz: truncated or corrupt file/);
-  });
-
-  it("edits are queued before the step they were applied at", () => {
-    const edits = [
-      { step: 0, path: "rl.lr", value: 0.001 },
-      { step: 3, path: "rl.lr", value: 0.002 },
-      { step: 3, path: "rl.clip_eps_high", value: 0.28 },
-    ];
-    expect(editsAt(edits, 0)).toEqual([edits[0]]);
-    expect(editsAt(edits, 3)).toEqual([edits[1], edits[2]]);
-    expect(editsAt(edits, 2)).toEqual([]);
   });
 });

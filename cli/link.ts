@@ -10,11 +10,12 @@ import { type ConfigEdit, parseRunConfig, type RunConfig } from "../config";
 import { decodeLink } from "../config/link";
 import { decodeBundle, looksLikeBundle, type RunBundle, type RunEventRecord } from "../rl/bundle";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
+import { folderEdits } from "./run";
 
 /** What a link or a bundle gives the CLI to run. */
 export interface RunInput {
   config: RunConfig;
-  /** Live edits to re-apply at their RL steps (see editsAt). */
+  /** The run's recorded edits, each {phase, step, path, value}; rl/runner.ts replays them. */
   edits: ConfigEdit[];
   name: string;
   source: "link" | "bundle";
@@ -49,16 +50,6 @@ export async function readRunInput(arg: string): Promise<RunInput | null> {
   if (!looksLikeBundle(bytes)) return null;
   const bundle = await readBundle(bytes, arg);
   return { config: bundle.config, edits: bundle.edits, name: bundle.name, source: "bundle", bundle };
-}
-
-/**
- * The recorded edits to queue before RL step `nextStep` runs (RunLoop.edit applies a queued
- * edit at the start of the next step, which is where the original run applied it). Queue
- * editsAt(edits, 0) before the RL phase starts (after SFT), then editsAt(edits, info.step) in
- * each RL checkpoint callback (info.step = the next step's index).
- */
-export function editsAt(edits: readonly ConfigEdit[], nextStep: number): ConfigEdit[] {
-  return edits.filter((e) => e.step === nextStep);
 }
 
 function readJsonl<T>(path: string): T[] {
@@ -103,7 +94,7 @@ export function bundleFromRunFolder(dir: string, opts: { weights?: boolean; name
     name: opts.name ?? basename(dir),
     createdAt: statSync(configPath).mtime.toISOString(),
     config: parsed.config,
-    edits: events.filter((e) => e.kind === "edit" && e.edit).map((e) => e.edit as ConfigEdit),
+    edits: folderEdits(dir),
     metrics: readJsonl<MetricsRow>(join(dir, "metrics.jsonl")),
     samples: readJsonl<SampleRecord>(join(dir, "samples.jsonl")),
     events,

@@ -1,12 +1,18 @@
-// `npm run train -- <recipe.json | bundle file> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu]`
+// `npm run train -- <recipe.json | bundle file> [--out DIR] [--steps N] [--seed S] [--seeds N] [--backend webgpu|cpu]`
+//   --seeds N (or the config's `seeds`): N runs, seeds S..S+N-1, one after another, into
+//   DIR/seed-<S>/; `npm run compare -- DIR_A DIR_B` aggregates them.
 // `npm run train -- --link '<share url>'`   (the config, seed and edits of a link, unchanged)
+// `npm run train -- --resume <run folder>`  (continue a run from its last checkpoint)
 // `npm run train -- --list`
 // The same engine as the browser, headless in Node: WebGPU through Dawn (lavapipe or
 // SwiftShader here), QuickJS in worker_threads. Prints a progress bar with ETA and the key
 // metrics, and writes the run to a folder: config.json, metrics.jsonl (one row per step,
-// DESIGN.md's names), samples.jsonl, events.jsonl, checkpoint.safetensors (weights, optimizer
-// state and step, to resume) and weights.safetensors (weights only, to publish).
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+// DESIGN.md's names), samples.jsonl, events.jsonl, edits.jsonl, checkpoint.safetensors
+// (weights, optimizer state and the run's point, to resume) and weights.safetensors (weights
+// only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/runner.ts's,
+// the folder is cli/run.ts's.
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type ConfigEdit, mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { RECIPES } from "../config/presets";
@@ -14,22 +20,23 @@ import { loadRecipeFile } from "../config/recipe-file";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { PolicyModel } from "../model/api";
-import { saveCheckpoint } from "../model/checkpoint";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
 import { listRegistries } from "../rl/algos/registry";
-import { RunLoop } from "../rl/runner";
-import { createTrainer } from "../rl/session";
+import type { RunLoopOptions } from "../rl/runner";
 import type { MetricsRow } from "../rl/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
-import { configFromLink, editsAt, readRunInput } from "./link";
+import { configFromLink, readRunInput } from "./link";
+import { openRunFolder, runToFolder } from "./run";
 
 interface Args {
   recipe?: string;
   link?: string;
+  resume?: string;
   out?: string;
   steps?: number;
   seed?: number;
+  seeds?: number;
   backend: "webgpu" | "cpu";
   list: boolean;
   quiet: boolean;
@@ -38,8 +45,9 @@ interface Args {
 function usage(msg?: string): never {
   if (msg) console.error(`error: ${msg}\n`);
   console.error(
-    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--backend webgpu|cpu] [--quiet]\n" +
+    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--backend webgpu|cpu] [--quiet]\n" +
       "       npm run train -- --link '<share url>' [--out DIR]\n" +
+      "       npm run train -- --resume <run folder>\n" +
       "       npm run train -- --list",
   );
   process.exit(2);
@@ -58,8 +66,10 @@ function parseArgs(argv: string[]): Args {
     else if (x === "--quiet") a.quiet = true;
     else if (x === "--out") a.out = next();
     else if (x === "--link") a.link = next();
+    else if (x === "--resume") a.resume = next();
     else if (x === "--steps") a.steps = Number(next());
     else if (x === "--seed") a.seed = Number(next());
+    else if (x === "--seeds") a.seeds = Number(next());
     else if (x === "--backend") {
       const b = next();
       if (b !== "webgpu" && b !== "cpu") usage(`--backend must be webgpu or cpu, not ${b}`);
@@ -68,6 +78,8 @@ function parseArgs(argv: string[]): Args {
     else if (a.recipe) usage(`one recipe at a time (got ${a.recipe} and ${x})`);
     else a.recipe = x;
   }
+  if (a.seeds !== undefined && !(Number.isInteger(a.seeds) && a.seeds >= 1))
+    usage("--seeds must be a whole number >= 1");
   for (const k of ["steps", "seed"] as const) {
     const v = a[k];
     if (v !== undefined && !(Number.isInteger(v) && v >= 0)) usage(`--${k} must be a whole number`);
@@ -75,7 +87,22 @@ function parseArgs(argv: string[]): Args {
   return a;
 }
 
-async function loadConfig(a: Args): Promise<{ config: RunConfig; name: string; edits: ConfigEdit[] }> {
+interface Loaded {
+  config: RunConfig;
+  name: string;
+  edits: ConfigEdit[];
+  resume?: RunLoopOptions["resume"];
+}
+
+async function loadConfig(a: Args): Promise<Loaded> {
+  if (a.resume) {
+    try {
+      return { ...openRunFolder(a.resume), name: a.resume };
+    } catch (err) {
+      console.error(`error: ${(err as Error).message}`);
+      process.exit(2);
+    }
+  }
   let base: { config: RunConfig; name: string; edits: ConfigEdit[] };
   try {
     const input = a.link ? await configFromLink(a.link) : a.recipe ? await readRunInput(a.recipe) : null;
@@ -132,11 +159,13 @@ async function main() {
     for (const name of names) console.log(`preset: ${name}`);
     return;
   }
-  const { config, name, edits } = await loadConfig(args);
-  const out = resolve(args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`));
+  const { config, name, edits, resume } = await loadConfig(args);
+  const out = resolve(
+    args.resume ?? args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`),
+  );
+  const seeds = args.seeds ?? config.seeds;
+  if (seeds > 1 && !resume) return runSeeds(out, config.seed, seeds);
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
-  for (const f of ["metrics.jsonl", "samples.jsonl", "events.jsonl"]) writeFileSync(join(out, f), "");
 
   let makeModel: (
     mc: Parameters<typeof GpuModel.create>[1],
@@ -153,86 +182,48 @@ async function main() {
   }
   const sandbox = createNodeSandboxPool({ size: 2 });
   const t0 = Date.now();
-  const trainer = await createTrainer(config, {
-    makeModel,
-    sandbox,
-    readFile: async (p) => readProjectFile(p),
-  });
-  const sftTotal = Math.max(0, config.sft.steps - trainer.sftStepIndex);
+  const sftDone = resume ? (resume.at.phase === "sft" ? resume.at.step : config.sft.steps) : 0;
+  const sftTotal = Math.max(0, (config.sft.init_checkpoint ? 0 : config.sft.steps) - sftDone);
   const total = sftTotal + config.stop.max_steps;
-  let done = 0;
+  let done = resume?.at.phase === "rl" ? resume.at.step : 0;
   let last: MetricsRow | undefined;
   const firstVal: Record<string, number> = {};
   console.error(
-    `run ${name} -> ${out}\nbackend: ${args.backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
+    `run ${name} -> ${out}${resume ? ` (resumed at ${resume.at.phase} step ${resume.at.step})` : ""}\nbackend: ${args.backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
   );
-
-  const checkpoint = async () => {
-    const p = trainer.policy;
-    const bytes = saveCheckpoint({
-      config: p.config,
-      weights: await p.getWeights(),
-      adapter: (await p.getAdapter()) ?? undefined,
-      optimizer: await p.getOptimizerState(),
-      metadata: {
-        sft_step: String(trainer.sftStepIndex),
-        rl_step: String(trainer.rlStepIndex),
-        seed: String(config.seed),
+  try {
+    await runToFolder({
+      config,
+      edits,
+      out,
+      resume,
+      makeModel,
+      sandbox,
+      readFile: async (p) => readProjectFile(p),
+      on: {
+        row(row) {
+          if (row.phase === "rl" && row["reward/mean"] === undefined) return; // the final evaluation row
+          done++;
+          last = row;
+          for (const k of Object.keys(row))
+            if (k.startsWith("val/") && !(k in firstVal)) firstVal[k] = row[k] as number;
+          if (args.quiet) return;
+          const elapsed = (Date.now() - t0) / 1000;
+          const eta = done > 0 ? (elapsed / done) * (total - done) : 0;
+          const metrics =
+            row.phase === "sft"
+              ? `loss ${fmt(row.loss)}`
+              : `reward ${fmt(row["reward/mean"])} acc ${fmt(row["acc/mean"])} tool ${fmt(row["tool/call_rate"])} ent ${fmt(row["actor/entropy"])} gn ${fmt(row["actor/grad_norm"])}` +
+                (row["val/acc"] !== undefined ? ` val/acc ${fmt(row["val/acc"])}` : "");
+          console.error(
+            `${bar(done, total)} ${row.phase} ${row.step} ${elapsed.toFixed(0)}s eta ${eta.toFixed(0)}s  ${metrics}`,
+          );
+        },
+        event(e) {
+          if (e.kind !== "edit") console.error(`[${e.kind}] step ${e.step}: ${e.message}`);
+        },
       },
     });
-    writeFileSync(join(out, "checkpoint.safetensors"), bytes);
-    // Weights alone: what gets published (e.g. public/checkpoints/*-sft.safetensors).
-    writeFileSync(
-      join(out, "weights.safetensors"),
-      saveCheckpoint({
-        config: p.config,
-        weights: await p.getWeights(),
-        adapter: (await p.getAdapter()) ?? undefined,
-      }),
-    );
-  };
-
-  // Replayed edits (a link's or a bundle's) apply at the start of the RL step they were made at.
-  for (const e of editsAt(edits, -1)) trainer.applyEdit(e);
-  const loop = new RunLoop(trainer, {
-    row(row) {
-      appendFileSync(join(out, "metrics.jsonl"), `${JSON.stringify(row)}\n`);
-      if (row.phase === "rl") for (const e of editsAt(edits, row.step)) loop.edit(e.path, e.value);
-      if (row.phase === "rl" && row["reward/mean"] === undefined) return; // the final evaluation row
-      done++;
-      last = row;
-      for (const k of Object.keys(row))
-        if (k.startsWith("val/") && !(k in firstVal)) firstVal[k] = row[k] as number;
-      if (args.quiet) return;
-      const elapsed = (Date.now() - t0) / 1000;
-      const eta = done > 0 ? (elapsed / done) * (total - done) : 0;
-      const metrics =
-        row.phase === "sft"
-          ? `loss ${fmt(row.loss)}`
-          : `reward ${fmt(row["reward/mean"])} acc ${fmt(row["acc/mean"])} tool ${fmt(row["tool/call_rate"])} ent ${fmt(row["actor/entropy"])} gn ${fmt(row["actor/grad_norm"])}` +
-            (row["val/acc"] !== undefined ? ` val/acc ${fmt(row["val/acc"])}` : "");
-      console.error(
-        `${bar(done, total)} ${row.phase} ${row.step} ${elapsed.toFixed(0)}s eta ${eta.toFixed(0)}s  ${metrics}`,
-      );
-    },
-    samples(samples) {
-      appendFileSync(
-        join(out, "samples.jsonl"),
-        samples.map((s) => JSON.stringify(s)).join("\n") + (samples.length ? "\n" : ""),
-      );
-    },
-    event(e) {
-      appendFileSync(join(out, "events.jsonl"), `${JSON.stringify(e)}\n`);
-      if (e.kind !== "edit") console.error(`[${e.kind}] step ${e.step}: ${e.message}`);
-    },
-    async checkpoint(info) {
-      const every = config.checkpoint_every;
-      if (info.phase === "sft" || (every > 0 && info.step % every === 0)) await checkpoint();
-    },
-  });
-  try {
-    await loop.run();
-    await checkpoint();
   } finally {
     await sandbox.close();
   }
@@ -244,6 +235,37 @@ async function main() {
     );
   if (firstVal["val/acc"] !== undefined) lines.push(`val/acc at RL step 0: ${fmt(firstVal["val/acc"])}`);
   console.error(lines.join("\n"));
+}
+
+/**
+ * N seeds one after another: this command again per seed (same arguments, --seed S
+ * --seeds 1 --out OUT/seed-S), each a complete run folder; fails on the first that fails.
+ */
+function runSeeds(out: string, first: number, n: number) {
+  const argv = process.argv.slice(2);
+  const drop = new Set(["--seed", "--seeds", "--out"]);
+  const rest = argv.filter((x, i) => !drop.has(x) && !drop.has(argv[i - 1]));
+  mkdirSync(out, { recursive: true });
+  for (let s = first; s < first + n; s++) {
+    console.error(`=== seed ${s} (${s - first + 1} of ${n}) -> ${join(out, `seed-${s}`)}`);
+    const r = spawnSync(
+      process.execPath,
+      [
+        ...process.execArgv,
+        process.argv[1],
+        ...rest,
+        "--seed",
+        String(s),
+        "--seeds",
+        "1",
+        "--out",
+        join(out, `seed-${s}`),
+      ],
+      { stdio: "inherit" },
+    );
+    if (r.status !== 0) throw new Error(`seed ${s} failed (exit ${r.status ?? r.signal})`);
+  }
+  console.error(`${n} seeds in ${out}; compare arms with: npm run compare -- ${out} <other arm>`);
 }
 
 main().then(

@@ -29,7 +29,7 @@ function errorsOf(input: unknown) {
 describe("defaults", () => {
   it("match the demo recipe", () => {
     const c = defaultRunConfig();
-    expect(c.version).toBe(1);
+    expect(c.version).toBe(CONFIG_VERSION);
     expect(c.model).toMatchObject({ layers: 3, d_model: 128, heads: 4, context: 128, tied_embeddings: true });
     expect(c.rl).toMatchObject({
       advantage: "grpo",
@@ -199,52 +199,64 @@ describe("applyEdit", () => {
   const c: RunConfig = defaultRunConfig();
 
   it("applies a live edit", () => {
-    const r = applyEdit(c, { step: 5, path: "rl.kl.coef", value: 0.01 });
+    const r = applyEdit(c, { phase: "rl", step: 5, path: "rl.kl.coef", value: 0.01 });
     expect(r.ok && r.config.rl.kl.coef).toBe(0.01);
-    const w = applyEdit(c, { step: 5, path: "rewards.terms.0.weight", value: 0.5 });
+    const w = applyEdit(c, { phase: "rl", step: 5, path: "rewards.terms.0.weight", value: 0.5 });
     expect(w.ok && w.config.rewards.terms[0].weight).toBe(0.5);
   });
 
   it("refuses restart-only and unknown fields", () => {
-    expect(applyEdit(c, { step: 1, path: "model.d_model", value: 64 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "model.d_model", value: 64 })).toEqual({
       ok: false,
       error: "model.d_model: needs a restart (not a live knob)",
     });
-    expect(applyEdit(c, { step: 1, path: "rl.group_size", value: 4 }).ok).toBe(false);
-    expect(applyEdit(c, { step: 1, path: "rl.bogus", value: 4 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rl.group_size", value: 4 }).ok).toBe(false);
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rl.bogus", value: 4 })).toEqual({
       ok: false,
       error: "rl.bogus: unknown field",
     });
   });
 
   it("validates the result and names the field", () => {
-    expect(applyEdit(c, { step: 1, path: "rl.clip_eps_low", value: 2 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rl.clip_eps_low", value: 2 })).toEqual({
       ok: false,
       error: "rl.clip_eps_low: must be <= 1",
     });
-    expect(applyEdit(c, { step: 1, path: "rewards.terms.0.bogus", value: 1 })).toEqual({
+    expect(applyEdit(c, { phase: "rl", step: 1, path: "rewards.terms.0.bogus", value: 1 })).toEqual({
       ok: false,
       error: "rewards.terms.0.bogus: unknown field",
     });
-    expect(applyEdit(c, { step: -1, path: "rl.lr", value: 1e-4 }).ok).toBe(false);
+    expect(applyEdit(c, { phase: "rl", step: -1, path: "rl.lr", value: 1e-4 }).ok).toBe(false);
   });
 
   it("replays a list of edits in order", () => {
     const r = applyEdits(c, [
-      { step: 1, path: "rl.lr", value: 1e-4 },
-      { step: 3, path: "rl.lr", value: 5e-5 },
-      { step: 3, path: "sampling.temperature", value: 0.7 },
+      { phase: "rl", step: 1, path: "rl.lr", value: 1e-4 },
+      { phase: "rl", step: 3, path: "rl.lr", value: 5e-5 },
+      { phase: "rl", step: 3, path: "sampling.temperature", value: 0.7 },
     ]);
     expect(r.ok && [r.config.rl.lr, r.config.sampling.temperature]).toEqual([5e-5, 0.7]);
   });
 });
 
 describe("migrateConfig", () => {
-  it("passes v1 and version-less input through", () => {
-    const v1 = { version: 1, seed: 7 };
-    expect(migrateConfig(v1)).toEqual(v1);
+  it("passes current and version-less input through", () => {
+    const v2 = { version: 2, seed: 7 };
+    expect(migrateConfig(v2)).toEqual(v2);
     expect(migrateConfig({ seed: 7 })).toEqual({ seed: 7 });
-    expect(CONFIG_VERSION).toBe(1);
+    expect(CONFIG_VERSION).toBe(2);
+  });
+
+  it("1 -> 2: a version-1 run keeps the raw-key split it was made with", () => {
+    expect(migrateConfig({ version: 1, seed: 7 })).toEqual({
+      version: 2,
+      seed: 7,
+      task: { split_version: 1 },
+    });
+    const r = parseRunConfig({ version: 1, task: { name: "arithmetic", eval_size: 5 } });
+    expect(r.ok && r.config.task).toMatchObject({ split_version: 1, eval_size: 5 });
+    const now = parseRunConfig({ task: { eval_size: 5 } });
+    expect(now.ok && now.config.task.split_version).toBe(2);
   });
 
   it("runs the step chain from an old version to the latest", () => {
@@ -262,7 +274,7 @@ describe("migrateConfig", () => {
     expect(() => migrateConfig({ version: 99 })).toThrow(/unknown config version 99/);
     expect(() => migrateConfig({ version: "1" })).toThrow(/unknown config version "1"/);
     expect(errorsOf({ version: 0 })).toEqual([
-      "version: unknown config version 0 (this lab reads versions 1..1)",
+      "version: unknown config version 0 (this lab reads versions 1..2)",
     ]);
   });
 });

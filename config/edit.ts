@@ -5,7 +5,47 @@
 import { fieldMeta } from "./meta.ts";
 import { issuesToErrors, type RunConfig, RunConfigSchema } from "./schema.ts";
 
-export type ConfigEdit = { step: number; path: string; value: unknown };
+/**
+ * The phases a run goes through, in order; an edit belongs to the step it applies before.
+ * (value_pretrain is VAPO's critic warm-up between SFT and RL, rl.value_pretrain.)
+ */
+export const EDIT_PHASES = ["sft", "value_pretrain", "rl"] as const;
+export type EditPhase = (typeof EDIT_PHASES)[number];
+
+/**
+ * A live edit in the run record: `path = value`, applied at the start of step `step` of
+ * `phase` (before that step runs, after the one before it). rl/runner.ts applies them.
+ */
+export type ConfigEdit = { phase: EditPhase; step: number; path: string; value: unknown };
+
+/** A point in a run: before step `step` of `phase` (= after `step` completed steps of it). */
+export type RunPoint = { phase: EditPhase; step: number };
+
+/** Run order of two points: negative when a comes first, 0 when equal. */
+export function comparePoints(a: RunPoint, b: RunPoint): number {
+  const r = EDIT_PHASES.indexOf(a.phase) - EDIT_PHASES.indexOf(b.phase);
+  return r !== 0 ? r : a.step - b.step;
+}
+
+/**
+ * The phase of an edit recorded without one (links and bundles of format 1, runs stored by
+ * older labs): an edit of an `sft.*` field is SFT's, any other edit is RL's. Those formats
+ * keyed SFT edits by SFT step and every other edit by RL step, so the step carries over.
+ */
+export function legacyEditPhase(path: string): EditPhase {
+  return path === "sft" || path.startsWith("sft.") ? "sft" : "rl";
+}
+
+/** An edit of an older record with its phase: the one given, else legacyEditPhase. */
+export function withEditPhase(e: {
+  step: number;
+  path: string;
+  value: unknown;
+  phase?: unknown;
+}): ConfigEdit {
+  const phase = EDIT_PHASES.includes(e.phase as EditPhase) ? (e.phase as EditPhase) : legacyEditPhase(e.path);
+  return { phase, step: e.step, path: e.path, value: e.value };
+}
 export type EditResult = { ok: true; config: RunConfig } | { ok: false; error: string };
 
 function isPlainObject(x: unknown): x is Record<string, unknown> {
@@ -80,6 +120,9 @@ export function applyEdit(config: RunConfig, edit: ConfigEdit): EditResult {
   if (!meta.live) return { ok: false, error: `${edit.path}: needs a restart (not a live knob)` };
   if (!Number.isInteger(edit.step) || edit.step < 0) {
     return { ok: false, error: `${edit.path}: edit step must be a non-negative integer` };
+  }
+  if (!EDIT_PHASES.includes(edit.phase)) {
+    return { ok: false, error: `${edit.path}: edit phase must be one of ${EDIT_PHASES.join(", ")}` };
   }
   let next: RunConfig;
   try {

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyEdits, type ConfigEdit, getPath, setPath } from "./edit.ts";
+import { applyEdits, type ConfigEdit, EDIT_PHASES, type EditPhase, getPath, setPath } from "./edit.ts";
 import {
   base64ToBytes,
   bytesToBase64,
@@ -14,13 +14,15 @@ import {
   encodeLink,
   hasLink,
   LINK_BUDGET_CHARS,
+  LINK_VERSION,
   sealLink,
   shareUrl,
 } from "./link.ts";
 import { FIELD_META, leafPaths } from "./meta.ts";
+import { parseRunConfig } from "./migrate.ts";
 import { RECIPES, recipeConfig } from "./presets.ts";
 import { parseRecipeFile } from "./recipe-file.ts";
-import { CONFIG_VERSION, defaultRunConfig, type RunConfig, RunConfigSchema } from "./schema.ts";
+import { defaultRunConfig, type RunConfig, RunConfigSchema } from "./schema.ts";
 
 const DEFAULTS = defaultRunConfig();
 const LEAVES = leafPaths(DEFAULTS).filter((p) => p !== "version");
@@ -68,6 +70,7 @@ const arbConfig = fc
   });
 const arbEditDraws = fc.array(
   fc.record({
+    phase: fc.constantFrom(...EDIT_PHASES),
     step: fc.nat(500),
     path: fc.constantFrom(...LIVE_NUMERIC),
     u: fc.double({ min: 0, max: 1, noNaN: true }),
@@ -77,11 +80,15 @@ const arbEditDraws = fc.array(
 );
 
 /** Keeps the draws that stay valid when applied in order, like a run's live edits. */
-function validEdits(config: RunConfig, draws: { step: number; path: string; u: number; k: number }[]) {
+function validEdits(
+  config: RunConfig,
+  draws: { phase: EditPhase; step: number; path: string; u: number; k: number }[],
+) {
   const edits: ConfigEdit[] = [];
   let cur = config;
   for (const d of draws) {
-    const e = { step: d.step, path: d.path, value: perturb(d.path, getPath(cur, d.path), d.u, d.k, "") };
+    const value = perturb(d.path, getPath(cur, d.path), d.u, d.k, "");
+    const e: ConfigEdit = { phase: d.phase, step: d.step, path: d.path, value };
     const r = applyEdits(cur, [e]);
     if (r.ok) {
       edits.push(e);
@@ -94,10 +101,10 @@ function validEdits(config: RunConfig, draws: { step: number; path: string; u: n
 describe("share link round trip", () => {
   it("a default config is a short link that decodes to the defaults", async () => {
     const link = await encodeLink({ config: DEFAULTS });
-    expect(link).toMatch(/^#run=v1\.\d+\.[0-9a-f]{8}\.[A-Za-z0-9_-]+$/);
+    expect(link).toMatch(/^#run=v2\.\d+\.[0-9a-f]{8}\.[A-Za-z0-9_-]+$/);
     expect(link.length).toBeLessThan(60);
     const r = await decodeLink(link);
-    expect(r).toEqual({ ok: true, config: DEFAULTS, edits: [], version: CONFIG_VERSION });
+    expect(r).toEqual({ ok: true, config: DEFAULTS, edits: [], version: LINK_VERSION });
   });
 
   it("stores only the non-default leaves", () => {
@@ -143,7 +150,7 @@ describe("share link round trip", () => {
     const bad = setPath(DEFAULTS, "rl.clip_eps_low", 7);
     await expect(encodeLink({ config: bad })).rejects.toThrow(/rl\.clip_eps_low/);
     await expect(
-      encodeLink({ config: DEFAULTS, edits: [{ step: 1, path: "model.layers", value: 2 }] }),
+      encodeLink({ config: DEFAULTS, edits: [{ phase: "rl", step: 1, path: "model.layers", value: 2 }] }),
     ).rejects.toThrow(/model\.layers/);
   });
 });
@@ -161,8 +168,17 @@ describe("v1 fixture", () => {
     expect(r.ok ? "" : r.error).toBe("");
     if (!r.ok) return;
     expect(r.version).toBe(1);
-    expect(r.config).toEqual(want.config);
-    expect(r.edits).toEqual(want.edits);
+    // The fixture holds the version-1 config; decoding migrates it (config/migrate.ts), so
+    // it must equal that config parsed the same way: the raw-key split, everything else as
+    // it was.
+    const migrated = parseRunConfig(want.config);
+    if (!migrated.ok) throw new Error("fixture config does not parse");
+    expect(r.config).toEqual(migrated.config);
+    expect(r.config.task.split_version).toBe(1);
+    // Version 1 edits have no phase: the migration rule makes sft.* edits SFT's, the rest RL's.
+    expect(r.edits).toEqual(
+      want.edits.map((e: ConfigEdit) => ({ ...e, phase: e.path.startsWith("sft.") ? "sft" : "rl" })),
+    );
     expect(r.name).toBe(want.name);
   });
 });
@@ -174,7 +190,8 @@ function tenEdits(config: RunConfig): ConfigEdit[] {
     const path = LIVE_NUMERIC[(i * 7) % LIVE_NUMERIC.length];
     const cur = getPath(config, path) as number;
     const value = Number.isInteger(cur) ? cur + i + 1 : cur * (1 + Math.PI / (100 + i));
-    const e = { step: 100 + 37 * i, path, value };
+    // value_pretrain: the longest phase name.
+    const e: ConfigEdit = { phase: "value_pretrain", step: 100 + 37 * i, path, value };
     if (applyEdits(config, [...edits, e]).ok) edits.push(e);
   }
   return edits;
@@ -234,9 +251,9 @@ describe("bad links are named", () => {
 
   it("unknown version N", async () => {
     const link = await good;
-    const r = await decodeLink(link.replace("v1.", "v7."));
+    const r = await decodeLink(link.replace("v2.", "v7."));
     expect(r.ok ? "" : r.error).toMatch(/^unknown link version 7 /);
-    expect(await decodeLink(link.replace("v1.", "v0."))).toMatchObject({ error: /unknown link version 0/ });
+    expect(await decodeLink(link.replace("v2.", "v0."))).toMatchObject({ error: /unknown link version 0/ });
   });
 
   it("invalid field names the path and the rule", async () => {
@@ -253,21 +270,29 @@ describe("bad links are named", () => {
       await sealLink({
         d: {},
         e: [
-          [2, "rl.lr", 0.001],
-          [4, "rl.lr", 5],
+          ["rl", 2, "rl.lr", 0.001],
+          ["rl", 4, "rl.lr", 5],
         ],
       }),
     );
-    expect(r.ok ? "" : r.error).toBe("invalid edit 1 (step 4, rl.lr): rl.lr: must be <= 1");
-    const restart = await decodeLink(await sealLink({ d: {}, e: [[1, "model.layers", 2]] }));
-    expect(restart.ok ? "" : restart.error).toMatch(/^invalid edit 0 \(step 1, model\.layers\): .*restart/);
+    expect(r.ok ? "" : r.error).toBe("invalid edit 1 (rl step 4, rl.lr): rl.lr: must be <= 1");
+    const restart = await decodeLink(await sealLink({ d: {}, e: [["sft", 1, "model.layers", 2]] }));
+    expect(restart.ok ? "" : restart.error).toMatch(
+      /^invalid edit 0 \(sft step 1, model\.layers\): .*restart/,
+    );
+    const phase = await decodeLink(await sealLink({ d: {}, e: [["warmup", 1, "rl.lr", 0.1]] }));
+    expect(phase.ok ? "" : phase.error).toBe(
+      'invalid edit 0: phase "warmup" is not one of sft, value_pretrain, rl',
+    );
+    const shape = await decodeLink(await sealLink({ d: {}, e: [[1, "rl.lr", 0.1]] }));
+    expect(shape.ok ? "" : shape.error).toBe("invalid edit 0: not [phase, step, path, value]");
   });
 
   it("prototype paths are refused, not followed", async () => {
     for (const path of ["__proto__.polluted", "rl.constructor.x", "constructor.prototype.polluted"]) {
       const r = await decodeLink(await sealLink({ d: { [path]: 1 } }));
       expect(r.ok ? "" : r.error).toMatch(/^invalid field .*bad path/);
-      const e = await decodeLink(await sealLink({ d: {}, e: [[1, path, 1]] }));
+      const e = await decodeLink(await sealLink({ d: {}, e: [["rl", 1, path, 1]] }));
       expect(e.ok ? "" : e.error).toMatch(/^invalid edit 0: bad path/);
     }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -280,7 +305,7 @@ describe("bad links are named", () => {
       [{ d: {}, e: {} }, /edits \(e\)/],
       [{ d: {}, n: 3 }, /name \(n\)/],
       [{ d: {}, z: 1 }, /unknown part "z"/],
-      [{ d: {}, e: [[-1, "rl.lr", 0.1]] }, /invalid edit 0: step -1/],
+      [{ d: {}, e: [["rl", -1, "rl.lr", 0.1]] }, /invalid edit 0: step -1/],
     ];
     for (const [payload, re] of cases) {
       const r = await decodeLink(await sealLink(payload));
@@ -288,7 +313,7 @@ describe("bad links are named", () => {
     }
     // Random bytes with a correct length and checksum: decompression or JSON fails, named.
     const junk = bytesToBase64(new Uint8Array([0xff, 0xfe, 1, 2, 3, 250, 9]), true);
-    const sealed = `#run=v1.${junk.length}.${crc32(junk).toString(16).padStart(8, "0")}.${junk}`;
+    const sealed = `#run=v2.${junk.length}.${crc32(junk).toString(16).padStart(8, "0")}.${junk}`;
     expect(await decodeLink(sealed)).toMatchObject({ ok: false, error: /^corrupt link payload/ });
   });
 });
@@ -343,7 +368,7 @@ async function mutate(link: string, m: Mutation): Promise<string> {
     case "delete":
       return link.slice(0, at(m.at)) + link.slice(at(m.at) + 1);
     case "version":
-      return link.replace(/^#run=v1/, `#run=v${m.v}`);
+      return link.replace(/^#run=v2/, `#run=v${m.v}`);
     case "random":
       return m.s;
     case "prefixed":
@@ -351,7 +376,7 @@ async function mutate(link: string, m: Mutation): Promise<string> {
     case "payload":
       return sealLink(m.json);
     case "field":
-      return sealLink({ d: { [m.path]: m.value }, e: [[1, m.path, m.value]] });
+      return sealLink({ d: { [m.path]: m.value }, e: [["rl", 1, m.path, m.value]] });
   }
 }
 
@@ -361,7 +386,7 @@ describe("fuzzed links", () => {
       encodeLink({ config: DEFAULTS }),
       encodeLink({
         config: recipeConfig("dapo", { seed: 1 }),
-        edits: [{ step: 3, path: "rl.lr", value: 1e-4 }],
+        edits: [{ phase: "rl", step: 3, path: "rl.lr", value: 1e-4 }],
       }),
       encodeLink({ config: recipeConfig("gigpo"), name: "n" }),
     ]);

@@ -2,21 +2,36 @@
 // shows the config and can replay the run. Format (one hash parameter, base64url and dots only,
 // so nothing is percent-encoded and a link survives chat apps):
 //
-//   #run=v<version>.<payload length>.<crc32 of the payload, 8 hex>.<payload>
-//   payload = base64url(deflate-raw(JSON {d: {<dotted leaf path>: value}, e?: [[step, path, value]], n?: name}))
+//   #run=v<link version>.<payload length>.<crc32 of the payload, 8 hex>.<payload>
+//   payload = base64url(deflate-raw(JSON {d: {<dotted leaf path>: value}, e?: [edit...], n?: name}))
+//   edit    = [phase, step, path, value]   (link version 2, the current one)
+//           | [step, path, value]          (link version 1)
 //
-// `d` holds only the leaves that differ from the defaults of the link's version (a leaf-path
-// diff, arrays and free-form records are one leaf each), so a default config is a tiny link.
-// The declared length tells a truncated link from a tampered one (crc mismatch). The version is
-// the config version: decoding rebuilds the version-k config from version k's defaults, then
-// parseRunConfig migrates it forward (config/migrate.ts), and EDIT_MIGRATIONS[k] renames edit
-// paths. Adding v2: freeze today's defaultRunConfig() into LINK_DEFAULTS[1] (as JSON), add
-// MIGRATIONS[1] in migrate.ts and, if paths moved, EDIT_MIGRATIONS[1] here; the committed
-// fixture config/fixtures/link-v1.txt must keep decoding to link-v1.config.json.
+// `d` holds only the leaves that differ from the defaults of the link's config version (a
+// leaf-path diff, arrays and free-form records are one leaf each), so a default config is a tiny
+// link. The declared length tells a truncated link from a tampered one (crc mismatch).
+// LINK_FORMATS maps a link version to its config version and edit shape: decoding rebuilds the
+// config from that config version's defaults (LINK_DEFAULTS), then parseRunConfig migrates it
+// forward (config/migrate.ts), and EDIT_MIGRATIONS[k] renames edit paths of config version k.
+// Version 1 edits carry no phase; the migration rule (legacyEditPhase in config/edit.ts) is:
+// an edit of an `sft.*` field is SFT's (its step an SFT step), any other edit is RL's.
+// A new config version: freeze today's defaultRunConfig() into LINK_DEFAULTS[k] (as JSON), add
+// MIGRATIONS[k] in migrate.ts and, if paths moved, EDIT_MIGRATIONS[k] here; the committed
+// fixtures config/fixtures/link-v1.txt and link-v1-run.txt must keep decoding.
 // Budget: every named recipe with 10 edits encodes in <= LINK_BUDGET_CHARS (2000) characters.
 // decodeLink never throws: every failure is {ok: false, error} naming what is wrong.
 // A leaf module (imports only config/ and web-standard APIs). Tests: `npx vitest run config/link`.
-import { applyEdits, type ConfigEdit, getPath, setPath } from "./edit.ts";
+
+import DEFAULTS_V1 from "./defaults-v1.json" with { type: "json" };
+import {
+  applyEdits,
+  type ConfigEdit,
+  EDIT_PHASES,
+  type EditPhase,
+  getPath,
+  setPath,
+  withEditPhase,
+} from "./edit.ts";
 import { leafPaths } from "./meta.ts";
 import { parseRunConfig } from "./migrate.ts";
 import {
@@ -41,6 +56,15 @@ export interface LinkInput {
   name?: string;
 }
 
+/** The link version encodeLink writes. */
+export const LINK_VERSION = 2;
+
+/** Each link version: the config version its diff is against, and whether edits carry a phase. */
+export const LINK_FORMATS: Record<number, { config: number; phases: boolean }> = {
+  1: { config: 1, phases: false },
+  2: { config: CONFIG_VERSION, phases: true },
+};
+
 export type LinkResult =
   | { ok: true; config: RunConfig; edits: ConfigEdit[]; version: number; name?: string }
   | { ok: false; error: string };
@@ -48,15 +72,16 @@ export type LinkResult =
 type Raw = Record<string, unknown>;
 
 /**
- * The full default config of each link version. The current version uses the live defaults;
+ * The full default config of each config version a link may be against. The current version uses the live defaults;
  * an older version must be a frozen copy of that version's defaults (plain JSON), because a
  * link stores only the differences from them.
  */
 export const LINK_DEFAULTS: Record<number, () => Raw> = {
+  1: () => structuredClone(DEFAULTS_V1) as Raw,
   [CONFIG_VERSION]: () => defaultRunConfig() as unknown as Raw,
 };
 
-/** EDIT_MIGRATIONS[k] turns an edit of a version-k link into version k+1 (null drops it). */
+/** EDIT_MIGRATIONS[k] turns an edit of config version k into version k+1 (null drops it). */
 export const EDIT_MIGRATIONS: Record<number, (e: ConfigEdit) => ConfigEdit | null> = {};
 
 // ---------------------------------------------------------------------------------------------
@@ -208,17 +233,17 @@ export async function encodeLink(input: LinkInput): Promise<string> {
   const checked = applyEdits(parsed.data, edits);
   if (!checked.ok) throw new Error(`encodeLink: invalid edit (${checked.error})`);
   const payload: Raw = { d: configDiff(parsed.data, LINK_DEFAULTS[CONFIG_VERSION]()) };
-  if (edits.length) payload.e = edits.map((e) => [e.step, e.path, e.value]);
+  if (edits.length) payload.e = edits.map((e) => [e.phase, e.step, e.path, e.value]);
   if (input.name) payload.n = input.name;
   return sealLink(payload);
 }
 
 /**
  * The envelope around any JSON payload: compress, base64url, length and checksum. encodeLink
- * uses it for version CONFIG_VERSION; tests and future migrations use it to make links of
- * other versions or with hand-made payloads. It does not validate the payload.
+ * uses it for LINK_VERSION; tests and future migrations use it to make links of other versions
+ * or with hand-made payloads. It does not validate the payload.
  */
-export async function sealLink(payload: unknown, version = CONFIG_VERSION): Promise<string> {
+export async function sealLink(payload: unknown, version = LINK_VERSION): Promise<string> {
   const packed = bytesToBase64(await deflateRaw(new TextEncoder().encode(JSON.stringify(payload))), true);
   const crc = crc32(packed).toString(16).padStart(8, "0");
   return `#${LINK_PARAM}=v${version}.${packed.length}.${crc}.${packed}`;
@@ -262,9 +287,9 @@ function parseEnvelope(value: string): Step<Envelope> {
     );
   }
   const version = Number(m[1]);
-  if (version < 1 || version > CONFIG_VERSION || !LINK_DEFAULTS[version]) {
+  if (version < 1 || version > LINK_VERSION || !LINK_FORMATS[version]) {
     return fail(
-      `unknown link version ${version} (this lab opens versions 1..${CONFIG_VERSION}; the link may come from a newer lab)`,
+      `unknown link version ${version} (this lab opens versions 1..${LINK_VERSION}; the link may come from a newer lab)`,
     );
   }
   const parts = value.split(".");
@@ -318,7 +343,8 @@ function readPayload(json: unknown, version: number): Step<{ raw: Raw; edits: Co
   if (n !== undefined && typeof n !== "string")
     return fail("invalid link payload: the name (n) is not a string");
   if (e !== undefined && !Array.isArray(e)) return fail("invalid link payload: the edits (e) are not a list");
-  let raw: Raw = { ...LINK_DEFAULTS[version](), version };
+  const format = LINK_FORMATS[version];
+  let raw: Raw = { ...LINK_DEFAULTS[format.config](), version: format.config };
   for (const [path, value] of Object.entries(d)) {
     const bad = checkPath(path);
     if (bad) return fail(`invalid field ${path}: ${bad}`);
@@ -330,15 +356,23 @@ function readPayload(json: unknown, version: number): Step<{ raw: Raw; edits: Co
     }
   }
   const edits: ConfigEdit[] = [];
+  const shape = format.phases ? "[phase, step, path, value]" : "[step, path, value]";
   for (const [i, item] of (e ?? []).entries()) {
-    if (!Array.isArray(item) || item.length !== 3) return fail(`invalid edit ${i}: not [step, path, value]`);
-    const [step, path, value] = item as [unknown, unknown, unknown];
+    if (!Array.isArray(item) || item.length !== (format.phases ? 4 : 3))
+      return fail(`invalid edit ${i}: not ${shape}`);
+    const [phase, step, path, value] = (format.phases ? item : [undefined, ...item]) as unknown[];
+    if (format.phases && !EDIT_PHASES.includes(phase as EditPhase)) {
+      return fail(
+        `invalid edit ${i}: phase ${JSON.stringify(phase)} is not one of ${EDIT_PHASES.join(", ")}`,
+      );
+    }
     if (typeof step !== "number" || !Number.isInteger(step) || step < 0) {
       return fail(`invalid edit ${i}: step ${JSON.stringify(step)} is not a non-negative integer`);
     }
     const bad = checkPath(path);
     if (bad) return fail(`invalid edit ${i}: ${bad}`);
-    edits.push({ step, path: path as string, value });
+    // Version 1 has no phase: legacyEditPhase (sft.* is SFT's, the rest RL's).
+    edits.push(withEditPhase({ phase, step, path: path as string, value }));
   }
   return { ok: true, value: { raw, edits, name: n as string | undefined } };
 }
@@ -379,12 +413,12 @@ async function decodeSteps(input: string): Promise<LinkResult> {
     const more = parsed.errors.length > 1 ? ` (and ${parsed.errors.length - 1} more)` : "";
     return fail(`invalid field ${first.path}: ${first.message}${more}`);
   }
-  const edits = migrateEdits(body.value.edits, version);
+  const edits = migrateEdits(body.value.edits, LINK_FORMATS[version].config);
   const applied = applyEdits(parsed.config, edits);
   if (!applied.ok) {
     const i = firstBadEdit(parsed.config, edits);
     const e = edits[i];
-    return fail(`invalid edit ${i} (step ${e.step}, ${e.path}): ${applied.error}`);
+    return fail(`invalid edit ${i} (${e.phase} step ${e.step}, ${e.path}): ${applied.error}`);
   }
   const out: LinkResult = { ok: true, config: parsed.config, edits, version };
   if (body.value.name !== undefined) out.name = body.value.name;

@@ -3,7 +3,10 @@
 // one-line help text, the paper it comes from, and its range or options. Array elements
 // are addressed with `*` (rewards.terms.*.weight); free-form records (task.options,
 // reward/filter options) are one leaf each. config/config.test.ts checks that every leaf
-// of the default config resolves to an entry here.
+// of the default config resolves to an entry here. `activeWhen` says in which context a field
+// acts at all (a value-loss knob needs a critic): dotted paths and the values that make it act.
+// rl/knobs.test.ts walks every field, sets that context, changes the field from its default
+// and checks that something observable changes.
 import {
   ADVANTAGE_NAMES,
   AGG_MODES,
@@ -33,6 +36,8 @@ export type FieldMeta = {
   min?: number;
   max?: number;
   options?: string[];
+  /** The context in which the field acts: dotted config paths and values (see the header). */
+  activeWhen?: Record<string, unknown>;
 };
 
 type Extra = Omit<FieldMeta, "live" | "group" | "help">;
@@ -50,10 +55,60 @@ const restart = (group: FieldGroup, help: string, extra: Extra = {}): FieldMeta 
 });
 const opts = (xs: readonly string[]) => ({ options: [...xs] });
 
+// Contexts for activeWhen.
+/** A policy that calls its calculator: the committed quick-demo SFT checkpoint, on hard products. */
+const CALLS_TOOLS = {
+  "sft.init_checkpoint": "checkpoints/quick-demo-sft.safetensors",
+  "model.layers": 2,
+  "model.d_model": 48,
+  "model.heads": 2,
+  "model.context": 80,
+  "task.options": { hardFraction: 1, hardMulFraction: 1 },
+  "sampling.max_new_tokens": 40,
+};
+/** A multi-turn environment (episodes of several turns). */
+const MULTI_TURN = {
+  "task.name": "frozenlake",
+  "task.template": "chatml-turns",
+  "task.options": { brief: true, size: 3, maxSteps: 3 },
+  "model.context": 256,
+};
+const GAE = { "rl.advantage": "gae" };
+const KL = { "rl.kl.coef": 0.1 };
+const VALUE_PRETRAIN = { ...GAE, "rl.value_pretrain.steps": 3 };
+const HISTORY = { "rl.advantage": "reinforce-history", "stop.max_steps": 3 };
+const GIGPO = { ...MULTI_TURN, "rl.advantage": "gigpo" };
+const A_FILTER = { "filters.list": [{ name: "dapo-dynamic-sampling", options: {} }] };
+const RESAMPLE = { ...A_FILTER, "filters.refill": "resample" };
+const TAO_CODE = { "shaping.kind": "tao-code" };
+const TAO_ADDITIVE = { ...CALLS_TOOLS, "shaping.kind": "tao-additive" };
+const SAPO = { "rl.policy_loss": "sapo" };
+/** Clip-Cov / KL-Cov with a token share and covariance band wide enough for a tiny batch. */
+const CLIP_COV = {
+  "rl.policy_loss": "clip-cov",
+  "rl.clip_cov.ratio": 0.5,
+  "rl.clip_cov.lb": -100,
+  "rl.clip_cov.ub": 100,
+};
+const KL_COV = { "rl.policy_loss": "kl-cov", "rl.kl_cov.ratio": 0.5 };
+/** A schedule that decays: enough steps after warm-up for the floor to show. */
+const SFT_DECAY = { "sft.steps": 4 };
+
 export const FIELD_META: Record<string, FieldMeta> = {
   version: restart("run", "Config schema version (migrated automatically)."),
   seed: restart("run", "Seed for data order, initialisation and sampling.", { min: 0 }),
-  checkpoint_every: live("run", "Save a checkpoint every N RL steps (0 = only at the end).", { min: 0 }),
+  seeds: restart(
+    "run",
+    "Seeds to run one after another (seed, seed+1, ...), shown as one group: the mean with a band and each seed faint. One seed is an anecdote: held-out accuracy here varies by about 0.15 between seeds.",
+    { min: 1, max: 100 },
+  ),
+  checkpoint_every: live(
+    "run",
+    "Checkpoint every N RL and value-pretraining steps (0 = only at the end of each phase).",
+    {
+      min: 0,
+    },
+  ),
 
   "model.layers": restart("model", "Number of transformer blocks.", { min: 1, max: 64 }),
   "model.d_model": restart("model", "Residual stream width.", { min: 8, max: 4096 }),
@@ -86,17 +141,37 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "task.eval_size": restart("task", "Held-out prompts per evaluation.", { min: 0 }),
   "task.eval_every": live("task", "Evaluate every N RL steps (0 = only at step 0).", { min: 0 }),
   "task.buckets": restart("task", "Difficulty buckets reported as val/acc/<bucket>."),
+  "task.split_version": restart(
+    "task",
+    "Train/eval split. 2: problems keyed canonically (a*b and b*a are one problem, on one side), eval and dev sets without repeats, and a dev side for choosing stopping steps. 1: the split of runs made before it (raw keys, eval repeats), kept so old links replay.",
+    { min: 1, max: 2 },
+  ),
+  "task.dev_size": restart(
+    "task",
+    "Dev prompts per evaluation (split version 2), reported as dev/acc and dev/tool_call_rate: choose stopping steps and knobs on these, and keep val/* for the final report.",
+    { min: 0 },
+  ),
 
   "sft.steps": restart("sft", "SFT cold-start steps (0 = skip).", { min: 0 }),
   "sft.batch": restart("sft", "SFT batch size (sequences).", { min: 1 }),
   "sft.lr": live("sft", "SFT peak learning rate.", { min: 0, max: 1 }),
   "sft.warmup_steps": restart("sft", "Linear warm-up steps.", { min: 0 }),
-  "sft.schedule": restart("sft", "Learning-rate decay after warm-up.", opts(LR_SCHEDULES)),
-  "sft.min_lr_ratio": restart("sft", "Final lr as a fraction of the peak.", { min: 0, max: 1 }),
+  "sft.schedule": restart("sft", "Learning-rate decay after warm-up.", {
+    ...opts(LR_SCHEDULES),
+    activeWhen: SFT_DECAY,
+  }),
+  "sft.min_lr_ratio": restart("sft", "Final lr as a fraction of the peak.", {
+    min: 0,
+    max: 1,
+    activeWhen: SFT_DECAY,
+  }),
   "sft.betas": restart("sft", "AdamW betas (beta1, beta2)."),
   "sft.weight_decay": live("sft", "AdamW decoupled weight decay.", { min: 0 }),
   "sft.grad_clip": live("sft", "Global gradient-norm clip (0 = off).", { min: 0 }),
-  "sft.init_checkpoint": restart("sft", "Checkpoint to start from instead of random weights."),
+  "sft.init_checkpoint": restart("sft", "Checkpoint to start from instead of random weights.", {
+    // The model of the committed checkpoint the walk starts from.
+    activeWhen: { "model.layers": 2, "model.d_model": 48, "model.heads": 2, "model.context": 80 },
+  }),
 
   "rl.advantage": restart("algorithm", "Advantage estimator.", {
     ...opts(ADVANTAGE_NAMES),
@@ -114,30 +189,37 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "rl.sapo.tau_pos": live("algorithm", "SAPO gate temperature where A > 0.", {
     min: 0,
     paper: "SAPO 2511.20347",
+    activeWhen: SAPO,
   }),
   "rl.sapo.tau_neg": live("algorithm", "SAPO gate temperature where A <= 0.", {
     min: 0,
     paper: "SAPO 2511.20347",
+    activeWhen: SAPO,
   }),
   "rl.clip_cov.ratio": live("algorithm", "Clip-Cov: fraction of tokens whose gradient is removed.", {
     min: 0,
     max: 1,
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: { ...CLIP_COV, "rl.clip_cov.ratio": 2e-4 },
   }),
   "rl.clip_cov.lb": live("algorithm", "Clip-Cov: candidates have covariance above this.", {
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: CLIP_COV,
   }),
   "rl.clip_cov.ub": live("algorithm", "Clip-Cov: candidates have covariance below this.", {
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: CLIP_COV,
   }),
   "rl.kl_cov.ratio": live("algorithm", "KL-Cov: fraction of tokens (largest covariance) given the KL term.", {
     min: 0,
     max: 1,
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: { ...KL_COV, "rl.kl_cov.ratio": 2e-4 },
   }),
   "rl.kl_cov.coef": live("algorithm", "KL-Cov: coefficient kappa of |log-ratio| on those tokens.", {
     min: 0,
     paper: "Entropy Mechanism 2505.22617",
+    activeWhen: KL_COV,
   }),
   "rl.clip_eps_low": live("algorithm", "Lower ratio clip: ratio >= 1 - eps_low.", {
     min: 0,
@@ -160,20 +242,21 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "rl.l_max": restart("algorithm", "Dr. GRPO constant length normaliser (null = max_new_tokens).", {
     min: 1,
     paper: "Dr. GRPO 2503.20783",
+    activeWhen: { "rl.loss_agg": "seq-mean-token-sum-norm" },
   }),
   "rl.kl.estimator": restart("algorithm", "KL estimator to the reference.", {
     ...opts(KL_ESTIMATORS),
+    activeWhen: KL,
     paper: "Schulman, Approximating KL",
   }),
   "rl.kl.coef": live("algorithm", "KL coefficient beta (0 = off).", {
     min: 0,
     paper: "DeepSeekMath 2402.03300",
   }),
-  "rl.kl.in": restart(
-    "algorithm",
-    "Put KL in the loss or fold it into the reward.",
-    opts(["loss", "reward"]),
-  ),
+  "rl.kl.in": restart("algorithm", "Put KL in the loss or fold it into the reward.", {
+    ...opts(["loss", "reward"]),
+    activeWhen: KL,
+  }),
   "rl.entropy_coef": live("algorithm", "Entropy bonus coefficient (loss -= coef * entropy).", { min: 0 }),
   "rl.epochs": live("algorithm", "Update epochs over each rollout batch.", { min: 1, max: 100 }),
   "rl.micro_batch_size": live(
@@ -190,7 +273,11 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "rl.lr": live("algorithm", "RL peak learning rate.", { min: 0, max: 1 }),
   "rl.warmup_steps": restart("algorithm", "Linear lr warm-up steps.", { min: 0 }),
   "rl.schedule": restart("algorithm", "Learning-rate decay after warm-up.", opts(LR_SCHEDULES)),
-  "rl.min_lr_ratio": restart("algorithm", "Final lr as a fraction of the peak.", { min: 0, max: 1 }),
+  "rl.min_lr_ratio": restart("algorithm", "Final lr as a fraction of the peak.", {
+    min: 0,
+    max: 1,
+    activeWhen: { "rl.schedule": "cosine" },
+  }),
   "rl.betas": restart("algorithm", "AdamW betas (beta1, beta2)."),
   "rl.weight_decay": live("algorithm", "AdamW decoupled weight decay.", { min: 0 }),
   "rl.grad_clip": live("algorithm", "Global gradient-norm clip (0 = off).", { min: 0 }),
@@ -201,57 +288,86 @@ export const FIELD_META: Record<string, FieldMeta> = {
   }),
   "rl.singleton_group": live("algorithm", "Advantage of a group of one: zero, or the raw reward (verl).", {
     ...opts(["zero", "raw"]),
+    activeWhen: { "rl.group_size": 1 },
   }),
-  "rl.gamma": restart("algorithm", "Discount factor.", { min: 0, max: 1, paper: "GAE 1506.02438" }),
-  "rl.lambda": restart("algorithm", "GAE lambda.", { min: 0, max: 1, paper: "GAE 1506.02438" }),
+  "rl.gamma": restart("algorithm", "Discount factor.", {
+    min: 0,
+    max: 1,
+    paper: "GAE 1506.02438",
+    activeWhen: GAE,
+  }),
+  "rl.lambda": restart("algorithm", "GAE lambda.", {
+    min: 0,
+    max: 1,
+    paper: "GAE 1506.02438",
+    activeWhen: GAE,
+  }),
   "rl.lambda_critic": restart("algorithm", "Decoupled GAE: lambda for value targets (null = lambda).", {
     min: 0,
     max: 1,
     paper: "VAPO 2504.05118",
+    activeWhen: GAE,
   }),
   "rl.length_adaptive_alpha": restart("algorithm", "Length-adaptive GAE alpha (null = off).", {
     min: 0,
     paper: "VAPO 2504.05118",
+    activeWhen: GAE,
   }),
-  "rl.value_coef": live("algorithm", "Weight of the critic loss.", { min: 0 }),
-  "rl.value_clip": live("algorithm", "Value clip range eps_v.", { min: 0, paper: "PPO 1707.06347" }),
+  "rl.value_coef": live("algorithm", "Weight of the critic loss.", { min: 0, activeWhen: GAE }),
+  "rl.value_clip": live("algorithm", "Value clip range eps_v.", {
+    min: 0,
+    paper: "PPO 1707.06347",
+    activeWhen: GAE,
+  }),
   "rl.value_pretrain.steps": restart("algorithm", "Critic pretraining steps before PPO (0 = off).", {
     min: 0,
     paper: "VAPO 2504.05118",
+    activeWhen: GAE,
   }),
   "rl.value_pretrain.stop_explained_var": restart("algorithm", "Stop value pretraining at this EV.", {
     min: -1,
     max: 1,
     paper: "VAPO 2504.05118",
+    activeWhen: VALUE_PRETRAIN,
   }),
   "rl.mask_tool_output": restart("algorithm", "Exclude tool output tokens from the loss.", {
     paper: "ToRL 2503.23383",
+    activeWhen: CALLS_TOOLS,
   }),
   "rl.positive_lm_coef": live("algorithm", "NLL weight on correct trajectories (0 = off).", {
     min: 0,
     paper: "VAPO 2504.05118",
+    activeWhen: CALLS_TOOLS,
   }),
-  "rl.history_window": restart("algorithm", "reinforce-history: batches in the baseline window.", { min: 1 }),
+  "rl.history_window": restart("algorithm", "reinforce-history: batches in the baseline window.", {
+    min: 1,
+    activeWhen: HISTORY,
+  }),
   "rl.history_ema": restart("algorithm", "reinforce-history: EMA factor (null = window).", {
     min: 0,
     max: 1,
+    activeWhen: HISTORY,
   }),
   "rl.turn_gamma": restart("algorithm", "Turn-level discount for multi-turn returns.", {
     min: 0,
     max: 1,
     paper: "Kevin-32B",
+    activeWhen: { ...MULTI_TURN, ...GAE },
   }),
   "rl.gigpo.step_weight": live("algorithm", "GiGPO step-advantage weight omega.", {
     min: 0,
     paper: "GiGPO 2505.10978",
+    activeWhen: GIGPO,
   }),
   "rl.gigpo.gamma": restart("algorithm", "GiGPO step-return discount.", {
     min: 0,
     max: 1,
     paper: "GiGPO 2505.10978",
+    activeWhen: GIGPO,
   }),
   "rl.gigpo.norm": restart("algorithm", "GiGPO normalisation.", {
     ...opts(["mean_norm", "mean_std_norm"]),
+    activeWhen: GIGPO,
     paper: "GiGPO 2505.10978",
   }),
   "rl.gigpo.episode_stats": restart(
@@ -259,6 +375,7 @@ export const FIELD_META: Record<string, FieldMeta> = {
     "GiGPO episode stats over trajectories (paper) or rows (code).",
     {
       ...opts(["trajectories", "rows"]),
+      activeWhen: GIGPO,
       paper: "GiGPO 2505.10978",
     },
   ),
@@ -271,34 +388,60 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "rewards.custom_js_weight": live("rewards", "Weight of the custom JS reward."),
 
   "filters.list": live("filters", "Group filters applied in order."),
-  "filters.list.*.name": restart("filters", "Filter registry name."),
-  "filters.list.*.options": live("filters", "Options of this filter."),
+  "filters.list.*.name": restart("filters", "Filter registry name.", {
+    activeWhen: { ...A_FILTER, "rl.prompts_per_step": 4 },
+  }),
+  "filters.list.*.options": live("filters", "Options of this filter.", {
+    activeWhen: { "filters.list": [{ name: "starpo-variance", options: {} }] },
+  }),
   "filters.refill": live("filters", "When groups are dropped: none, resample or duplicate.", {
     ...opts(REFILL_MODES),
+    activeWhen: A_FILTER,
     paper: "DAPO 2503.14476; TAO-RL 2606.03762",
   }),
   "filters.max_gen_rounds": live("filters", "Cap on resample rounds (0 = no limit).", {
     min: 0,
     paper: "DAPO 2503.14476",
+    activeWhen: RESAMPLE,
   }),
-  "filters.oversample": live("filters", "Prompts rolled out per needed prompt (TAO-RL).", { min: 1 }),
+  "filters.oversample": live("filters", "Prompts rolled out per needed prompt (TAO-RL).", {
+    min: 1,
+    activeWhen: RESAMPLE,
+  }),
 
   "shaping.kind": restart("algorithm", "Entropy-guided advantage shaping on post-tool tokens.", {
     ...opts(SHAPING_NAMES),
+    activeWhen: CALLS_TOOLS,
     paper: "TAO-RL 2606.03762; 2506.14758",
   }),
-  "shaping.coef": live("algorithm", "tao-code coefficient c.", { min: 0, paper: "TAO-RL 2606.03762" }),
-  "shaping.restrict_to_post_tool": live("algorithm", "Shape only post-tool tokens."),
-  "shaping.detach_entropy": restart("algorithm", "Stop gradients through the entropy term."),
-  "shaping.fallback_all_tokens": live("algorithm", "Shape all tokens when no post-tool token exists."),
-  "shaping.alpha": live("algorithm", "tao-additive alpha.", { min: 0, paper: "2506.14758" }),
+  "shaping.coef": live("algorithm", "tao-code coefficient c.", {
+    min: 0,
+    paper: "TAO-RL 2606.03762",
+    activeWhen: { ...CALLS_TOOLS, ...TAO_CODE },
+  }),
+  "shaping.restrict_to_post_tool": live("algorithm", "Shape only post-tool tokens.", {
+    activeWhen: TAO_CODE,
+  }),
+  "shaping.detach_entropy": restart("algorithm", "Stop gradients through the entropy term.", {
+    activeWhen: { ...TAO_CODE, "shaping.restrict_to_post_tool": false },
+  }),
+  "shaping.fallback_all_tokens": live("algorithm", "Shape all tokens when no post-tool token exists.", {
+    activeWhen: TAO_CODE,
+  }),
+  "shaping.alpha": live("algorithm", "tao-additive alpha.", {
+    min: 0,
+    paper: "2506.14758",
+    activeWhen: TAO_ADDITIVE,
+  }),
   "shaping.kappa": live("algorithm", "tao-additive kappa (bonus <= |A|/kappa).", {
     min: 0,
     paper: "2506.14758",
+    activeWhen: TAO_ADDITIVE,
   }),
   "shaping.q_h": live("algorithm", "tao-additive: top fraction of post-tool tokens by entropy.", {
     min: 0,
     max: 1,
+    activeWhen: TAO_ADDITIVE,
   }),
 
   "sampling.temperature": live("sampling", "Sampling temperature (log-probs use the same).", {
@@ -309,11 +452,32 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "sampling.top_p": live("sampling", "Nucleus sampling (1 = off).", { min: 0, max: 1 }),
   "sampling.max_new_tokens": restart("sampling", "Maximum generated tokens per trajectory.", { min: 1 }),
 
-  "limits.max_tool_calls": live("limits", "Maximum tool calls per trajectory.", { min: 0 }),
-  "limits.max_tool_response_chars": live("limits", "Tool responses are cut (head+tail) to this.", { min: 1 }),
-  "limits.tool_timeout_s": live("limits", "Hard deadline per tool call (seconds).", { min: 0, max: 60 }),
-  "limits.memory_mb": live("limits", "Sandbox memory limit per call (MB).", { min: 0, max: 1024 }),
-  "limits.notice_on_exceeded": live("limits", "Inject a notice when the call budget runs out."),
+  "limits.max_tool_calls": live("limits", "Maximum tool calls per trajectory.", {
+    min: 0,
+    activeWhen: CALLS_TOOLS,
+  }),
+  "limits.max_tool_response_chars": live("limits", "Tool responses are cut (head+tail) to this.", {
+    min: 1,
+    activeWhen: CALLS_TOOLS,
+  }),
+  "limits.tool_timeout_s": live("limits", "Hard deadline per tool call (seconds).", {
+    min: 0,
+    max: 60,
+    activeWhen: {
+      "rewards.custom_js": "(x) => { const t = Date.now(); while (Date.now() - t < 30) {} return 1; }",
+    },
+  }),
+  "limits.memory_mb": live("limits", "Sandbox memory limit per call (MB).", {
+    min: 0,
+    max: 1024,
+    activeWhen: {
+      "rewards.custom_js":
+        "(x) => { const a = []; for (let i = 0; i < 100000; i++) a.push({ i }); return 1; }",
+    },
+  }),
+  "limits.notice_on_exceeded": live("limits", "Inject a notice when the call budget runs out.", {
+    activeWhen: { ...CALLS_TOOLS, "limits.max_tool_calls": 0 },
+  }),
 
   "stop.max_steps": live("run", "Stop after this many RL steps.", { min: 0 }),
   "stop.target": live("run", "Stop early when a metric reaches a value ({key, value} or null)."),

@@ -1,15 +1,21 @@
 // Version migrations for stored RunConfigs (IndexedDB runs, share links, run bundles).
 // Each step upgrades version k to k+1 on the raw JSON, before schema validation, so a
-// link made by an older lab still opens. Only v1 exists today; adding v2 means appending
-// one entry to MIGRATIONS and bumping CONFIG_VERSION. Tested by config/config.test.ts.
+// link made by an older lab still opens. Adding version k+1 means appending one entry to
+// MIGRATIONS, bumping CONFIG_VERSION, and freezing version k's defaults for links
+// (config/link.ts LINK_DEFAULTS). Tested by config/config.test.ts.
 import { CONFIG_VERSION, type ParseResult, validateRunConfig } from "./schema.ts";
 
 type Raw = Record<string, unknown>;
 
 /** MIGRATIONS[k] turns a version-k object into a version-(k+1) object. */
 export const MIGRATIONS: Record<number, (raw: Raw) => Raw> = {
-  // Example of the shape a future step takes:
-  // 1: (raw) => ({ ...raw, version: 2, rl: renameKey(raw.rl, "clip_eps", "clip_eps_low") }),
+  // 1 -> 2: task.split_version arrived (tasks/split.ts). A version-1 run was made with the
+  // raw-key split, so it keeps it and replays on the same held-out set.
+  1: (raw) => ({
+    ...raw,
+    version: 2,
+    task: { ...(isPlainObject(raw.task) ? raw.task : {}), split_version: 1 },
+  }),
 };
 
 export class ConfigVersionError extends Error {

@@ -18,6 +18,39 @@ export interface RecipeFile {
   /** Another recipe file (same folder) whose config this one starts from. */
   extends?: string;
   config: Record<string, unknown>;
+  /** What a claim arm changes against its baseline arm (checked by config/contrast.test.ts). */
+  contrast?: RecipeContrast;
+}
+
+/**
+ * A claim arm's declared contrast: the recipe file it is compared with, the config paths it
+ * changes (a path covers its subtree, e.g. "rewards.terms"), and why, when it changes more
+ * than the one knob the claim is about.
+ */
+export interface RecipeContrast {
+  baseline: string;
+  changes: string[];
+  why?: string;
+}
+
+function parseContrast(v: unknown, source: string): RecipeContrast | string {
+  if (!isObject(v)) return `${source}: "contrast" must be an object {baseline, changes, why?}`;
+  for (const k of Object.keys(v)) {
+    if (!["baseline", "changes", "why"].includes(k))
+      return `${source}: contrast: unknown field "${k}" (a contrast has baseline, changes, why)`;
+  }
+  if (typeof v.baseline !== "string" || !v.baseline)
+    return `${source}: contrast.baseline must name a recipe file`;
+  if (
+    !Array.isArray(v.changes) ||
+    v.changes.length === 0 ||
+    v.changes.some((c) => typeof c !== "string" || !c)
+  )
+    return `${source}: contrast.changes must be a non-empty list of config paths`;
+  if (v.why !== undefined && typeof v.why !== "string") return `${source}: contrast.why must be a string`;
+  if (v.changes.length > 1 && !v.why)
+    return `${source}: contrast changes ${v.changes.length} knobs; say why in contrast.why`;
+  return { baseline: v.baseline, changes: v.changes as string[], why: v.why as string | undefined };
 }
 
 export type RecipeParse = { ok: true; recipe: RecipeFile; config: RunConfig } | { ok: false; error: string };
@@ -35,18 +68,20 @@ export function parseRecipeFile(text: string, source: string, parent?: RunConfig
     return { ok: false, error: `${source}: not valid JSON (${(err as Error).message})` };
   }
   if (!isObject(raw)) return { ok: false, error: `${source}: a recipe must be a JSON object` };
-  const known = new Set(["name", "description", "base", "extends", "config"]);
+  const known = new Set(["name", "description", "base", "extends", "config", "contrast"]);
   for (const k of Object.keys(raw)) {
     if (!known.has(k))
       return {
         ok: false,
-        error: `${source}: unknown field "${k}" (a recipe has name, description, base, extends, config)`,
+        error: `${source}: unknown field "${k}" (a recipe has name, description, base, extends, config, contrast)`,
       };
   }
   if (typeof raw.name !== "string" || !raw.name)
     return { ok: false, error: `${source}: "name" must be a non-empty string` };
   if (raw.config !== undefined && !isObject(raw.config))
     return { ok: false, error: `${source}: "config" must be an object` };
+  const contrast = raw.contrast === undefined ? undefined : parseContrast(raw.contrast, source);
+  if (typeof contrast === "string") return { ok: false, error: contrast };
   if (raw.extends !== undefined && !parent) {
     return { ok: false, error: `${source}: "extends" needs the recipe to be loaded with loadRecipeFile` };
   }
@@ -71,6 +106,7 @@ export function parseRecipeFile(text: string, source: string, parent?: RunConfig
       base: raw.base as string | undefined,
       extends: raw.extends as string | undefined,
       config: (raw.config as Record<string, unknown>) ?? {},
+      ...(contrast ? { contrast } : {}),
     },
     config: parsed.config,
   };
@@ -106,4 +142,34 @@ export async function loadRecipeFile(
   const parent = await loadRecipeFile(parentFile, read, [...seen, file]);
   if (!parent.ok) return { ok: false, error: `${file}: extends ${parent.error}` };
   return parseRecipeFile(text, file, parent.config);
+}
+
+function leafValues(o: unknown, path: string, out: Map<string, string>): Map<string, string> {
+  if (isObject(o)) for (const [k, v] of Object.entries(o)) leafValues(v, path ? `${path}.${k}` : k, out);
+  else out.set(path, JSON.stringify(o));
+  return out;
+}
+
+/**
+ * What breaks a declared contrast between two resolved configs: every leaf that differs must
+ * lie under a declared path (arrays are leaves), and every declared path must differ somewhere.
+ * Empty when the arm changes exactly what it declares.
+ */
+export function contrastViolations(arm: unknown, baseline: unknown, changes: string[]): string[] {
+  const a = leafValues(arm, "", new Map());
+  const b = leafValues(baseline, "", new Map());
+  const under = (leaf: string, path: string) => leaf === path || leaf.startsWith(`${path}.`);
+  const differing = [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k));
+  const out: string[] = [];
+  for (const k of differing) {
+    if (!changes.some((c) => under(k, c)))
+      out.push(
+        `${k} differs from the baseline (${b.get(k)} -> ${a.get(k)}) but is not declared in contrast.changes`,
+      );
+  }
+  for (const c of changes) {
+    if (!differing.some((k) => under(k, c)))
+      out.push(`${c} is declared in contrast.changes but equals the baseline`);
+  }
+  return out;
 }

@@ -7,7 +7,7 @@
 // (`npx vitest run config/`).
 import { z } from "zod";
 
-export const CONFIG_VERSION = 1;
+export const CONFIG_VERSION = 2;
 
 // Numbers with messages that read well after the dotted path ("rl.clip_eps_low: must be <= 1").
 function num(opts: { min?: number; max?: number; gt?: number; lt?: number; int?: boolean } = {}) {
@@ -99,7 +99,9 @@ export const TaskSchema = z
     template: z.enum(["inline", "chatml-turns"]).default("inline"), // DESIGN: the measured demo uses inline
     eval_size: int(0).default(200), // held-out prompts per evaluation; lab choice
     eval_every: int(0).default(10), // evaluate every N RL steps (0 = only at step 0); lab choice
-    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket>
+    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)
+    split_version: z.union([z.literal(1), z.literal(2)]).default(2), // tasks/split.ts: 2 = canonical keys + dev side; configs of version 1 migrate to 1
+    dev_size: int(0).default(0), // dev prompts per evaluation (split version 2), reported as dev/*; lab choice (0 = off)
   })
   .strict();
 
@@ -292,6 +294,7 @@ export const RunConfigSchema = z
   .object({
     version: z.literal(CONFIG_VERSION, { error: `must be ${CONFIG_VERSION}` }).default(CONFIG_VERSION), // schema version; migrateConfig upgrades older ones
     seed: int(0, 2 ** 32 - 1).default(1234), // one seed for data, init and sampling; lab choice
+    seeds: int(1, 100).default(1), // run seed, seed+1, ..., seed+seeds-1 one after another (W&B-style group); lab choice
     model: ModelSchema.prefault({}),
     task: TaskSchema.prefault({}),
     sft: SftSchema.prefault({}),
@@ -302,7 +305,7 @@ export const RunConfigSchema = z
     sampling: SamplingSchema.prefault({}),
     limits: LimitsSchema.prefault({}),
     stop: StopSchema.prefault({}),
-    checkpoint_every: int(0).default(10), // checkpoint every N RL steps (0 = only at the end); lab choice
+    checkpoint_every: int(0).default(10), // checkpoint every N RL (and value-pretraining) steps, and at the end of each phase (0 = only there); lab choice
   })
   .strict()
   .superRefine((c, ctx) => {

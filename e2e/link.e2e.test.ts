@@ -29,7 +29,7 @@ describe("share links in the app", () => {
     });
     const hash = await encodeLink({
       config,
-      edits: [{ step: 1, path: "rl.lr", value: 0.001 }],
+      edits: [{ phase: "rl", step: 1, path: "rl.lr", value: 0.001 }],
       name: "tiny",
     });
     const page = await browser.newPage();
@@ -42,14 +42,14 @@ describe("share links in the app", () => {
     await page.getByTestId("link-replay").click();
     // The run starts: the URL then follows it (its config, re-encoded) and a share button appears.
     await page.getByTestId("share-link").waitFor({ timeout: 120_000 });
-    await page.waitForFunction(() => location.hash.startsWith("#run=v1."), null, { timeout: 120_000 });
+    await page.waitForFunction(() => location.hash.startsWith("#run=v2."), null, { timeout: 120_000 });
     await page.close();
   });
 
   for (const [what, mutate] of [
     ["truncated", (h: string) => h.slice(0, h.length - 12)],
     ["tampered", (h: string) => `${h.slice(0, -6)}${h.slice(-6) === "AAAAAA" ? "BBBBBB" : "AAAAAA"}`],
-    ["unknown version", (h: string) => h.replace("#run=v1.", "#run=v9.")],
+    ["unknown version", (h: string) => h.replace("#run=v2.", "#run=v9.")],
   ] as const) {
     it(`explains a ${what} link and keeps the page working`, async () => {
       const hash = await encodeLink({ config: defaultRunConfig(), edits: [], name: "x" });

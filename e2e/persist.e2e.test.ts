@@ -118,7 +118,7 @@ describe("RunStore in Chromium", () => {
         const run = await store.createRun({ name: "e2e run", config });
         for (const row of rows) await store.appendRow(run.id, row);
         for (const step of samples) await store.appendSamples(run.id, step);
-        await store.appendEdit(run.id, { step: 12, path: "rl.lr", value: 0.0001 });
+        await store.appendEdit(run.id, { phase: "rl", step: 12, path: "rl.lr", value: 0.0001 });
         await store.appendEvent(run.id, { step: 12, phase: "rl", kind: "edit", message: "rl.lr = 0.0001" });
         await store.appendEvent(run.id, { step: 17, phase: "rl", kind: "skipped", message: "nan" });
         for (const step of [5, 10, 15]) {
@@ -155,7 +155,7 @@ describe("RunStore in Chromium", () => {
     expect(back.summary).toMatchObject({ phase: "rl", step: 19, rows: 30 });
     expect(back.summary?.metrics["reward/mean"]).toBe(19 / 20);
     expect(back.sampleSteps).toEqual([15, 15, 16, 16, 17, 17, 18, 18, 19, 19]); // the last 5 steps
-    expect(back.edits).toEqual([{ step: 12, path: "rl.lr", value: 0.0001 }]);
+    expect(back.edits).toEqual([{ phase: "rl", step: 12, path: "rl.lr", value: 0.0001 }]);
     expect(back.events).toEqual(["edit", "skipped"]);
     expect(back.ck).toEqual({ phase: "rl", step: 15, first: 15, len: 1000 });
     expect(back.nCheckpoints).toBe(2); // the last two per run
@@ -206,7 +206,7 @@ describe("RunStore in Chromium", () => {
         const bad = await lab.decodeBundle(bytes.subarray(0, bytes.length - 9));
         const link = await lab.encodeLink({
           config,
-          edits: [{ step: 3, path: "rl.lr", value: 0.0002 }],
+          edits: [{ phase: "rl", step: 3, path: "rl.lr", value: 0.0002 }],
           name: "x",
         });
         const fromLink = await lab.decodeLink(`${location.origin}/${link}`);

@@ -57,6 +57,10 @@ const TINY =
 /** One decision per RunConfig field (dotted path; array elements as `*`). */
 export const FIELD_DECISIONS: Record<string, Decision> = {
   version: mapped("(header comment)", "the config schema version is named in config.yaml's header"),
+  seeds: unmapped(
+    "an export is one run with the run's first seed (data.seed); for N seeds, launch verl once per seed with data.seed=S",
+    (c) => c.seeds > 1,
+  ),
   seed: approx(
     "data.seed, actor.data_loader_seed",
     "the datasets are drawn with the lab's seed (same prompts in the same order); verl's sampling RNG (vLLM/SGLang) is its own",
@@ -92,6 +96,14 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     "verl renders turns with the model's own chat template and parses Hermes JSON calls; the code tool becomes a JSON function {code}; a malformed call is dropped by verl's parser (the lab answers it with an error and counts a failed call)",
   ),
   "task.eval_size": mapped("val.parquet", "the number of held-out rows"),
+  "task.split_version": mapped(
+    "train.parquet, val.parquet",
+    "the rows are drawn by the lab's own task code with the run's split (version 2: canonical keys, no repeated eval rows)",
+  ),
+  "task.dev_size": unmapped(
+    "verl validates on one set; the dev set (dev/*, for choosing stopping steps) is not exported",
+    (c) => c.task.dev_size > 0,
+  ),
   "task.eval_every": mapped(
     "trainer.test_freq",
     "0 (only before training) becomes -1 with trainer.val_before_train true",

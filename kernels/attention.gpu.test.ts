@@ -1,6 +1,7 @@
 // GPU tests: causal attention forward/backward vs reference.ts (T=7, head size 24, left- and
 // right-padded masks, large logits), determinism, and decode attention over a KV cache written
-// by kvCacheWrite, checked against the reference and against full attention at the last position.
+// by kvCacheWrite, checked against the reference and against full attention at the last position;
+// grouped-query attention (6 query heads over 2 or 1 key/value heads) forward, backward and decode.
 // Run: npx vitest run --project gpu kernels/attention
 import { beforeAll, describe, expect, it } from "vitest";
 import { attentionBackward, attentionForward, decodeAttention, kvCacheWrite } from "./attention";
@@ -16,16 +17,18 @@ async function attnCase(
   NH: number,
   mask: Uint32Array | null,
   qscale: number,
+  KVH = NH,
 ) {
-  const qkv = randn(B * T * 3 * C, 1);
-  for (let i = 0; i < B * T; i++) for (let c = 0; c < C; c++) qkv[i * 3 * C + c] *= qscale;
+  const row = C + (2 * KVH * C) / NH; // [q | k | v]
+  const qkv = randn(B * T * row, 1);
+  for (let i = 0; i < B * T; i++) for (let c = 0; c < C; c++) qkv[i * row + c] *= qscale;
   const dout = randn(B * T * C, 2);
   const out = new Float32Array(B * T * C);
   const lse = new Float32Array(B * NH * T);
-  R.attentionForwardRef(out, lse, qkv, mask, B, T, C, NH);
-  const dqkv = randn(B * T * 3 * C, 3);
+  R.attentionForwardRef(out, lse, qkv, mask, B, T, C, NH, KVH);
+  const dqkv = randn(B * T * row, 3);
   const gdqkv = rt.tensor(dqkv);
-  R.attentionBackwardRef(dqkv, dout, qkv, out, lse, mask, B, T, C, NH);
+  R.attentionBackwardRef(dqkv, dout, qkv, out, lse, mask, B, T, C, NH, KVH);
   const [gout, glse, gqkv, scratch] = [
     rt.tensor(B * T * C),
     rt.tensor(B * NH * T),
@@ -34,11 +37,11 @@ async function attnCase(
   ];
   const gmask = mask ? rt.tensor(mask) : null;
   const enc = rt.device.createCommandEncoder();
-  attentionForward(rt, enc, gout, glse, gqkv, gmask, B, T, C, NH);
-  attentionBackward(rt, enc, gdqkv, scratch, rt.tensor(dout), gqkv, gout, glse, gmask, B, T, C, NH);
+  attentionForward(rt, enc, gout, glse, gqkv, gmask, B, T, C, NH, KVH);
+  attentionBackward(rt, enc, gdqkv, scratch, rt.tensor(dout), gqkv, gout, glse, gmask, B, T, C, NH, KVH);
   rt.submit(enc);
   const hs = C / NH;
-  const k = Math.max(1, qscale);
+  const k = Math.max(1, qscale) * Math.sqrt(NH / KVH); // a kv head's gradient sums NH/KVH heads
   assertClose("attention out", await rt.read(gout), out, { atol: TOL.fwd.atol * Math.sqrt(T * hs) * k });
   assertClose("attention lse", await rt.read(glse), lse, { atol: TOL.fwd.atol * Math.sqrt(hs) * k });
   const got = await rt.read(gdqkv);
@@ -65,6 +68,62 @@ describe.each([false, true])("attention (unrolled %s)", (u) => {
     mask[0] = mask[1] = 0; // left padded sequence 0: its first two queries see no key
     mask[T + 5] = mask[T + 6] = 0; // right padded sequence 1
     await attnCase(await runtime(), 3, T, 48, 2, mask, 1);
+  });
+  it("grouped-query: 6 heads of 8 over 2 kv heads, padded; over 1 kv head", async () => {
+    const T = 7;
+    const mask = new Uint32Array(2 * T).fill(1);
+    mask[T + 6] = 0;
+    await attnCase(await runtime(), 2, T, 48, 6, mask, 1, 2);
+    await attnCase(await runtime(), 1, T, 48, 6, null, 1, 1);
+  });
+  it("grouped-query decode over a KV cache of 2 kv heads", async () => {
+    const rt = await runtime();
+    const [B, T, C, NH, KVH, Tmax] = [2, 5, 48, 6, 2, 8];
+    const KV = (KVH * C) / NH;
+    const row = C + 2 * KV;
+    const qkv = randn(B * T * row, 11);
+    const full = new Float32Array(B * T * C);
+    R.attentionForwardRef(full, new Float32Array(B * NH * T), qkv, null, B, T, C, NH, KVH);
+    const [kc, vc] = [rt.tensor(B * Tmax * KV), rt.tensor(B * Tmax * KV)];
+    const enc = rt.device.createCommandEncoder();
+    const rows = (t: number) => {
+      const r = new Float32Array(B * row);
+      for (let b = 0; b < B; b++) r.set(qkv.subarray((b * T + t) * row, (b * T + t + 1) * row), b * row);
+      return r;
+    };
+    for (let t = 0; t < T; t++) {
+      const slot = rt.tensor(new Uint32Array(B).fill(t));
+      kvCacheWrite(rt, enc, kc, vc, rt.tensor(rows(t)), slot, B, Tmax, C, NH, undefined, KVH);
+    }
+    const gout = rt.tensor(B * C);
+    const lens = rt.tensor(new Uint32Array(B).fill(T));
+    decodeAttention(
+      rt,
+      enc,
+      gout,
+      rt.tensor(rows(T - 1)),
+      kc,
+      vc,
+      lens,
+      null,
+      B,
+      Tmax,
+      C,
+      NH,
+      undefined,
+      KVH,
+    );
+    rt.submit(enc);
+    const atLast = new Float32Array(B * C);
+    for (let b = 0; b < B; b++) atLast.set(full.subarray((b * T + T - 1) * C, (b * T + T) * C), b * C);
+    assertClose("GQA decode vs full attention", await rt.read(gout), atLast, {
+      atol: TOL.fwd.atol * Math.sqrt(T * C),
+    });
+    const kcache = await rt.read(kc);
+    for (let b = 0; b < B; b++)
+      for (let t = 0; t < T; t++)
+        for (let c = 0; c < KV; c++)
+          expect(kcache[(b * Tmax + t) * KV + c]).toBe(qkv[(b * T + t) * row + C + c]);
   });
   it("large logits (q scaled by 30)", async () =>
     void (await attnCase(await runtime(), 2, 7, 48, 2, null, 30)));

@@ -1,5 +1,7 @@
-// Causal multi-head attention (forward, backward) over a packed qkv (B,T,3C), with an optional
-// key mask (B,T) for padded batches, plus single-token decode over a KV cache and the cache write.
+// Causal attention (forward, backward) over a packed qkv (B,T,C+2KV) = [q | k | v], with an
+// optional key mask (B,T) for padded batches, plus single-token decode over a KV cache and the
+// cache write. Grouped-query: C = NH*hs is the query (and output) width, KVH key/value heads of
+// the same size (KV = KVH*hs) each serve NH/KVH query heads; KVH defaults to NH (multi-head).
 // WGSL in attention.wgsl (on SwiftShader, `rt.unrolled`: forward, backward and decode unrolled per
 // head size by attention-gen.ts when it is a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
 
@@ -35,10 +37,21 @@ function trainShader(rt: Runtime, C: number, NH: number): string {
   return code;
 }
 
-function params(rt: Runtime, B: number, T: number, C: number, NH: number, mask: View | null, extra = 0) {
+function params(
+  rt: Runtime,
+  B: number,
+  T: number,
+  C: number,
+  NH: number,
+  mask: View | null,
+  extra: number,
+  KVH: number,
+) {
   const hs = C / NH;
   if (!Number.isInteger(hs) || hs > MAX_HEAD_SIZE)
     throw new Error(`head size ${hs} must be an integer <= ${MAX_HEAD_SIZE}`);
+  if (!Number.isInteger(KVH) || KVH <= 0 || NH % KVH !== 0)
+    throw new Error(`key/value heads ${KVH} must divide the ${NH} query heads`);
   return rt.uniform(
     packUniform([
       ["u32", B],
@@ -49,11 +62,12 @@ function params(rt: Runtime, B: number, T: number, C: number, NH: number, mask: 
       ["u32", mask ? 1 : 0],
       ["f32", 1 / Math.sqrt(hs)],
       ["u32", extra],
+      ["u32", KVH],
     ]),
   );
 }
 
-/** out (B,T,C), lse (B,NH,T) saved; qkv (B,T,3C); mask (B,T) uint32, 1 = real token, or null. */
+/** out (B,T,C), lse (B,NH,T) saved; qkv (B,T,C+2KV); mask (B,T) uint32, 1 = real token, or null. */
 export function attentionForward(
   rt: Runtime,
   rec: Recorder,
@@ -65,8 +79,9 @@ export function attentionForward(
   T: number,
   C: number,
   NH: number,
+  KVH = NH,
 ) {
-  const u = params(rt, B, T, C, NH, mask);
+  const u = params(rt, B, T, C, NH, mask, 0, KVH);
   const pipe = rt.pipeline(trainShader(rt, C, NH), "forward", { WG });
   rt.dispatch(
     rec,
@@ -77,7 +92,7 @@ export function attentionForward(
 }
 
 /**
- * dqkv (B,T,3C) += the gradient through attention. `scratch` holds (B,NH,T) floats (D = dout·out);
+ * dqkv (B,T,C+2KV) += the gradient through attention. `scratch` holds (B,NH,T) floats (D = dout·out);
  * its contents are overwritten. out and lse are the forward's.
  */
 export function attentionBackward(
@@ -94,28 +109,29 @@ export function attentionBackward(
   T: number,
   C: number,
   NH: number,
+  KVH = NH,
 ) {
-  const u = params(rt, B, T, C, NH, mask);
-  const groups: [number] = [Math.ceil((B * NH * T) / WG)];
+  const u = params(rt, B, T, C, NH, mask, 0, KVH);
   const m = mask ?? rt.dummy;
   rt.dispatch(
     rec,
     rt.pipeline(trainShader(rt, C, NH), "backward_query", { WG }),
     [dqkv, lse, qkv, m, dout, out, scratch, u],
-    groups,
+    [Math.ceil((B * NH * T) / WG)],
   );
+  // one thread per key of each kv head (it sums over the query heads that read it)
   rt.dispatch(
     rec,
     rt.pipeline(trainShader(rt, C, NH), "backward_key", { WG }),
     [dqkv, lse, qkv, m, dout, null, scratch, u],
-    groups,
+    [Math.ceil((B * KVH * T) / WG)],
   );
 }
 
 /**
  * One query per sequence over the cache: out (B,C); q = the first C columns of each (B,qStride)
- * row (qStride = 3C for a qkv row); kcache, vcache (B,Tmax,C); lens (B) uint32 = cache positions
- * to read (the current token included); mask (B,Tmax) uint32 or null for left-padded prompts.
+ * row (qStride defaults to C+2KV, a qkv row); kcache, vcache (B,Tmax,KV); lens (B) uint32 = cache
+ * positions to read (the current token included); mask (B,Tmax) uint32 or null for left-padded prompts.
  */
 export function decodeAttention(
   rt: Runtime,
@@ -130,9 +146,10 @@ export function decodeAttention(
   Tmax: number,
   C: number,
   NH: number,
-  qStride = 3 * C,
+  qStride?: number,
+  KVH = NH,
 ) {
-  const u = params(rt, B, Tmax, C, NH, mask, qStride);
+  const u = params(rt, B, Tmax, C, NH, mask, qStride ?? C + (2 * KVH * C) / NH, KVH);
   const hs = C / NH;
   let code = shader(C, NH);
   if (rt.unrolled && hs % 4 === 0) {
@@ -143,7 +160,10 @@ export function decodeAttention(
   rt.dispatch(rec, pipe, [out, q, kcache, vcache, lens, mask ?? rt.dummy, u], [Math.ceil((B * NH) / WG)]);
 }
 
-/** Writes each row's k (columns C..2C) and v (2C..3C) of kv (B,kvStride) into the caches at slot[b]. */
+/**
+ * Writes each row's k (columns C..C+KV) and v (C+KV..C+2KV) of kv (B,kvStride) into the caches
+ * (B,Tmax,KV) at slot[b]; C = NH*hs, KV = KVH*hs, kvStride defaults to C+2KV.
+ */
 export function kvCacheWrite(
   rt: Runtime,
   rec: Recorder,
@@ -155,13 +175,15 @@ export function kvCacheWrite(
   Tmax: number,
   C: number,
   NH: number,
-  kvStride = 3 * C,
+  kvStride?: number,
+  KVH = NH,
 ) {
-  const u = params(rt, B, Tmax, C, NH, null, kvStride);
+  const KV = (KVH * C) / NH;
+  const u = params(rt, B, Tmax, C, NH, null, kvStride ?? C + 2 * KV, KVH);
   rt.dispatch(
     rec,
     rt.pipeline(src, "kv_write", { WG }),
     [kcache, vcache, kv, slot, u],
-    [Math.ceil((B * C) / WG)],
+    [Math.ceil((B * KV) / WG)],
   );
 }

@@ -1,4 +1,6 @@
-// Causal multi-head attention over qkv (B,T,3C) = [q | k | v] per token, head size hs <= MAX_HS.
+// Causal attention over qkv (B,T,C+2KV) = [q (C = NH*hs) | k (KV = KVH*hs) | v (KV)] per token,
+// head size hs <= MAX_HS; grouped-query: query head h reads kv head h / (NH/KVH) (KVH = NH: plain
+// multi-head attention).
 // One thread per (b, h, query) with an online (fused) softmax; attention.ts rewrites MAX_HS to the
 // head size so per-thread arrays are no larger than needed. lse (B,NH,T) is saved for backward,
 // which recomputes probabilities: one pass per query writes dq and D = dout·out, one pass per key
@@ -6,11 +8,11 @@
 // mask (B,T): 1 = real token; a query sees keys j <= t with mask 1. A query with no key gets 0
 // and lse = LSE_EMPTY, which zeroes its backward. Reference: reference.ts attention*.
 
-struct P { B: u32, T: u32, C: u32, NH: u32, hs: u32, hasMask: u32, scale: f32 }
+struct P { B: u32, T: u32, C: u32, NH: u32, hs: u32, hasMask: u32, scale: f32, stride: u32, KVH: u32 }
 
-@group(0) @binding(0) var<storage, read_write> outp: array<f32>; // (B,T,C)   | dqkv in backward
+@group(0) @binding(0) var<storage, read_write> outp: array<f32>; // (B,T,C)   | dqkv in backward (B,T,C+2KV)
 @group(0) @binding(1) var<storage, read_write> lse: array<f32>;  // (B,NH,T)
-@group(0) @binding(2) var<storage, read_write> qkv: array<f32>;  // (B,T,3C)
+@group(0) @binding(2) var<storage, read_write> qkv: array<f32>;  // (B,T,C+2KV) = [q | k | v]
 @group(0) @binding(3) var<storage, read_write> mask: array<u32>; // (B,T)
 @group(0) @binding(4) var<storage, read_write> dout: array<f32>; // (B,T,C)
 @group(0) @binding(5) var<storage, read_write> fwdout: array<f32>; // (B,T,C) forward output
@@ -34,7 +36,9 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   let t = idx % p.T;
   let h = (idx / p.T) % p.NH;
   let b = idx / (p.T * p.NH);
-  let C3 = 3u * p.C;
+  let KV = p.KVH * p.hs;
+  let C3 = p.C + 2u * KV;
+  let kh = p.C + (h / (p.NH / p.KVH)) * p.hs; // this head's k column: kv head h / (NH/KVH)
   let qo = (b * p.T + t) * C3 + h * p.hs;
   var q: array<f32, MAX_HS>;
   var acc: array<f32, MAX_HS>;
@@ -43,14 +47,14 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   var l = 0.0;
   for (var j = 0u; j <= t; j++) {
     if (!visible(b, j)) { continue; }
-    let ko = (b * p.T + j) * C3 + p.C + h * p.hs;
+    let ko = (b * p.T + j) * C3 + kh;
     var s = 0.0;
     for (var d = 0u; d < p.hs; d++) { s = fma(q[d], qkv[ko + d], s); }
     let mn = max(m, s);
     let c = exp(m - mn);
     let e = exp(s - mn);
     l = l * c + e;
-    let vo = ko + p.C;
+    let vo = ko + KV;
     for (var d = 0u; d < p.hs; d++) { acc[d] = acc[d] * c + e * qkv[vo + d]; }
     m = mn;
   }
@@ -72,7 +76,9 @@ fn backward_query(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   let t = idx % p.T;
   let h = (idx / p.T) % p.NH;
   let b = idx / (p.T * p.NH);
-  let C3 = 3u * p.C;
+  let KV = p.KVH * p.hs;
+  let C3 = p.C + 2u * KV;
+  let kh = p.C + (h / (p.NH / p.KVH)) * p.hs; // this head's k column: kv head h / (NH/KVH)
   let qo = (b * p.T + t) * C3 + h * p.hs;
   let o = (b * p.T + t) * p.C + h * p.hs;
   var q: array<f32, MAX_HS>;
@@ -90,8 +96,8 @@ fn backward_query(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   if (L == LSE_EMPTY) { return; }
   for (var j = 0u; j <= t; j++) {
     if (!visible(b, j)) { continue; }
-    let ko = (b * p.T + j) * C3 + p.C + h * p.hs;
-    let vo = ko + p.C;
+    let ko = (b * p.T + j) * C3 + kh;
+    let vo = ko + KV;
     var s = 0.0;
     var dP = 0.0;
     for (var d = 0u; d < p.hs; d++) {
@@ -104,40 +110,45 @@ fn backward_query(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   for (var d = 0u; d < p.hs; d++) { outp[qo + d] += dq[d] * p.scale; }
 }
 
-// per key j: dv += sum_i P_ij dout_i, dk += scale * sum_i P_ij (dout_i·v_j - D_i) q_i
+// per key j of kv head g: dv += sum_h sum_i P_hij dout_hi, dk += scale * sum_h sum_i P_hij (dout_hi·v_j - D_hi) q_hi
+// over the NH/KVH query heads h that read kv head g; one thread per (b, g, j), the only writer of its dk, dv
 @compute @workgroup_size(WG)
 fn backward_key(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let idx = linear(wid, nwg, lid);
-  if (idx >= p.B * p.NH * p.T) { return; }
+  if (idx >= p.B * p.KVH * p.T) { return; }
   let j = idx % p.T;
-  let h = (idx / p.T) % p.NH;
-  let b = idx / (p.T * p.NH);
+  let g = (idx / p.T) % p.KVH;
+  let b = idx / (p.T * p.KVH);
   if (!visible(b, j)) { return; }
-  let C3 = 3u * p.C;
-  let ko = (b * p.T + j) * C3 + p.C + h * p.hs;
-  let vo = ko + p.C;
+  let KV = p.KVH * p.hs;
+  let C3 = p.C + 2u * KV;
+  let ko = (b * p.T + j) * C3 + p.C + g * p.hs;
+  let vo = ko + KV;
   var k: array<f32, MAX_HS>;
   var v: array<f32, MAX_HS>;
   var dk: array<f32, MAX_HS>;
   var dv: array<f32, MAX_HS>;
   for (var d = 0u; d < p.hs; d++) { k[d] = qkv[ko + d]; v[d] = qkv[vo + d]; dk[d] = 0.0; dv[d] = 0.0; }
-  let row = (b * p.NH + h) * p.T;
-  for (var i = j; i < p.T; i++) {
-    let L = lse[row + i];
-    if (L == LSE_EMPTY) { continue; }
-    let qo = (b * p.T + i) * C3 + h * p.hs;
-    let o = (b * p.T + i) * p.C + h * p.hs;
-    var s = 0.0;
-    var dP = 0.0;
-    for (var d = 0u; d < p.hs; d++) {
-      s = fma(qkv[qo + d] * p.scale, k[d], s);
-      dP = fma(dout[o + d], v[d], dP);
-    }
-    let P = exp(s - L);
-    let dS = P * (dP - dsum[row + i]);
-    for (var d = 0u; d < p.hs; d++) {
-      dv[d] = fma(P, dout[o + d], dv[d]);
-      dk[d] = fma(dS, qkv[qo + d], dk[d]);
+  let group = p.NH / p.KVH;
+  for (var h = g * group; h < (g + 1u) * group; h++) {
+    let row = (b * p.NH + h) * p.T;
+    for (var i = j; i < p.T; i++) {
+      let L = lse[row + i];
+      if (L == LSE_EMPTY) { continue; }
+      let qo = (b * p.T + i) * C3 + h * p.hs;
+      let o = (b * p.T + i) * p.C + h * p.hs;
+      var s = 0.0;
+      var dP = 0.0;
+      for (var d = 0u; d < p.hs; d++) {
+        s = fma(qkv[qo + d] * p.scale, k[d], s);
+        dP = fma(dout[o + d], v[d], dP);
+      }
+      let P = exp(s - L);
+      let dS = P * (dP - dsum[row + i]);
+      for (var d = 0u; d < p.hs; d++) {
+        dv[d] = fma(P, dout[o + d], dv[d]);
+        dk[d] = fma(dS, qkv[qo + d], dk[d]);
+      }
     }
   }
   for (var d = 0u; d < p.hs; d++) {
@@ -146,13 +157,13 @@ fn backward_key(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
   }
 }
 
-// ---- single-token decode over a KV cache (B,Tmax,C); one thread per (b, h)
-struct DP { B: u32, Tmax: u32, C: u32, NH: u32, hs: u32, hasMask: u32, scale: f32, qStride: u32 }
+// ---- single-token decode over a KV cache (B,Tmax,KV); one thread per (b, h)
+struct DP { B: u32, Tmax: u32, C: u32, NH: u32, hs: u32, hasMask: u32, scale: f32, qStride: u32, KVH: u32 }
 
 @group(0) @binding(0) var<storage, read_write> dec_out: array<f32>; // (B,C)
 @group(0) @binding(1) var<storage, read_write> dec_q: array<f32>;   // (B,qStride), q in the first C
-@group(0) @binding(2) var<storage, read_write> kcache: array<f32>;  // (B,Tmax,C)
-@group(0) @binding(3) var<storage, read_write> vcache: array<f32>;  // (B,Tmax,C)
+@group(0) @binding(2) var<storage, read_write> kcache: array<f32>;  // (B,Tmax,KV)
+@group(0) @binding(3) var<storage, read_write> vcache: array<f32>;  // (B,Tmax,KV)
 @group(0) @binding(4) var<storage, read_write> lens: array<u32>;    // (B)
 @group(0) @binding(5) var<storage, read_write> dec_mask: array<u32>; // (B,Tmax)
 @group(0) @binding(6) var<uniform> dp: DP;
@@ -171,7 +182,7 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   let n = min(lens[b], dp.Tmax);
   for (var j = 0u; j < n; j++) {
     if (dp.hasMask != 0u && dec_mask[b * dp.Tmax + j] == 0u) { continue; }
-    let ko = (b * dp.Tmax + j) * dp.C + h * dp.hs;
+    let ko = (b * dp.Tmax + j) * dp.KVH * dp.hs + (h / (dp.NH / dp.KVH)) * dp.hs;
     var s = 0.0;
     for (var d = 0u; d < dp.hs; d++) { s = fma(q[d], kcache[ko + d], s); }
     let mn = max(m, s);
@@ -186,9 +197,9 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
   for (var d = 0u; d < dp.hs; d++) { dec_out[o + d] = acc[d] * inv; }
 }
 
-// ---- copy each sequence's new k, v (from a (B,kvStride) row, k at column C, v at 2C) to slot pos[b]
-@group(0) @binding(0) var<storage, read_write> kdst: array<f32>;    // (B,Tmax,C)
-@group(0) @binding(1) var<storage, read_write> vdst: array<f32>;    // (B,Tmax,C)
+// ---- copy each sequence's new k, v (from a (B,kvStride) row, k at column C, v at C+KV) to slot pos[b]
+@group(0) @binding(0) var<storage, read_write> kdst: array<f32>;    // (B,Tmax,KV)
+@group(0) @binding(1) var<storage, read_write> vdst: array<f32>;    // (B,Tmax,KV)
 @group(0) @binding(2) var<storage, read_write> kvsrc: array<f32>;   // (B,kvStride)
 @group(0) @binding(3) var<storage, read_write> slot: array<u32>;    // (B)
 @group(0) @binding(4) var<uniform> kp: DP; // qStride = kvStride
@@ -196,12 +207,13 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
 @compute @workgroup_size(WG)
 fn kv_write(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let idx = linear(wid, nwg, lid);
-  if (idx >= kp.B * kp.C) { return; }
-  let c = idx % kp.C;
-  let b = idx / kp.C;
+  let KV = kp.KVH * kp.hs;
+  if (idx >= kp.B * KV) { return; }
+  let c = idx % KV;
+  let b = idx / KV;
   let t = slot[b];
   if (t >= kp.Tmax) { return; }
-  let dst = (b * kp.Tmax + t) * kp.C + c;
+  let dst = (b * kp.Tmax + t) * KV + c;
   kdst[dst] = kvsrc[b * kp.qStride + kp.C + c];
-  vdst[dst] = kvsrc[b * kp.qStride + 2u * kp.C + c];
+  vdst[dst] = kvsrc[b * kp.qStride + kp.C + KV + c];
 }

@@ -15,6 +15,7 @@ export * from "./matmul";
 export * from "./norm";
 export * from "./optim";
 export * from "./pointwise";
+export * from "./qknorm";
 export * from "./rope";
 export * from "./runtime";
 export * from "./sample";

@@ -1,4 +1,4 @@
-// LayerNorm and RMSNorm over the last axis of (N,C), eps 1e-5; forward saves mean/rstd (N) for
+// LayerNorm and RMSNorm over the last axis of (N,C), eps 1e-5 unless given (Qwen: 1e-6); forward saves mean/rstd (N) for
 // backward; backward adds into dinp, dweight, dbias. WGSL in norm.wgsl; references in
 // reference.ts; tested by ops.gpu.test.ts.
 import src from "./norm.wgsl?raw";
@@ -7,12 +7,12 @@ import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 64;
 
-function params(rt: Runtime, N: number, C: number) {
+function params(rt: Runtime, N: number, C: number, eps = NORM_EPS) {
   return rt.uniform(
     packUniform([
       ["u32", N],
       ["u32", C],
-      ["f32", NORM_EPS],
+      ["f32", eps],
     ]),
   );
 }
@@ -29,8 +29,9 @@ export function layernormForward(
   bias: View,
   N: number,
   C: number,
+  eps = NORM_EPS,
 ) {
-  const u = params(rt, N, C);
+  const u = params(rt, N, C, eps);
   rt.dispatch(
     rec,
     rt.pipeline(src, "layernorm_forward", { WG }),
@@ -76,8 +77,9 @@ export function rmsnormForward(
   weight: View,
   N: number,
   C: number,
+  eps = NORM_EPS,
 ) {
-  const u = params(rt, N, C);
+  const u = params(rt, N, C, eps);
   rt.dispatch(
     rec,
     rt.pipeline(src, "rmsnorm_forward", { WG }),

@@ -1,4 +1,4 @@
-// GPU tests: embedding, LayerNorm, RMSNorm, residual, GELU, SiLU, SwiGLU, fill/axpy, each forward
+// GPU tests: embedding, LayerNorm, RMSNorm (and its eps), Qwen3's q/k norm, residual, GELU, SiLU, SwiGLU, fill/axpy, each forward
 // and backward against reference.ts on odd shapes (N=45 rows, C=65/24), with extreme values, and
 // bit-identical on repeated runs. Run: npx vitest run --project gpu kernels/ops
 import { describe, expect, it } from "vitest";
@@ -16,6 +16,7 @@ import {
   swigluBackward,
   swigluForward,
 } from "./pointwise";
+import { qkNormBackward, qkNormForward, qkNormScratchSize } from "./qknorm";
 import * as R from "./reference";
 import type { Runtime, View } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randInt, randn, TOL } from "./testing";
@@ -104,6 +105,56 @@ describe("norms", () => {
     const rt = await gpuRuntime();
     expect(bitEqual(await normCase(rt, 45, 65, 0, false), await normCase(rt, 45, 65, 0, false))).toBe(true);
   });
+});
+
+describe("rmsnorm eps and the q/k norm", () => {
+  it("rmsnorm with eps 1e-6 on inputs of rms 1e-3 (eps matters)", async () => {
+    const rt = await gpuRuntime();
+    const [N, C] = [5, 24];
+    const inp = randn(N * C, 40, 1e-3);
+    const w = randn(C, 41);
+    const [out, rstd] = [new Float32Array(N * C), new Float32Array(N)];
+    R.rmsnormForwardRef(out, rstd, inp, w, N, C, 1e-6);
+    const [gout, grstd] = [rt.tensor(N * C), rt.tensor(N)];
+    await record(rt, (enc) => rmsnormForward(rt, enc, gout, grstd, rt.tensor(inp), rt.tensor(w), N, C, 1e-6));
+    assertClose("rstd eps 1e-6", await rt.read(grstd), rstd, { atol: 0, rtol: 1e-4 });
+    assertClose("out eps 1e-6", await rt.read(gout), out, { atol: TOL.fwd.atol, rtol: 1e-4 });
+  });
+
+  it.each([45, 300])(
+    "q/k norm: %i rows, 3 q heads and 2 k, v heads of 12, forward and backward",
+    async (N) => {
+      const rt = await gpuRuntime();
+      const s = { N, NH: 3, KVH: 2, hs: 12, eps: 1e-6 };
+      const W = (s.NH + 2 * s.KVH) * s.hs;
+      const inp = randn(s.N * W, 50);
+      const [qw, kw, dout] = [randn(s.hs, 51), randn(s.hs, 52), randn(s.N * W, 53)];
+      const [dinp, dqw, dkw] = [randn(s.N * W, 54), randn(s.hs, 55), randn(s.hs, 56)];
+      const [gdinp, gdqw, gdkw] = [rt.tensor(dinp), rt.tensor(dqw), rt.tensor(dkw)];
+      const out = new Float32Array(s.N * W);
+      const rstd = new Float32Array(s.N * (s.NH + s.KVH));
+      R.qkNormForwardRef(out, rstd, inp, qw, kw, s.N, s.NH, s.KVH, s.hs, s.eps);
+      R.qkNormBackwardRef(dinp, dqw, dkw, dout, inp, qw, kw, rstd, s.N, s.NH, s.KVH, s.hs);
+      const [gout, grstd, ginp, gqw, gkw] = [
+        rt.tensor(s.N * W),
+        rt.tensor(rstd.length),
+        rt.tensor(inp),
+        rt.tensor(qw),
+        rt.tensor(kw),
+      ];
+      await record(rt, (enc) => {
+        qkNormForward(rt, enc, gout, grstd, ginp, gqw, gkw, s);
+        const scratch = rt.tensor(qkNormScratchSize(s)); // 300 rows: 4 partial sums per weight
+        qkNormBackward(rt, enc, gdinp, gdqw, gdkw, rt.tensor(dout), ginp, gqw, gkw, grstd, scratch, s);
+      });
+      assertClose("qknorm out", await rt.read(gout), out, { atol: TOL.fwd.atol * Math.sqrt(s.hs) });
+      assertClose("qknorm rstd", await rt.read(grstd), rstd, { atol: TOL.fwd.atol });
+      assertClose("qknorm dinp", await rt.read(gdinp), dinp, { atol: TOL.grad.atol * Math.sqrt(s.hs) });
+      const rows = Math.sqrt(s.N * s.NH);
+      assertClose("qknorm dqw", await rt.read(gdqw), dqw, { atol: TOL.grad.atol * rows });
+      assertClose("qknorm dkw", await rt.read(gdkw), dkw, { atol: TOL.grad.atol * rows });
+    },
+  );
 });
 
 type Unary = (rt: Runtime, rec: GPUCommandEncoder, out: View, inp: View, n: number) => void;

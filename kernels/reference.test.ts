@@ -173,6 +173,47 @@ describe("reference backward vs float64 finite differences", () => {
     for (let c = C; c < 3 * C; c++) expect(d[c]).toBe(0);
   });
 
+  it("grouped-query attention (6 query heads over 2 kv heads)", () => {
+    const [B, T, C, NH, KVH] = [2, 5, 12, 6, 2];
+    const row = C + (2 * KVH * C) / NH;
+    const qkv = f64(randn(B * T * row, 5));
+    const dout = f64(randn(B * T * C, 6));
+    const fwd = () => {
+      const o = new Float64Array(B * T * C);
+      R.attentionForwardRef(o, new Float64Array(B * NH * T), qkv, null, B, T, C, NH, KVH);
+      return o;
+    };
+    const out = new Float64Array(B * T * C);
+    const lse = new Float64Array(B * NH * T);
+    R.attentionForwardRef(out, lse, qkv, null, B, T, C, NH, KVH);
+    const d = new Float64Array(B * T * row);
+    R.attentionBackwardRef(d, dout, qkv, out, lse, null, B, T, C, NH, KVH);
+    check("dqkv (GQA)", qkv, fwd, dout, d);
+  });
+
+  it("q/k norm (RMSNorm per head of q and k, v passed through)", () => {
+    const [N, NH, KVH, hs] = [3, 2, 1, 6];
+    const W = (NH + 2 * KVH) * hs;
+    const [inp, qw, kw, dout] = [
+      f64(randn(N * W, 7)),
+      f64(randn(hs, 8)),
+      f64(randn(hs, 9)),
+      f64(randn(N * W, 10)),
+    ];
+    const rstd = new Float64Array(N * (NH + KVH));
+    const fwd = () => {
+      const o = new Float64Array(N * W);
+      R.qkNormForwardRef(o, new Float64Array(N * (NH + KVH)), inp, qw, kw, N, NH, KVH, hs, 1e-6);
+      return o;
+    };
+    R.qkNormForwardRef(new Float64Array(N * W), rstd, inp, qw, kw, N, NH, KVH, hs, 1e-6);
+    const [di, dq, dk] = [new Float64Array(N * W), new Float64Array(hs), new Float64Array(hs)];
+    R.qkNormBackwardRef(di, dq, dk, dout, inp, qw, kw, rstd, N, NH, KVH, hs);
+    check("dinp", inp, fwd, dout, di);
+    check("dqw", qw, fwd, dout, dq);
+    check("dkw", kw, fwd, dout, dk);
+  });
+
   it("rope (in place on a strided q/k slice)", () => {
     const s = { N: 4, nHeads: 2, headDim: 6, rowStride: 20, colOffset: 3, base: 10000 };
     const pos = Uint32Array.from([0, 3, 7, 100]);

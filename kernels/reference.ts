@@ -1,6 +1,7 @@
 // CPU references for every kernel: the specification the WGSL must match. Plain loops over
 // Float32Array (or Float64Array, for the float64 finite-difference checks in reference.test.ts).
-// Shapes: B batch, T time, C channels, NH heads, hs = C/NH head size, V vocab, N = B*T rows.
+// Shapes: B batch, T time, C channels, NH heads, hs = C/NH head size, V vocab, N = B*T rows;
+// attention also KVH key/value heads (grouped-query), KV = KVH*hs.
 // Backward functions ADD into their gradient arrays (zeroing is the caller's step).
 // Tested by kernels/reference.test.ts (finite differences) and every kernels/*.gpu.test.ts; model/cpu.ts
 // is the whole network written with these functions (and tested against PyTorch).
@@ -160,7 +161,7 @@ export function embeddingBackwardRef(
 
 // ---------------------------------------------------------------- norms
 
-/** The eps the GPU norms use (the WGSL bakes it in); the CPU model takes config.normEps. */
+/** The norms' default eps (GPT-2's); the models pass config.normEps (Qwen: 1e-6). */
 export const NORM_EPS = 1e-5;
 
 /** LayerNorm over the last dim: out (N,C); saves mean (N) and rstd (N) for backward. */
@@ -333,9 +334,12 @@ export function siluBackwardRef(dinp: F, inp: F, dout: F, n: number) {
 export const LSE_EMPTY = 3.0e38;
 
 /**
- * Causal multi-head attention. qkv (B,T,3C) holds [q | k | v] per token; out (B,T,C); lse (B,NH,T)
- * is saved for backward. mask (B,T), 1 = real token: query t sees keys j <= t with mask 1 (left or
- * right padding). A query with no visible key outputs 0.
+ * Causal attention with grouped-query heads. C = NH*hs is the width of q and of out; each of the
+ * KVH key/value heads (KVH divides NH; KVH = NH is plain multi-head attention) serves NH/KVH
+ * consecutive query heads: query head h reads kv head h / (NH/KVH). qkv (B,T,C+2KV) holds
+ * [q (C) | k (KV) | v (KV)] per token, KV = KVH*hs; out (B,T,C); lse (B,NH,T) is saved for backward.
+ * mask (B,T), 1 = real token: query t sees keys j <= t with mask 1 (left or right padding). A
+ * query with no visible key outputs 0.
  */
 export function attentionForwardRef(
   out: F,
@@ -346,18 +350,23 @@ export function attentionForwardRef(
   T: number,
   C: number,
   NH: number,
+  KVH = NH,
 ) {
   const hs = C / NH;
+  const KV = KVH * hs;
+  const row = C + 2 * KV;
+  const group = NH / KVH;
   const scale = 1 / Math.sqrt(hs);
   const s = new Float64Array(T);
   for (let b = 0; b < B; b++)
     for (let h = 0; h < NH; h++)
       for (let t = 0; t < T; t++) {
-        const q = (b * T + t) * 3 * C + h * hs;
+        const q = (b * T + t) * row + h * hs;
+        const kh = C + Math.floor(h / group) * hs; // column of this head's k in a row
         let mx = -Infinity;
         for (let j = 0; j <= t; j++) {
           if (mask && !mask[b * T + j]) continue;
-          const k = (b * T + j) * 3 * C + C + h * hs;
+          const k = (b * T + j) * row + kh;
           let dot = 0;
           for (let d = 0; d < hs; d++) dot += qkv[q + d] * qkv[k + d];
           s[j] = dot * scale;
@@ -374,13 +383,14 @@ export function attentionForwardRef(
         for (let j = 0; j <= t; j++) {
           if (mask && !mask[b * T + j]) continue;
           const p = Math.exp(s[j] - mx) / sum;
-          const v = (b * T + j) * 3 * C + 2 * C + h * hs;
+          const v = (b * T + j) * row + kh + KV;
           for (let d = 0; d < hs; d++) out[o + d] += p * qkv[v + d];
         }
         lse[(b * NH + h) * T + t] = mx + Math.log(sum);
       }
 }
 
+/** dqkv (B,T,C+2KV) += the gradient through attentionForwardRef; out and lse are the forward's. */
 export function attentionBackwardRef(
   dqkv: F,
   dout: F,
@@ -392,22 +402,27 @@ export function attentionBackwardRef(
   T: number,
   C: number,
   NH: number,
+  KVH = NH,
 ) {
   const hs = C / NH;
+  const KV = KVH * hs;
+  const row = C + 2 * KV;
+  const group = NH / KVH;
   const scale = 1 / Math.sqrt(hs);
   for (let b = 0; b < B; b++)
     for (let h = 0; h < NH; h++)
       for (let t = 0; t < T; t++) {
         const L = lse[(b * NH + h) * T + t];
         if (L === LSE_EMPTY) continue;
-        const q = (b * T + t) * 3 * C + h * hs;
+        const q = (b * T + t) * row + h * hs;
         const o = (b * T + t) * C + h * hs;
+        const kh = C + Math.floor(h / group) * hs;
         let D = 0;
         for (let d = 0; d < hs; d++) D += dout[o + d] * out[o + d];
         for (let j = 0; j <= t; j++) {
           if (mask && !mask[b * T + j]) continue;
-          const k = (b * T + j) * 3 * C + C + h * hs;
-          const v = k + C;
+          const k = (b * T + j) * row + kh;
+          const v = k + KV;
           let dot = 0;
           let dP = 0;
           for (let d = 0; d < hs; d++) {
@@ -426,9 +441,10 @@ export function attentionBackwardRef(
 }
 
 /**
- * One new query per sequence over a KV cache: q is row b of a (B, qStride) buffer (the first C
- * columns; qStride = 3C when it is the qkv row), kcache/vcache (B,Tmax,C), lens (B) valid cache
- * positions (the current token's k,v included), mask (B,Tmax) optional. out (B,C).
+ * One new query per sequence over a KV cache: q is row b of a (B, qStride) buffer (the first C =
+ * NH*hs columns; qStride = C+2KV when it is the qkv row), kcache/vcache (B,Tmax,KV) with KV =
+ * KVH*hs, lens (B) valid cache positions (the current token's k,v included), mask (B,Tmax)
+ * optional. Query head h reads cache head h / (NH/KVH). out (B,C).
  */
 export function decodeAttentionRef(
   out: F,
@@ -442,11 +458,15 @@ export function decodeAttentionRef(
   C: number,
   NH: number,
   qStride: number,
+  KVH = NH,
 ) {
   const hs = C / NH;
+  const KV = KVH * hs;
+  const group = NH / KVH;
   const scale = 1 / Math.sqrt(hs);
   for (let b = 0; b < B; b++)
     for (let h = 0; h < NH; h++) {
+      const kh = Math.floor(h / group) * hs;
       const s: number[] = [];
       let mx = -Infinity;
       for (let j = 0; j < lens[b]; j++) {
@@ -456,7 +476,7 @@ export function decodeAttentionRef(
         }
         let dot = 0;
         for (let d = 0; d < hs; d++)
-          dot += q[b * qStride + h * hs + d] * kcache[(b * Tmax + j) * C + h * hs + d];
+          dot += q[b * qStride + h * hs + d] * kcache[(b * Tmax + j) * KV + kh + d];
         s.push(dot * scale);
         mx = Math.max(mx, dot * scale);
       }
@@ -467,7 +487,79 @@ export function decodeAttentionRef(
       for (const x of s) sum += Math.exp(x - mx);
       for (let j = 0; j < s.length; j++) {
         const p = Math.exp(s[j] - mx) / sum;
-        for (let d = 0; d < hs; d++) out[o + d] += p * vcache[(b * Tmax + j) * C + h * hs + d];
+        for (let d = 0; d < hs; d++) out[o + d] += p * vcache[(b * Tmax + j) * KV + kh + d];
+      }
+    }
+}
+
+// ---------------------------------------------------------------- q/k norm (Qwen3)
+
+/**
+ * RMSNorm over each head's hs values of q and k inside a qkv row (N, (NH+2KVH)*hs) = [q heads |
+ * k heads | v heads]: q heads are scaled by qw (hs), k heads by kw (hs), v heads copied. out has
+ * the same shape; rstd (N, NH+KVH) is saved for backward.
+ */
+export function qkNormForwardRef(
+  out: F,
+  rstd: F,
+  inp: F,
+  qw: F,
+  kw: F,
+  N: number,
+  NH: number,
+  KVH: number,
+  hs: number,
+  eps = NORM_EPS,
+) {
+  const heads = NH + 2 * KVH;
+  for (let n = 0; n < N; n++)
+    for (let h = 0; h < heads; h++) {
+      const x = (n * heads + h) * hs;
+      if (h >= NH + KVH) {
+        for (let d = 0; d < hs; d++) out[x + d] = inp[x + d];
+        continue;
+      }
+      const w = h < NH ? qw : kw;
+      let ss = 0;
+      for (let d = 0; d < hs; d++) ss += inp[x + d] * inp[x + d];
+      const r = 1 / Math.sqrt(ss / hs + eps);
+      for (let d = 0; d < hs; d++) out[x + d] = inp[x + d] * r * w[d];
+      rstd[n * (NH + KVH) + h] = r;
+    }
+}
+
+/** dinp += the gradient through qkNormForwardRef (v heads pass it through), dqw and dkw (hs) += theirs. */
+export function qkNormBackwardRef(
+  dinp: F,
+  dqw: F,
+  dkw: F,
+  dout: F,
+  inp: F,
+  qw: F,
+  kw: F,
+  rstd: F,
+  N: number,
+  NH: number,
+  KVH: number,
+  hs: number,
+) {
+  const heads = NH + 2 * KVH;
+  for (let n = 0; n < N; n++)
+    for (let h = 0; h < heads; h++) {
+      const x = (n * heads + h) * hs;
+      if (h >= NH + KVH) {
+        for (let d = 0; d < hs; d++) dinp[x + d] += dout[x + d];
+        continue;
+      }
+      const [w, dw] = h < NH ? [qw, dqw] : [kw, dkw];
+      const r = rstd[n * (NH + KVH) + h];
+      let dot = 0; // mean over d of dnorm * norm
+      for (let d = 0; d < hs; d++) dot += w[d] * dout[x + d] * inp[x + d] * r;
+      dot /= hs;
+      for (let d = 0; d < hs; d++) {
+        const norm = inp[x + d] * r;
+        dw[d] += norm * dout[x + d];
+        dinp[x + d] += (w[d] * dout[x + d] - norm * dot) * r;
       }
     }
 }

@@ -9,6 +9,7 @@ struct P { N: u32, nHeads: u32, headDim: u32, rowStride: u32, colOffset: u32, ba
 @group(0) @binding(2) var<uniform> p: P;
 
 override WG: u32 = 64;
+const TWO_PI = 6.283185307179586;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
@@ -19,8 +20,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let h = (idx / half) % p.nHeads;
   let n = idx / (half * p.nHeads);
   let theta = f32(pos[n]) * pow(p.base, -2.0 * f32(i) / f32(p.headDim));
-  let c = cos(theta);
-  let s = p.sign * sin(theta);
+  // reduced to [-pi, pi] first: WGSL's sin/cos promise their accuracy only there, and positions
+  // of real contexts (thousands) give angles of thousands of radians
+  let r = theta - TWO_PI * round(theta / TWO_PI);
+  let c = cos(r);
+  let s = p.sign * sin(r);
   let a = n * p.rowStride + p.colOffset + h * p.headDim + i;
   let x0 = x[a];
   let x1 = x[a + half];

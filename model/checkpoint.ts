@@ -3,7 +3,7 @@
 //   8-byte little-endian header length | JSON header | raw little-endian F32 data.
 // The header names each tensor of the layout ({dtype: "F32", shape, data_offsets: [begin,
 // end)} relative to the data), plus "optim.m.<name>" / "optim.v.<name>" when optimizer state
-// is saved, and __metadata__ (string values only, per the format): the model config as
+// is saved, "ref.<name>" when a run's frozen KL reference is saved with it, and __metadata__ (string values only, per the format): the model config as
 // JSON, the optimizer step, and a format tag. The gaps of the flat buffer are not stored.
 // With LoRA (config.lora.rank > 0) the adapter is "lora.<name>" (model/lora.ts layout) and the
 // moments are those of the adapter ("optim.m.lora.<name>"): the base is frozen.
@@ -22,6 +22,8 @@ export interface Checkpoint {
   adapter?: Float32Array;
   /** Moments of the trained parameters: the layout's, or the adapter's with LoRA. */
   optimizer?: OptimizerState;
+  /** The frozen reference policy's weights (a run's KL reference), same layout. */
+  reference?: Float32Array;
   /** Extra string metadata (run id, step, ...). */
   metadata?: Record<string, string>;
 }
@@ -59,6 +61,7 @@ export function saveCheckpoint(ck: Checkpoint): Uint8Array {
   if (lora && ck.adapter) sources.push(["", ck.adapter, lora]);
   if (ck.optimizer)
     sources.push(["optim.m.", ck.optimizer.m, trained], ["optim.v.", ck.optimizer.v, trained]);
+  if (ck.reference) sources.push(["ref.", ck.reference, base]);
   const header: Record<string, HeaderEntry | Record<string, string>> = {};
   header.__metadata__ = {
     ...ck.metadata,
@@ -124,14 +127,17 @@ export function loadCheckpoint(bytes: Uint8Array): Checkpoint {
     throw new Error(`checkpoint has LoRA in its config but lacks tensor ${lora.tensors[0].name}`);
   const m = read("optim.m.", lora ?? base);
   const v = read("optim.v.", lora ?? base);
+  const reference = read("ref.", base);
   const { format: _f, config: _c, optimizer_step, ...rest } = meta;
-  return {
+  const out: Checkpoint = {
     config,
     weights,
     ...(adapter ? { adapter } : {}),
     optimizer: m && v ? { m, v, step: Number(optimizer_step ?? 0) } : undefined,
     metadata: rest,
   };
+  if (reference) out.reference = reference;
+  return out;
 }
 
 function readFlat(

@@ -3,8 +3,13 @@
 // table (llm.c ParameterTensors). Every tensor starts at a multiple of 64 floats (256 bytes)
 // so a GPU storage binding can point straight at it. Gradients and the Adam moments use the
 // same layout in buffers of the same size; the gaps between tensors stay zero.
+// The same object describes the lab's tiny GPT-style models and the Llama family read from a
+// Hugging Face config.json (model/hf.ts): grouped-query attention, a head size of its own,
+// per-head q/k norms and which linears carry biases are options of the one network.
 // Also the GPT-2 style seeded initialisation and the seeded PRNG it uses.
 // Tested by model/config.test.ts (layout) and through every model test.
+
+import type { RunConfig } from "../config";
 import type { LoraConfig } from "./lora";
 import { VOCAB_SIZE } from "./tokenizer";
 
@@ -13,8 +18,12 @@ export interface ModelConfig {
   layers: number;
   /** Width of the residual stream (C). Demo: 128. */
   dModel: number;
-  /** Attention heads (NH); dModel must divide by it. Demo: 4 (head size 32). */
+  /** Attention (query) heads (NH); with headDim 0, dModel must divide by it. Demo: 4 (head size 32). */
   heads: number;
+  /** Key/value heads (KVH) of grouped-query attention; heads must divide by it. 0: one per head. */
+  kvHeads: number;
+  /** Head size (hs); q is NH*hs wide, k and v KVH*hs. 0: dModel/heads (Qwen3 sets 128 at width 1024). */
+  headDim: number;
   /** Longest sequence the model sees (positions 0..context-1). Demo: 128. */
   context: number;
   /** Vocabulary size (V). Demo: the tokenizer's 107. */
@@ -23,8 +32,18 @@ export interface ModelConfig {
   norm: "layernorm" | "rmsnorm";
   /** "gelu" (GPT-2: fc -> GELU(tanh) -> proj) or "swiglu" (silu(gate) * up -> proj). Demo: gelu. */
   mlp: "gelu" | "swiglu";
-  /** Hidden width of the MLP as a multiple of dModel. Demo: 4. */
+  /** Hidden width of the MLP as a multiple of dModel (used when mlpSize is 0). Demo: 4. */
   mlpRatio: number;
+  /** Hidden width of the MLP (H) in units, overriding mlpRatio (HF intermediate_size). 0: mlpRatio*dModel. */
+  mlpSize: number;
+  /** Biases on the q, k and v projections (GPT-2 and Qwen2: yes; Llama, Qwen3: no). Demo: true. */
+  qkvBias: boolean;
+  /** A bias on the attention output projection. Demo: true. */
+  projBias: boolean;
+  /** Biases on the MLP's linears (fc and its projection). Demo: true. */
+  mlpBias: boolean;
+  /** RMSNorm over the head dimension of q and k, before RoPE, weights (hs) per part (Qwen3). Demo: false. */
+  qkNorm: boolean;
   /** "learned" (a wpe table, GPT-2) or "rope" (rotary on q and k, no table). Demo: learned. */
   positional: "learned" | "rope";
   /** The LM head reuses the token embedding (wte). Demo: true. */
@@ -37,17 +56,26 @@ export interface ModelConfig {
   ropeTheta: number;
   /** LoRA adapters on the frozen base (model/lora.ts); rank 0: full fine-tuning. Demo: off. */
   lora: LoraConfig;
+  /** Std of the normal initialisation (GPT-2: 0.02); the residual projections get initStd/sqrt(2L). */
+  initStd: number;
 }
 
 export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   layers: 3,
   dModel: 128,
   heads: 4,
+  kvHeads: 0,
+  headDim: 0,
   context: 128,
   vocab: VOCAB_SIZE,
   norm: "layernorm",
   mlp: "gelu",
   mlpRatio: 4,
+  mlpSize: 0,
+  qkvBias: true,
+  projBias: true,
+  mlpBias: true,
+  qkNorm: false,
   positional: "learned",
   tiedEmbeddings: true,
   valueHead: false,
@@ -58,7 +86,34 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
     alpha: 16,
     targets: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
   },
+  initStd: 0.02,
 };
+
+/** A run's model: RunConfig.model with the lab's tokenizer and a value head for GAE. */
+export function modelConfigOf(c: RunConfig): ModelConfig {
+  return modelConfig({
+    layers: c.model.layers,
+    dModel: c.model.d_model,
+    heads: c.model.heads,
+    context: c.model.context,
+    vocab: VOCAB_SIZE,
+    norm: c.model.norm,
+    mlp: c.model.mlp,
+    positional: c.model.positional,
+    tiedEmbeddings: c.model.tied_embeddings,
+    valueHead: c.rl.advantage === "gae",
+    initStd: c.model.init_std,
+    lora: {
+      rank: c.model.lora.rank,
+      alpha: c.model.lora.alpha,
+      // all-linear: every projection this model has (a gelu MLP has no gate)
+      targets:
+        c.model.lora.targets === "all-linear"
+          ? DEFAULT_MODEL_CONFIG.lora.targets.filter((t) => t !== "gate_proj" || c.model.mlp === "swiglu")
+          : [...c.model.lora.targets],
+    },
+  });
+}
 
 export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
   const c = { ...DEFAULT_MODEL_CONFIG, ...overrides };
@@ -68,17 +123,40 @@ export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
     if (!Number.isInteger(c[k]) || c[k] <= 0)
       throw new Error(`ModelConfig.${k} must be a positive integer, got ${c[k]}`);
   }
-  if (c.dModel % c.heads !== 0)
+  for (const k of ["kvHeads", "headDim", "mlpSize"] as const) {
+    if (!Number.isInteger(c[k]) || c[k] < 0)
+      throw new Error(`ModelConfig.${k} must be a non-negative integer (0: the default), got ${c[k]}`);
+  }
+  if (c.headDim === 0 && c.dModel % c.heads !== 0)
     throw new Error(`ModelConfig.dModel (${c.dModel}) must divide by heads (${c.heads})`);
-  if (c.positional === "rope" && (c.dModel / c.heads) % 2 !== 0) {
-    throw new Error(`rope needs an even head size, got ${c.dModel / c.heads}`);
+  const { NH, KVH, hs } = attnDims(c);
+  if (NH % KVH !== 0) throw new Error(`ModelConfig.heads (${NH}) must divide by kvHeads (${KVH})`);
+  if (c.positional === "rope" && hs % 2 !== 0) {
+    throw new Error(`rope needs an even head size, got ${hs}`);
   }
   return c;
 }
 
 /** Hidden width of the MLP (H); swiglu's fc holds gate and up stacked, 2H rows. */
 export function mlpHidden(c: ModelConfig): number {
-  return c.dModel * c.mlpRatio;
+  return c.mlpSize > 0 ? c.mlpSize : c.dModel * c.mlpRatio;
+}
+
+/** Attention sizes: NH query heads, KVH key/value heads, hs head size; Q = NH*hs, KV = KVH*hs, QKV = Q + 2KV. */
+export interface AttnDims {
+  NH: number;
+  KVH: number;
+  hs: number;
+  Q: number;
+  KV: number;
+  QKV: number;
+}
+
+export function attnDims(c: ModelConfig): AttnDims {
+  const NH = c.heads;
+  const KVH = c.kvHeads > 0 ? c.kvHeads : NH;
+  const hs = c.headDim > 0 ? c.headDim : c.dModel / NH;
+  return { NH, KVH, hs, Q: NH * hs, KV: KVH * hs, QKV: (NH + 2 * KVH) * hs };
 }
 
 export const ALIGN_FLOATS = 64; // 256 bytes: minStorageBufferOffsetAlignment
@@ -91,19 +169,22 @@ export interface TensorSpec {
   size: number;
 }
 
+// -1 marks a tensor the config does not have.
 export interface LayerOffsets {
   ln1w: number;
   ln1b: number; // -1 with rmsnorm
-  qkvw: number; // (3C, C)
-  qkvb: number; // (3C)
-  projw: number; // (C, C)
-  projb: number; // (C)
+  qkvw: number; // (QKV, C): rows [0,Q) q, [Q,Q+KV) k, [Q+KV,QKV) v
+  qkvb: number; // (QKV) or -1
+  qnormw: number; // (hs) or -1 (qkNorm)
+  knormw: number; // (hs) or -1
+  projw: number; // (C, Q)
+  projb: number; // (C) or -1
   ln2w: number;
   ln2b: number;
   fcw: number; // (H, C) gelu, (2H, C) swiglu: rows [0,H) gate, [H,2H) up
-  fcb: number;
+  fcb: number; // or -1
   fcprojw: number; // (C, H)
-  fcprojb: number; // (C)
+  fcprojb: number; // (C) or -1
 }
 
 export interface ParamLayout {
@@ -123,20 +204,22 @@ export interface ParamLayout {
   valueb: number; // (1) or -1
 }
 
-/** One layer's tensors as views of type T (null where the config has none: rmsnorm biases). */
+/** One layer's tensors as views of type T (null where the config has none: rmsnorm or linear biases, q/k norms). */
 export interface LayerTensors<T> {
   ln1w: T;
   ln1b: T | null;
   qkvw: T;
-  qkvb: T;
+  qkvb: T | null;
+  qnormw: T | null;
+  knormw: T | null;
   projw: T;
-  projb: T;
+  projb: T | null;
   ln2w: T;
   ln2b: T | null;
   fcw: T;
-  fcb: T;
+  fcb: T | null;
   fcprojw: T;
-  fcprojb: T;
+  fcprojb: T | null;
 }
 
 /** Every tensor of the layout as a view of type T: the CPU model's subarrays, the GPU model's buffer views. */
@@ -170,15 +253,17 @@ export function paramTensors<T>(
       ln1w: req(o.ln1w),
       ln1b: opt(o.ln1b),
       qkvw: req(o.qkvw),
-      qkvb: req(o.qkvb),
+      qkvb: opt(o.qkvb),
+      qnormw: opt(o.qnormw),
+      knormw: opt(o.knormw),
       projw: req(o.projw),
-      projb: req(o.projb),
+      projb: opt(o.projb),
       ln2w: req(o.ln2w),
       ln2b: opt(o.ln2b),
       fcw: req(o.fcw),
-      fcb: req(o.fcb),
+      fcb: opt(o.fcb),
       fcprojw: req(o.fcprojw),
-      fcprojb: req(o.fcprojb),
+      fcprojb: opt(o.fcprojb),
     })),
     lnfw: req(layout.lnfw),
     lnfb: opt(layout.lnfb),
@@ -188,10 +273,12 @@ export function paramTensors<T>(
   };
 }
 
-// Names follow nanoGPT's state dict so checkpoints read naturally next to PyTorch's.
+// Names follow nanoGPT's state dict so checkpoints read naturally next to PyTorch's; model/hf.ts
+// maps Hugging Face names onto them (q, k, v stacked into c_attn, gate and up into c_fc).
 export function paramLayout(c: ModelConfig): ParamLayout {
   const C = c.dModel;
   const H = mlpHidden(c);
+  const { hs, Q, QKV } = attnDims(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const tensors: TensorSpec[] = [];
   let offset = 0;
@@ -211,16 +298,18 @@ export function paramLayout(c: ModelConfig): ParamLayout {
     layers.push({
       ln1w: add(`${p}ln_1.weight`, [C]),
       ln1b: hasBias ? add(`${p}ln_1.bias`, [C]) : -1,
-      qkvw: add(`${p}attn.c_attn.weight`, [3 * C, C]),
-      qkvb: add(`${p}attn.c_attn.bias`, [3 * C]),
-      projw: add(`${p}attn.c_proj.weight`, [C, C]),
-      projb: add(`${p}attn.c_proj.bias`, [C]),
+      qkvw: add(`${p}attn.c_attn.weight`, [QKV, C]),
+      qkvb: c.qkvBias ? add(`${p}attn.c_attn.bias`, [QKV]) : -1,
+      qnormw: c.qkNorm ? add(`${p}attn.q_norm.weight`, [hs]) : -1,
+      knormw: c.qkNorm ? add(`${p}attn.k_norm.weight`, [hs]) : -1,
+      projw: add(`${p}attn.c_proj.weight`, [C, Q]),
+      projb: c.projBias ? add(`${p}attn.c_proj.bias`, [C]) : -1,
       ln2w: add(`${p}ln_2.weight`, [C]),
       ln2b: hasBias ? add(`${p}ln_2.bias`, [C]) : -1,
       fcw: add(`${p}mlp.c_fc.weight`, [fcRows, C]),
-      fcb: add(`${p}mlp.c_fc.bias`, [fcRows]),
+      fcb: c.mlpBias ? add(`${p}mlp.c_fc.bias`, [fcRows]) : -1,
       fcprojw: add(`${p}mlp.c_proj.weight`, [C, H]),
-      fcprojb: add(`${p}mlp.c_proj.bias`, [C]),
+      fcprojb: c.mlpBias ? add(`${p}mlp.c_proj.bias`, [C]) : -1,
     });
   }
   const lnfw = add("ln_f.weight", [C]);
@@ -265,23 +354,23 @@ export function gaussian(uniform: () => number): () => number {
 }
 
 /**
- * GPT-2 initialisation: weights N(0, 0.02), the two residual projections per block
- * N(0, 0.02/sqrt(2L)) so the residual stream's variance does not grow with depth,
+ * GPT-2 initialisation: weights N(0, initStd) (GPT-2: 0.02, model.init_std), the two residual
+ * projections per block N(0, initStd/sqrt(2L)) so the residual stream's variance does not grow with depth,
  * biases 0, norm weights 1. The value head starts at 0 (value 0 everywhere).
  */
 export function initParams(c: ModelConfig, layout: ParamLayout, seed: number): Float32Array {
   const p = new Float32Array(layout.total);
   const randn = gaussian(mulberry32(seed));
-  const residStd = 0.02 / Math.sqrt(2 * c.layers);
+  const residStd = c.initStd / Math.sqrt(2 * c.layers);
   for (const t of layout.tensors) {
     const leaf = t.name.split(".").slice(-2).join(".");
     if (t.name.startsWith("value_head")) continue;
     if (t.name.endsWith(".bias")) continue;
-    if (/^(ln_1|ln_2|ln_f)\.weight$/.test(leaf) || t.name === "ln_f.weight") {
+    if (/^(ln_1|ln_2|ln_f|q_norm|k_norm)\.weight$/.test(leaf) || t.name === "ln_f.weight") {
       p.fill(1, t.offset, t.offset + t.size);
       continue;
     }
-    const std = t.name.endsWith("c_proj.weight") ? residStd : 0.02;
+    const std = t.name.endsWith("c_proj.weight") ? residStd : c.initStd;
     for (let i = 0; i < t.size; i++) p[t.offset + i] = std * randn();
   }
   return p;

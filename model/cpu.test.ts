@@ -123,6 +123,26 @@ describe("CPU backward vs finite differences (float64)", () => {
       2,
     );
   });
+  it("the Llama family's options: GQA, head size != C/NH, q/k norms, q/k/v biases only, eps 1e-6", () => {
+    finiteDifferenceCheck(
+      modelConfig({
+        ...tiny,
+        heads: 4,
+        kvHeads: 2,
+        headDim: 4,
+        norm: "rmsnorm",
+        mlp: "swiglu",
+        mlpSize: 12,
+        positional: "rope",
+        qkvBias: true,
+        projBias: false,
+        mlpBias: false,
+        qkNorm: true,
+        normEps: 1e-6,
+      }),
+      4,
+    );
+  });
   it("layernorm with a value head and rope, scored at temperature 0.7", () => {
     finiteDifferenceCheck(modelConfig({ ...tiny, positional: "rope", valueHead: true, mlpRatio: 2 }), 3, 0.7);
   });
@@ -134,6 +154,17 @@ describe("CPU generation", () => {
   for (const variant of [
     {},
     { positional: "rope" as const, norm: "rmsnorm" as const, mlp: "swiglu" as const },
+    // Qwen3-like: 4 query heads share 2 key/value heads of size 12 (Q = 48 != C), q/k norms
+    {
+      positional: "rope" as const,
+      norm: "rmsnorm" as const,
+      mlp: "swiglu" as const,
+      heads: 4,
+      kvHeads: 2,
+      headDim: 12,
+      qkNorm: true,
+      qkvBias: false,
+    },
   ]) {
     it(`KV-cache logits equal the full forward at every position ${JSON.stringify(variant)}`, async () => {
       const config = modelConfig({ ...small, ...variant });

@@ -7,14 +7,18 @@
 // gradients, backward ADDS into gradients): the config's choice of ops, the activations, the
 // whole-network forward and backward, the optimizer, KV-cache decoding, the CpuModel class.
 //
-// Legend: B batch, T time, C channels (dModel), NH heads, hs head size (C/NH),
-// H MLP hidden (mlpRatio*C), V vocab, L layers, N = B*T rows.
-// Network (pre-norm GPT): x = wte[tok] (+ wpe[pos]); per block
-//   x = x + proj(attn(rope?(qkv(norm1(x)))));  x = x + fcproj(act(fc(norm2(x))));
-// then h = normf(x), logits = h @ lmHead^T, value = h . wv + bv.
+// Legend: B batch, T time, C channels (dModel), NH query heads, KVH key/value heads, hs head
+// size (C/NH unless config.headDim), Q = NH*hs, KV = KVH*hs, QKV = Q+2KV, H MLP hidden, V vocab,
+// L layers, N = B*T rows.
+// Network (pre-norm): x = wte[tok] (+ wpe[pos]); per block
+//   x = x + proj(attn(rope?(qkNorm?(qkv(norm1(x))))));  x = x + fcproj(act(fc(norm2(x))));
+// then h = normf(x), logits = h @ lmHead^T, value = h . wv + bv. The tiny GPT models and the
+// Hugging Face Llama family (model/hf.ts: GQA, RMSNorm, SwiGLU, RoPE, Qwen3's q/k norms) are
+// options of this one network.
 // GELU is the tanh form (GPT-2's; WGSL has no erf). Norm eps = config.normEps.
 // Tested by model/cpu.test.ts (PyTorch golden, finite differences, KV cache, generation,
-// overfitting); the ops alone by kernels/reference.test.ts.
+// overfitting), model/hf.test.ts (each Hugging Face family against PyTorch); the ops alone by
+// kernels/reference.test.ts.
 
 import {
   adamwRef,
@@ -34,6 +38,8 @@ import {
   logSoftmaxRef,
   matmulBackwardRef,
   matmulForwardRef,
+  qkNormBackwardRef,
+  qkNormForwardRef,
   type RopeShape,
   residualForwardRef,
   rmsnormBackwardRef,
@@ -57,6 +63,7 @@ import type {
   StepResult,
 } from "./api";
 import {
+  attnDims,
   initParams,
   type ModelConfig,
   mlpHidden,
@@ -65,6 +72,7 @@ import {
   paramLayout,
   paramTensors,
 } from "./config";
+import { type HfOptions, loadHfModel, type ModelDir } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, type LoraTargetSpec, loraLayout } from "./lora";
 
 // The network takes float32 (the model) or float64 (finite-difference checks) arrays.
@@ -119,17 +127,17 @@ function mlpActBackward(c: ModelConfig, dfch: F32, dout: F32, fch: F32, N: numbe
   else swigluBackwardRef(dfch, fch, dout, N, H);
 }
 
-/** The q and k parts of qkv (N,3C) as the RoPE op sees them. */
+/** The q and k parts of qkv (N,QKV) as the RoPE op sees them. */
 function ropeShapes(c: ModelConfig, N: number): RopeShape[] {
-  const C = c.dModel;
-  const s = { N, nHeads: c.heads, headDim: C / c.heads, rowStride: 3 * C, base: c.ropeTheta };
+  const { NH, KVH, hs, Q, QKV } = attnDims(c);
+  const s = { N, headDim: hs, rowStride: QKV, base: c.ropeTheta };
   return [
-    { ...s, colOffset: 0 },
-    { ...s, colOffset: C },
+    { ...s, nHeads: NH, colOffset: 0 },
+    { ...s, nHeads: KVH, colOffset: Q },
   ];
 }
 
-/** Rotates q and k inside qkv (N,3C) in place (no-op for learned positions). */
+/** Rotates q and k inside qkv (N,QKV) in place (no-op for learned positions). */
 function ropeForward(c: ModelConfig, qkv: F32, positions: Int32Array, N: number): void {
   if (c.positional === "rope") for (const s of ropeShapes(c, N)) ropeForwardRef(qkv, positions, s);
 }
@@ -199,8 +207,10 @@ interface LayerActs {
   ln1: F32; // (N,C)
   ln1Mean: F32; // (N)
   ln1Rstd: F32; // (N)
-  qkv: F32; // (N,3C), q and k after rope
-  atty: F32; // (N,C) attention output
+  qkvRaw: F32 | null; // (N,QKV) the projection before the q/k norms (qkNorm only)
+  qkRstd: F32 | null; // (N,NH+KVH) the q/k norms' rstd
+  qkv: F32; // (N,QKV), q and k after the q/k norms and rope
+  atty: F32; // (N,Q) attention output
   attLse: F32; // (B,NH,T) logsumexp of each query's scores, for backward
   attproj: F32; // (N,C)
   res2: F32; // (N,C) residual after attention
@@ -266,7 +276,7 @@ export function forward(
   const positions = checkBatch(c, batch);
   const N = B * T;
   const C = c.dModel;
-  const NH = c.heads;
+  const { NH, KVH, hs, Q, QKV } = attnDims(c);
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const V = c.vocab;
@@ -284,8 +294,10 @@ export function forward(
       ln1: f(N * C),
       ln1Mean: f(N),
       ln1Rstd: f(N),
-      qkv: f(N * 3 * C),
-      atty: f(N * C),
+      qkvRaw: c.qkNorm ? f(N * QKV) : null,
+      qkRstd: c.qkNorm ? f(N * (NH + KVH)) : null,
+      qkv: f(N * QKV),
+      atty: f(N * Q),
       attLse: f(B * NH * T),
       attproj: f(N * C),
       res2: f(N * C),
@@ -298,11 +310,13 @@ export function forward(
       res3: f(N * C),
     };
     normForward(c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
-    matmulForwardRef(a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C);
-    lora(a.qkv, a.ln1, "qkvw");
+    matmulForwardRef(a.qkvRaw ?? a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV);
+    lora(a.qkvRaw ?? a.qkv, a.ln1, "qkvw");
+    if (a.qkvRaw && a.qkRstd && p.qnormw && p.knormw)
+      qkNormForwardRef(a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, N, NH, KVH, hs, c.normEps);
     ropeForward(c, a.qkv, positions, N);
-    attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, C, NH);
-    matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, C, C);
+    attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, Q, NH, KVH);
+    matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, Q, C);
     lora(a.attproj, a.atty, "projw");
     residualForwardRef(a.res2, a.attproj, residual, N * C);
     normForward(c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
@@ -366,7 +380,7 @@ export function backward(
   const { B, T } = acts;
   const N = B * T;
   const C = c.dModel;
-  const NH = c.heads;
+  const { NH, KVH, hs, Q, QKV } = attnDims(c);
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const V = c.vocab;
@@ -411,8 +425,9 @@ export function backward(
   const dfchAct = f(N * H);
   const dfch = f(N * fcRows);
   const dln = f(N * C);
-  const datty = f(N * C);
-  const dqkv = f(N * 3 * C);
+  const datty = f(N * Q);
+  const dqkv = f(N * QKV);
+  const dqkvRaw = c.qkNorm ? f(N * QKV) : null;
   for (let l = c.layers - 1; l >= 0; l--) {
     const p = params.layers[l];
     const d = grads?.layers[l];
@@ -430,14 +445,33 @@ export function backward(
     normBackward(c, dres, dn(d?.ln2w), dnb(p.ln2b, d?.ln2b), dln, a.res2, p.ln2w, a.ln2Mean, a.ln2Rstd, N);
     // Attention (dres = d res2 = d attproj)
     datty.fill(0);
-    matmulBackwardRef(datty, d?.projw ?? null, d?.projb ?? null, dres, a.atty, p.projw, N, C, C);
+    matmulBackwardRef(datty, d?.projw ?? null, d?.projb ?? null, dres, a.atty, p.projw, N, Q, C);
     lora(l, "projw", datty, dres, a.atty);
     dqkv.fill(0);
-    attentionBackwardRef(dqkv, datty, a.qkv, a.atty, a.attLse, null, B, T, C, NH);
+    attentionBackwardRef(dqkv, datty, a.qkv, a.atty, a.attLse, null, B, T, Q, NH, KVH);
     ropeBackward(c, dqkv, acts.positions, N);
+    let dproj = dqkv; // d(qkv projection output)
+    if (dqkvRaw && a.qkvRaw && a.qkRstd && p.qnormw && p.knormw) {
+      dqkvRaw.fill(0);
+      qkNormBackwardRef(
+        dqkvRaw,
+        d ? d.qnormw! : f(hs),
+        d ? d.knormw! : f(hs),
+        dqkv,
+        a.qkvRaw,
+        p.qnormw,
+        p.knormw,
+        a.qkRstd,
+        N,
+        NH,
+        KVH,
+        hs,
+      );
+      dproj = dqkvRaw;
+    }
     dln.fill(0);
-    matmulBackwardRef(dln, d?.qkvw ?? null, d?.qkvb ?? null, dqkv, a.ln1, p.qkvw, N, C, 3 * C);
-    lora(l, "qkvw", dln, dqkv, a.ln1);
+    matmulBackwardRef(dln, d?.qkvw ?? null, d?.qkvb ?? null, dproj, a.ln1, p.qkvw, N, C, QKV);
+    lora(l, "qkvw", dln, dproj, a.ln1);
     normBackward(c, dres, dn(d?.ln1w), dnb(p.ln1b, d?.ln1b), dln, residual, p.ln1w, a.ln1Mean, a.ln1Rstd, N);
   }
   if (grads) embeddingBackwardRef(grads.wte, grads.wpe, dres, acts.tokens, acts.positions, N, C);
@@ -474,13 +508,14 @@ export function adamwStep(params: F32, grads: F32, state: OptimizerState, h: Ada
 // KV-cache decoding: one sequence at a time, a chunk of new tokens per call
 
 export interface KvCache {
-  k: F32[]; // per layer (context, C), after rope
-  v: F32[]; // per layer (context, C)
+  k: F32[]; // per layer (context, KV), after the q/k norm and rope
+  v: F32[]; // per layer (context, KV)
   length: number;
 }
 
 export function newKvCache(c: ModelConfig): KvCache {
-  const make = (): F32[] => Array.from({ length: c.layers }, () => new Float32Array(c.context * c.dModel));
+  const { KV } = attnDims(c);
+  const make = (): F32[] => Array.from({ length: c.layers }, () => new Float32Array(c.context * KV));
   return { k: make(), v: make(), length: 0 };
 }
 
@@ -501,7 +536,7 @@ export function forwardCached(
   if (start + n > c.context)
     throw new Error(`sequence of ${start + n} tokens exceeds the context ${c.context}`);
   const C = c.dModel;
-  const NH = c.heads;
+  const { NH, KVH, hs, Q, KV, QKV } = attnDims(c);
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const f = (k: number) => allocLike(params.wte, k);
@@ -511,8 +546,10 @@ export function forwardCached(
   const ln = f(n * C);
   const mean = f(n);
   const rstd = f(n);
-  const qkv = f(n * 3 * C);
-  const atty = f(n * C);
+  const qkvRaw = c.qkNorm ? f(n * QKV) : null;
+  const qkRstd = f(n * (NH + KVH));
+  const qkv = f(n * QKV);
+  const atty = f(n * Q);
   const tmp = f(n * C);
   const fch = f(n * fcRows);
   const act = f(n * H);
@@ -521,22 +558,37 @@ export function forwardCached(
       for (const s of specsOf(ad, l, w)) loraForward(out, inp, s, ad!, n);
     };
     normForward(c, ln, mean, rstd, x, p.ln1w, p.ln1b, n);
-    matmulForwardRef(qkv, ln, p.qkvw, p.qkvb, n, C, 3 * C);
-    lora(qkv, ln, "qkvw");
+    matmulForwardRef(qkvRaw ?? qkv, ln, p.qkvw, p.qkvb, n, C, QKV);
+    lora(qkvRaw ?? qkv, ln, "qkvw");
+    if (qkvRaw && p.qnormw && p.knormw)
+      qkNormForwardRef(qkv, qkRstd, qkvRaw, p.qnormw, p.knormw, n, NH, KVH, hs, c.normEps);
     ropeForward(c, qkv, positions, n);
-    const K = cache.k[l]; // (context,C)
-    const Vc = cache.v[l]; // (context,C)
+    const K = cache.k[l]; // (context,KV)
+    const Vc = cache.v[l]; // (context,KV)
     for (let i = 0; i < n; i++) {
-      K.set(qkv.subarray(i * 3 * C + C, i * 3 * C + 2 * C), (start + i) * C);
-      Vc.set(qkv.subarray(i * 3 * C + 2 * C, i * 3 * C + 3 * C), (start + i) * C);
+      K.set(qkv.subarray(i * QKV + Q, i * QKV + Q + KV), (start + i) * KV);
+      Vc.set(qkv.subarray(i * QKV + Q + KV, (i + 1) * QKV), (start + i) * KV);
     }
     // new token i sees the cache up to and including its own position
     for (let i = 0; i < n; i++) {
-      const q = qkv.subarray(i * 3 * C, (i + 1) * 3 * C);
+      const q = qkv.subarray(i * QKV, (i + 1) * QKV);
       const lens = Int32Array.of(start + i + 1);
-      decodeAttentionRef(atty.subarray(i * C, (i + 1) * C), q, K, Vc, lens, null, 1, c.context, C, NH, 3 * C);
+      decodeAttentionRef(
+        atty.subarray(i * Q, (i + 1) * Q),
+        q,
+        K,
+        Vc,
+        lens,
+        null,
+        1,
+        c.context,
+        Q,
+        NH,
+        QKV,
+        KVH,
+      );
     }
-    matmulForwardRef(tmp, atty, p.projw, p.projb, n, C, C);
+    matmulForwardRef(tmp, atty, p.projw, p.projb, n, Q, C);
     lora(tmp, atty, "projw");
     residualForwardRef(x, x, tmp, n * C);
     normForward(c, ln, mean, rstd, x, p.ln2w, p.ln2b, n);
@@ -704,6 +756,12 @@ export class CpuModel implements PolicyModel {
   /** The adapter the forward passes use, or null (no LoRA, or the reference view). */
   get adapter(): Adapter | null {
     return this.lora && this.adapterOn ? { layout: this.lora, w: this.adapterWeights! } : null;
+  }
+
+  /** A Hugging Face checkpoint (model/hf.ts): config.json and its safetensors. */
+  static async fromHf(dir: ModelDir, opts: HfOptions = {}): Promise<CpuModel> {
+    const { config, weights } = await loadHfModel(dir, opts);
+    return new CpuModel(config, weights);
   }
 
   async forwardScore(batch: ScoreBatch, options: { logits?: boolean } = {}): Promise<ScoreResult> {

@@ -1,8 +1,10 @@
 // Reader of the PyTorch golden fixture written by model/golden/make_golden.py (format in its
 // header: magic "GLRL", version, JSON header, f32/i32 data). Returns the config, the batch,
 // the weights as a flat buffer of our layout, and the expected outputs.
-// Used by model/cpu.test.ts and model/gpu.gpu.test.ts.
+// Also readHfGolden for the Hugging Face families (make_hf_models.py).
+// Used by model/cpu.test.ts, model/gpu.gpu.test.ts, model/hf.test.ts and model/hf.gpu.test.ts.
 import { type ModelConfig, modelConfig, paramLayout } from "./config";
+import { hfTensors } from "./hf";
 import { loraLayout } from "./lora";
 
 export const GOLDEN_MAGIC = 0x4c524c47;
@@ -221,4 +223,70 @@ export function goldenLoss(
   let s = 0;
   for (let i = 0; i < logp.length; i++) s -= g.mask[i] * (logp[i] + g.entCoef * entropy[i]);
   return s / n;
+}
+
+// ---------------------------------------------------------------------------------------
+// Golden fixtures of the Hugging Face families (model/golden/make_hf_models.py): same container,
+// magic "GLHF"; tensors carry Hugging Face names, mapped onto the layout by model/hf.ts.
+
+export const HF_GOLDEN_MAGIC = 0x46484c47;
+export const HF_GOLDEN_VERSION = 1;
+
+export interface HfGolden extends Omit<Golden, "config"> {
+  family: string;
+  config: ModelConfig;
+}
+
+/** Reads golden.bin of a tiny HF model; `config` is its config.json's ModelConfig. */
+export function readHfGolden(bytes: Uint8Array, config: ModelConfig): HfGolden {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const magic = dv.getUint32(0, true);
+  if (magic !== HF_GOLDEN_MAGIC) throw new Error(`HF golden fixture: bad magic 0x${magic.toString(16)}`);
+  const version = dv.getUint32(4, true);
+  if (version !== HF_GOLDEN_VERSION)
+    throw new Error(`HF golden fixture: version ${version}, this reader knows ${HF_GOLDEN_VERSION}`);
+  const len = dv.getUint32(8, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + len)));
+  const data = 12 + len + ((4 - (len % 4)) % 4);
+  const entries = header.tensors as Record<string, Entry>;
+  const words = (name: string, get: (at: number) => number): number[] => {
+    const e = entries[name];
+    if (!e) throw new Error(`HF golden fixture lacks ${name}`);
+    const n = e.shape.reduce((a, b) => a * b, 1);
+    return Array.from({ length: n }, (_, i) => get(data + 4 * (e.offset + i)));
+  };
+  const f32 = (name: string) => Float32Array.from(words(name, (at) => dv.getFloat32(at, true)));
+  const i32 = (name: string) => Int32Array.from(words(name, (at) => dv.getInt32(at, true)));
+  const layout = paramLayout(config);
+  const flat = (prefix: string): Float32Array => {
+    const out = new Float32Array(layout.total);
+    for (const t of hfTensors(config, layout)) {
+      const src = f32(prefix + t.name);
+      if (src.length !== t.size)
+        throw new Error(`HF golden ${prefix + t.name}: ${src.length} floats, layout ${t.size}`);
+      out.set(src, t.offset);
+    }
+    return out;
+  };
+  return {
+    family: header.family,
+    config,
+    B: header.B,
+    T: header.T,
+    entCoef: header.entCoef,
+    hparams: header.hparams,
+    steps: header.steps,
+    tokens: i32("tokens"),
+    targets: i32("targets"),
+    mask: f32("mask"),
+    weights: flat("param."),
+    grads: flat("grad."),
+    logits: f32("logits"),
+    logp: f32("logp"),
+    entropy: f32("entropy"),
+    loss: f32("loss")[0],
+    ce: f32("ce")[0],
+    stepLosses: f32("step_losses"),
+    stepGradNorms: f32("step_grad_norms"),
+  };
 }

@@ -2,18 +2,19 @@
 // reference (model/cpu.ts), which it must equal. Reads top to bottom: buffers, the forward
 // pass, the backward pass, the optimizer step, KV-cache generation, the GpuModel class.
 //
-// Legend: B batch, T time, C channels (dModel), NH heads, hs head size, H MLP hidden,
-// V vocab, L layers, N = B*T rows.
+// Legend: B batch, T time, C channels (dModel), NH query heads, KVH key/value heads, hs head
+// size, Q = NH*hs, KV = KVH*hs, QKV = Q+2KV, H MLP hidden, V vocab, L layers, N = B*T rows.
 // Parameters, gradients and the two Adam moments are four buffers of the one flat layout
 // (model/config.ts). A forward (or backward) is one command encoder and one submit; a
 // forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
 // 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
 // Right padding only (causal attention, no key mask): padding after a token never changes it.
-// Generation: per-layer KV caches (B, context, C); a "feed step" pushes one token for each
+// Generation: per-layer KV caches (B, context, KV); a "feed step" pushes one token for each
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
 // through the network and keeps the logits of those rows; decode() feeds, samples with the
 // kernels' sampler and reads back B tokens and log-probs.
-// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling).
+// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling) and
+// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding).
 import {
   adamw,
   alignFloats,
@@ -35,6 +36,10 @@ import {
   matmulBackward,
   matmulForward,
   NORM_PARTS,
+  type QkNormShape,
+  qkNormBackward,
+  qkNormForward,
+  qkNormScratchSize,
   type Recorder,
   Runtime,
   residualForward,
@@ -50,7 +55,6 @@ import {
   view,
   zero,
 } from "../kernels/index";
-import { NORM_EPS } from "../kernels/reference";
 import type {
   AdamWHparams,
   DecodeResult,
@@ -64,6 +68,7 @@ import type {
   StepResult,
 } from "./api";
 import {
+  attnDims,
   initParams,
   type LayerTensors,
   type ModelConfig,
@@ -74,6 +79,7 @@ import {
   paramTensors,
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
+import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
 
 // ---------------------------------------------------------------------------------------
@@ -109,11 +115,11 @@ interface GpuAdapter {
   w: GPUBuffer;
 }
 
-/** Scratch for n rows: u (n,r), delta (n,maxRows), du (n,r). */
-function loraScratchSizes(lora: LoraLayout | null, n: number) {
+/** Scratch for n rows: u (n,r), delta (n,maxRows), du (n,r); sinks for the frozen q/k norms' weight gradients (hs). */
+function loraScratchSizes(lora: LoraLayout | null, n: number, hs = 1) {
   const r = lora?.rank ?? 0;
   const rows = Math.max(0, ...(lora?.layers.flat().map((s) => s.rows) ?? []));
-  return { loraU: n * r, loraDelta: n * rows, loraDu: n * r };
+  return { loraU: n * r, loraDelta: n * rows, loraDu: n * r, loraSinkQ: hs, loraSinkK: hs };
 }
 type LoraScratch = Record<keyof ReturnType<typeof loraScratchSizes>, View>;
 
@@ -184,13 +190,16 @@ function loraBackward(
 function layerActSizes(c: ModelConfig, N: number) {
   const C = c.dModel;
   const H = mlpHidden(c);
+  const { NH, KVH, Q, QKV } = attnDims(c);
   return {
     ln1: N * C,
     ln1Mean: N,
     ln1Rstd: N,
-    qkv: N * 3 * C, // q and k after rope
-    atty: N * C,
-    lse: c.heads * N, // (B,NH,T)
+    qkvRaw: c.qkNorm ? N * QKV : 1, // the projection before the q/k norms
+    qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
+    qkv: N * QKV, // q and k after the q/k norms and rope
+    atty: N * Q,
+    lse: NH * N, // (B,NH,T)
     res2: N * C,
     ln2: N * C,
     ln2Mean: N,
@@ -226,7 +235,10 @@ class TrainBuffers {
   readonly layers: LayerActs[];
   readonly logits: View; // (N,V)
   readonly dlogits: View; // (N,V)
-  readonly grad: Record<"dres" | "dln" | "datty" | "dqkv" | "dfch" | "dfchAct" | "attScratch", View>;
+  readonly grad: Record<
+    "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "qkScratch" | "dfch" | "dfchAct" | "attScratch",
+    View
+  >;
   readonly lora: LoraScratch | null;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
   invTemp = 1;
@@ -245,6 +257,7 @@ class TrainBuffers {
     const N = capacity;
     const C = c.dModel;
     const H = mlpHidden(c);
+    const { NH, Q, QKV } = attnDims(c);
     const a = alignFloats(N);
     this.outAt = { logp: 0, entropy: a, values: 2 * a };
     this.io = arena(rt, "train-io", {
@@ -270,13 +283,15 @@ class TrainBuffers {
     this.grad = arena(rt, "train-grad", {
       dres: N * C,
       dln: N * C,
-      datty: N * C,
-      dqkv: N * 3 * C,
+      datty: N * Q,
+      dqkv: N * QKV,
+      dqkvRaw: c.qkNorm ? N * QKV : 1,
+      qkScratch: c.qkNorm ? qkNormScratchSize(qkNormShape(c, N)) : 1,
       dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
       dfchAct: N * H,
-      attScratch: c.heads * N,
+      attScratch: NH * N,
     });
-    this.lora = lora ? arena(rt, "train-lora", loraScratchSizes(lora, N)) : null;
+    this.lora = lora ? arena(rt, "train-lora", loraScratchSizes(lora, N, attnDims(c).hs)) : null;
   }
 
   destroy(): void {
@@ -307,8 +322,8 @@ function normForward(
   b: View | null,
   N: number,
 ) {
-  if (c.norm === "layernorm") layernormForward(rt, rec, out, mean, rstd, inp, w, b!, N, c.dModel);
-  else rmsnormForward(rt, rec, out, rstd, inp, w, N, c.dModel);
+  if (c.norm === "layernorm") layernormForward(rt, rec, out, mean, rstd, inp, w, b!, N, c.dModel, c.normEps);
+  else rmsnormForward(rt, rec, out, rstd, inp, w, N, c.dModel, c.normEps);
 }
 
 function normBackward(
@@ -338,12 +353,21 @@ function rope(
   N: number,
   backward: boolean,
 ) {
-  const hs = c.dModel / c.heads;
-  for (const colOffset of [0, c.dModel]) {
-    const s = { N, nHeads: c.heads, headDim: hs, rowStride: 3 * c.dModel, colOffset, base: c.ropeTheta };
+  const { NH, KVH, hs, Q, QKV } = attnDims(c);
+  const parts: [number, number][] = [
+    [NH, 0], // q
+    [KVH, Q], // k
+  ];
+  for (const [nHeads, colOffset] of parts) {
+    const s = { N, nHeads, headDim: hs, rowStride: QKV, colOffset, base: c.ropeTheta };
     if (backward) ropeBackward(rt, rec, qkv, pos, s);
     else ropeForward(rt, rec, qkv, pos, s);
   }
+}
+
+function qkNormShape(c: ModelConfig, N: number): QkNormShape {
+  const { NH, KVH, hs } = attnDims(c);
+  return { N, NH, KVH, hs, eps: c.normEps };
 }
 
 /** One block forward over N rows: residual -> a.res3 (attention is the caller's: full or cached). */
@@ -357,6 +381,8 @@ function blockForward(
     | "ln1"
     | "ln1Mean"
     | "ln1Rstd"
+    | "qkvRaw"
+    | "qkRstd"
     | "qkv"
     | "atty"
     | "res2"
@@ -376,13 +402,20 @@ function blockForward(
 ) {
   const C = c.dModel;
   const H = mlpHidden(c);
+  const { Q, QKV } = attnDims(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   normForward(rt, rec, c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
-  matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, 3 * C); // (N,3C)
-  lora(a.qkv, a.ln1, "qkvw");
+  if (p.qnormw && p.knormw) {
+    matmulForward(rt, rec, a.qkvRaw, a.ln1, p.qkvw, p.qkvb, N, C, QKV); // (N,QKV)
+    lora(a.qkvRaw, a.ln1, "qkvw");
+    qkNormForward(rt, rec, a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, qkNormShape(c, N));
+  } else {
+    matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV); // (N,QKV)
+    lora(a.qkv, a.ln1, "qkvw");
+  }
   if (c.positional === "rope") rope(rt, rec, c, a.qkv, pos, N, false);
-  attention(); // a.atty (N,C) from a.qkv
-  matmulForward(rt, rec, tmp, a.atty, p.projw, p.projb, N, C, C);
+  attention(); // a.atty (N,Q) from a.qkv
+  matmulForward(rt, rec, tmp, a.atty, p.projw, p.projb, N, Q, C);
   lora(tmp, a.atty, "projw");
   residualForward(rt, rec, a.res2, residual, tmp, N * C);
   normForward(rt, rec, c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
@@ -407,6 +440,7 @@ function forwardPass(
   const { B, T } = tb;
   const N = B * T;
   const C = c.dModel;
+  const { NH, KVH, Q } = attnDims(c);
   const io = tb.io;
   embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe ?? zeroWpe, N, C); // (N,C)
   let residual = io.encoded;
@@ -422,7 +456,7 @@ function forwardPass(
       io.tmp,
       io.pos,
       N,
-      () => attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, C, c.heads),
+      () => attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, Q, NH, KVH),
       (out, inp, w) => loraForward(rt, rec, ad, tb.lora!, l, w, out, inp, N),
     );
     residual = a.res3;
@@ -468,6 +502,7 @@ function backwardPass(
   const N = B * T;
   const C = c.dModel;
   const H = mlpHidden(c);
+  const { NH, KVH, Q, QKV } = attnDims(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const { io, grad: d } = tb;
   const scratch = (at: number) => ({ buffer: io.out.buffer, offset: io.out.offset + at * 4, size: N * 4 });
@@ -551,15 +586,35 @@ function backwardPass(
       N,
     );
     // Attention: dres is now d/d res2 and d/d (attention output).
-    zero(rt, rec, d.datty, N * C);
-    matmulBackward(rt, rec, d.datty, lg?.projw ?? null, lg?.projb ?? null, d.dres, a.atty, lp.projw, N, C, C);
+    zero(rt, rec, d.datty, N * Q);
+    matmulBackward(rt, rec, d.datty, lg?.projw ?? null, lg?.projb ?? null, d.dres, a.atty, lp.projw, N, Q, C);
     lora("projw", d.datty, d.dres, a.atty);
-    zero(rt, rec, d.dqkv, N * 3 * C);
-    attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, C, c.heads);
+    zero(rt, rec, d.dqkv, N * QKV);
+    attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, Q, NH, KVH);
     if (c.positional === "rope") rope(rt, rec, c, d.dqkv, io.pos, N, true);
+    let dproj = d.dqkv; // d(qkv projection output)
+    if (lp.qnormw && lp.knormw) {
+      zero(rt, rec, d.dqkvRaw, N * QKV);
+      const s = qkNormShape(c, N);
+      qkNormBackward(
+        rt,
+        rec,
+        d.dqkvRaw,
+        lg?.qnormw ?? tb.lora!.loraSinkQ, // a frozen base: the q/k norm weights' gradients go to a sink
+        lg?.knormw ?? tb.lora!.loraSinkK,
+        d.dqkv,
+        a.qkvRaw,
+        lp.qnormw,
+        lp.knormw,
+        a.qkRstd,
+        d.qkScratch,
+        s,
+      );
+      dproj = d.dqkvRaw;
+    }
     zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg?.qkvw ?? null, lg?.qkvb ?? null, d.dqkv, a.ln1, lp.qkvw, N, C, 3 * C);
-    lora("qkvw", d.dln, d.dqkv, a.ln1);
+    matmulBackward(rt, rec, d.dln, lg?.qkvw ?? null, lg?.qkvb ?? null, dproj, a.ln1, lp.qkvw, N, C, QKV);
+    lora("qkvw", d.dln, dproj, a.ln1);
     normBackward(
       rt,
       rec,
@@ -597,6 +652,8 @@ class GpuGenerationSession implements GenerationSession {
     | "ln1"
     | "ln1Mean"
     | "ln1Rstd"
+    | "qkvRaw"
+    | "qkRstd"
     | "qkv"
     | "atty"
     | "res2"
@@ -628,6 +685,7 @@ class GpuGenerationSession implements GenerationSession {
     const B = prompts.length;
     const C = c.dModel;
     const H = mlpHidden(c);
+    const { NH, KVH, Q, KV, QKV } = attnDims(c);
     const fcRows = c.mlp === "swiglu" ? 2 * H : H;
     this.B = B;
     prompts.forEach((p, i) => {
@@ -636,9 +694,9 @@ class GpuGenerationSession implements GenerationSession {
         throw new Error(`prompt ${i} has ${p.length} tokens, the context is ${c.context}`);
     });
     const cache = (label: string) => {
-      const buf = rt.buffer(B * c.context * C, label);
+      const buf = rt.buffer(B * c.context * KV, label);
       this.buffers.push(buf);
-      return view(buf, 0, B * c.context * C);
+      return view(buf, 0, B * c.context * KV); // (B,context,KV)
     };
     this.kcache = Array.from({ length: c.layers }, (_, l) => cache(`kcache-${l}`));
     this.vcache = Array.from({ length: c.layers }, (_, l) => cache(`vcache-${l}`));
@@ -652,8 +710,10 @@ class GpuGenerationSession implements GenerationSession {
       ln1: B * C,
       ln1Mean: B,
       ln1Rstd: B,
-      qkv: B * 3 * C,
-      atty: B * C,
+      qkvRaw: c.qkNorm ? B * QKV : 1,
+      qkRstd: c.qkNorm ? B * (NH + KVH) : 1,
+      qkv: B * QKV,
+      atty: B * Q,
       res2: B * C,
       ln2: B * C,
       ln2Mean: B,
@@ -742,21 +802,10 @@ class GpuGenerationSession implements GenerationSession {
         s.pos,
         B,
         () => {
-          kvCacheWrite(rt, enc, this.kcache[l], this.vcache[l], s.qkv, s.slot, B, c.context, C, c.heads);
-          decodeAttention(
-            rt,
-            enc,
-            s.atty,
-            s.qkv,
-            this.kcache[l],
-            this.vcache[l],
-            s.lens,
-            null,
-            B,
-            c.context,
-            C,
-            c.heads,
-          );
+          const { NH, KVH, Q } = attnDims(c);
+          const [k, v] = [this.kcache[l], this.vcache[l]];
+          kvCacheWrite(rt, enc, k, v, s.qkv, s.slot, B, c.context, Q, NH, undefined, KVH);
+          decodeAttention(rt, enc, s.atty, s.qkv, k, v, s.lens, null, B, c.context, Q, NH, undefined, KVH);
         },
         lora,
       );
@@ -857,15 +906,14 @@ export class GpuModel implements PolicyModel {
   /** The base buffer belongs to another model (a LoRA copy or reference view shares it). */
   private readonly sharesBase: boolean;
 
+  /** weights: the flat layout, or "zeros" to fill later (fromHf); default: initParams(seed). */
   constructor(
     readonly rt: Runtime,
     readonly config: ModelConfig,
-    weights?: Float32Array,
+    weights?: Float32Array | "zeros",
     seed = 0,
     options: { adapter?: Float32Array; shareBase?: GpuModel; adapterOn?: boolean } = {},
   ) {
-    if (config.normEps !== NORM_EPS)
-      throw new Error(`the GPU norms use eps ${NORM_EPS}; config.normEps is ${config.normEps}`);
     this.layout = paramLayout(config);
     this.lora = config.lora.rank > 0 ? loraLayout(config, config.lora) : null;
     const n = this.layout.total;
@@ -875,9 +923,11 @@ export class GpuModel implements PolicyModel {
       this.paramsBuf = options.shareBase.paramsBuf;
     } else {
       this.paramsBuf = rt.buffer(n, "params");
-      const w = weights ?? initParams(config, this.layout, seed);
-      if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-      rt.upload(view(this.paramsBuf, 0, n), w);
+      if (weights !== "zeros") {
+        const w = weights ?? initParams(config, this.layout, seed);
+        if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
+        rt.upload(view(this.paramsBuf, 0, n), w);
+      }
     }
     if (this.lora) {
       const a = options.adapter ?? initLora(this.lora, seed);
@@ -923,6 +973,26 @@ export class GpuModel implements PolicyModel {
   /** The adapter the passes use, or null (no LoRA, or the reference view). */
   get adapter(): GpuAdapter | null {
     return this.lora && this.adapterOn ? { layout: this.lora, w: this.adapterBuf! } : null;
+  }
+
+  /**
+   * A Hugging Face checkpoint (model/hf.ts): config.json and safetensors uploaded tensor by
+   * tensor into the parameter buffer, so host memory peaks near one tensor.
+   */
+  static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {
+    const config = await readHfConfig(dir, opts);
+    const model = new GpuModel(rt, config, "zeros");
+    await loadHfWeights(dir, config, (offset, data) => model.writeWeights(offset, data));
+    return model;
+  }
+
+  /** Writes `data` into the parameters at float `offset` of the layout (a slice of setWeights). */
+  writeWeights(offset: number, data: Float32Array): void {
+    if (offset < 0 || offset + data.length > this.layout.total)
+      throw new Error(
+        `writeWeights: [${offset}, ${offset + data.length}) is outside the layout's ${this.layout.total}`,
+      );
+    this.rt.upload(view(this.paramsBuf, offset, data.length), data);
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {

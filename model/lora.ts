@@ -9,8 +9,8 @@
 //
 // Targets use the Hugging Face module names. The lab fuses some of them, so a target is a
 // block of rows of one fused base weight:
-//   q_proj  attn.c_attn rows [0, C)      (in C)     k_proj  rows [C, 2C)   v_proj  rows [2C, 3C)
-//   o_proj  attn.c_proj  (C, C)          (in C)
+//   q_proj  attn.c_attn rows [0, Q)      (in C)     k_proj  rows [Q, Q+KV)   v_proj  rows [Q+KV, QKV)
+//   o_proj  attn.c_proj  (C, Q)          (in Q)     (Q = NH*hs, KV = KVH*hs: grouped-query attention)
 //   gate_proj mlp.c_fc rows [0, H) (swiglu only)     up_proj mlp.c_fc rows [H, 2H) (swiglu) or
 //   the whole c_fc (gelu: GPT-2's fc is the "up" projection)
 //   down_proj mlp.c_proj (C, H)          (in H)
@@ -18,7 +18,7 @@
 // k*r whose A stacks the k A's and whose B is block diagonal (B_q, B_k, B_v): the fused output
 // columns of q only see B_q. That is how the GPT-2 export writes it (export/hf.ts).
 // Tested by model/lora.test.ts (PyTorch golden, base bit-identical, counts, adapter off).
-import { gaussian, type ModelConfig, mlpHidden, mulberry32 } from "./config";
+import { attnDims, gaussian, type ModelConfig, mlpHidden, mulberry32 } from "./config";
 
 export const LORA_TARGETS = [
   "q_proj",
@@ -78,15 +78,16 @@ export function targetBlock(c: ModelConfig, t: LoraTarget): Omit<LoraTargetSpec,
   const C = c.dModel;
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+  const { Q, KV, QKV } = attnDims(c);
   switch (t) {
     case "q_proj":
-      return { weight: "qkvw", rowStart: 0, rows: C, outStride: 3 * C, inDim: C };
+      return { weight: "qkvw", rowStart: 0, rows: Q, outStride: QKV, inDim: C };
     case "k_proj":
-      return { weight: "qkvw", rowStart: C, rows: C, outStride: 3 * C, inDim: C };
+      return { weight: "qkvw", rowStart: Q, rows: KV, outStride: QKV, inDim: C };
     case "v_proj":
-      return { weight: "qkvw", rowStart: 2 * C, rows: C, outStride: 3 * C, inDim: C };
+      return { weight: "qkvw", rowStart: Q + KV, rows: KV, outStride: QKV, inDim: C };
     case "o_proj":
-      return { weight: "projw", rowStart: 0, rows: C, outStride: C, inDim: C };
+      return { weight: "projw", rowStart: 0, rows: C, outStride: C, inDim: Q };
     case "gate_proj":
       if (c.mlp !== "swiglu")
         throw new Error("model.lora.targets: gate_proj needs model.mlp = swiglu (a gelu MLP has no gate)");

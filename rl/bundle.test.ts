@@ -66,7 +66,7 @@ function makeRun(withWeights = true): RunBundle {
     name: "tiny run",
     createdAt: "2026-01-02T03:04:05.000Z",
     config,
-    edits: [{ step: 2, path: "rl.lr", value: 0.0005 }],
+    edits: [{ phase: "rl", step: 2, path: "rl.lr", value: 0.0005 }],
     metrics: [
       { step: 0, phase: "sft", time: 0.1, loss: 2.5, "actor/lr": 0.003 },
       { step: 0, phase: "rl", time: 1.5, "reward/mean": 0.25, "val/acc": 0.1 },
@@ -79,7 +79,7 @@ function makeRun(withWeights = true): RunBundle {
         phase: "rl",
         kind: "edit",
         message: "rl.lr = 0.0005",
-        edit: { step: 2, path: "rl.lr", value: 0.0005 },
+        edit: { phase: "rl", step: 2, path: "rl.lr", value: 0.0005 },
       },
     ],
     ...(withWeights ? { weights: weights() } : {}),
@@ -151,7 +151,7 @@ describe("bad bundles are named", () => {
   });
 
   it("names the field that is wrong", async () => {
-    expect(await errorOf((j) => (j.version = 2))).toMatch(/^unknown bundle version 2/);
+    expect(await errorOf((j) => (j.version = 3))).toMatch(/^unknown bundle version 3/);
     expect(await errorOf((j) => (j.extra = 1))).toBe("extra: unknown field");
     expect(await errorOf((j) => (j.createdAt = "yesterday"))).toMatch(/^createdAt:/);
     expect(await errorOf((j) => (j.config.rl.clip_eps_low = 3))).toBe("config.rl.clip_eps_low: must be <= 1");
@@ -159,6 +159,9 @@ describe("bad bundles are named", () => {
       /^config\.version: unknown config version 9/,
     );
     expect(await errorOf((j) => (j.edits[0].value = 4))).toMatch(/^edits: rl\.lr: must be <= 1/);
+    expect(await errorOf((j) => (j.edits[0].phase = "warmup"))).toBe(
+      "edits[0]: must be {phase (sft | value_pretrain | rl), step, path, value}",
+    );
     expect(await errorOf((j) => (j.metrics[2].time = "late"))).toBe(
       "metrics[2].time: must be a finite number",
     );

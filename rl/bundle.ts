@@ -6,14 +6,22 @@
 // (not gzip/JSON, not a bundle, unknown version, config field, metrics[i].time, samples[i].tokens,
 // weights). Config goes through parseRunConfig, so bundles of older config versions migrate.
 // Tests: `npx vitest run rl/bundle` (round trip, named errors, 1000 mutated bundles).
-import { applyEdits, type ConfigEdit, parseRunConfig, type RunConfig } from "../config";
+import {
+  applyEdits,
+  type ConfigEdit,
+  EDIT_PHASES,
+  type EditPhase,
+  parseRunConfig,
+  type RunConfig,
+  withEditPhase,
+} from "../config";
 import { base64ToBytes, bytesToBase64, pump } from "../config/link";
 import { loadCheckpoint } from "../model/checkpoint";
 import type { RunEvents } from "./runner";
 import type { MetricsRow, SampleRecord } from "./trainer";
 
 export const BUNDLE_FORMAT = "agentic-rl-lab/bundle";
-export const BUNDLE_VERSION = 1;
+export const BUNDLE_VERSION = 2;
 /** Decompressed bundles above this are refused (a gzip bomb, or not a bundle). */
 const MAX_BUNDLE_BYTES = 1 << 30;
 
@@ -218,17 +226,22 @@ function validate(json: unknown): BundleResult {
       `config.${e.path}: ${e.message}${parsed.errors.length > 1 ? ` (and ${parsed.errors.length - 1} more)` : ""}`,
     );
   }
+  const v1 = json.version === 1;
   const editsErr = checkList(json.edits, "edits", (e, at) =>
-    isObj(e) && isStep(e.step) && typeof e.path === "string" && "value" in e
+    isObj(e) &&
+    isStep(e.step) &&
+    typeof e.path === "string" &&
+    "value" in e &&
+    (v1 || EDIT_PHASES.includes(e.phase as EditPhase))
       ? null
-      : `${at}: must be {step, path, value}`,
+      : `${at}: must be {${v1 ? "" : `phase (${EDIT_PHASES.join(" | ")}), `}step, path, value}`,
   );
   if (editsErr) return fail(editsErr);
-  const edits = (json.edits as Obj[]).map((e) => ({
-    step: e.step as number,
-    path: e.path as string,
-    value: e.value,
-  }));
+  const eventsErr = checkList(json.events, "events", checkEvent);
+  if (eventsErr) return fail(eventsErr);
+  const edits = v1
+    ? phasedEdits(json.edits as ConfigEdit[], json.events as RunEventRecord[])
+    : (json.edits as Obj[]).map((e) => withEditPhase(e as ConfigEdit));
   const applied = applyEdits(parsed.config, edits);
   if (!applied.ok) return fail(`edits: ${applied.error}`);
   const err =
@@ -247,7 +260,18 @@ function validate(json: unknown): BundleResult {
     edits,
     metrics,
     samples: json.samples as SampleRecord[],
-    events: json.events as RunEventRecord[],
+    // A version-1 event's edit has no phase of its own: the event's phase is the edit's.
+    events: (json.events as RunEventRecord[]).map((e) =>
+      e.edit && !EDIT_PHASES.includes(e.edit.phase)
+        ? {
+            ...e,
+            edit: withEditPhase({
+              ...e.edit,
+              phase: EDIT_PHASES.includes(e.phase as EditPhase) ? e.phase : undefined,
+            }),
+          }
+        : e,
+    ),
   };
   if (json.weights !== undefined) {
     if (typeof json.weights !== "string") return fail("weights: must be a base64 string");
@@ -260,6 +284,30 @@ function validate(json: unknown): BundleResult {
     if (wErr) return fail(`weights: ${wErr}`);
   }
   return { ok: true, run };
+}
+
+/**
+ * Edits of an older record (bundle version 1, runs stored by older labs) with their phases: an
+ * edit that has one keeps it; otherwise the phase of the "edit" event that recorded it, else
+ * legacyEditPhase.
+ */
+export function phasedEdits(
+  edits: readonly { step: number; path: string; value: unknown; phase?: unknown }[],
+  events: readonly RunEventRecord[],
+): ConfigEdit[] {
+  const used = new Set<number>();
+  return edits.map((e) => {
+    if (EDIT_PHASES.includes(e.phase as EditPhase)) return withEditPhase(e);
+    const same = (x: RunEventRecord) =>
+      x.kind === "edit" &&
+      x.edit?.step === e.step &&
+      x.edit?.path === e.path &&
+      JSON.stringify(x.edit?.value) === JSON.stringify(e.value);
+    const i = events.findIndex((x, k) => !used.has(k) && same(x));
+    if (i >= 0) used.add(i);
+    const phase = i >= 0 && EDIT_PHASES.includes(events[i].phase as EditPhase) ? events[i].phase : undefined;
+    return withEditPhase({ step: e.step as number, path: e.path as string, value: e.value, phase });
+  });
 }
 
 /** The checkpoint must load and its model shape must be the config's. */

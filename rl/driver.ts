@@ -36,6 +36,8 @@ export interface TaskDriver {
   sample(rng: Rng, n: number): Problem[];
   /** The held-out prompts. */
   evalSet(n: number): Problem[];
+  /** The dev prompts (split version 2), or undefined when the task has no dev side. */
+  devSet?(n: number): Problem[];
   sftDemos(rng: Rng, n: number, knobs: Record<string, unknown>): Demo[];
   /** Rolls out one trajectory per owner and judges it; toolSeconds is time in tools or the env. */
   rollout(
@@ -43,8 +45,8 @@ export interface TaskDriver {
     owners: Problem[],
     sampling: SamplingOptions,
   ): Promise<{ items: RewardItem[]; toolSeconds: number }>;
-  /** val/* metrics beyond accuracy and tool-call rate for one eval mode. */
-  evalMetrics(items: RewardItem[], suffix: string): Record<string, number>;
+  /** val/* metrics beyond accuracy and tool-call rate for one eval mode ("val" or "dev" prefix). */
+  evalMetrics(items: RewardItem[], suffix: string, prefix?: string): Record<string, number>;
 }
 
 export function taskDriver(task: AnyTask): TaskDriver {
@@ -60,6 +62,7 @@ function singleTurnDriver(task: Task): TaskDriver {
     template: (c) => c.task.template,
     sample: (rng, n) => task.sample(rng, n),
     evalSet: (n) => task.evalSet(n),
+    ...(task.devSet ? { devSet: (n: number) => task.devSet?.(n) ?? [] } : {}),
     sftDemos: (rng, n, knobs) => task.sftDemos(rng, n, knobs),
     async rollout(ctx, owners, sampling) {
       const template = ctx.config.task.template;
@@ -125,11 +128,11 @@ function envDriver(env: EnvTask): TaskDriver {
         toolSeconds: stats.envSeconds,
       };
     },
-    evalMetrics(items, suffix) {
+    evalMetrics(items, suffix, prefix = "val") {
       const m = envMetrics(items, "");
       return {
-        [`val/env_steps_mean${suffix}`]: m.steps_mean,
-        [`val/env_return_mean${suffix}`]: m.return_mean,
+        [`${prefix}/env_steps_mean${suffix}`]: m.steps_mean,
+        [`${prefix}/env_return_mean${suffix}`]: m.return_mean,
       };
     },
   };

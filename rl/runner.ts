@@ -1,13 +1,26 @@
-// The loop around the Trainer that the web worker and the CLI share: the SFT phase (unless
-// the run starts from a checkpoint), held-out evaluation at RL step 0 and every
-// task.eval_every steps, VAPO value pretraining before the first RL step when
+// The loop around the Trainer that the web worker and the CLI share, and the one owner of the
+// run record's schedule: the SFT phase, VAPO value pretraining before the first RL step when
 // rl.value_pretrain.steps > 0 (rows with phase "value_pretrain", until its stop rule), RL
-// steps until stop.max_steps or stop.target, live edits applied
-// at the start of the next step, pause / resume / single step / stop, and the non-finite
-// guard (a skipped update is an event on the charts; three in a row pause the run).
-// Tested by rl/runner.test.ts (CPU model, real sandbox).
-import type { ConfigEdit } from "../config";
-import type { MetricsRow, SampleRecord, Trainer } from "./trainer";
+// steps with held-out evaluation at RL step 0 and every task.eval_every steps, until
+// stop.max_steps or stop.target; pause / resume / single step / stop; the non-finite guard (a
+// skipped update is an event on the charts; three in a row pause the run).
+//
+// The run record is config + seed + edits. An edit is {phase, step, path, value} and applies at
+// the start of step `step` of `phase`. The loop applies them itself: the recorded log it is
+// given (a link's, a bundle's, a stored run's) at their points, and live edits (edit()) at the
+// start of the next step, stamped with that step's phase and index and reported through
+// on.edit as new entries of the log. Checkpoints are the loop's too: it decides when one is
+// due (the end of SFT; value-pretraining steps and RL steps every checkpoint_every, the end of
+// value pretraining and the end of the run) and makes the bytes (weights, optimizer, KL
+// reference, trainer state: Trainer.runState). A resume (a reload, a crash, a device loss, the
+// CLI's --resume) hands the loop such a checkpoint and its point; the loop restores it,
+// re-applies the logged edits made before that point and replays the rest at their steps,
+// so a resumed run and a replayed link produce the rows the original run produced.
+// workers/trainer.worker.ts and cli/train.ts only persist, print and report progress.
+// Tested by rl/record.test.ts (promise, regressions, property test) and rl/trainer.test.ts.
+import { type ConfigEdit, comparePoints, type EditPhase, type RunPoint } from "../config";
+import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
+import type { MetricsRow, SampleRecord, Trainer, TrainerRunState } from "./trainer";
 
 export type RunPhase = "idle" | "sft" | "rl" | "paused" | "done" | "error";
 
@@ -23,14 +36,40 @@ export interface RunEvents {
     edit?: ConfigEdit;
   }): void;
   phase?(phase: RunPhase): void;
-  /** After each RL step (and at the end of SFT): where a caller saves checkpoints. */
-  checkpoint?(info: { phase: "sft" | "rl"; step: number }): Promise<void> | void;
+  /** A live edit was applied: a new entry of the run's edit log (replayed edits are not reported here). */
+  edit?(edit: ConfigEdit): void;
+  /** A checkpoint is due: `bytes` resume the run at {phase, step} (RunLoopOptions.resume). */
+  checkpoint?(ck: RunPoint & { bytes: Uint8Array }): Promise<void> | void;
+}
+
+export interface RunLoopOptions {
+  /** The run's recorded edits, each applied at the start of its {phase, step}. */
+  edits?: readonly ConfigEdit[];
+  /** Continue from a checkpoint saved at `at` (a RunEvents.checkpoint's bytes, or an older lab's). */
+  resume?: { at: RunPoint; checkpoint: Uint8Array };
 }
 
 export const MAX_SKIPS_IN_A_ROW = 3;
 
+/** Checkpoint metadata keys the loop writes (safetensors __metadata__ values are strings). */
+const META_PHASE = "run_phase";
+const META_STEP = "run_step";
+const META_STATE = "run_state";
+
+/** The point a checkpoint made by RunLoop was saved at, or undefined for other checkpoints. */
+export function checkpointPoint(bytes: Uint8Array): RunPoint | undefined {
+  const m = loadCheckpoint(bytes).metadata ?? {};
+  const phase = m[META_PHASE] as EditPhase | undefined;
+  const step = Number(m[META_STEP]);
+  if (!phase || !Number.isInteger(step)) return undefined;
+  return { phase, step };
+}
+
 export class RunLoop {
-  private edits: ConfigEdit[] = [];
+  private queued: { path: string; value: unknown }[] = [];
+  /** Recorded edits not applied yet, in run order. */
+  private pending: ConfigEdit[];
+  /** Every edit applied in this run, replayed or live, in run order: the run's edit log so far. */
   readonly appliedEdits: ConfigEdit[] = [];
   private paused = false;
   private stopped = false;
@@ -42,13 +81,15 @@ export class RunLoop {
   constructor(
     readonly trainer: Trainer,
     private readonly on: RunEvents = {},
-    /** SFT steps already done (resume) and whether to run SFT at all. */
-    private readonly opts: { runSft?: boolean } = {},
-  ) {}
+    private readonly opts: RunLoopOptions = {},
+  ) {
+    // A stable sort: edits at the same point keep their recorded order.
+    this.pending = [...(opts.edits ?? [])].sort(comparePoints);
+  }
 
-  /** Queues a config edit; it applies at the start of the next step. */
+  /** Queues a live config edit; it applies at the start of the next step. */
   edit(path: string, value: unknown): void {
-    this.edits.push({ step: this.trainer.rlStepIndex, path, value });
+    this.queued.push({ path, value });
     this.wake?.();
   }
 
@@ -93,27 +134,80 @@ export class RunLoop {
     return true;
   }
 
-  private applyPending(phase: "sft" | "rl"): void {
-    const step = phase === "rl" ? this.trainer.rlStepIndex : this.trainer.sftStepIndex;
-    for (const e of this.edits.splice(0)) {
-      const edit = { ...e, step };
-      const r = this.trainer.applyEdit(edit);
-      if (r.ok) {
-        this.appliedEdits.push(edit);
-        this.on.event?.({
-          step,
-          phase,
-          kind: "edit",
-          message: `${edit.path} = ${JSON.stringify(edit.value)}`,
-          edit,
-        });
-      } else {
-        this.on.event?.({ step, phase, kind: "edit-refused", message: r.error, edit });
-      }
+  private apply(edit: ConfigEdit, live: boolean, report = true): void {
+    const r = this.trainer.applyEdit(edit);
+    const at = { step: edit.step, phase: edit.phase, edit };
+    if (r.ok) {
+      this.appliedEdits.push(edit);
+      if (live) this.on.edit?.(edit);
+      if (report)
+        this.on.event?.({ ...at, kind: "edit", message: `${edit.path} = ${JSON.stringify(edit.value)}` });
+    } else {
+      this.on.event?.({ ...at, kind: "edit-refused", message: r.error });
     }
   }
 
-  private guard(skipped: string | undefined, step: number, phase: "sft" | "rl"): void {
+  /** Before step `step` of `phase`: the recorded edits due by then, then the live ones. */
+  private applyAt(phase: EditPhase, step: number): void {
+    const here = { phase, step };
+    while (this.pending.length && comparePoints(this.pending[0], here) <= 0)
+      this.apply(this.pending.shift()!, false);
+    for (const q of this.queued.splice(0)) this.apply({ phase, step, ...q }, true);
+  }
+
+  /** Resume: the checkpoint's weights, optimizer and trainer state, and the edits made before it. */
+  private async restore(): Promise<void> {
+    const r = this.opts.resume;
+    if (!r) return;
+    const tr = this.trainer;
+    const ck = loadCheckpoint(r.checkpoint);
+    await tr.policy.setWeights(ck.weights);
+    if (ck.adapter) await tr.policy.setAdapter(ck.adapter);
+    if (ck.optimizer) await tr.policy.setOptimizerState(ck.optimizer);
+    const saved = ck.metadata?.[META_STATE];
+    const sftDone = r.at.phase === "sft" ? r.at.step : tr.config.sft.steps;
+    // A checkpoint of an older lab has no trainer state: the point says where the run was.
+    const state: TrainerRunState = saved
+      ? (JSON.parse(saved) as TrainerRunState)
+      : {
+          sftStep: sftDone,
+          valuePretrainStep: r.at.phase === "value_pretrain" ? r.at.step : 0,
+          valuePretrainFinished: r.at.phase === "rl",
+          rlStep: r.at.phase === "rl" ? r.at.step : 0,
+          advState: {},
+        };
+    state.reference = ck.reference;
+    await tr.restoreRunState(state);
+    while (this.pending.length && comparePoints(this.pending[0], r.at) < 0)
+      this.apply(this.pending.shift()!, false, false);
+  }
+
+  private async save(at: RunPoint): Promise<void> {
+    if (!this.on.checkpoint) return;
+    const p = this.trainer.policy;
+    const { reference, ...state } = await this.trainer.runState();
+    const bytes = saveCheckpoint({
+      config: p.config,
+      weights: await p.getWeights(),
+      adapter: (await p.getAdapter()) ?? undefined,
+      optimizer: await p.getOptimizerState(),
+      reference,
+      metadata: {
+        [META_PHASE]: at.phase,
+        [META_STEP]: String(at.step),
+        [META_STATE]: JSON.stringify(state),
+        seed: String(this.trainer.config.seed),
+      },
+    });
+    await this.on.checkpoint({ ...at, bytes });
+  }
+
+  private every(n: number): boolean {
+    const every = this.trainer.config.checkpoint_every;
+    return every > 0 && n % every === 0;
+  }
+
+  private guard(skipped: string | undefined, step: number, phase: EditPhase): void {
     if (!skipped) {
       this.skipsInARow = 0;
       return;
@@ -142,39 +236,43 @@ export class RunLoop {
   async run(): Promise<void> {
     const tr = this.trainer;
     try {
-      if (this.opts.runSft !== false && tr.sftStepIndex < tr.config.sft.steps) {
+      await this.restore();
+      if (tr.sftStepIndex < tr.config.sft.steps) {
         this.setPhase("sft");
         while (tr.sftStepIndex < tr.config.sft.steps) {
           if (!(await this.gate())) return this.finish("stopped");
           if (this.phase !== "sft") this.setPhase("sft");
-          this.applyPending("sft");
+          this.applyAt("sft", tr.sftStepIndex);
           const out = await tr.sftStep();
           this.on.row?.(out.row);
           this.guard(out.skipped, out.row.step, "sft");
         }
-        await this.on.checkpoint?.({ phase: "sft", step: tr.sftStepIndex });
+        await this.save({ phase: "sft", step: tr.sftStepIndex });
       }
       this.setPhase("rl");
       while (tr.needsValuePretrain) {
         if (!(await this.gate())) return this.finish("stopped");
         if (this.phase !== "rl") this.setPhase("rl");
-        this.applyPending("rl");
+        this.applyAt("value_pretrain", tr.valuePretrainStepIndex);
         const out = await tr.valuePretrainStep();
         this.on.row?.(out.row);
-        this.guard(out.skipped, out.row.step, "rl");
+        this.guard(out.skipped, out.row.step, "value_pretrain");
+        const n = tr.valuePretrainStepIndex;
         if (tr.valuePretrainFinished)
           this.on.event?.({
-            step: 0,
-            phase: "rl",
+            step: n - 1,
+            phase: "value_pretrain",
             kind: "info",
-            message: `value pretraining done after ${tr.valuePretrainStepIndex} steps`,
+            message: `value pretraining done after ${n} steps`,
           });
+        if (tr.valuePretrainFinished || this.every(n)) await this.save({ phase: "value_pretrain", step: n });
       }
+      let savedAt = -1;
       while (tr.rlStepIndex < tr.config.stop.max_steps) {
         if (!(await this.gate())) return this.finish("stopped");
         if (this.phase !== "rl") this.setPhase("rl");
-        this.applyPending("rl");
         const step = tr.rlStepIndex;
+        this.applyAt("rl", step);
         const every = tr.config.task.eval_every;
         const val = step === 0 || (every > 0 && step % every === 0) ? await tr.evaluate() : {};
         const out = await tr.rlStep();
@@ -182,7 +280,10 @@ export class RunLoop {
         this.on.row?.(out.row);
         this.on.samples?.(out.samples);
         this.guard(out.skipped, step, "rl");
-        await this.on.checkpoint?.({ phase: "rl", step: tr.rlStepIndex });
+        if (this.every(tr.rlStepIndex)) {
+          await this.save({ phase: "rl", step: tr.rlStepIndex });
+          savedAt = tr.rlStepIndex;
+        }
         if (this.targetReached(out.row)) {
           this.on.event?.({
             step,
@@ -193,6 +294,7 @@ export class RunLoop {
           break;
         }
       }
+      if (savedAt !== tr.rlStepIndex) await this.save({ phase: "rl", step: tr.rlStepIndex });
       // A last held-out evaluation of the final policy, as its own row.
       const val = await tr.evaluate();
       if (Object.keys(val).length > 0)

@@ -75,6 +75,22 @@ describe("Trainer (CPU model)", () => {
       for (const v of Object.values(r)) if (typeof v === "number") expect(Number.isFinite(v)).toBe(true);
   });
 
+  it("evaluates the dev set beside the held-out set when task.dev_size is set", async () => {
+    const base = tinyConfig({ sft: { steps: 0 } });
+    const withDev = mergeConfig(base, { task: { dev_size: 3 } });
+    const a = await makeTrainer(base).evaluate();
+    const b = await makeTrainer(withDev).evaluate();
+    expect(Object.keys(a).some((k) => k.startsWith("dev/"))).toBe(false);
+    for (const k of ["dev/acc", "dev/acc_sampled", "dev/tool_call_rate", "dev/tool_call_rate_sampled"])
+      expect(b, k).toHaveProperty([k]);
+    // The reported held-out numbers do not move when the dev set is added.
+    for (const [k, v] of Object.entries(a)) expect(b[k], k).toBe(v);
+    const v1 = mergeConfig(withDev, { task: { split_version: 1 } });
+    await expect(makeTrainer(v1).evaluate()).rejects.toThrow(
+      /task.dev_size: .*no dev set under split version 1/,
+    );
+  });
+
   it("SFT lowers the loss on the demonstrations", async () => {
     const config = tinyConfig({ sft: { steps: 25, batch: 8, lr: 1e-2, warmup_steps: 2 } });
     const tr = makeTrainer(config, () => 0);

@@ -48,6 +48,16 @@ export interface TrainerDeps {
   onActivity?: (activity: Activity) => void;
 }
 
+/** Trainer.runState(): what a checkpoint carries besides weights and optimizer. */
+export interface TrainerRunState {
+  sftStep: number;
+  valuePretrainStep: number;
+  valuePretrainFinished: boolean;
+  rlStep: number;
+  advState: AdvantageState;
+  reference?: Float32Array;
+}
+
 export class Trainer {
   config: RunConfig;
   rlStepIndex = 0;
@@ -60,6 +70,7 @@ export class Trainer {
   private tools: ToolProtocol;
   private advState: AdvantageState = {};
   private evalProblems?: Problem[];
+  private devProblems?: Problem[];
   /** Seconds since the run started. */
   readonly clock: () => number;
 
@@ -93,6 +104,42 @@ export class Trainer {
     this.config = r.config;
     this.tools = this.makeTools();
     return { ok: true };
+  }
+
+  /**
+   * Everything a resume needs besides the policy's weights and optimizer state: step counters,
+   * the estimator state carried between steps (reinforce-history) and the KL reference's
+   * weights once it exists (the policy as it was when KL was first needed). rl/runner.ts puts
+   * it in each checkpoint and restores it; the rest derives from (seed, phase, step).
+   */
+  async runState(): Promise<TrainerRunState> {
+    return {
+      sftStep: this.sftStepIndex,
+      valuePretrainStep: this.valuePretrainStepIndex,
+      valuePretrainFinished: this.valuePretrainFinished,
+      rlStep: this.rlStepIndex,
+      advState: structuredClone(this.advState),
+      // With LoRA the reference is the frozen base itself (policy.referencePolicy): nothing to save.
+      reference:
+        this.reference && (await this.deps.policy.getAdapter()) === null
+          ? await this.reference.getWeights()
+          : undefined,
+    };
+  }
+
+  async restoreRunState(s: TrainerRunState): Promise<void> {
+    this.sftStepIndex = s.sftStep;
+    this.valuePretrainStepIndex = s.valuePretrainStep;
+    this.valuePretrainFinished = s.valuePretrainFinished;
+    this.rlStepIndex = s.rlStep;
+    this.advState = structuredClone(s.advState);
+    if (this.reference !== this.deps.reference) this.reference?.dispose();
+    this.reference = undefined;
+    if (s.reference) {
+      const ref = await this.deps.policy.frozenCopy();
+      await ref.setWeights(s.reference);
+      this.reference = ref;
+    }
   }
 
   /** What the phases see of the trainer at this step. */
@@ -151,9 +198,22 @@ export class Trainer {
     return out;
   }
 
-  /** Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics). */
+  /**
+   * Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics),
+   * then of its dev set (dev/*) when task.dev_size > 0.
+   */
   async evaluate(): Promise<Record<string, number>> {
-    this.evalProblems ??= this.driver.evalSet(this.config.task.eval_size);
-    return evaluate(this.context(), this.evalProblems, this.rlStepIndex);
+    const c = this.config;
+    this.evalProblems ??= this.driver.evalSet(c.task.eval_size);
+    const out = await evaluate(this.context(), this.evalProblems, this.rlStepIndex);
+    if (c.task.dev_size > 0) {
+      if (!this.driver.devSet || c.task.split_version < 2)
+        throw new Error(
+          `task.dev_size: task "${c.task.name}" has no dev set${c.task.split_version < 2 ? " under split version 1" : ""}`,
+        );
+      this.devProblems ??= this.driver.devSet(c.task.dev_size);
+      Object.assign(out, await evaluate(this.context(), this.devProblems, this.rlStepIndex, "dev"));
+    }
+    return out;
   }
 }

@@ -2,6 +2,7 @@
 // verifier, and the SFT demo mix and transcripts of DEMO-RECIPE.md.
 import { describe, expect, it } from "vitest";
 import {
+  canonicalExpr,
   inlineTranscript,
   makeArithmeticTask,
   miscopyOperand,
@@ -10,7 +11,7 @@ import {
 } from "./arithmetic.ts";
 import { calculator } from "./calc.ts";
 import { Rng } from "./rng.ts";
-import { isEvalKey } from "./split.ts";
+import { isEvalKey, splitSide } from "./split.ts";
 
 const task = makeArithmeticTask();
 
@@ -38,16 +39,62 @@ describe("arithmetic problems", () => {
     }
   });
 
-  it("keep the eval set disjoint from training samples", () => {
-    const evalKeys = new Set(task.evalSet(100).map((p) => p.id));
+  it("keep the eval set disjoint from training samples (split version 1, raw keys)", () => {
+    const v1 = makeArithmeticTask({ splitVersion: 1 });
+    const evalKeys = new Set(v1.evalSet(100).map((p) => p.id));
     expect(evalKeys.size).toBeGreaterThan(60);
-    const train = task.sample(new Rng(11), 5000);
+    const train = v1.sample(new Rng(11), 5000);
     for (const p of train) expect(evalKeys.has(p.id)).toBe(false);
     for (const p of train.slice(0, 500)) expect(isEvalKey("arithmetic", String(p.meta.expr))).toBe(false);
     // The eval mix follows the training mix (50% hard).
-    const ev = task.evalSet(400);
+    const ev = v1.evalSet(400);
     expect(Math.abs(ev.filter((p) => p.bucket === "hard").length / 400 - 0.5)).toBeLessThan(0.07);
     expect(new Set(ev.filter((p) => p.bucket === "hard").map((p) => p.id)).size).toBeGreaterThan(190);
+  });
+
+  // The measurement behind split version 2, on quick-demo's task (mulDigits [2, 2]): version
+  // 1's 100 eval items are 74 distinct problems, and 64 of those have a commutative twin whose
+  // key falls on the training side (the twin can be sampled for training).
+  it("split version 1 leaks commutative twins into training; version 2 does not", () => {
+    const twinOf = (e: string) => {
+      const m = /^(\d+)([*+])(\d+)$/.exec(e) ?? /^\((\d+)(\+)(\d+)\)\*\d+$/.exec(e);
+      if (!m) return null;
+      return e.startsWith("(") ? e.replace(/^\((\d+)\+(\d+)\)/, "($2+$1)") : `${m[3]}${m[2]}${m[1]}`;
+    };
+    const twinsOnTrain = (version: 1 | 2, fraction: number) => {
+      const ev = makeArithmeticTask({ splitVersion: version, mulDigits: [2, 2] }).evalSet(100);
+      const key = (e: string) => (version === 1 ? e : canonicalExpr(e));
+      const distinct = [...new Set(ev.map((p) => String(p.meta.expr)))];
+      const leaked = distinct.filter((e) => {
+        const t = twinOf(e);
+        return t !== null && t !== e && splitSide("arithmetic", key(t), fraction, version) === "train";
+      });
+      return { distinct: distinct.length, leaked: leaked.length };
+    };
+    const v1 = twinsOnTrain(1, 0.1);
+    expect(v1.distinct).toBe(74);
+    expect(v1.leaked).toBe(64);
+    expect(twinsOnTrain(2, 0.2)).toEqual({ distinct: 100, leaked: 0 });
+  });
+
+  it("split version 2: eval and dev hold each problem once, and train, eval and dev are disjoint", () => {
+    const evalSet = task.evalSet(100);
+    const devSet = task.devSet?.(50) ?? [];
+    const keys = (ps: { meta: { expr?: unknown } }[]) => ps.map((p) => canonicalExpr(String(p.meta.expr)));
+    const ek = new Set(keys(evalSet));
+    const dk = new Set(keys(devSet));
+    expect(ek.size).toBe(100);
+    expect(dk.size).toBe(50);
+    for (const k of dk) expect(ek.has(k)).toBe(false);
+    const train = keys(task.sample(new Rng(11), 5000));
+    for (const k of train) expect(ek.has(k) || dk.has(k)).toBe(false);
+    // Past the easy bucket's ~50 held-out problems the draws are hard: the mix stays near half.
+    const easy = evalSet.filter((p) => p.bucket === "easy").length;
+    expect(easy).toBe(50);
+    expect(task.evalSet(300).filter((p) => p.bucket === "easy").length).toBe(50);
+    expect(canonicalExpr("7*3")).toBe("3*7");
+    expect(canonicalExpr("(45+12)*33")).toBe("(12+45)*33");
+    expect(canonicalExpr("12-3")).toBe("12-3");
   });
 
   it("difficulty knobs change the shapes", () => {

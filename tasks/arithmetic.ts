@@ -4,9 +4,11 @@
 // plausibly wrong on hard, in the `inline` transcript. Knobs change the mix and difficulty.
 // Tested by tasks/arithmetic.test.ts.
 
+import { z } from "zod";
 import { CALC_ALLOWED_CHARS, calculator } from "./calc.ts";
+import { share, whole } from "./options.ts";
 import type { Rng } from "./rng.ts";
-import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng } from "./split.ts";
+import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type {
   Demo,
   LocalToolResult,
@@ -40,9 +42,50 @@ export interface ArithmeticConfig {
    * `steps` binary operators over `digits`-digit numbers, optional parentheses.
    */
   random?: { steps: number; digits: number; operators: Operator[]; parens: boolean };
-  /** Share of the problem-key space held out for evaluation. */
-  evalFraction: number;
+  /**
+   * Share of the problem-key space held out for evaluation; unset: 0.1 under split version 1,
+   * 0.2 under version 2 (canonical keys halve the easy bucket's keys; 0.2 leaves it about 50
+   * distinct held-out problems, so a 100-item eval set needs no repeats).
+   */
+  evalFraction?: number;
+  /** The train/eval split (tasks/split.ts): 2 keys problems canonically and has a dev side. */
+  splitVersion: SplitVersion;
 }
+
+/** task.options of the arithmetic task: ArithmeticConfig's fields, and `sft` (ArithmeticDemoKnobs). */
+export const ARITHMETIC_OPTIONS = z
+  .object({
+    hardFraction: share(),
+    hardMulFraction: share(),
+    mulDigits: z.tuple([whole(1), whole(1)]),
+    sumDigits: whole(1),
+    easyMulFraction: share(),
+    easyMulMax: whole(1),
+    easyAddMax: whole(1),
+    random: z
+      .object({
+        steps: whole(1),
+        digits: whole(1),
+        operators: z.array(z.enum(["+", "-", "*"])).min(1, "needs at least one operator"),
+        parens: z.boolean(),
+      })
+      .strict(),
+    evalFraction: share(),
+    sft: z
+      .object({
+        toolRate: share(),
+        thinkRate: share(),
+        wrongRate: share(),
+        easyWrongRate: share(),
+        toolErrorRate: share(),
+        thinkTool: z.string(),
+        thinkDirect: z.string(),
+      })
+      .partial()
+      .strict(),
+  })
+  .partial()
+  .strict();
 
 export const DEFAULT_ARITHMETIC_CONFIG: ArithmeticConfig = {
   hardFraction: 0.5,
@@ -52,8 +95,27 @@ export const DEFAULT_ARITHMETIC_CONFIG: ArithmeticConfig = {
   easyMulFraction: 0.5,
   easyMulMax: 9,
   easyAddMax: 20,
-  evalFraction: DEFAULT_EVAL_FRACTION,
+  splitVersion: SPLIT_VERSION,
 };
+
+/**
+ * The problem's split key under version 2: commutative operands sorted, so `a*b` and `b*a`
+ * (and `(a+b)*c` and `(b+a)*c`) are one problem and land on one side. Random expressions
+ * (cfg.random) keep their text: reordering them is not always the same problem.
+ */
+export function canonicalExpr(expr: string): string {
+  const pair = /^(\d+)([*+])(\d+)$/.exec(expr);
+  if (pair) {
+    const [a, b] = [pair[1], pair[3]].sort((x, y) => Number(x) - Number(y));
+    return `${a}${pair[2]}${b}`;
+  }
+  const sumProd = /^\((\d+)\+(\d+)\)\*(\d+)$/.exec(expr);
+  if (sumProd) {
+    const [a, b] = [sumProd[1], sumProd[2]].sort((x, y) => Number(x) - Number(y));
+    return `(${a}+${b})*${sumProd[3]}`;
+  }
+  return expr;
+}
 
 export interface ArithmeticDemoKnobs {
   /** Share of demos that call the tool (spread over easy and hard alike). */
@@ -219,8 +281,27 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
     const { expr, bucket } = generateExpression(rng, cfg);
     return problemFor(expr, bucket);
   };
-  const key = (p: Problem) => String(p.meta.expr);
-  const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, false, name, cfg.evalFraction);
+  const version = cfg.splitVersion;
+  const fraction = cfg.evalFraction ?? (version === 1 ? DEFAULT_EVAL_FRACTION : 0.2);
+  const key =
+    version === 1 ? (p: Problem) => String(p.meta.expr) : (p: Problem) => canonicalExpr(String(p.meta.expr));
+  const split = { taskName: name, fraction, version };
+  const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, "train", split);
+  const drawBucket = (hard: boolean) => (rng: Rng) => {
+    const { expr, bucket } = generateExpression(rng, { ...cfg, hardFraction: hard ? 1 : 0 });
+    return problemFor(expr, bucket);
+  };
+  const heldOut = (rng: Rng, n: number, side: "eval" | "dev") => {
+    const nEasy = Math.round(n * (1 - cfg.hardFraction));
+    const opts = { ...split, unique: true as const };
+    const easy = drawSplit(rng.fork("easy"), nEasy, drawBucket(false), key, side, {
+      ...opts,
+      maxTries: 200,
+      upTo: true,
+    });
+    const hard = drawSplit(rng.fork("hard"), n - easy.length, drawBucket(true), key, side, opts);
+    return rng.fork("order").shuffle([...easy, ...hard]);
+  };
 
   return {
     name,
@@ -229,10 +310,16 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
     tools: [CALCULATOR_TOOL],
     buckets: ["easy", "hard"],
     sample,
-    // Repeats allowed: the easy bucket has only ~50 held-out keys, and rejecting repeats
-    // would tilt the eval mix toward hard problems.
+    // Version 1 allows repeats (its easy bucket has few held-out keys, and rejecting repeats
+    // tilted the mix toward hard problems: 100 items were 74 distinct). Version 2 holds each
+    // problem once and keeps the training mix by drawing each bucket's share on its own;
+    // past the easy bucket's 50 held-out problems (34 dev) the rest are hard.
     evalSet(n: number) {
-      return drawSplit(evalRng(name), n, draw, key, true, name, cfg.evalFraction);
+      if (version === 1) return drawSplit(evalRng(name), n, draw, key, "eval", split);
+      return heldOut(evalRng(name), n, "eval");
+    },
+    devSet(n: number) {
+      return heldOut(evalRng(name, "dev"), n, "dev");
     },
     verify(problem: Problem, finalAnswerText: string | null, _trajectory?: Trajectory) {
       return verifyInteger(problem.answer, finalAnswerText);

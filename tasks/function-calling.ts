@@ -6,8 +6,10 @@
 // verify() grades the final answer and reports predicted vs ground-truth calls for the
 // ToolRL / Tool-N1 rewards. Tested by tasks/function-calling.test.ts.
 
+import { z } from "zod";
+import { share } from "./options.ts";
 import type { Rng } from "./rng.ts";
-import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng } from "./split.ts";
+import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { CallRecord, Demo, LocalToolResult, Message, Problem, Task, UserToolSpec } from "./types.ts";
 import { callsMatch, verifyNumeric } from "./verify.ts";
 
@@ -244,8 +246,19 @@ export function compactSystemPrompt(tools: UserToolSpec[]): string {
   );
 }
 
+/** task.options of function-calling: templates, evalFraction, compact and `sft` ({thinkRate}). */
+export const FUNCTION_CALLING_OPTIONS = z
+  .object({
+    templates: z.array(z.string()),
+    evalFraction: share(),
+    compact: z.boolean(),
+    sft: z.object({ thinkRate: share() }).partial().strict(),
+  })
+  .partial()
+  .strict();
+
 export function makeFunctionCallingTask(
-  opts: { templates?: string[]; evalFraction?: number; compact?: boolean } = {},
+  opts: { templates?: string[]; evalFraction?: number; compact?: boolean; splitVersion?: SplitVersion } = {},
 ): Task {
   const name = "function-calling";
   const names = opts.templates ?? Object.keys(FC_TEMPLATES);
@@ -268,7 +281,8 @@ export function makeFunctionCallingTask(
   });
   const draw = (rng: Rng) => toProblem(FC_TEMPLATES[rng.pick(names)](rng));
   const key = (p: Problem) => String(p.meta.key);
-  const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, false, name, fraction);
+  const split = { taskName: name, fraction, version: opts.splitVersion ?? SPLIT_VERSION };
+  const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, "train", split);
 
   return {
     name,
@@ -277,7 +291,10 @@ export function makeFunctionCallingTask(
     tools: LIBRARY_TOOLS,
     buckets: ["single-call", "multi-call"],
     sample,
-    evalSet: (n) => drawSplit(evalRng(name), n, draw, key, true, name, fraction, true),
+    // "prefer": the single-call templates have few keys (year 12, count 6, copies 5), so an
+    // eval set of those repeats questions once its distinct ones run out.
+    evalSet: (n) => drawSplit(evalRng(name), n, draw, key, "eval", { ...split, unique: "prefer" }),
+    devSet: (n) => drawSplit(evalRng(name, "dev"), n, draw, key, "dev", { ...split, unique: "prefer" }),
     verify(problem, finalAnswerText, trajectory) {
       const res = verifyNumeric(problem.answer, finalAnswerText);
       const gtCalls = problem.meta.gtCalls as CallRecord[];

@@ -1,8 +1,12 @@
 // Tests for tasks/index.ts: every registered task honours the common contract (seeded
 // sampling, eval/train disjointness, verify on its own reference answer, demos end with an
-// assistant turn; environments reset, step and give anchor keys).
+// assistant turn; environments reset, step and give anchor keys), and task.options checked by
+// each task's own schema with errors that name the option.
+
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { getTask, TASK_NAMES, TASKS } from "./index.ts";
+import { didYouMean } from "./options.ts";
 import { Rng } from "./rng.ts";
 import { isEnvTask } from "./types.ts";
 
@@ -16,6 +20,43 @@ describe("task registry", () => {
       "word-problems",
     ]);
     expect(() => getTask("nope")).toThrow(/unknown task "nope"/);
+  });
+
+  it("checks task.options with the task's schema and names each bad option", () => {
+    const err = (name: string, options: unknown) => {
+      try {
+        getTask(name, options);
+        return "";
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(err("arithmetic", { digts: 3, evalFraction: "lots" }).split("\n")).toEqual([
+      "task.options.evalFraction: must be a number",
+      "task.options.digts: unknown option (arithmetic options: hardFraction, hardMulFraction, mulDigits, sumDigits, easyMulFraction, easyMulMax, easyAddMax, random, evalFraction, sft)",
+    ]);
+    expect(err("arithmetic", { sumDigts: 3 })).toMatch(
+      /^task\.options\.sumDigts: unknown option; did you mean sumDigits\?/,
+    );
+    expect(err("word-problems", { evalFraction: 2 })).toBe("task.options.evalFraction: must be <= 1");
+    expect(err("frozenlake", { size: 3, sft: { thinkrate: 0.5 } })).toMatch(
+      /^task\.options\.sft\.thinkrate: unknown option; did you mean thinkRate\?/,
+    );
+    expect(err("arithmetic", { random: { steps: 2, digits: 2, operators: [], parens: false } })).toBe(
+      "task.options.random.operators: needs at least one operator",
+    );
+    expect(err("sokoban", { boxes: 1.5 })).toBe("task.options.boxes: must be an integer");
+    expect(didYouMean("digts", ["digits", "size"])).toBe("digits");
+    expect(didYouMean("temperature", ["digits", "size"])).toBeUndefined();
+  });
+
+  it("every committed recipe's task options pass its task's schema", () => {
+    const dir = new URL("../public/recipes/", import.meta.url);
+    for (const f of readdirSync(dir).filter((x) => x.endsWith(".json") && x !== "index.json")) {
+      const r = JSON.parse(readFileSync(new URL(f, dir), "utf8"));
+      const task = r.config?.task;
+      if (task) expect(() => getTask(task.name ?? "arithmetic", task.options ?? {}), f).not.toThrow();
+    }
   });
 
   for (const name of Object.keys(TASKS)) {

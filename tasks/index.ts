@@ -1,28 +1,65 @@
-// The task registry: every built-in task and environment by name, for the config, the UI's
-// task picker, the trainer and the CLI. JSONL tasks are made at run time by importJsonl().
+// The task registry, the one table of built-in tasks and environments by name: its options
+// schema (task.options, checked with a message naming the option) and its factory. The
+// config, the UI's task picker, the trainer (rl/setup.ts runTaskOf) and the CLI use it; a new
+// task is one entry. JSONL tasks are made at run time by importJsonl().
 // Tested by tasks/index.test.ts.
-
-import { arithmeticTask } from "./arithmetic.ts";
-import { frozenLakeTask } from "./frozenlake.ts";
-import { functionCallingTask } from "./function-calling.ts";
-import { sokobanTask } from "./sokoban.ts";
+import type { z } from "zod";
+import { ARITHMETIC_OPTIONS, makeArithmeticTask } from "./arithmetic.ts";
+import { FROZENLAKE_OPTIONS, makeFrozenLakeTask } from "./frozenlake.ts";
+import { FUNCTION_CALLING_OPTIONS, makeFunctionCallingTask } from "./function-calling.ts";
+import { parseTaskOptions } from "./options.ts";
+import { makeSokobanTask, SOKOBAN_OPTIONS } from "./sokoban.ts";
+import { SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { AnyTask } from "./types.ts";
-import { wordProblemsTask } from "./word-problems.ts";
+import { makeWordProblemsTask, WORD_PROBLEMS_OPTIONS } from "./word-problems.ts";
 
-export const TASKS: Record<string, AnyTask> = {
-  arithmetic: arithmeticTask,
-  "word-problems": wordProblemsTask,
-  "function-calling": functionCallingTask,
-  frozenlake: frozenLakeTask,
-  sokoban: sokobanTask,
+export interface TaskEntry<O extends { sft?: unknown } = { sft?: unknown }> {
+  /** task.options: a strict object; `sft` holds the demo knobs the trainer passes to sftDemos. */
+  options: z.ZodType<O>;
+  /** The task from its options (less `sft`) and the run's split version (tasks/split.ts). */
+  make(options: Omit<O, "sft"> & { splitVersion?: SplitVersion }): AnyTask;
+}
+
+const entry = <O extends { sft?: unknown }>(e: TaskEntry<O>) => e as unknown as TaskEntry;
+
+export const TASKS: Record<string, TaskEntry> = {
+  arithmetic: entry({ options: ARITHMETIC_OPTIONS, make: makeArithmeticTask }),
+  "word-problems": entry({ options: WORD_PROBLEMS_OPTIONS, make: makeWordProblemsTask }),
+  "function-calling": entry({ options: FUNCTION_CALLING_OPTIONS, make: makeFunctionCallingTask }),
+  frozenlake: entry({ options: FROZENLAKE_OPTIONS, make: makeFrozenLakeTask }),
+  sokoban: entry({ options: SOKOBAN_OPTIONS, make: makeSokobanTask }),
 };
 
 export const TASK_NAMES = Object.keys(TASKS);
 
-export function getTask(name: string): AnyTask {
+function entryOf(name: string): TaskEntry {
   const t = TASKS[name];
-  if (!t) throw new Error(`unknown task "${name}" (known: ${TASK_NAMES.join(", ")}; user data: importJsonl)`);
+  if (!t)
+    throw new Error(
+      `task.name: unknown task "${name}" (known: ${TASK_NAMES.join(", ")}; user data: importJsonl)`,
+    );
   return t;
+}
+
+/** A task's options, checked by its schema; throws naming each bad option (task.options.<name>: ...). */
+export function taskOptions(
+  name: string,
+  options: unknown,
+): { sft?: Record<string, unknown> } & Record<string, unknown> {
+  return parseTaskOptions(name, entryOf(name).options, options) as { sft?: Record<string, unknown> };
+}
+
+/**
+ * The task `name` built with `options` (checked; the `sft` knobs are for sftDemos, not the
+ * factory) under split `version` (RunConfig task.split_version; environments ignore it).
+ */
+export function getTask(
+  name: string,
+  options: unknown = {},
+  split: { version: SplitVersion } = { version: SPLIT_VERSION },
+): AnyTask {
+  const { sft: _sft, ...rest } = taskOptions(name, options);
+  return entryOf(name).make({ ...rest, splitVersion: split.version });
 }
 
 export { importJsonl } from "./jsonl.ts";

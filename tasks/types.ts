@@ -119,6 +119,11 @@ export interface Task {
   sample(rng: Rng, n: number): Problem[];
   /** Deterministic held-out prompts, disjoint from anything sample() returns. */
   evalSet(n: number): Problem[];
+  /**
+   * Deterministic dev prompts (split version 2), disjoint from both sample() and evalSet():
+   * for choosing stopping steps and knobs without looking at the reported held-out set.
+   */
+  devSet?(n: number): Problem[];
   verify(problem: Problem, finalAnswerText: string | null, trajectory?: Trajectory): VerifyResult;
   /** Cold-start conversations; knobs are task-specific (see each task's Knobs type). */
   sftDemos(rng: Rng, n: number, knobs?: Record<string, unknown>): Demo[];

@@ -3,10 +3,12 @@
 // `inline` transcript. Numbers are drawn so the arithmetic is 2-3 digit work; the verifier
 // is numeric. Buckets: one-step and two-step. Tested by tasks/word-problems.test.ts.
 
+import { z } from "zod";
 import { CALCULATOR_TOOL, directDemoMessages, perturbNumber, toolDemoMessages } from "./arithmetic.ts";
 import { calculator } from "./calc.ts";
+import { share } from "./options.ts";
 import type { Rng } from "./rng.ts";
-import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng } from "./split.ts";
+import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { Demo, LocalToolResult, Problem, Task } from "./types.ts";
 import { verifyNumeric } from "./verify.ts";
 
@@ -116,6 +118,16 @@ export interface WordDemoKnobs {
   wrongRate: number;
 }
 
+/** task.options of word-problems: templates, evalFraction and `sft` (WordDemoKnobs). */
+export const WORD_PROBLEMS_OPTIONS = z
+  .object({
+    templates: z.array(z.string()),
+    evalFraction: share(),
+    sft: z.object({ toolRate: share(), thinkRate: share(), wrongRate: share() }).partial().strict(),
+  })
+  .partial()
+  .strict();
+
 export const DEFAULT_WORD_DEMO_KNOBS: WordDemoKnobs = { toolRate: 0.5, thinkRate: 0.3, wrongRate: 1 };
 
 function toProblem(template: string, inst: Omit<Instance, "template">): Problem {
@@ -130,7 +142,9 @@ function toProblem(template: string, inst: Omit<Instance, "template">): Problem 
   };
 }
 
-export function makeWordProblemsTask(opts: { templates?: string[]; evalFraction?: number } = {}): Task {
+export function makeWordProblemsTask(
+  opts: { templates?: string[]; evalFraction?: number; splitVersion?: SplitVersion } = {},
+): Task {
   const name = "word-problems";
   const names = opts.templates ?? Object.keys(WORD_TEMPLATES);
   for (const t of names)
@@ -142,7 +156,9 @@ export function makeWordProblemsTask(opts: { templates?: string[]; evalFraction?
   };
   // Names and items are decoration: the held-out key is the template and its numbers.
   const key = (p: Problem) => p.id;
-  const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, false, name, fraction);
+  const version = opts.splitVersion ?? SPLIT_VERSION;
+  const split = { taskName: name, fraction, version };
+  const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, "train", split);
   return {
     name,
     description:
@@ -151,7 +167,9 @@ export function makeWordProblemsTask(opts: { templates?: string[]; evalFraction?
     tools: [CALCULATOR_TOOL],
     buckets: ["one-step", "two-step"],
     sample,
-    evalSet: (n) => drawSplit(evalRng(name), n, draw, key, true, name, fraction, true),
+    evalSet: (n) =>
+      drawSplit(evalRng(name), n, draw, key, "eval", { ...split, unique: version >= 2 || "prefer" }),
+    devSet: (n) => drawSplit(evalRng(name, "dev"), n, draw, key, "dev", { ...split, unique: true }),
     verify: (problem, answer) => verifyNumeric(problem.answer, answer),
     sftDemos(rng: Rng, n: number, knobs: Partial<WordDemoKnobs> = {}): Demo[] {
       const k = { ...DEFAULT_WORD_DEMO_KNOBS, ...knobs };

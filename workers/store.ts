@@ -18,7 +18,7 @@
 // Chromium (e2e/persist.e2e.test.ts).
 import { type DBSchema, type IDBPDatabase, type IDBPTransaction, openDB, type StoreNames } from "idb";
 import type { ConfigEdit, RunConfig } from "../config";
-import type { RunEventRecord } from "../rl/bundle";
+import { phasedEdits, type RunEventRecord } from "../rl/bundle";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 
 export const STORE_DB_NAME = "agentic-rl-lab";
@@ -435,7 +435,11 @@ export class RunStore {
     if (!run) return undefined;
     return {
       run,
-      edits: edits.map((e) => e.edit),
+      // Runs stored by older labs have edits without a phase (rl/bundle.ts phasedEdits).
+      edits: phasedEdits(
+        edits.map((e) => e.edit),
+        events.map((e) => e.event),
+      ),
       events: events.map((e) => e.event),
       rows: rows.map((r) => r.row),
       samples: samples.map((s) => s.sample),

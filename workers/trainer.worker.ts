@@ -3,10 +3,9 @@
 // model/, kernels/ and sandbox/. Files named by a config (init checkpoints) are fetched from
 // the app's public folder.
 import * as Comlink from "comlink";
-import { applyEdits, type ConfigEdit, type RunConfig } from "../config";
+import type { ConfigEdit, RunConfig } from "../config";
 import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kernels/device";
 import type { PolicyModel } from "../model/api";
-import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
 import { GpuModel } from "../model/gpu";
 import { promptTokens } from "../model/template";
 import { decode } from "../model/tokenizer";
@@ -14,7 +13,7 @@ import { decodeBundle, encodeBundle } from "../rl/bundle";
 import { parseAnswer } from "../rl/parse";
 import { rewardInput, runCustomReward } from "../rl/rewards";
 import { rollout } from "../rl/rollout";
-import { RunLoop } from "../rl/runner";
+import { RunLoop, type RunLoopOptions } from "../rl/runner";
 import { createTrainer } from "../rl/session";
 import { runTaskOf } from "../rl/setup";
 import { makeToolProtocol } from "../rl/tools";
@@ -33,6 +32,7 @@ import type {
   TrainerApi,
   TryResult,
 } from "./api";
+import { MemoryRunStore, openStoredRun, type RecordStore, recordingEvents } from "./run-record";
 import { openRunStore, type RunStore, StorageFullError } from "./store";
 
 let gpu: Promise<Gpu> | undefined;
@@ -56,6 +56,8 @@ interface ActiveRun {
 }
 let run: ActiveRun | undefined;
 let storePromise: Promise<RunStore | undefined> | undefined;
+/** Where runs are recorded when IndexedDB is unavailable. */
+const memoryStore = new MemoryRunStore();
 
 /** The IndexedDB run store; undefined (runs are not persisted) where IndexedDB is unavailable. */
 function getStore(): Promise<RunStore | undefined> {
@@ -162,39 +164,29 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
   // The device first: without WebGPU, start() fails with its message before a run record is
   // created (or a stored run truncated and marked running) that would never train.
   const { device } = await getGpu();
-  const store = await getStore();
+  // Without IndexedDB the record lives in memory: a device loss still resumes, a reload does not.
+  const store: RecordStore = (await getStore()) ?? memoryStore;
   let config: RunConfig;
   let id: string;
-  let replay: ConfigEdit[] = options.edits ?? [];
-  let resume: { phase: "sft" | "value_pretrain" | "rl"; step: number; bytes: Uint8Array } | undefined;
+  let edits: ConfigEdit[];
+  let resume: RunLoopOptions["resume"];
   if (options.resumeRunId) {
-    if (!store) throw new Error("cannot resume: this browser gives the lab no IndexedDB storage");
-    const stored = await store.getRun(options.resumeRunId);
-    if (!stored) throw new Error(`no stored run ${options.resumeRunId}`);
-    id = stored.id;
-    const ck = await store.latestCheckpoint(id);
-    await store.truncateAfter(id, ck?.phase ?? "sft", ck?.step ?? 0);
-    const loaded = await store.loadRun(id);
-    const edits = loaded?.edits ?? [];
-    const doneRl = ck?.phase === "rl" ? ck.step : 0;
-    const applied = applyEdits(
-      stored.config,
-      edits.filter((e) => e.step < doneRl),
-    );
-    if (!applied.ok) throw new Error(`cannot resume ${id}: ${applied.error}`);
-    config = applied.config;
-    replay = edits.filter((e) => e.step >= doneRl);
-    if (ck) resume = { phase: ck.phase, step: ck.step, bytes: ck.bytes };
+    const opened = await openStoredRun(store, options.resumeRunId);
+    id = options.resumeRunId;
+    ({ config, edits, resume } = opened);
     // The kept rows, samples and events go back to the UI before training continues.
-    for (const row of loaded?.rows ?? []) listener.row(row);
-    if (loaded?.samples.length) listener.samples(loaded.samples);
-    for (const e of loaded?.events ?? []) listener.event(e);
+    for (const row of opened.kept.rows) listener.row(row);
+    if (opened.kept.samples.length) listener.samples(opened.kept.samples);
+    for (const e of opened.kept.events) listener.event(e);
     await store.updateRun(id, { status: "running" });
   } else {
     if (!options.config) throw new Error("start() needs a config or a run to resume");
     config = options.config;
     id = newRunId();
-    await store?.createRun({ id, name: options.name ?? "run", config, source: options.source ?? "local" });
+    // A link's edits are the new run's record from the start; the loop replays them.
+    edits = options.edits ?? [];
+    await store.createRun({ id, name: options.name ?? "run", config, source: options.source ?? "local" });
+    for (const e of edits) await store.appendEdit(id, e);
   }
   const startedAt = performance.now();
   let current: ActiveRun | undefined;
@@ -208,6 +200,7 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
         message: err.message,
       });
     });
+  const record = recordingEvents(store, id, (w) => void persist(w));
   const trainer = await createTrainer(config, {
     makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
     sandbox: getSandbox(),
@@ -216,91 +209,73 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
       if (current) pushProgress(current, { activity });
     },
   });
-  if (resume) {
-    const ck = loadCheckpoint(resume.bytes);
-    await trainer.policy.setWeights(ck.weights);
-    if (ck.adapter) await trainer.policy.setAdapter(ck.adapter);
-    if (ck.optimizer) await trainer.policy.setOptimizerState(ck.optimizer);
-    if (resume.phase === "rl") {
-      trainer.sftStepIndex = config.sft.steps;
-      trainer.rlStepIndex = resume.step;
-    } else {
-      trainer.sftStepIndex = resume.step;
-    }
-  }
-  const sftTotal = Math.max(0, config.sft.steps - trainer.sftStepIndex);
+  const sftDone = resume
+    ? resume.at.phase === "sft"
+      ? resume.at.step
+      : config.sft.steps
+    : trainer.sftStepIndex;
+  const sftTotal = Math.max(0, config.sft.steps - sftDone);
   let stepTimes: number[] = [];
   let lastStepAt = performance.now();
-  // Replayed edits apply at the start of the RL step they were made at (as when recorded).
-  for (const e of replay.filter((x) => x.step <= trainer.rlStepIndex)) trainer.applyEdit(e);
-  const loop = new RunLoop(trainer, {
-    row(row) {
-      listener.row(row);
-      void persist(store?.appendRow(id, row));
-      if (row.phase === "rl")
-        for (const e of replay.filter((x) => x.step === row.step + 1)) loop.edit(e.path, e.value);
-      const now = performance.now();
-      stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
-      lastStepAt = now;
-      if (!current) return;
-      const total = sftTotal + config.stop.max_steps;
-      const done =
-        row.phase === "sft" ? row.step + 1 - (config.sft.steps - sftTotal) : sftTotal + row.step + 1;
-      const per = stepTimes.reduce((a, b) => a + b, 0) / stepTimes.length;
-      pushProgress(current, {
-        step: row.step + 1,
-        total: row.phase === "sft" ? config.sft.steps : config.stop.max_steps,
-        eta: Math.max(0, (total - done) * per),
-        tokensPerS:
-          typeof row["perf/tokens_per_s"] === "number"
-            ? row["perf/tokens_per_s"]
-            : current.progress.tokensPerS,
-      });
-    },
-    samples(samples) {
-      void persist(store?.appendSamples(id, samples));
-      if (!current?.fast) listener.samples(samples);
-    },
-    event(e) {
-      if (current?.retiring && (e.kind === "error" || e.kind === "stopped")) return;
-      if (e.kind === "error") {
-        // Held back until it is clear the device was not lost (then the run resumes instead).
-        void lostSoon(device).then((lost) => {
-          if (lost || current?.retiring) return;
-          listener.event(e);
-          void persist(store?.appendEvent(id, e));
+  const loop = new RunLoop(
+    trainer,
+    {
+      row(row) {
+        listener.row(row);
+        record.row(row);
+        const now = performance.now();
+        stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
+        lastStepAt = now;
+        if (!current) return;
+        const total = sftTotal + config.stop.max_steps;
+        const done =
+          row.phase === "sft" ? row.step + 1 - (config.sft.steps - sftTotal) : sftTotal + row.step + 1;
+        const per = stepTimes.reduce((a, b) => a + b, 0) / stepTimes.length;
+        pushProgress(current, {
+          step: row.step + 1,
+          total: row.phase === "sft" ? config.sft.steps : config.stop.max_steps,
+          eta: Math.max(0, (total - done) * per),
+          tokensPerS:
+            typeof row["perf/tokens_per_s"] === "number"
+              ? row["perf/tokens_per_s"]
+              : current.progress.tokensPerS,
         });
-        return;
-      }
-      listener.event(e);
-      void persist(store?.appendEvent(id, e));
-      if (e.kind === "edit" && e.edit) void persist(store?.appendEdit(id, e.edit));
+      },
+      samples(samples) {
+        record.samples(samples);
+        if (!current?.fast) listener.samples(samples);
+      },
+      event(e) {
+        if (current?.retiring && (e.kind === "error" || e.kind === "stopped")) return;
+        if (e.kind === "error") {
+          // Held back until it is clear the device was not lost (then the run resumes instead).
+          void lostSoon(device).then((lost) => {
+            if (lost || current?.retiring) return;
+            listener.event(e);
+            record.event(e);
+          });
+          return;
+        }
+        listener.event(e);
+        record.event(e);
+      },
+      edit: record.edit,
+      phase(phase) {
+        if (!current || current.retiring) return;
+        if (phase === "error") current.failedAt = performance.now();
+        pushProgress(current, {
+          phase,
+          activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
+        });
+        const ended = current.stopRequested ? "stopped" : "done";
+        const status =
+          phase === "paused" ? "paused" : phase === "done" ? ended : phase === "error" ? "error" : "running";
+        void persist(store.updateRun(id, { status }));
+      },
+      checkpoint: (ck) => persist(record.checkpoint(ck)),
     },
-    phase(phase) {
-      if (!current || current.retiring) return;
-      if (phase === "error") current.failedAt = performance.now();
-      pushProgress(current, {
-        phase,
-        activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
-      });
-      const ended = current.stopRequested ? "stopped" : "done";
-      const status =
-        phase === "paused" ? "paused" : phase === "done" ? ended : phase === "error" ? "error" : "running";
-      void persist(store?.updateRun(id, { status }));
-    },
-    async checkpoint(info) {
-      const every = config.checkpoint_every;
-      if (!store || !(info.phase === "sft" || (every > 0 && info.step % every === 0))) return;
-      const p = trainer.policy;
-      const bytes = saveCheckpoint({
-        config: p.config,
-        weights: await p.getWeights(),
-        adapter: (await p.getAdapter()) ?? undefined,
-        optimizer: await p.getOptimizerState(),
-      });
-      await persist(store.saveCheckpoint(id, { phase: info.phase, step: info.step, bytes }));
-    },
-  });
+    { edits, resume },
+  );
   current = {
     id,
     config,

@@ -1,0 +1,136 @@
+// `npm run compare -- <arm> <arm>... [--keys k1,k2] [--upto N] [--band sd|minmax]`
+// Compares arms of headless runs side by side (docs/EXPERIMENTS.md is made with it). An arm
+// is a run folder (metrics.jsonl) or a folder of seed runs (seed-<S>/metrics.jsonl, what
+// `npm run train -- <recipe> --seeds N --out DIR` writes). The first arm is the baseline.
+// For held-out metrics (val/*, dev/*): per evaluation step, each arm's mean and band over
+// seeds (sd, or min-max with --band minmax) and the binomial SE at that accuracy on the eval
+// size, and each other arm's paired difference from the baseline over the seeds both ran.
+// For training metrics: each seed's mean and max over the run, then mean and band over seeds.
+// (--upto N: only rows up to RL step N.)
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import {
+  aggregateArm,
+  pairedDifference,
+  type Row,
+  runSummary,
+  type SeedRun,
+  type Stat,
+} from "./aggregate.ts";
+
+const args = process.argv.slice(2);
+const opt = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const upto = opt("--upto") !== undefined ? Number(opt("--upto")) : Number.POSITIVE_INFINITY;
+const band = opt("--band") ?? "sd";
+if (band !== "sd" && band !== "minmax") fail(`--band must be sd or minmax, not ${band}`);
+const keys = (
+  opt("--keys") ??
+  "val/acc,val/acc/hard,val/tool_call_rate_sampled,dev/acc,reward/mean,tool/call_rate,actor/grad_norm,actor/entropy_post_tool"
+).split(",");
+const valued = new Set(["--keys", "--upto", "--band"]);
+const dirs = args.filter((a, i) => !a.startsWith("--") && !valued.has(args[i - 1]));
+if (dirs.length === 0)
+  fail("usage: npm run compare -- <arm dir>... [--keys k1,k2] [--upto N] [--band sd|minmax]");
+
+function fail(msg: string): never {
+  console.error(msg);
+  process.exit(2);
+}
+
+function readRun(dir: string): SeedRun {
+  const p = join(dir, "metrics.jsonl");
+  if (!existsSync(p)) fail(`${p} does not exist`);
+  const rows = readFileSync(p, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as Row;
+      } catch {
+        return fail(`${p}:${i + 1}: not JSON`);
+      }
+    })
+    .filter((r) => r.phase === "rl" && r.step <= upto);
+  let seed = Number.NaN;
+  let evalSize: number | undefined;
+  let devSize: number | undefined;
+  const cfg = join(dir, "config.json");
+  if (existsSync(cfg)) {
+    const c = JSON.parse(readFileSync(cfg, "utf8"));
+    seed = c.seed;
+    evalSize = c.task?.eval_size;
+    devSize = c.task?.dev_size;
+  }
+  return { seed, rows, evalSize, devSize };
+}
+
+function readArm(dir: string): SeedRun[] {
+  if (existsSync(join(dir, "metrics.jsonl"))) return [readRun(dir)];
+  if (!existsSync(dir)) fail(`${dir} does not exist`);
+  const seeds = readdirSync(dir).filter(
+    (d) => /^seed-\d+$/.test(d) && existsSync(join(dir, d, "metrics.jsonl")),
+  );
+  if (seeds.length === 0) fail(`${dir}: no metrics.jsonl and no seed-<S>/metrics.jsonl in it`);
+  return seeds.map((d) => readRun(join(dir, d))).sort((a, b) => a.seed - b.seed);
+}
+
+const f = (x: number) => (Number.isNaN(x) ? "-" : Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(3));
+const sign = (x: number) => (x >= 0 ? `+${f(x)}` : f(x));
+const bandText = (s: Stat) =>
+  s.n < 2
+    ? f(s.mean)
+    : band === "sd"
+      ? `${f(s.mean)} ± ${f(s.sd)}`
+      : `${f(s.mean)} [${f(s.min)}, ${f(s.max)}]`;
+
+const arms = dirs.map((d) => ({ name: basename(d), runs: readArm(d) }));
+const [baseline] = arms;
+console.log(
+  `arms: ${arms.map((a) => `${a.name} (${a.runs.length} seed${a.runs.length > 1 ? "s" : ""}: ${a.runs.map((r) => r.seed).join(", ")})`).join("; ")}`,
+);
+console.log(
+  `band: ${band === "sd" ? "mean ± sd over seeds" : "mean [min, max] over seeds"}; paired differences are arm - ${baseline.name} over shared seeds\n`,
+);
+
+for (const key of keys) {
+  const heldOut = key.startsWith("val/") || key.startsWith("dev/");
+  if (heldOut) {
+    const per = arms.map((a) => aggregateArm(a.runs, key));
+    const steps = [...new Set(per.flatMap((p) => p.map((x) => x.step)))].sort((a, b) => a - b);
+    if (steps.length === 0) continue;
+    const se = per.some((p) => p.some((x) => x.se !== undefined));
+    console.log(
+      `### ${key}${se ? " (SE: the binomial standard error of one run at that mean, on the eval size)" : ""}\n`,
+    );
+    const others = arms.slice(1);
+    console.log(
+      `| step | ${arms.map((a) => a.name).join(" | ")} | ${others.map((a) => `${a.name} - ${baseline.name} (paired)`).join(" | ")} |`,
+    );
+    console.log(`| ---: |${" ---: |".repeat(arms.length + others.length)}`);
+    const diffs = others.map((a) => pairedDifference(baseline.runs, a.runs, key));
+    for (const step of steps) {
+      const cells = per.map((p) => {
+        const x = p.find((y) => y.step === step);
+        return x ? `${bandText(x.stat)}${x.se !== undefined ? ` (SE ${f(x.se)})` : ""}` : "-";
+      });
+      const dcells = diffs.map((d) => {
+        const x = d.find((y) => y.step === step);
+        return x ? `${sign(x.diff.mean)}${x.diff.n > 1 ? ` ± ${f(x.diff.sd)}` : ""} (${x.diff.n})` : "-";
+      });
+      console.log(`| ${step} | ${[...cells, ...dcells].join(" | ")} |`);
+    }
+    console.log("");
+  } else {
+    const rows = arms.map((a) => ({ a, s: runSummary(a.runs, key) })).filter((x) => x.s.mean.n > 0);
+    if (rows.length === 0) continue;
+    console.log(`### ${key} (per seed: mean and max over the run's steps; then over seeds)\n`);
+    console.log("| arm | seeds | mean over steps | max over steps |");
+    console.log("| --- | ---: | ---: | ---: |");
+    for (const { a, s } of rows)
+      console.log(`| ${a.name} | ${s.mean.n} | ${bandText(s.mean)} | ${bandText(s.max)} |`);
+    console.log("");
+  }
+}

@@ -1,0 +1,57 @@
+// The committed cold starts never saw a held-out problem: the SFT demonstrations behind
+// public/checkpoints/quick-demo-sft-v2.safetensors (quick-demo-sft.json: seed 11, 1200 steps
+// of 32, drawn as rl/sft.ts draws them) are regenerated and checked against quick-demo's
+// eval and dev sets under split version 2, by canonical key. The v1 checkpoint
+// (quick-demo-sft.safetensors, kept for links made before split version 2) does leak under
+// the new keys: its data drew `b*a` for held-out `a*b`. Run: npx vitest run tasks/checkpoint-data
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { loadRecipeFile } from "../config/recipe-file";
+import { canonicalExpr, makeArithmeticTask } from "./arithmetic";
+import { createRng } from "./rng";
+
+const read = async (f: string) => readFileSync(f, "utf8");
+
+function metadataOf(file: string): Record<string, string> {
+  const b = readFileSync(file);
+  const n = Number(b.readBigUInt64LE(0));
+  return JSON.parse(b.subarray(8, 8 + n).toString("utf8")).__metadata__ ?? {};
+}
+
+async function sftKeys(splitVersion: 1 | 2) {
+  const r = await loadRecipeFile("public/recipes/quick-demo-sft.json", read);
+  if (!r.ok) throw new Error(r.error);
+  const c = r.config;
+  const task = makeArithmeticTask({ ...(c.task.options as object), splitVersion });
+  const keys = new Set<string>();
+  for (let step = 0; step < c.sft.steps; step++)
+    for (const d of task.sftDemos(createRng(`${c.seed}:sft:${step}`), c.sft.batch))
+      keys.add(canonicalExpr(String(d.meta.expr)));
+  return keys;
+}
+
+describe("committed cold-start data vs held-out sets", () => {
+  it("quick-demo-sft-v2 was made under split version 2 and its demos miss every eval and dev problem", async () => {
+    expect(metadataOf("public/checkpoints/quick-demo-sft-v2.safetensors")).toMatchObject({
+      made_by: expect.stringContaining("quick-demo-sft.json"),
+      split_version: "2",
+    });
+    const q = await loadRecipeFile("public/recipes/quick-demo.json", read);
+    if (!q.ok) throw new Error(q.error);
+    expect(q.config.sft.init_checkpoint).toBe("checkpoints/quick-demo-sft-v2.safetensors");
+    const task = makeArithmeticTask({ ...(q.config.task.options as object), splitVersion: 2 });
+    const held = [...task.evalSet(q.config.task.eval_size), ...(task.devSet?.(100) ?? [])].map((p) =>
+      canonicalExpr(String(p.meta.expr)),
+    );
+    const seen = await sftKeys(2);
+    expect(seen.size).toBeGreaterThan(1000);
+    expect(held.filter((k) => seen.has(k))).toEqual([]);
+  }, 60_000);
+
+  it("the version-1 data does overlap the version-2 eval set (why the checkpoint was retrained)", async () => {
+    const task = makeArithmeticTask({ mulDigits: [2, 2], splitVersion: 2 });
+    const held = task.evalSet(100).map((p) => canonicalExpr(String(p.meta.expr)));
+    const seen = await sftKeys(1);
+    expect(held.filter((k) => seen.has(k)).length).toBeGreaterThan(20);
+  }, 60_000);
+});
