@@ -49,7 +49,7 @@ describe("column-block kernels", () => {
   });
 });
 
-for (const variant of ["gpt", "llama"]) {
+for (const variant of ["gpt", "llama", "qwen2", "qwen3"]) {
   describe(`LoRA on the GPU model vs PyTorch (${variant})`, () => {
     const g = load(variant);
     const lora = loraLayout(g.config, g.config.lora);

@@ -1,6 +1,6 @@
 // Unit tests of LoRA on the CPU reference model: logits and adapter gradients equal PyTorch
 // (model/golden/make_lora_golden.py: separate q/k/v/gate/up weights, so the fused mapping is
-// checked too) for a GPT-like and a Llama-like tiny model; AdamW on the adapter follows
+// checked too) for GPT-, Llama-, Qwen2- (GQA, q/k/v biases) and Qwen3-like (q/k norms, own head size) tiny models; AdamW on the adapter follows
 // PyTorch's trajectory and leaves the base bit-identical; trained-parameter count equals the
 // formula; the adapter off (reference policy) and a fresh adapter equal the base model; KV-cache
 // decoding with the adapter equals the full forward.
@@ -18,7 +18,7 @@ const load = (v: string): LoraGolden =>
   readLoraGolden(new Uint8Array(readFileSync(new URL(`./golden/lora-${v}.bin`, import.meta.url))));
 const batchOf = (g: LoraGolden): ScoreBatch => ({ B: g.B, T: g.T, tokens: g.tokens, targets: g.targets });
 
-for (const variant of ["gpt", "llama"]) {
+for (const variant of ["gpt", "llama", "qwen2", "qwen3"]) {
   describe(`LoRA on the CPU model vs PyTorch (${variant})`, () => {
     const g = load(variant);
     const lora = loraLayout(g.config, g.config.lora);

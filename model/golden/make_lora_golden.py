@@ -10,6 +10,9 @@
 #   gpt:   pre-LayerNorm, GELU(tanh), learned positions, tied head (GPT-2-like); targets
 #          q,k,v,o,up,down (a gelu MLP has no gate; its fc is "up")
 #   llama: RMSNorm, SwiGLU, RoPE (rotate_half), untied head; all seven targets
+#   qwen2: llama + grouped-query attention (2 query heads, 1 kv head), biases on q/k/v only
+#   qwen3: qwen2 without biases, a head size of its own (8, not C/NH) and RMSNorm on each q and
+#          k head before RoPE (q_norm, k_norm)
 # Loss: -sum(mask*logp)/N - 0.01*sum(mask*entropy)/N, N = sum(mask). Only the adapter has
 # requires_grad (a frozen base). Also 5 AdamW steps on the adapter (clip 1.0): losses, norms.
 #
@@ -36,11 +39,14 @@ HP = dict(lr=1e-2, beta1=0.9, beta2=0.98, eps=1e-8, weightDecay=0.01, maxGradNor
 STEPS = 5
 RANK, ALPHA = 3, 6.0
 
+ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LLAMA = dict(norm="rmsnorm", mlp="swiglu", positional="rope", tiedEmbeddings=False, targets=ALL)
 VARIANTS = {
     "gpt": dict(norm="layernorm", mlp="gelu", positional="learned", tiedEmbeddings=True,
                 targets=["q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj"]),
-    "llama": dict(norm="rmsnorm", mlp="swiglu", positional="rope", tiedEmbeddings=False,
-                  targets=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    "llama": LLAMA,
+    "qwen2": dict(LLAMA, kvHeads=1, projBias=False, mlpBias=False),
+    "qwen3": dict(LLAMA, kvHeads=1, headDim=8, qkvBias=False, projBias=False, mlpBias=False, qkNorm=True),
 }
 
 
@@ -48,11 +54,19 @@ def make(variant):
     v = VARIANTS[variant]
     L, C, NH, TT, ratio = 2, 12, 2, 16, 2
     H = ratio * C
-    hs = C // NH
-    config = dict(layers=L, dModel=C, heads=NH, context=TT, vocab=VOCAB, norm=v["norm"], mlp=v["mlp"],
-                  mlpRatio=ratio, positional=v["positional"], tiedEmbeddings=v["tiedEmbeddings"], valueHead=False,
-                  normEps=1e-5, ropeTheta=10000, lora=dict(rank=RANK, alpha=ALPHA, targets=v["targets"]))
-    g = torch.Generator().manual_seed(77 if variant == "gpt" else 78)
+    KVH = v.get("kvHeads", 0) or NH
+    hs = v.get("headDim", 0) or C // NH
+    Q, KV = NH * hs, KVH * hs
+    bias = {"q": v.get("qkvBias", True), "k": v.get("qkvBias", True), "v": v.get("qkvBias", True),
+            "o": v.get("projBias", True), "gate": v.get("mlpBias", True), "up": v.get("mlpBias", True),
+            "down": v.get("mlpBias", True)}
+    qk_norm = v.get("qkNorm", False)
+    config = dict(layers=L, dModel=C, heads=NH, kvHeads=v.get("kvHeads", 0), headDim=v.get("headDim", 0),
+                  context=TT, vocab=VOCAB, norm=v["norm"], mlp=v["mlp"], mlpRatio=ratio, qkvBias=bias["q"],
+                  projBias=bias["o"], mlpBias=bias["up"], qkNorm=qk_norm, positional=v["positional"],
+                  tiedEmbeddings=v["tiedEmbeddings"], valueHead=False, normEps=1e-5, ropeTheta=10000,
+                  lora=dict(rank=RANK, alpha=ALPHA, targets=v["targets"]))
+    g = torch.Generator().manual_seed(list(VARIANTS).index(variant) + 77)
 
     def rnd(*shape, std=0.2, mean=0.0):
         return (mean + std * torch.randn(*shape, generator=g, dtype=torch.float64)).float()
@@ -70,25 +84,24 @@ def make(variant):
         if ln:
             W[p + "ln1.b"] = rnd(C, std=0.1)
             W[p + "ln2.b"] = rnd(C, std=0.1)
-        for n in ["q", "k", "v"]:
-            W[p + n + ".w"] = rnd(C, C, std=0.3)
-            W[p + n + ".b"] = rnd(C, std=0.1)
-        W[p + "o.w"] = rnd(C, C, std=0.2)
-        W[p + "o.b"] = rnd(C, std=0.1)
+        shapes = {"q": (Q, C), "k": (KV, C), "v": (KV, C), "o": (C, Q), "up": (H, C), "down": (C, H)}
         if swiglu:
-            W[p + "gate.w"] = rnd(H, C, std=0.3)
-            W[p + "gate.b"] = rnd(H, std=0.1)
-        W[p + "up.w"] = rnd(H, C, std=0.3)
-        W[p + "up.b"] = rnd(H, std=0.1)
-        W[p + "down.w"] = rnd(C, H, std=0.2)
-        W[p + "down.b"] = rnd(C, std=0.1)
+            shapes["gate"] = (H, C)
+        for n in ["q", "k", "v", "o", "gate", "up", "down"]:
+            if n not in shapes:
+                continue
+            W[p + n + ".w"] = rnd(*shapes[n], std=0.3 if n in "qkv" or n in ("gate", "up") else 0.2)
+            W[p + n + ".b"] = rnd(shapes[n][0], std=0.1) if bias[n] else torch.zeros(shapes[n][0])
+        if qk_norm:
+            W[p + "qn.w"] = rnd(hs, mean=1.0, std=0.1)
+            W[p + "kn.w"] = rnd(hs, mean=1.0, std=0.1)
     W["lnf.w"] = rnd(C, mean=1.0, std=0.1)
     if ln:
         W["lnf.b"] = rnd(C, std=0.1)
     if not v["tiedEmbeddings"]:
         W["head"] = rnd(VOCAB, C, std=0.4)
 
-    io = {"q_proj": (C, C), "k_proj": (C, C), "v_proj": (C, C), "o_proj": (C, C), "gate_proj": (C, H),
+    io = {"q_proj": (C, Q), "k_proj": (C, KV), "v_proj": (C, KV), "o_proj": (Q, C), "gate_proj": (C, H),
           "up_proj": (C, H), "down_proj": (H, C)}
     # Non-zero A and B (a fresh adapter's B = 0 would hide the B path).
     A = {}
@@ -109,6 +122,9 @@ def make(variant):
     def norm(x, w, b):
         if ln:
             return F.layer_norm(x, (C,), w, b, 1e-5)
+        return rms(x, w)
+
+    def rms(x, w):
         return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
 
     def rope(x):  # (B,NH,T,hs), rotate_half pairs (i, i + hs/2)
@@ -131,12 +147,16 @@ def make(variant):
             x = x + W["wpe"][torch.arange(T)][None]
         for l in range(L):
             h = norm(x, W[f"{l}.ln1.w"], W.get(f"{l}.ln1.b"))
-            q, k, vv = (lin(h, l, n, n + "_proj").view(B, T, NH, hs).transpose(1, 2) for n in ["q", "k", "v"])
+            q = lin(h, l, "q", "q_proj").view(B, T, NH, hs).transpose(1, 2)
+            k, vv = (lin(h, l, n, n + "_proj").view(B, T, KVH, hs).transpose(1, 2) for n in ["k", "v"])
+            if qk_norm:
+                q, k = rms(q, W[f"{l}.qn.w"]), rms(k, W[f"{l}.kn.w"])
+            k, vv = k.repeat_interleave(NH // KVH, dim=1), vv.repeat_interleave(NH // KVH, dim=1)
             if v["positional"] == "rope":
                 q, k = rope(q), rope(k)
             att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
             att = att.masked_fill(~causal, float("-inf")).softmax(-1)
-            y = (att @ vv).transpose(1, 2).reshape(B, T, C)
+            y = (att @ vv).transpose(1, 2).reshape(B, T, Q)
             x = x + lin(y, l, "o", "o_proj")
             h = norm(x, W[f"{l}.ln2.w"], W.get(f"{l}.ln2.b"))
             if swiglu:
@@ -191,17 +211,23 @@ def make(variant):
         if ln:
             lab[p + "ln_1.bias"] = W[s + "ln1.b"]
         lab[p + "attn.c_attn.weight"] = torch.cat([W[s + n + ".w"] for n in "qkv"], 0)
-        lab[p + "attn.c_attn.bias"] = torch.cat([W[s + n + ".b"] for n in "qkv"], 0)
+        if bias["q"]:
+            lab[p + "attn.c_attn.bias"] = torch.cat([W[s + n + ".b"] for n in "qkv"], 0)
+        if qk_norm:
+            lab[p + "attn.q_norm.weight"] = W[s + "qn.w"]
+            lab[p + "attn.k_norm.weight"] = W[s + "kn.w"]
         lab[p + "attn.c_proj.weight"] = W[s + "o.w"]
-        lab[p + "attn.c_proj.bias"] = W[s + "o.b"]
+        if bias["o"]:
+            lab[p + "attn.c_proj.bias"] = W[s + "o.b"]
         lab[p + "ln_2.weight"] = W[s + "ln2.w"]
         if ln:
             lab[p + "ln_2.bias"] = W[s + "ln2.b"]
         fc = ["gate", "up"] if swiglu else ["up"]
         lab[p + "mlp.c_fc.weight"] = torch.cat([W[s + n + ".w"] for n in fc], 0)
-        lab[p + "mlp.c_fc.bias"] = torch.cat([W[s + n + ".b"] for n in fc], 0)
         lab[p + "mlp.c_proj.weight"] = W[s + "down.w"]
-        lab[p + "mlp.c_proj.bias"] = W[s + "down.b"]
+        if bias["up"]:
+            lab[p + "mlp.c_fc.bias"] = torch.cat([W[s + n + ".b"] for n in fc], 0)
+            lab[p + "mlp.c_proj.bias"] = W[s + "down.b"]
     lab["ln_f.weight"] = W["lnf.w"]
     if ln:
         lab["ln_f.bias"] = W["lnf.b"]
