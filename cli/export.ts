@@ -6,8 +6,9 @@
 // `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR`
 //   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
 //   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
-//   (config.json + model.safetensors). The tiny layernorm/gelu/learned model is GPT-2; other
-//   tiny variants are refused with the field named.
+//   (config.json + model.safetensors). The tiny layernorm/gelu/learned model is GPT-2, the
+//   rmsnorm/swiglu/rope models the Llama family (llama, qwen2, qwen3 by their options); other
+//   mixes are refused with the field named.
 // Writes a run's export (export/index.ts: config.yaml, tool_config.yaml, reward.py,
 // train/val.parquet, run.sh, README.md for verl; train_trl.py and the same data and reward for
 // TRL) to DIR, and prints every part of the run that does not map as a warning. --strict
@@ -16,7 +17,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { join } from "node:path";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
-import { hfGpt2Files, peftGpt2Files } from "../export/hf";
+import { hfFiles, peftFiles } from "../export/hf";
 import { exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
@@ -108,8 +109,8 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
     if (kind === "peft") {
       if (!ck.adapter)
         throw new Error(`${input} has no LoRA adapter (model.lora.rank is 0): export hf instead`);
-      files = peftGpt2Files(ck.config, ck.adapter);
-    } else files = hfGpt2Files(ck.config, ck.weights, ck.adapter ?? null);
+      files = peftFiles(ck.config, ck.adapter);
+    } else files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
   } catch (err) {
     console.error(`error: ${(err as Error).message}`);
     process.exit(2);
@@ -117,7 +118,7 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
   mkdirSync(out, { recursive: true });
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(out, name), bytes);
   console.log(
-    `exported ${input} as ${kind === "peft" ? "PEFT adapter" : "GPT-2 (Hugging Face)"}: ${Object.keys(files).join(", ")} in ${out}`,
+    `exported ${input} as ${kind === "peft" ? "PEFT adapter" : "a Hugging Face model"}: ${Object.keys(files).join(", ")} in ${out}`,
   );
 }
 

@@ -2,14 +2,27 @@
 // adapter as PEFT files, scored by an independent PyTorch GPT-2 forward (with PEFT's merge rule
 // applied by hand) in model/golden/make_gpt2_golden.py, equal the lab's scoring of base +
 // adapter; the merged files re-imported give the same numbers; names, shapes and dtypes are
-// PEFT's and transformers'; other tiny variants are refused with the field named.
+// PEFT's and transformers'; other tiny variants are refused with the field named. The Llama,
+// Qwen2 and Qwen3 families: the merged export read back by model/hf.ts's loader scores as base +
+// adapter, under the family's config.json, with PEFT's names for each target.
 // Run: npx vitest run --project unit export/hf.test.ts
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { assertClose } from "../kernels/testing";
 import { CpuModel } from "../model/cpu";
 import { readGoldenFile, readLoraGolden } from "../model/golden";
-import { gpt2Check, hfGpt2Files, importGpt2, mergeLora, peftGpt2Files, readSafetensors } from "./hf";
+import { blobModelDir, loadHfModel } from "../model/hf";
+import {
+  gpt2Check,
+  hfArchitecture,
+  hfFiles,
+  hfGpt2Files,
+  importGpt2,
+  mergeLora,
+  peftFiles,
+  peftGpt2Files,
+  readSafetensors,
+} from "./hf";
 
 const file = (p: string) => new Uint8Array(readFileSync(new URL(`../model/golden/${p}`, import.meta.url)));
 const g = readLoraGolden(file("lora-gpt.bin"));
@@ -95,5 +108,50 @@ describe("GPT-2 and PEFT export", () => {
     expect(() => hfGpt2Files({ ...g.config, tiedEmbeddings: false }, g.weights, null)).toThrow(
       /model\.tied_embeddings/,
     );
+  });
+});
+
+for (const family of ["llama", "qwen2", "qwen3"] as const) {
+  describe(`${family} export`, () => {
+    const f = readLoraGolden(file(`lora-${family}.bin`));
+    const fb = { B: f.B, T: f.T, tokens: f.tokens, targets: f.targets };
+
+    it("the merged model re-imported through model/hf.ts scores as base + adapter", async () => {
+      expect(hfArchitecture(f.config)).toBe(family);
+      const files = hfFiles(f.config, f.weights, f.adapter);
+      const cfg = JSON.parse(new TextDecoder().decode(files["config.json"]));
+      expect(cfg.model_type).toBe(family);
+      const dir = blobModelDir(
+        family,
+        new Map(Object.entries(files).map(([k, v]) => [k, new Blob([v as Uint8Array<ArrayBuffer>])])),
+      );
+      const back = await loadHfModel(dir);
+      const a = await new CpuModel(back.config, back.weights).forwardScore(fb, { logits: true });
+      assertClose("re-imported logits", a.logits!, f.logits, { atol: 1e-4, rtol: 1e-3 });
+    });
+
+    it("writes PEFT's names and shapes, one adapter per target", () => {
+      const files = peftFiles(f.config, f.adapter);
+      const t = readSafetensors(files["adapter_model.safetensors"]);
+      const r = f.config.lora.rank;
+      const q = t.get("base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight");
+      const k = t.get("base_model.model.model.layers.1.self_attn.k_proj.lora_B.weight");
+      const o = t.get("base_model.model.model.layers.0.self_attn.o_proj.lora_A.weight");
+      const { heads, kvHeads, headDim, dModel } = f.config;
+      const hs = headDim || dModel / heads;
+      expect(q?.shape).toEqual([heads * hs, r]);
+      expect(k?.shape).toEqual([(kvHeads || heads) * hs, r]);
+      expect(o?.shape).toEqual([r, heads * hs]);
+      expect(t.has("base_model.model.model.layers.0.mlp.gate_proj.lora_A.weight")).toBe(true);
+      expect(t.size).toBe(2 * 7 * f.config.layers);
+      const cfg = JSON.parse(new TextDecoder().decode(files["adapter_config.json"]));
+      expect(cfg).toMatchObject({ peft_type: "LORA", r, fan_in_fan_out: false });
+    });
+  });
+}
+
+describe("architecture choice", () => {
+  it("refuses a mix with no Hugging Face architecture, naming the field", () => {
+    expect(() => hfArchitecture({ ...g.config, mlp: "swiglu" })).toThrow(/model\.norm is layernorm/);
   });
 });

@@ -13,10 +13,16 @@
 // columns, zeros elsewhere; rank_pattern/alpha_pattern give c_attn r' = k*r and alpha' = k*alpha
 // so PEFT's scale alpha'/r' stays alpha/r. fan_in_fan_out is true (Conv1D), which changes only
 // how PEFT merges (it transposes B A), not the lora_A (r, in) / lora_B (out, r) shapes.
+// The rmsnorm + swiglu + rope models (the Llama/Qwen2/Qwen3 families read by model/hf.ts, and
+// the tiny variant of those options) leave in their family's layout: q/k/v and gate/up are
+// un-stacked again (model/hf.ts hfTensors), and PEFT's names are
+// base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight, ... (one adapter per target,
+// fan_in_fan_out false).
 // Used by cli/export.ts (peft|hf) and the page's download. Tested by export/hf.test.ts with a
 // PyTorch GPT-2 forward written from the architecture (model/golden/make_gpt2_golden.py).
 import type { ModelConfig } from "../model/config";
-import { mlpHidden, modelConfig, paramLayout } from "../model/config";
+import { attnDims, mlpHidden, modelConfig, paramLayout } from "../model/config";
+import { type HfFamily, hfTensors } from "../model/hf";
 import { type LoraLayout, type LoraTarget, loraLayout } from "../model/lora";
 
 // ---------------------------------------------------------------------------------------
@@ -297,4 +303,151 @@ export function peftGpt2Files(
     "adapter_config.json": new TextEncoder().encode(`${JSON.stringify(adapterConfig, null, 2)}\n`),
     "adapter_model.safetensors": writeSafetensors(tensors, { format: "pt" }),
   };
+}
+
+// ---------------------------------------------------------------------------------------
+// The Llama family (llama, qwen2, qwen3)
+
+/** The Hugging Face architecture of a config: gpt2, or the Llama family member whose options it has. */
+export function hfArchitecture(c: ModelConfig): "gpt2" | HfFamily {
+  if (c.norm === "layernorm" && c.mlp === "gelu" && c.positional === "learned") {
+    gpt2Check(c);
+    return "gpt2";
+  }
+  const need: [boolean, string][] = [
+    [c.norm === "rmsnorm", `model.norm is ${c.norm}`],
+    [c.mlp === "swiglu", `model.mlp is ${c.mlp}`],
+    [c.positional === "rope", `model.positional is ${c.positional}`],
+    [!c.valueHead, "a value head (rl.advantage gae) has no place in a causal LM"],
+  ];
+  for (const [ok, why] of need) {
+    if (!ok)
+      throw new Error(
+        `export: ${why}; Hugging Face has GPT-2 (layernorm, gelu, learned) and the Llama family (rmsnorm, swiglu, rope), not this mix`,
+      );
+  }
+  if (c.qkNorm) {
+    if (c.qkvBias !== c.projBias || c.mlpBias)
+      throw new Error("export: q/k norms (Qwen3) with these biases are no Hugging Face architecture");
+    return "qwen3";
+  }
+  if (c.qkvBias && !c.projBias && !c.mlpBias) return "qwen2";
+  if (c.qkvBias !== c.projBias)
+    throw new Error(
+      "export: biases on q/k/v but not on o_proj (or the reverse) are Qwen2's only without MLP biases",
+    );
+  return "llama";
+}
+
+/** config.json of the family's *ForCausalLM for this config. */
+export function llamaConfigJson(c: ModelConfig, family: HfFamily): Record<string, unknown> {
+  const { NH, KVH, hs } = attnDims(c);
+  const arch = { llama: "LlamaForCausalLM", qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM" }[family];
+  return {
+    architectures: [arch],
+    model_type: family,
+    vocab_size: c.vocab,
+    hidden_size: c.dModel,
+    intermediate_size: mlpHidden(c),
+    num_hidden_layers: c.layers,
+    num_attention_heads: NH,
+    num_key_value_heads: KVH,
+    head_dim: hs,
+    hidden_act: "silu",
+    max_position_embeddings: c.context,
+    rms_norm_eps: c.normEps,
+    rope_theta: c.ropeTheta,
+    rope_scaling: null,
+    tie_word_embeddings: c.tiedEmbeddings,
+    attention_dropout: 0,
+    ...(family === "qwen2" ? { use_sliding_window: false } : {}),
+    ...(family === "llama" ? { attention_bias: c.qkvBias, mlp_bias: c.mlpBias } : {}),
+    ...(family === "qwen3" ? { attention_bias: c.qkvBias } : {}),
+    torch_dtype: "float32",
+  };
+}
+
+function llamaFiles(config: ModelConfig, merged: Float32Array, family: HfFamily): Record<string, Uint8Array> {
+  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 } });
+  const tensors = hfTensors(base).map((t) => ({
+    name: t.name,
+    shape: t.shape,
+    data: merged.slice(t.offset, t.offset + t.size),
+  }));
+  return {
+    "config.json": new TextEncoder().encode(`${JSON.stringify(llamaConfigJson(base, family), null, 2)}\n`),
+    "model.safetensors": writeSafetensors(tensors, { format: "pt" }),
+  };
+}
+
+/** HF module (under model.layers.N.) of each target in the Llama family. */
+const LLAMA_MODULE: Record<LoraTarget, string> = {
+  q_proj: "self_attn.q_proj",
+  k_proj: "self_attn.k_proj",
+  v_proj: "self_attn.v_proj",
+  o_proj: "self_attn.o_proj",
+  gate_proj: "mlp.gate_proj",
+  up_proj: "mlp.up_proj",
+  down_proj: "mlp.down_proj",
+};
+
+function peftLlama(
+  config: ModelConfig,
+  adapter: Float32Array,
+  baseModel: string,
+): Record<string, Uint8Array> {
+  const lora = loraLayout(config, config.lora);
+  const r = lora.rank;
+  const tensors: NamedTensor[] = [];
+  lora.layers.forEach((specs, l) => {
+    for (const s of specs) {
+      const p = `base_model.model.model.layers.${l}.${LLAMA_MODULE[s.target]}`;
+      tensors.push({
+        name: `${p}.lora_A.weight`,
+        shape: [r, s.inDim],
+        data: adapter.slice(s.a, s.a + r * s.inDim),
+      });
+      tensors.push({
+        name: `${p}.lora_B.weight`,
+        shape: [s.rows, r],
+        data: adapter.slice(s.b, s.b + s.rows * r),
+      });
+    }
+  });
+  const adapterConfig = {
+    peft_type: "LORA",
+    task_type: "CAUSAL_LM",
+    base_model_name_or_path: baseModel,
+    r,
+    lora_alpha: lora.alpha,
+    lora_dropout: 0,
+    target_modules: [...config.lora.targets].sort(),
+    fan_in_fan_out: false,
+    bias: "none",
+    use_rslora: false,
+    use_dora: false,
+    modules_to_save: null,
+    init_lora_weights: true,
+    inference_mode: true,
+  };
+  return {
+    "adapter_config.json": new TextEncoder().encode(`${JSON.stringify(adapterConfig, null, 2)}\n`),
+    "adapter_model.safetensors": writeSafetensors(tensors, { format: "pt" }),
+  };
+}
+
+/** The model (adapter merged when given) in its Hugging Face architecture's layout. */
+export function hfFiles(config: ModelConfig, weights: Float32Array, adapter: Float32Array | null) {
+  const arch = hfArchitecture(config);
+  if (arch === "gpt2") return hfGpt2Files(config, weights, adapter);
+  return llamaFiles(config, adapter ? mergeLora(config, weights, adapter) : weights, arch);
+}
+
+/** The adapter as PEFT files for the config's Hugging Face architecture. */
+export function peftFiles(config: ModelConfig, adapter: Float32Array, baseModel?: string) {
+  const arch = hfArchitecture(config);
+  if (config.lora.rank === 0)
+    throw new Error("export peft: the run has no LoRA adapter (model.lora.rank is 0)");
+  if (arch === "gpt2") return peftGpt2Files(config, adapter, baseModel);
+  return peftLlama(config, adapter, baseModel ?? `the ${arch} export of this run (npm run export -- hf)`);
 }
