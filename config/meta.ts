@@ -56,6 +56,8 @@ const restart = (group: FieldGroup, help: string, extra: Extra = {}): FieldMeta 
 const opts = (xs: readonly string[]) => ({ options: [...xs] });
 
 // Contexts for activeWhen.
+/** A LoRA run (alpha and targets act only with an adapter). */
+const LORA_ON = { "model.lora.rank": 4 };
 /** A policy that calls its calculator: the committed quick-demo SFT checkpoint, on hard products. */
 const CALLS_TOOLS = {
   "sft.init_checkpoint": "checkpoints/quick-demo-sft.safetensors",
@@ -127,12 +129,12 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "model.lora.alpha": restart(
     "model",
     "LoRA alpha: the adapter's output is scaled by alpha/rank. verl lora_alpha, PEFT lora_alpha.",
-    { paper: "Hu et al. 2021, LoRA", min: 0 },
+    { paper: "Hu et al. 2021, LoRA", min: 0, activeWhen: LORA_ON },
   ),
   "model.lora.targets": restart(
     "model",
     "Modules with an adapter (Hugging Face names q_proj..down_proj) or all-linear. verl target_modules, PEFT target_modules.",
-    { paper: "Hu et al. 2021, LoRA" },
+    { paper: "Hu et al. 2021, LoRA", activeWhen: LORA_ON },
   ),
 
   "task.name": restart("task", "Task (environment and verifier) to train on."),
