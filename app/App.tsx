@@ -6,6 +6,7 @@ import { ErrorBoundary } from "./ErrorBoundary";
 import { ExportRun } from "./ExportRun";
 import { Inspector } from "./Inspector";
 import { RewardEditor } from "./RewardEditor";
+import { ResumeBanner, RewardErrorBanner } from "./RunBanners";
 import { RunsList } from "./RunsList";
 import { ShareLink } from "./ShareLink";
 import { useShortcuts } from "./shortcuts";
@@ -30,6 +31,10 @@ export function App() {
         <TopBar />
       </ErrorBoundary>
       <ErrorList />
+      <ErrorBoundary name="Run banners">
+        <ResumeBanner />
+        <RewardErrorBanner />
+      </ErrorBoundary>
       <ErrorBoundary name="Share link">
         <ShareLink />
       </ErrorBoundary>

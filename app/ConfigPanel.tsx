@@ -179,7 +179,10 @@ function FieldInput({
     );
   }
   const commit = () => {
-    if (text !== formatFieldValue(spec, value)) commitField(spec, text);
+    // A field with a pending (refused) text commits even when the text is back to the stored
+    // value: that clears its error (2.5 -> 2 into an integer field whose value stayed 2).
+    const pending = useLab.getState().form.pending[spec.path] !== undefined;
+    if (pending || text !== formatFieldValue(spec, value)) commitField(spec, text);
   };
   if (spec.kind === "text" || spec.kind === "json") {
     return (

@@ -1,20 +1,29 @@
-// Shows the GPU adapter the trainer worker found, or a banner that says why WebGPU is unusable.
-import { useEffect, useState } from "react";
+// Shows the GPU adapter the trainer worker found, or one banner that says why WebGPU is
+// unusable and what still works (importing and viewing run bundles). The status goes into the
+// store: Start and Step stay disabled without it.
+import { useEffect } from "react";
 import type { GpuStatus } from "../workers/api";
 import { getTrainer } from "./engine";
+import { useLab } from "./store";
 
 export function GpuPanel() {
-  const [status, setStatus] = useState<GpuStatus | undefined>();
+  const status = useLab((s) => s.gpu);
   useEffect(() => {
+    const set = (gpu: GpuStatus) => useLab.setState({ gpu });
     getTrainer()
       .gpuStatus()
-      .then(setStatus, (err: Error) => setStatus({ ok: false, reason: "worker", message: err.message }));
+      .then(set, (err: Error) => set({ ok: false, reason: "worker", message: err.message }));
   }, []);
   if (!status) return <div className="gpu-panel">Looking for a GPU…</div>;
   if (!status.ok) {
     return (
       <div className="banner banner-error" role="alert" data-testid="webgpu-banner">
-        <strong>WebGPU is unavailable, so training is disabled.</strong> {status.message}
+        <strong>WebGPU is unavailable, so training is disabled.</strong> {status.message} Run bundles can
+        still be imported and viewed in the{" "}
+        <button type="button" className="link" onClick={() => useLab.setState({ tab: "runs" })}>
+          Runs tab
+        </button>
+        .
       </div>
     );
   }

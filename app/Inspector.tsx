@@ -3,7 +3,9 @@
 // inserted tool output, hatched and never heat-coloured), with a per-token overlay
 // (log-prob, entropy, advantage); GRPO groups side by side with reward terms, advantage,
 // filter decision and tool calls with their sandbox results; hover or click a token for
-// its values. Clicking a trajectory selects it for the reward editor's test.
+// its values. Clicking a trajectory selects it for the reward editor's test. A step records up
+// to 8 groups; GROUPS_SHOWN of them show at once ("2 of 8 groups"), groups with a learning
+// signal (unequal rewards) first, and the person can pick others.
 import { useMemo, useState } from "react";
 import type { SampleRecord } from "../workers/api";
 import { fmtNum } from "./chartData";
@@ -18,9 +20,20 @@ import {
   overlayScale,
   overlayValue,
   type SampleFilter,
+  type SampleGroup,
   sampleAdvantage,
   tokenColour,
 } from "./tokenModel";
+
+/** Groups shown at once unless the person picks more. */
+export const GROUPS_SHOWN = 2;
+
+/** The default pick: groups with signal first, in step order, then zero-std ones. */
+function defaultGroups(groups: readonly SampleGroup[]): string[] {
+  return [...groups.filter((g) => !g.zeroStd), ...groups.filter((g) => g.zeroStd)]
+    .slice(0, GROUPS_SHOWN)
+    .map((g) => g.groupId);
+}
 
 export function Inspector() {
   const run = useLab(openRun);
@@ -31,7 +44,11 @@ export function Inspector() {
   const shown = samples.filter((s) =>
     matchesFilter(s, state.filter, Math.max(Math.abs(scale.min), Math.abs(scale.max))),
   );
-  const groups = groupSamples(shown);
+  const allGroups = groupSamples(shown);
+  const picked = state.groups?.filter((id) => allGroups.some((g) => g.groupId === id));
+  const wanted = new Set(picked && picked.length > 0 ? picked : defaultGroups(allGroups));
+  const groups = allGroups.filter((g) => wanted.has(g.groupId));
+  const inStep = samples[0]?.groupsInStep ?? allGroups.length;
   const [raw, setRaw] = useState(false);
   const set = (patch: Partial<typeof state>) =>
     useLab.setState((s) => ({ inspector: { ...s.inspector, ...patch } }));
@@ -44,7 +61,7 @@ export function Inspector() {
           <select
             data-testid="inspector-step"
             value={state.pinnedStep ?? ""}
-            onChange={(e) => set({ pinnedStep: e.target.value || null, selected: null })}
+            onChange={(e) => set({ pinnedStep: e.target.value || null, selected: null, groups: null })}
           >
             <option value="">latest{current && !state.pinnedStep ? ` (${current})` : ""}</option>
             {steps.map((k) => (
@@ -83,10 +100,46 @@ export function Inspector() {
       </div>
       <RoleLegend />
       {samples.length === 0 && <div className="panel-empty">No trajectories yet (fast mode sends none).</div>}
+      {allGroups.length > 0 && (
+        <div className="group-picker" data-testid="group-picker">
+          <span data-testid="group-count">
+            {groups.length} of {inStep} groups
+            {inStep > allGroups.length ? ` (${allGroups.length} recorded)` : ""} ·{" "}
+            {allGroups.filter((g) => !g.zeroStd).length} with signal
+          </span>{" "}
+          {allGroups.map((g) => (
+            <label
+              key={g.groupId}
+              title={g.zeroStd ? "every reward equal: no learning signal" : "rewards differ"}
+            >
+              <input
+                type="checkbox"
+                data-testid="group-pick"
+                data-group={g.groupId}
+                data-signal={g.zeroStd ? "0" : "1"}
+                checked={wanted.has(g.groupId)}
+                onChange={(e) => {
+                  const next = new Set(wanted);
+                  if (e.target.checked) next.add(g.groupId);
+                  else next.delete(g.groupId);
+                  set({ groups: [...next] });
+                }}
+              />
+              {g.groupId}
+              {g.zeroStd ? "" : " ●"}
+            </label>
+          ))}
+        </div>
+      )}
       {raw && <pre className="raw-json">{JSON.stringify(shown, null, 1)}</pre>}
       <div className="groups">
         {groups.map((g) => (
-          <div key={g.groupId} className="group" data-testid="sample-group">
+          <div
+            key={g.groupId}
+            className="group"
+            data-testid="sample-group"
+            data-signal={g.zeroStd ? "0" : "1"}
+          >
             <div className="group-head">
               group {g.groupId}
               {g.zeroStd && (
@@ -203,6 +256,11 @@ function SampleCard({
         ))}
       </div>
       {detail && <TokenDetail token={detail} tokens={tokens} overlay={scale.overlay} />}
+      {sample.customError && (
+        <div className="field-error" data-testid="sample-custom-error">
+          custom reward failed (scored 0): {sample.customError}
+        </div>
+      )}
       {sample.toolCalls.map((c, i) => (
         // biome-ignore lint/suspicious/noArrayIndexKey: calls are positional
         <div key={i} className={`tool-call ${c.ok ? "ok" : "bad"}`} data-testid="tool-call">
@@ -243,6 +301,7 @@ function TokenSpan({
       role="button"
       tabIndex={-1}
       style={c ? { background: c.background, color: c.color } : undefined}
+      data-heat={c ? "1" : undefined}
       onMouseEnter={() => onHover(token)}
       onClick={(e) => {
         e.stopPropagation();

@@ -17,7 +17,7 @@ import {
   type Marker,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
-import { openRun, type RunRecord, useLab } from "./store";
+import { openRun, type RunRecord, runName, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
 
@@ -158,12 +158,13 @@ export function MetricChart({ def }: { def: ChartDef }) {
       ),
     [def, visibleRuns],
   );
-  const runLabels = useMemo(() => new Map(runs.map((r) => [r.id, `#${r.n}`])), [runs]);
+  const runLabels = useMemo(() => new Map(runs.map((r) => [r.id, runName(r)])), [runs]);
   // The shape of the plot (series list, log) changes rarely; data changes every frame.
-  const shapeKey = `${data.series.map((s) => `${s.runId}:${s.key}:${s.current}`).join("|")}|${log}|${clip}|${theme}`;
+  const shapeKey = `${data.series.map((s) => `${s.runId}:${runLabels.get(s.runId)}:${s.key}:${s.current}`).join("|")}|${log}|${clip}|${theme}`;
   const currentSeries = data.series.filter((s) => s.current);
   const points = currentSeries.reduce((a, s) => a + s.points, 0);
   const keysWithPoints = currentSeries.map((s) => s.key).join(",");
+  const present = useMemo(() => new Set(data.series.map((s) => s.key)), [data]);
   const lastSeen = useRef({ data, markers });
   lastSeen.current = { data, markers };
 
@@ -321,7 +322,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
         <span className="chart-title">{def.title}</span>
         {smoothing > 0 && <span className="badge">smoothed</span>}
         {clip && <span className="badge badge-warn">5–95% range</span>}
-        <ChartLegend def={def} />
+        <ChartLegend def={def} present={present} />
         <ChartToggles def={def} />
       </figcaption>
       <div className="chart-plot" ref={holder}>
@@ -332,14 +333,16 @@ export function MetricChart({ def }: { def: ChartDef }) {
   );
 }
 
-function ChartLegend({ def }: { def: ChartDef }) {
+function ChartLegend({ def, present }: { def: ChartDef; present: ReadonlySet<string> }) {
   return (
     <span className="chart-keys">
-      {def.keys.map((k) => (
-        <span key={k.key} title={k.key}>
-          {k.label}
-        </span>
-      ))}
+      {def.keys
+        .filter((k) => !k.optional || present.has(k.key))
+        .map((k) => (
+          <span key={k.key} title={k.key}>
+            {k.label}
+          </span>
+        ))}
     </span>
   );
 }

@@ -40,7 +40,9 @@ function useUrlSync() {
     const params = new URLSearchParams(q);
     for (const [k, v] of view) params.set(k, v);
     const next = `?${params.toString()}`;
-    if (next !== window.location.search) history.replaceState(null, "", `${window.location.pathname}${next}`);
+    // The hash (a share link) is kept: dropping it would lose the link on the next reload.
+    if (next !== window.location.search)
+      history.replaceState(null, "", `${window.location.pathname}${next}${window.location.hash}`);
   }, [config, presetCfg, preset]);
 }
 

@@ -1,7 +1,9 @@
 // The reward editor: the weight of each reward term (a live edit of
 // rewards.terms.<i>.weight while a run goes) and a JS reward function (rewards.custom_js)
 // with "test on this trajectory" (the inspector's selected sample, run in the sandbox)
-// and "apply to the run" (a live edit of rewards.custom_js).
+// and "apply to the run", which tests the code first (on that trajectory, or an empty one
+// before any run) and refuses code that fails; once applied it is a live edit of
+// rewards.custom_js. Failures during the run show in app/RewardErrorBanner.tsx.
 import { useState } from "react";
 import type { RunConfig } from "../config";
 import type { RewardTestResult, SampleRecord } from "../workers/api";
@@ -18,6 +20,28 @@ function reward(x) {
 }`;
 
 const SPECS = buildFieldSpecs();
+
+/** What Apply tests on before any trajectory exists: an empty completion. */
+const EMPTY_SAMPLE: SampleRecord = {
+  step: 0,
+  groupId: "",
+  problemId: "",
+  bucket: "",
+  answer: "",
+  promptTokens: [],
+  tokens: [],
+  mask: [],
+  postTool: [],
+  logprobs: [],
+  entropy: [],
+  advantages: [],
+  reward: 0,
+  rewardTerms: {},
+  correct: false,
+  toolCalls: [],
+  finish: "stop",
+  filter: "",
+};
 
 function selectedSample(): SampleRecord | null {
   const s = useLab.getState();
@@ -37,7 +61,7 @@ export function RewardEditor() {
   const [source, setSource] = useState(config?.rewards?.custom_js || EXAMPLE);
   const [result, setResult] = useState<RewardTestResult | null>(null);
   const [testing, setTesting] = useState(false);
-  const [applied, setApplied] = useState<string | null>(null);
+  const [applied, setApplied] = useState<{ ok: boolean; text: string } | null>(null);
   const runTest = async () => {
     const sample = selectedSample();
     if (!sample) {
@@ -48,13 +72,26 @@ export function RewardEditor() {
     setResult(await testReward(source, sample));
     setTesting(false);
   };
-  const apply = () => {
+  const apply = async () => {
     const spec = SPECS.find((s) => s.path === "rewards.custom_js");
     if (!spec) return;
+    const sample = selectedSample();
+    setTesting(true);
+    const r = await testReward(source, sample ?? EMPTY_SAMPLE);
+    setTesting(false);
+    setResult(r);
+    if (!r.ok) {
+      const on = sample ? `the ${hasSelection ? "selected" : "latest"} trajectory` : "an empty completion";
+      setApplied({ ok: false, text: `Not applied: it fails on ${on}. Fix it and apply again.` });
+      return;
+    }
     commitField(spec, source);
-    setApplied(
-      running ? "Sent as a live edit; it applies at the next step." : "Set in the config for the next run.",
-    );
+    setApplied({
+      ok: true,
+      text: running
+        ? "Sent as a live edit; it applies at the next step."
+        : "Set in the config for the next run.",
+    });
   };
   return (
     <section className="reward-editor" data-testid="reward-editor" aria-label="Reward editor">
@@ -83,7 +120,7 @@ export function RewardEditor() {
         <button type="button" data-testid="reward-test" disabled={testing} onClick={() => void runTest()}>
           {testing ? "Testing…" : `Test on ${hasSelection ? "the selected" : "the latest"} trajectory`}
         </button>
-        <button type="button" data-testid="reward-apply" onClick={apply}>
+        <button type="button" data-testid="reward-apply" disabled={testing} onClick={() => void apply()}>
           Apply to the run
         </button>
       </div>
@@ -96,7 +133,15 @@ export function RewardEditor() {
           {result.ok ? `Reward: ${fmtNum(result.value)}` : `Error: ${result.error}`}
         </div>
       )}
-      {applied && <div className="muted">{applied}</div>}
+      {applied && (
+        <div
+          className={applied.ok ? "muted" : "field-error"}
+          data-testid="reward-applied"
+          data-ok={applied.ok ? "1" : "0"}
+        >
+          {applied.text}
+        </div>
+      )}
     </section>
   );
 }

@@ -14,7 +14,7 @@ import {
 } from "./bridge";
 import { fmtNum } from "./chartData";
 import { formatDiff } from "./configModel";
-import { deleteRun, lastValues, useLab } from "./store";
+import { deleteRun, isRunning, lastValues, runName, useLab } from "./store";
 
 const FINAL_KEYS = ["reward/mean", "acc/mean", "val/acc", "tool/success_rate"];
 
@@ -54,12 +54,13 @@ function SessionRuns() {
           return (
             <tr key={r.id} data-testid="run-row" className={r.id === openId ? "open" : ""}>
               <td>
-                <span className="swatch" style={{ background: r.color }} /> {r.label ?? `#${r.n}`}{" "}
+                <span className="swatch" style={{ background: r.color }} />{" "}
+                <span data-testid="run-name">{runName(r)}</span>{" "}
                 <span className="muted">
                   {r.config.rl.advantage} · {r.config.task.name} · seed {r.config.seed}
                 </span>
               </td>
-              <td>{r.phase}</td>
+              <td data-testid="run-status">{r.phase}</td>
               <td>{lastRl ? lastRl.step : "–"}</td>
               <td
                 className="diff"
@@ -94,7 +95,7 @@ function SessionRuns() {
                 </label>
                 <button
                   type="button"
-                  disabled={r.id === useLab.getState().activeId && r.phase !== "done" && r.phase !== "error"}
+                  disabled={r.id === useLab.getState().activeId && isRunning(r)}
                   onClick={() => useLab.setState((s) => deleteRun(s, r.id))}
                   title="Delete from this session"
                 >
@@ -120,9 +121,7 @@ function StoredRuns() {
     void refreshStoredRuns();
     void storageUsage().then(setUsage);
   }, [phases]);
-  const activeIds = new Set(
-    runs.filter((r) => r.phase !== "done" && r.phase !== "error").map((r) => r.workerId),
-  );
+  const activeIds = new Set(runs.filter((r) => isRunning(r)).map((r) => r.workerId));
   return (
     <>
       <div className="row">
@@ -168,9 +167,10 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
         {stored.map((r) => (
           <tr key={r.id} data-testid="stored-run">
             <td>
-              {r.name} <span className="muted">{r.source !== "local" ? `(${r.source})` : ""}</span>
+              <span data-testid="stored-run-name">{r.name}</span>{" "}
+              <span className="muted">{r.source !== "local" ? `(${r.source})` : ""}</span>
             </td>
-            <td>{r.status}</td>
+            <td data-testid="stored-run-status">{r.status}</td>
             <td>{r.summary.step ?? "–"}</td>
             <td>{new Date(r.updatedAt).toLocaleString()}</td>
             {FINAL_KEYS.map((k) => (
@@ -187,10 +187,15 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
               {r.source === "local" && !activeIds.has(r.id) && r.status !== "done" && (
                 <button
                   type="button"
+                  data-testid="stored-run-resume"
                   onClick={() => void resumeStoredRun(r)}
-                  title="Continue from its last checkpoint"
+                  title={
+                    r.checkpoint
+                      ? `Continue from its checkpoint at ${r.checkpoint.phase.toUpperCase()} step ${r.checkpoint.step}`
+                      : "It has no checkpoint: it restarts from step 0"
+                  }
                 >
-                  Resume
+                  {r.checkpoint ? `Resume from step ${r.checkpoint.step}` : "Restart from step 0"}
                 </button>
               )}
               <button

@@ -1,7 +1,10 @@
 // Share links: the URL hash carries the active run's config, seed and live edits (only
 // non-default values, compressed and versioned by config/link.ts), kept current with
 // history.replaceState as edits apply. Opening a link shows what it sets and offers Replay;
-// a broken link shows a message naming what is wrong and the page goes on normally.
+// a broken link shows a message naming what is wrong and the page goes on normally, and a hash
+// that is no link at all (no "run=") says it was not understood. The hash this tab wrote for its
+// own run is remembered in sessionStorage: after a reload it is not someone else's shared link
+// (the resume banner, app/ResumeBanner.tsx, offers the interrupted run instead).
 import { useEffect, useState } from "react";
 import { type ConfigEdit, defaultRunConfig, type RunConfig } from "../config";
 import { configDiff, decodeLink, encodeLink, hasLink } from "../config/link";
@@ -10,7 +13,18 @@ import { activeRun, useLab } from "./store";
 
 type Opened =
   | { ok: true; config: RunConfig; edits: ConfigEdit[]; name?: string }
-  | { ok: false; error: string };
+  | { ok: false; error: string; title: string };
+
+/** sessionStorage key: the hash this tab last wrote for its own run. */
+export const OWN_LINK_KEY = "lab:own-link";
+
+function ownLink(): string | null {
+  try {
+    return sessionStorage.getItem(OWN_LINK_KEY);
+  } catch {
+    return null;
+  }
+}
 
 function editsOf(events: readonly { kind: string; edit?: ConfigEdit }[]): ConfigEdit[] {
   return events.filter((e) => e.kind === "edit" && e.edit).map((e) => e.edit as ConfigEdit);
@@ -24,10 +38,22 @@ export function ShareLink() {
   const config = run?.config;
 
   useEffect(() => {
-    if (!hasLink(window.location.hash)) return;
-    decodeLink(window.location.hash).then((r) =>
+    const hash = window.location.hash;
+    if (hash === "" || hash === "#") return;
+    if (!hasLink(hash)) {
+      setOpened({
+        ok: false,
+        title: "This link was not understood:",
+        error: `the part after # (${JSON.stringify(hash.slice(1, 41))}${hash.length > 41 ? "…" : ""}) is not a lab link; a shared run's link has #run=v… after the address. The page opened with its own config.`,
+      });
+      return;
+    }
+    if (hash === ownLink()) return;
+    decodeLink(hash).then((r) =>
       setOpened(
-        r.ok ? { ok: true, config: r.config, edits: r.edits, name: r.name } : { ok: false, error: r.error },
+        r.ok
+          ? { ok: true, config: r.config, edits: r.edits, name: r.name }
+          : { ok: false, error: r.error, title: "This link cannot be opened:" },
       ),
     );
   }, []);
@@ -38,7 +64,11 @@ export function ShareLink() {
     let live = true;
     encodeLink({ config, edits: editsOf(events) })
       .then((hash) => {
-        if (live && window.location.hash !== hash)
+        if (!live) return;
+        try {
+          sessionStorage.setItem(OWN_LINK_KEY, hash);
+        } catch {}
+        if (window.location.hash !== hash)
           history.replaceState(null, "", `${window.location.pathname}${window.location.search}${hash}`);
       })
       .catch(() => {});
@@ -63,7 +93,7 @@ export function ShareLink() {
     <>
       {opened && !opened.ok && (
         <div className="banner banner-error" role="alert" data-testid="link-error">
-          <strong>This link cannot be opened:</strong> {opened.error}{" "}
+          <strong>{opened.title}</strong> {opened.error}{" "}
           <button type="button" onClick={() => setOpened(null)}>
             Dismiss
           </button>

@@ -1,10 +1,11 @@
 // The top strip: title, GPU adapter, run controls (start, pause/resume, step, stop, reset,
 // fast mode), the progress bar (phase, step, ETA, tokens/s, activity) and the stop rule.
+import { useEffect, useState } from "react";
 import type { RunConfig } from "../config";
 import { pauseRun, resetRun, resumeRun, setFastMode, startRun, stepRun, stopRun } from "./bridge";
 import { fmtNum } from "./chartData";
 import { GpuPanel } from "./GpuPanel";
-import { activeRun, isRunning, useLab } from "./store";
+import { activeRun, canTrain, isRunning, useLab } from "./store";
 import { ThemeToggle } from "./ThemeToggle";
 
 export function TopBar() {
@@ -31,13 +32,17 @@ export function RunControls() {
   const phase = run?.phase ?? "idle";
   const running = isRunning(run);
   const paused = phase === "paused";
+  const gpu = useLab((s) => s.gpu);
+  const trainable = canTrain({ gpu });
+  const noGpu = gpu && !gpu.ok ? "Training needs WebGPU, which this browser does not offer" : undefined;
   return (
     <div className="run-controls" role="toolbar" aria-label="Run controls">
       <button
         type="button"
         data-testid="start"
         onClick={() => void startRun(formConfig())}
-        title="Start a new run"
+        disabled={!trainable}
+        title={noGpu ?? (gpu ? "Start a new run" : "Looking for a GPU…")}
       >
         {running ? "Restart" : "Start"}
       </button>
@@ -55,7 +60,7 @@ export function RunControls() {
         type="button"
         data-testid="step"
         onClick={() => void stepRun(formConfig())}
-        disabled={running && !paused}
+        disabled={!trainable || (running && !paused)}
         title="One rollout + update, then pause (s)"
       >
         Step
@@ -98,10 +103,24 @@ function fmtTime(s: number): string {
   return m < 60 ? `${m}m${String(Math.round(s % 60)).padStart(2, "0")}s` : `${Math.floor(m / 60)}h${m % 60}m`;
 }
 
+/** Seconds since the run started, ticking between the worker's pushes while the run trains. */
+function useElapsed(p: { elapsed: number } | null | undefined, at: number, ticking: boolean): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!ticking) return;
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, [ticking]);
+  if (!p) return 0;
+  return ticking ? p.elapsed + Math.max(0, now - at) / 1000 : p.elapsed;
+}
+
 export function RunProgressBar() {
   const run = useLab(activeRun);
   const p = run?.progress;
   const phase = run?.phase ?? "idle";
+  const ticking = phase === "loading" || phase === "sft" || phase === "rl";
+  const elapsed = useElapsed(p, run?.progressAt ?? 0, ticking);
   const cfg = run?.liveConfig;
   const frac = p && p.total > 0 ? Math.min(1, p.step / p.total) : 0;
   const target = cfg?.stop.target;
@@ -117,8 +136,11 @@ export function RunProgressBar() {
         {p && (
           <>
             {" "}
-            step <span data-testid="progress-step">{p.step}</span>/{p.total} · {p.activity} · ETA{" "}
-            {fmtTime(p.eta)} · {fmtNum(Math.round(p.tokensPerS))} tok/s · {fmtTime(p.elapsed)}
+            step <span data-testid="progress-step">{p.step}</span>/
+            <span data-testid="progress-total">{p.total}</span> · {ticking ? `${p.activity} · ` : ""}
+            <span data-testid="progress-eta">ETA {ticking || phase === "paused" ? fmtTime(p.eta) : "–"}</span>{" "}
+            · {Number.isFinite(p.tokensPerS) ? fmtNum(Math.round(p.tokensPerS)) : "–"} tok/s ·{" "}
+            <span data-testid="progress-elapsed">{fmtTime(elapsed)}</span>
           </>
         )}
         {cfg && (

@@ -1,13 +1,43 @@
 // "Try the model": type a prompt, generate from the current weights (or the opened run's
-// checkpoint) with the run's tools, and read the transcript with tool calls and results.
-import { useState } from "react";
+// checkpoint) with the run's tools, and read the transcript with tool calls and results. The
+// prompt starts as a held-out prompt of the run's own task (what it trains on); temperature
+// must be in [0, 2] (0 = greedy), anything else is named and Generate waits.
+import { useEffect, useState } from "react";
+import type { RunConfig } from "../config";
 import type { TryResult } from "../workers/api";
-import { tryModel } from "./bridge";
+import { examplePrompt, tryModel } from "./bridge";
+import { activeRun, openRun, useLab } from "./store";
 import { inspectorTokens } from "./tokenModel";
 
+export const MAX_TRY_TEMPERATURE = 2;
+
+/** The temperature field's error, or null when `text` is a temperature in [0, 2]. */
+export function temperatureError(text: string): string | null {
+  const v = Number(text);
+  if (text.trim() === "" || !Number.isFinite(v)) return "temperature must be a number";
+  if (v < 0) return "temperature must be >= 0 (0 = greedy)";
+  if (v > MAX_TRY_TEMPERATURE) return `temperature must be <= ${MAX_TRY_TEMPERATURE}`;
+  return null;
+}
+
 export function TryModelPanel() {
-  const [prompt, setPrompt] = useState("What is 347*29?");
-  const [temperature, setTemperature] = useState(0);
+  const [prompt, setPrompt] = useState("");
+  const [tempText, setTempText] = useState("0");
+  const tempError = temperatureError(tempText);
+  const temperature = Number(tempText);
+  const config = useLab((s) => (openRun(s) ?? activeRun(s))?.config ?? (s.form.config as RunConfig));
+  // A prompt of the run's task until the person types their own.
+  const [typed, setTyped] = useState(false);
+  useEffect(() => {
+    if (typed) return;
+    let live = true;
+    void examplePrompt(config).then((p) => {
+      if (live && p) setPrompt(p);
+    });
+    return () => {
+      live = false;
+    };
+  }, [config, typed]);
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<TryResult | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -29,7 +59,10 @@ export function TryModelPanel() {
         data-testid="try-prompt"
         rows={3}
         value={prompt}
-        onChange={(e) => setPrompt(e.target.value)}
+        onChange={(e) => {
+          setTyped(true);
+          setPrompt(e.target.value);
+        }}
         placeholder="A prompt for the model"
       />
       <div className="row">
@@ -37,17 +70,24 @@ export function TryModelPanel() {
           Temperature{" "}
           <input
             type="number"
+            data-testid="try-temperature"
             min={0}
-            max={2}
+            max={MAX_TRY_TEMPERATURE}
             step={0.1}
-            value={temperature}
-            onChange={(e) => setTemperature(Number(e.target.value))}
+            value={tempText}
+            aria-invalid={tempError !== null}
+            onChange={(e) => setTempText(e.target.value)}
           />
         </label>
+        {tempError && (
+          <span className="field-error" role="alert" data-testid="try-temperature-error">
+            {tempError}
+          </span>
+        )}
         <button
           type="button"
           data-testid="try-generate"
-          disabled={busy || !prompt.trim()}
+          disabled={busy || !prompt.trim() || tempError !== null}
           onClick={() => void generate()}
         >
           {busy ? "Generating…" : "Generate"}
@@ -73,6 +113,7 @@ function TryTranscript({ result }: { result: TryResult }) {
     answer: "",
     promptTokens: [],
     tokens: result.tokens,
+    pieces: result.pieces,
     mask: result.mask,
     postTool: [],
     logprobs: [],
@@ -87,6 +128,10 @@ function TryTranscript({ result }: { result: TryResult }) {
   });
   return (
     <div className="try-output" data-testid="try-output">
+      <details className="try-rendered-prompt" data-testid="try-rendered-prompt">
+        <summary>Rendered prompt ({result.promptPieces.length} tokens)</summary>
+        <pre>{result.prompt}</pre>
+      </details>
       <div className="tokens">
         {tokens.map((t, i) => (
           <span

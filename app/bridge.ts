@@ -4,13 +4,21 @@
 // frame however fast rows arrive. Components call these actions; none reaches the engine.
 import * as Comlink from "comlink";
 import { type ConfigEdit, getPath, type RunConfig, validateRunConfig } from "../config";
-import type { RewardTestResult, RunListener, SampleRecord, StoredRun, TryResult } from "../workers/api";
+import type {
+  InterruptedRun,
+  RewardTestResult,
+  RunListener,
+  SampleRecord,
+  StoredRun,
+  TryResult,
+} from "../workers/api";
 import { getTrainer } from "./engine";
 import {
   activeRun,
   addLoadedRun,
   addRun,
   applyIncoming,
+  canTrain,
   type Incoming,
   isRunning,
   pushError,
@@ -78,11 +86,17 @@ export async function startRun(
     report(new Error(`Config is invalid: ${v.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`));
     return;
   }
+  if (!canTrain(useLab.getState())) {
+    report(new Error("Training needs WebGPU, which this browser does not offer (see the banner)."));
+    return;
+  }
   const current = activeRun(useLab.getState());
   if (isRunning(current)) await stopRun();
   const localId = `run-${Date.now().toString(36)}-${++localRunSeq}`;
   useLab.setState((s) => {
-    const added = addRun(s, localId, v.config);
+    // A resumed run is the stored one: drop its opened copy, keep its name.
+    const without = opts.resume ? { ...s, runs: s.runs.filter((r) => r.workerId !== opts.resume?.id) } : s;
+    const added = { runs: without.runs, ...addRun(without, localId, v.config) };
     const label = opts.resume?.name;
     return label
       ? { ...added, runs: added.runs?.map((r) => (r.id === localId ? { ...r, label } : r)) }
@@ -108,8 +122,7 @@ export async function startRun(
   };
   try {
     const st = useLab.getState();
-    const n = st.runs.find((r) => r.id === localId)?.n ?? 0;
-    const { runId } = await getTrainer().start(
+    const { runId, name } = await getTrainer().start(
       opts.resume
         ? { resumeRunId: opts.resume.id, fast: st.fast, paused: opts.paused }
         : {
@@ -118,11 +131,11 @@ export async function startRun(
             paused: opts.paused,
             edits: opts.edits,
             source: opts.source,
-            name: `#${n} ${opts.source === "link" ? "shared link" : (st.preset ?? "custom")}`,
+            name: opts.source === "link" ? "shared link" : (st.preset ?? "custom"),
           },
       Comlink.proxy(listener),
     );
-    useLab.setState((s) => setWorkerId(s, localId, runId));
+    useLab.setState((s) => setWorkerId(s, localId, runId, name));
   } catch (err) {
     useLab.setState((s) => ({
       ...setRunPhase(s, localId, "error", message(err)),
@@ -154,7 +167,7 @@ export async function stepRun(config: RunConfig): Promise<void> {
 export async function stopRun(): Promise<void> {
   const run = activeRun(useLab.getState());
   await control("stop");
-  if (run && isRunning(run)) useLab.setState((s) => setRunPhase(s, run.id, "done"));
+  if (run && isRunning(run)) useLab.setState((s) => setRunPhase(s, run.id, "stopped"));
 }
 
 /** Reset: stop the run and clear the active run (its curves stay in the runs list). */
@@ -189,6 +202,15 @@ export async function tryModel(prompt: string, temperature: number): Promise<Try
   return getTrainer().tryModel(prompt, opts);
 }
 
+/** A held-out prompt of the config's task (what the run trains on), or null. */
+export async function examplePrompt(config?: RunConfig): Promise<string | null> {
+  try {
+    return await getTrainer().examplePrompt(config);
+  } catch {
+    return null;
+  }
+}
+
 export async function testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {
   try {
     return await getTrainer().testReward(source, sample);
@@ -204,6 +226,16 @@ export function liveValue(path: string): unknown {
 }
 
 // ---- stored runs (IndexedDB in the worker) ----
+
+/** Runs a page left running (a reload, a closed tab), now marked interrupted; [] on any failure. */
+export async function interruptedRuns(): Promise<InterruptedRun[]> {
+  try {
+    return await getTrainer().interruptedRuns();
+  } catch (err) {
+    report(new Error(`Stored runs unavailable: ${message(err)}`));
+    return [];
+  }
+}
 
 export async function refreshStoredRuns(): Promise<void> {
   try {

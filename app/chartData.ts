@@ -13,7 +13,8 @@ export interface ChartDef {
   row: ChartRow;
   /** Which rows feed it: RL steps, or the SFT cold start. */
   phase: "rl" | "sft";
-  keys: { key: string; label: string }[];
+  /** `optional` keys are named in the legend only once some run has them (e.g. custom-js errors). */
+  keys: { key: string; label: string; optional?: boolean }[];
   /** Rates and fractions: soft minimum at 0. */
   rate?: boolean;
   /** Offer the 5th-95th percentile y range (gradient norm, KL). */
@@ -38,6 +39,8 @@ export const CHARTS: ChartDef[] = [
     keys: [
       { key: "reward/mean", label: "mean" },
       { key: "reward/std", label: "std" },
+      // Share of trajectories the custom JS reward threw on (only when one is set).
+      { key: "reward/custom_error_rate", label: "custom-js errors", optional: true },
     ],
   },
   {

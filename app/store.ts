@@ -6,6 +6,7 @@
 import { create } from "zustand";
 import { defaultRunConfig, getPath, type RunConfig, setPath } from "../config";
 import type {
+  GpuStatus,
   LoadedRun,
   MetricsRow,
   RunEvent,
@@ -37,9 +38,9 @@ export interface RunRecord {
   id: string;
   /** The id the worker gave the run (for tryModel on a stored run); null until start resolves. */
   workerId: string | null;
-  /** Order in the session (1, 2, ...) for labels. */
+  /** Order in the session (1, 2, ...): the colour, and the name until the worker gives one. */
   n: number;
-  /** A stored run's name; null for runs started in this session. */
+  /** The run's name as the worker stored it ("#7 ci-tiny"); null until start() resolves. */
   label: string | null;
   color: string;
   config: RunConfig;
@@ -52,6 +53,8 @@ export interface RunRecord {
   samples: Map<string, SampleRecord[]>;
   phase: RunPhase;
   progress: RunProgress | null;
+  /** Date.now() when `progress` arrived: the bar's elapsed clock ticks on from it. */
+  progressAt: number;
   visible: boolean;
   diff: ConfigChange[];
   error: string | null;
@@ -89,8 +92,12 @@ export interface ViewSlice {
     overlay: Overlay;
     filter: SampleFilter;
     selected: { key: string; index: number } | null;
+    /** The groups the person picked to show; null: the default pick (groups with signal first). */
+    groups: string[] | null;
   };
   errors: string[];
+  /** What the worker found of WebGPU; undefined while it looks. Without it, training is disabled. */
+  gpu: GpuStatus | undefined;
 }
 
 export type LabState = RunsSlice & FormSlice & ViewSlice;
@@ -114,9 +121,20 @@ export function initialState(): LabState {
     fast: false,
     theme: "auto",
     tab: "charts",
-    inspector: { pinnedStep: null, overlay: "none", filter: "all", selected: null },
+    inspector: { pinnedStep: null, overlay: "none", filter: "all", selected: null, groups: null },
     errors: [],
+    gpu: undefined,
   };
+}
+
+/** A run's one name, the same in the charts, the runs table and the inspector. */
+export function runName(r: Pick<RunRecord, "label" | "n">): string {
+  return r.label ?? `#${r.n}`;
+}
+
+/** Training needs WebGPU; false while the worker still looks, or when it found none. */
+export function canTrain(s: Pick<LabState, "gpu">): boolean {
+  return s.gpu?.ok === true;
 }
 
 export const useLab = create<LabState>(() => initialState());
@@ -140,6 +158,7 @@ export function addRun(s: LabState, id: string, config: RunConfig): Partial<LabS
     samples: new Map(),
     phase: "loading",
     progress: null,
+    progressAt: 0,
     visible: true,
     diff: prev ? configDiff(prev.config, config) : [],
     error: null,
@@ -231,7 +250,9 @@ export function applyIncoming(s: LabState, id: string, inc: Incoming): Partial<L
       liveConfig,
       samples,
       progress,
-      phase: fatal ? "error" : (inc.progress?.phase ?? r.phase),
+      progressAt: inc.progress ? Date.now() : r.progressAt,
+      // A stopped run stays stopped while the step in flight reports in.
+      phase: fatal ? "error" : r.phase === "stopped" ? r.phase : (inc.progress?.phase ?? r.phase),
       error: errorEvent ? errorEvent.message : r.error,
     };
   });
@@ -258,7 +279,9 @@ export function addLoadedRun(s: LabState, loaded: LoadedRun): Partial<LabState> 
       progress: null,
     }),
   };
-  const phase: RunPhase = loaded.run.status === "error" ? "error" : "done";
+  const status = loaded.run.status;
+  const phase: RunPhase =
+    status === "error" ? "error" : status === "done" || status === "imported" ? "done" : "stopped";
   return {
     runs: next.runs.map((r) =>
       r.id === id ? { ...r, workerId: loaded.run.id, phase, label: loaded.run.name } : r,
@@ -268,8 +291,9 @@ export function addLoadedRun(s: LabState, loaded: LoadedRun): Partial<LabState> 
   };
 }
 
-export function setWorkerId(s: LabState, id: string, workerId: string): Partial<LabState> {
-  return updateRun(s, id, (r) => ({ ...r, workerId }));
+/** The worker's id and name for a run the UI started. */
+export function setWorkerId(s: LabState, id: string, workerId: string, label?: string): Partial<LabState> {
+  return updateRun(s, id, (r) => ({ ...r, workerId, label: label ?? r.label }));
 }
 
 export function deleteRun(s: LabState, id: string): Partial<LabState> {
@@ -318,6 +342,8 @@ export function inspectorStep(
   return { steps, current };
 }
 
+/** Adds an error banner; a message already shown is not shown twice. */
 export function pushError(s: LabState, message: string): Partial<LabState> {
+  if (s.errors.includes(message)) return {};
   return { errors: [...s.errors.slice(-4), message] };
 }

@@ -1,9 +1,10 @@
 // The trajectory inspector's model, as pure functions (tested by app/tokenModel.test.ts):
 // each token's provenance (prompt / trained policy token / inserted tool output / padding)
-// from the sample's mask, the text shown for it (␣ for spaces, ¶ for newlines), the heat
-// colour of the selected per-token value (signed values on a symmetric diverging scale,
-// untrained tokens kept out of the heatmap), and GRPO groups side by side.
-import { PAD_ID, tokenText } from "../model/tokenizer";
+// from the sample's mask, the text shown for it (␣ for spaces, ¶ for newlines, → for tabs),
+// the heat colour of the selected per-token value (signed values on a symmetric diverging
+// scale, untrained tokens kept out of the heatmap), and GRPO groups side by side.
+// A token's text is the piece the worker sent with the sample (byte-level BPE pieces already
+// decoded there): the page loads no tokenizer. A record without pieces shows ids as ⟨id⟩.
 import type { SampleRecord } from "../workers/api";
 
 export type TokenRole = "prompt" | "policy" | "tool" | "pad";
@@ -27,7 +28,12 @@ export interface InspectorToken {
 }
 
 export function displayText(text: string): string {
-  return text.replace(/ /g, "␣").replace(/\n/g, "¶\n");
+  return text.replace(/ /g, "␣").replace(/\t/g, "→").replace(/\r/g, "␍").replace(/\n/g, "¶\n");
+}
+
+function pieceOf(pieces: readonly string[] | undefined, i: number, id: number): string {
+  const p = pieces?.[i];
+  return typeof p === "string" ? p : `⟨${id}⟩`;
 }
 
 function at(xs: readonly number[] | undefined, i: number): number | null {
@@ -37,14 +43,15 @@ function at(xs: readonly number[] | undefined, i: number): number | null {
 
 /** Prompt tokens, then the response tokens with their role from the mask. */
 export function inspectorTokens(s: SampleRecord): InspectorToken[] {
-  const out: InspectorToken[] = s.promptTokens.map((id) => {
-    const text = tokenText(id);
+  const isPad = (id: number) => s.padId !== undefined && id === s.padId;
+  const out: InspectorToken[] = s.promptTokens.map((id, i) => {
+    const text = pieceOf(s.promptPieces, i, id);
     return {
       index: -1,
       id,
       text,
       display: displayText(text),
-      role: id === PAD_ID ? "pad" : "prompt",
+      role: isPad(id) ? "pad" : "prompt",
       mask: 0,
       postTool: false,
       logprob: null,
@@ -55,16 +62,16 @@ export function inspectorTokens(s: SampleRecord): InspectorToken[] {
   });
   s.tokens.forEach((id, i) => {
     const trained = s.mask[i] === 1;
-    const role: TokenRole = id === PAD_ID ? "pad" : trained ? "policy" : "tool";
+    const role: TokenRole = isPad(id) ? "pad" : trained ? "policy" : "tool";
     const call = s.toolCalls.findIndex((c) => i >= c.responseStart && i < c.responseEnd);
-    const text = tokenText(id);
+    const text = pieceOf(s.pieces, i, id);
     out.push({
       index: i,
       id,
       text,
       display: displayText(text),
       role,
-      mask: trained && id !== PAD_ID ? 1 : 0,
+      mask: trained && !isPad(id) ? 1 : 0,
       postTool: s.postTool[i] === 1,
       // Inserted tokens were not sampled: their per-token numbers mean nothing.
       logprob: role === "policy" ? at(s.logprobs, i) : null,

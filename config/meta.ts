@@ -15,6 +15,8 @@ import {
   POLICY_LOSS_NAMES,
   REFILL_MODES,
   SHAPING_NAMES,
+  TEMPLATE_NAMES,
+  TOKENIZATION_CHECKS,
 } from "./schema.ts";
 
 export type FieldGroup =
@@ -136,10 +138,32 @@ export const FIELD_META: Record<string, FieldMeta> = {
     "Modules with an adapter (Hugging Face names q_proj..down_proj) or all-linear. verl target_modules, PEFT target_modules.",
     { paper: "Hu et al. 2021, LoRA", activeWhen: LORA_ON },
   ),
+  "model.pretrained": restart(
+    "model",
+    "A Hugging Face model folder (config.json + safetensors): its architecture and weights replace the fields above.",
+  ),
+  "model.tokenizer": restart(
+    "model",
+    "Folder with a model's tokenizer.json and tokenizer_config.json (empty: the pretrained folder's, else the character tokenizer).",
+  ),
 
   "task.name": restart("task", "Task (environment and verifier) to train on."),
   "task.options": restart("task", "Task-specific options, checked by the task."),
-  "task.template": restart("task", "Transcript template.", opts(["inline", "chatml-turns"])),
+  "task.template": restart(
+    "task",
+    "Transcript template (model: the tokenizer's own chat template, Hermes tool calls).",
+    opts(TEMPLATE_NAMES),
+  ),
+  "task.tool_prompt": restart(
+    "task",
+    "How tools reach a model whose template ignores them: listed in the system message (hermes) or not at all.",
+    opts(["hermes", "none"]),
+  ),
+  "task.tokenization_check": restart(
+    "task",
+    "Each turn's tokens must extend the previous turn's: strict stops with an error, warn counts and re-tokenizes, off skips.",
+    { paper: "verl tokenization_sanity_check_mode", ...opts(TOKENIZATION_CHECKS) },
+  ),
   "task.eval_size": restart("task", "Held-out prompts per evaluation.", { min: 0 }),
   "task.eval_every": live("task", "Evaluate every N RL steps (0 = only at step 0).", { min: 0 }),
   "task.buckets": restart("task", "Difficulty buckets reported as val/acc/<bucket>."),

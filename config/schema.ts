@@ -55,6 +55,8 @@ export const AGG_MODES = [
 export const KL_ESTIMATORS = ["k1", "k2", "k3"] as const;
 export const SHAPING_NAMES = ["none", "tao-code", "tao-additive"] as const;
 export const REFILL_MODES = ["none", "resample", "duplicate"] as const;
+export const TEMPLATE_NAMES = ["inline", "chatml-turns", "model"] as const;
+export const TOKENIZATION_CHECKS = ["strict", "warn", "off"] as const;
 
 export const LORA_TARGET_NAMES = [
   "q_proj",
@@ -89,6 +91,8 @@ export const ModelSchema = z
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
     lora: LoraSchema.prefault({}),
+    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face folder (config.json + safetensors) whose architecture and weights are used
+    tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
   })
   .strict();
 
@@ -96,7 +100,9 @@ export const TaskSchema = z
   .object({
     name: z.string().min(1, "must not be empty").default("arithmetic"), // DEMO-RECIPE calculator task (tasks/ registry name)
     options: options.default({}), // task-specific knobs, validated by the task itself
-    template: z.enum(["inline", "chatml-turns"]).default("inline"), // DESIGN: the measured demo uses inline
+    template: z.enum(TEMPLATE_NAMES).default("inline"), // DESIGN: the measured demo uses inline; "model" = the tokenizer's own chat template (Hermes tool calls)
+    tool_prompt: z.enum(["hermes", "none"]).default("hermes"), // lab choice: where a model's template ignores tools, list them in the system message in the Hermes form
+    tokenization_check: z.enum(TOKENIZATION_CHECKS).default("strict"), // verl tokenization_sanity_check_mode: each turn's tokens must extend the previous turn's
     eval_size: int(0).default(200), // held-out prompts per evaluation; lab choice
     eval_every: int(0).default(10), // evaluate every N RL steps (0 = only at step 0); lab choice
     buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)

@@ -1,13 +1,23 @@
-// e2e: share links in the app. A valid link shows what it sets and offers Replay (which
-// starts the run); truncated, tampered and unknown-version links show a message naming the
-// problem, and the page keeps working.
-import type { Browser } from "playwright-core";
+// e2e: share links and reloads in the app (one WebGPU browser for the spec).
+// - A valid link shows what it sets and offers Replay; the address bar keeps the link after
+//   the preset picker applies and after a form edit; the replayed run ends at "step 1/1"; a
+//   reload of the page's own link is not shown as someone else's shared link.
+// - Truncated, tampered and unknown-version links show a message naming the problem, a hash
+//   that is no link at all says it was not understood, and the page keeps working.
+// - A reload mid-run (ci-tiny, its default checkpoints every 2 steps): the run is marked
+//   interrupted and offered as "Resume #N from step K"; resumed, it completes with every row,
+//   the same name in the runs table and the chart hover, and the counts at the end say 4/4;
+//   a stopped run says "stopped".
+// Run: `npx vite build && E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/link.e2e.test.ts`.
+import { mkdirSync } from "node:fs";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
-import { encodeLink } from "../config/link";
+import { encodeLink, LINK_VERSION } from "../config/link";
 import { launchChromium } from "./chromium";
 
 const baseUrl = inject("baseUrl");
+mkdirSync("e2e/artifacts", { recursive: true });
 let browser: Browser;
 beforeAll(async () => {
   browser = await launchChromium();
@@ -16,8 +26,22 @@ afterAll(async () => {
   await browser?.close();
 });
 
+const attr = async (page: Page, id: string, name: string) =>
+  (await page.getByTestId(id).getAttribute(name)) ?? "";
+const text = async (page: Page, id: string) => (await page.getByTestId(id).textContent()) ?? "";
+
+async function setField(page: Page, path: string, value: string) {
+  const input = page.locator(`[data-path="${path}"]`);
+  await input.evaluate((el) => {
+    const group = el.closest("details");
+    if (group) group.open = true;
+  });
+  await input.fill(value);
+  await input.press("Tab");
+}
+
 describe("share links in the app", () => {
-  it("shows a valid link's config and replays it", async () => {
+  it("keeps a valid link in the address bar, replays it, and does not take its own link for a shared one", async () => {
     const config = mergeConfig(defaultRunConfig(), {
       seed: 42,
       model: { layers: 1, d_model: 16, heads: 2, context: 80 },
@@ -36,20 +60,54 @@ describe("share links in the app", () => {
     await page.goto(`${baseUrl}${hash}`);
     const banner = page.getByTestId("link-banner");
     await banner.waitFor({ timeout: 60_000 });
-    const text = (await banner.textContent()) ?? "";
-    expect(text).toContain("seed=42");
-    expect(text).toContain("1 live edit(s) at steps 1");
+    const bannerText = (await banner.textContent()) ?? "";
+    expect(bannerText).toContain("seed=42");
+    expect(bannerText).toContain("1 live edit(s) at steps 1");
+    // The preset picker writes the query; the link stays, and stays after a form edit.
+    await page.waitForFunction(() => location.search.includes("preset="), null, { timeout: 60_000 });
+    expect(await page.evaluate(() => location.hash)).toBe(hash);
+    await setField(page, "seed", "7");
+    await page.waitForFunction(() => location.search.includes("seed=7"), null, { timeout: 10_000 });
+    expect(await page.evaluate(() => location.hash)).toBe(hash);
+
     await page.getByTestId("link-replay").click();
     // The run starts: the URL then follows it (its config, re-encoded) and a share button appears.
     await page.getByTestId("share-link").waitFor({ timeout: 120_000 });
-    await page.waitForFunction(() => location.hash.startsWith("#run=v2."), null, { timeout: 120_000 });
+    await page.waitForFunction((v) => location.hash.startsWith(`#run=v${v}.`), LINK_VERSION, {
+      timeout: 120_000,
+    });
+    // The end of the run: its one RL step counted once (the final evaluation is no step).
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="progress"]')?.getAttribute("data-phase") === "done",
+      null,
+      { timeout: 180_000 },
+    );
+    expect(await text(page, "progress-step")).toBe("1");
+    expect(await text(page, "progress-total")).toBe("1");
+    expect(await text(page, "progress-eta")).toBe("ETA –");
+    const own = await page.evaluate(() => location.hash);
+    expect(own).not.toBe(hash);
+
+    // A reload of the page's own link: no "Shared run … Replay" banner, and the run it shows
+    // ended, so nothing to resume.
+    await page.reload();
+    await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
+    await page.waitForFunction(() => location.search.includes("preset="), null, { timeout: 60_000 });
+    expect(await page.evaluate(() => location.hash)).toBe(own);
+    expect(await page.getByTestId("link-banner").count()).toBe(0);
+    expect(await page.getByTestId("resume-banner").count()).toBe(0);
     await page.close();
   });
 
-  for (const [what, mutate] of [
-    ["truncated", (h: string) => h.slice(0, h.length - 12)],
-    ["tampered", (h: string) => `${h.slice(0, -6)}${h.slice(-6) === "AAAAAA" ? "BBBBBB" : "AAAAAA"}`],
-    ["unknown version", (h: string) => h.replace("#run=v2.", "#run=v9.")],
+  for (const [what, mutate, says] of [
+    ["truncated", (h: string) => h.slice(0, h.length - 12), /cannot be opened/],
+    [
+      "tampered",
+      (h: string) => `${h.slice(0, -6)}${h.slice(-6) === "AAAAAA" ? "BBBBBB" : "AAAAAA"}`,
+      /cannot be opened/,
+    ],
+    ["unknown version", (h: string) => h.replace(/^#run=v\d+\./, "#run=v9."), /unknown link version 9/],
+    ["not-a-link", () => "#utm_source=chat&x=1", /not understood.*run=v/],
   ] as const) {
     it(`explains a ${what} link and keeps the page working`, async () => {
       const hash = await encodeLink({ config: defaultRunConfig(), edits: [], name: "x" });
@@ -59,10 +117,90 @@ describe("share links in the app", () => {
       await page.goto(`${baseUrl}${mutate(hash)}`);
       const banner = page.getByTestId("link-error");
       await banner.waitFor({ timeout: 60_000 });
-      expect((await banner.textContent())?.length).toBeGreaterThan(30);
+      expect((await banner.textContent()) ?? "").toMatch(says);
       await page.getByTestId("tab-charts").waitFor();
       expect(errors).toEqual([]);
       await page.close();
     });
   }
+
+  it("offers an interrupted run after a reload and resumes it from its checkpoint to the end", async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    // ci-tiny with its own checkpoint cadence (every 2 steps), smaller steps.
+    await page.goto(
+      `${baseUrl}?preset=ci-tiny&stop.max_steps=4&rl.prompts_per_step=2&rl.group_size=2&task.eval_every=0&task.eval_size=2`,
+    );
+    await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
+    await expect.poll(() => page.getByTestId("start").isEnabled(), { timeout: 30_000 }).toBe(true);
+    await page.getByTestId("start").click();
+    await expect
+      .poll(async () => Number(await text(page, "progress-step")), { timeout: 300_000, interval: 250 })
+      .toBeGreaterThanOrEqual(3);
+    // The elapsed clock ticks between the worker's pushes.
+    const e0 = await text(page, "progress-elapsed");
+    await expect.poll(() => text(page, "progress-elapsed"), { timeout: 5_000 }).not.toBe(e0);
+    const own = await page.evaluate(() => location.hash);
+    expect(own).toMatch(/^#run=v/);
+
+    await page.reload();
+    const resume = page.getByTestId("resume-banner");
+    await resume.waitFor({ timeout: 60_000 });
+    const resumeText = (await resume.textContent()) ?? "";
+    expect(resumeText).toMatch(/#\d+ ci-tiny was interrupted/);
+    const button = page.getByTestId("resume-interrupted");
+    const label = (await button.textContent()) ?? "";
+    const m = /^Resume (#\d+ ci-tiny) from step (\d+)$/.exec(label);
+    expect(m, label).not.toBeNull();
+    const [, name, from] = m!;
+    expect(Number(from)).toBeGreaterThanOrEqual(2);
+    // The page's own URL is not someone else's link.
+    expect(await page.getByTestId("link-banner").count()).toBe(0);
+    await page.getByTestId("tab-runs").click();
+    const stored = page.getByTestId("stored-run").filter({ hasText: name });
+    await expect.poll(() => stored.getByTestId("stored-run-status").textContent()).toBe("interrupted");
+    expect(await stored.getByTestId("stored-run-resume").textContent()).toBe(`Resume from step ${from}`);
+
+    await expect.poll(() => button.isEnabled(), { timeout: 30_000 }).toBe(true);
+    await button.click();
+    expect(await page.getByTestId("resume-banner").count()).toBe(0);
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="progress"]')?.getAttribute("data-phase") === "done",
+      null,
+      { timeout: 400_000 },
+    );
+    // Counts at the end: 4 of 4 steps, ETA – ; the kept rows came back and the rest were
+    // recomputed: one reward point per RL step.
+    expect(await text(page, "progress-step")).toBe("4");
+    expect(await text(page, "progress-total")).toBe("4");
+    expect(await text(page, "progress-eta")).toBe("ETA –");
+    expect(await page.getByTestId("run-row").first().getByTestId("run-name").textContent()).toBe(name);
+    expect(await page.getByTestId("run-row").first().getByTestId("run-status").textContent()).toBe("done");
+    await page.getByTestId("tab-charts").click();
+    const chart = page.getByTestId("chart-reward");
+    // data-points counts the current run's series: reward/mean and reward/std, 4 steps each.
+    expect(Number(await chart.getAttribute("data-points"))).toBe(8);
+    // The chart hover names the run as the runs table does.
+    const over = (await chart.locator(".u-over").boundingBox())!;
+    await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);
+    await expect.poll(() => chart.getByTestId("chart-readout").textContent()).toContain(`${name} mean`);
+
+    // A new run: "ETA –" (not "0s") and "– tok/s" until a step is timed; a stopped run says so;
+    // its name takes the next number.
+    await page.getByTestId("start").click();
+    expect(await text(page, "progress-eta")).toBe("ETA –");
+    expect(await text(page, "progress")).toContain("– tok/s");
+    await expect.poll(() => attr(page, "progress", "data-phase"), { timeout: 300_000 }).toBe("rl");
+    await page.getByTestId("stop").click();
+    await expect.poll(() => text(page, "run-phase"), { timeout: 60_000 }).toBe("stopped");
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await text(page, "run-phase")).toBe("stopped");
+    await page.getByTestId("tab-runs").click();
+    const next = (await page.getByTestId("run-row").first().getByTestId("run-name").textContent()) ?? "";
+    expect(Number(/^#(\d+) /.exec(next)?.[1])).toBeGreaterThan(Number(/^#(\d+) /.exec(name)?.[1]));
+    await page.screenshot({ path: "e2e/artifacts/link-resumed.png" });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 900_000);
 });

@@ -1,9 +1,14 @@
 // e2e: the lab UI in real Chromium with WebGPU (SwiftShader here): choose the tiny preset
 // with KL, a filter and held-out evaluation on; start; every chart gets points; pause; a
 // live learning-rate edit shows as a marker and the next row's actor/lr has the new value;
-// the inspector shows masked tool-response tokens; "try the model" answers; a reward
-// function that throws shows its error and the run keeps going. Screenshots go to
-// e2e/artifacts/ and docs/screenshots/. Run: `npx vitest run --project e2e e2e/ui.e2e.test.ts`.
+// the address bar keeps the run's share link through form edits; a fixed field loses its
+// error; the inspector shows masked tool-response tokens, "2 of N groups" with a picker
+// (groups with signal first) and entropy colouring with data; "try the model" starts from a
+// prompt of the run's task, refuses temperature -1 and answers; "Apply" refuses a reward that
+// throws, a reward without a function says so, and one that throws only on later steps shows
+// its failures as a metric, a banner and a line on the inspector card while the run goes on.
+// Screenshots go to e2e/artifacts/ and docs/screenshots/.
+// Run: `npx vitest run --project e2e e2e/ui.e2e.test.ts`.
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -113,6 +118,13 @@ async function labFlow(page: Page, pageErrors: string[]) {
   await page.screenshot({ path: "docs/screenshots/config-panel.png" });
   await setField(page, "rl.clip_eps_low", "0.2");
   await expect.poll(() => page.getByTestId("config-errors").count()).toBe(0);
+  // A fixed field loses its error, also when the fix is the value it had before.
+  const epochs = await fieldValue(page, "rl.epochs");
+  const epochsError = page.locator('[data-field="rl.epochs"] [data-testid="field-error"]');
+  await setField(page, "rl.epochs", `${epochs}.5`);
+  await expect.poll(() => epochsError.textContent()).toMatch(/integer/);
+  await setField(page, "rl.epochs", epochs);
+  await expect.poll(() => epochsError.count()).toBe(0);
 
   // Start; every chart receives points.
   await page.getByTestId("start").click();
@@ -153,6 +165,13 @@ async function labFlow(page: Page, pageErrors: string[]) {
   const oldLr = Number(await page.getByTestId("metric-actor/lr").getAttribute("data-value"));
   const newLr = oldLr > 0.002 ? 0.0005 : 0.0025;
   await setField(page, "rl.lr", String(newLr));
+  // The form edit rewrites the query; the run's share link stays in the hash.
+  await waitFor(
+    async () => (await page.evaluate(() => location.search)).includes("rl.lr="),
+    10_000,
+    "the edit in the query",
+  );
+  expect(await page.evaluate(() => location.hash)).toMatch(/^#run=v\d+\./);
   await page.getByTestId("step").click();
   await waitFor(async () => (await latestStep(page)) > before, 300_000, "the next metrics row");
   expect(Number(await page.getByTestId("metric-actor/lr").getAttribute("data-value"))).toBeCloseTo(newLr, 10);
@@ -202,11 +221,36 @@ async function labFlow(page: Page, pageErrors: string[]) {
   const card = page.locator('[data-testid="sample"]', { has: toolTokens }).first();
   await card.scrollIntoViewIfNeeded();
   await card.click();
+  // Groups: "2 of N" shown, those with signal first, and the person can add one.
+  expect(await page.getByTestId("group-count").textContent()).toMatch(/^2 of \d+ groups/);
+  expect(await page.getByTestId("sample-group").count()).toBe(2);
+  const withSignal = await page
+    .getByTestId("group-pick")
+    .evaluateAll((els) => els.filter((e) => (e as HTMLElement).dataset.signal === "1").length);
+  if (withSignal > 0)
+    expect(await page.getByTestId("sample-group").first().getAttribute("data-signal")).toBe("1");
+  if ((await page.getByTestId("group-pick").count()) > 2) {
+    await page.locator('[data-testid="group-pick"]:not(:checked)').first().check();
+    expect(await page.getByTestId("sample-group").count()).toBe(3);
+  }
+  // Colour by entropy: the samples carry per-token entropy, so trained tokens get a colour.
+  await page.getByTestId("inspector-overlay").selectOption("entropy");
+  expect(await page.locator('[data-testid="token"][data-mask="1"][data-heat="1"]').count()).toBeGreaterThan(
+    0,
+  );
+  expect(await page.locator('[data-testid="token"][data-mask="0"][data-heat="1"]').count()).toBe(0);
   await page.screenshot({ path: "e2e/artifacts/ui-inspector.png" });
   await page.screenshot({ path: "docs/screenshots/inspector.png" });
 
-  // Try the model.
+  // Try the model: the prompt starts as one of the run's task (ci-tiny: no 3-digit operand);
+  // a negative temperature is named and Generate waits.
   await page.getByTestId("tab-try").click();
+  await expect.poll(() => page.getByTestId("try-prompt").inputValue()).toMatch(/^What is [\d*+()]+\?$/);
+  expect(await page.getByTestId("try-prompt").inputValue()).not.toMatch(/\d{3}/);
+  await page.getByTestId("try-temperature").fill("-1");
+  expect(await page.getByTestId("try-temperature-error").textContent()).toMatch(/>= 0/);
+  expect(await page.getByTestId("try-generate").isDisabled()).toBe(true);
+  await page.getByTestId("try-temperature").fill("0");
   await page.getByTestId("try-prompt").fill("What is 12*7?");
   await page.getByTestId("try-generate").click();
   await page
@@ -217,25 +261,54 @@ async function labFlow(page: Page, pageErrors: string[]) {
   expect(await page.locator('[data-testid="try-output"] [data-testid="token"]').count()).toBeGreaterThan(0);
   await page.screenshot({ path: "e2e/artifacts/ui-try.png" });
 
-  // A reward function that throws: the test shows the error; applied live, the run goes on.
+  // A reward function that throws: the test shows the error, and Apply refuses it.
   await page.getByTestId("tab-reward").click();
-  await page
-    .getByTestId("reward-source")
-    .fill('function reward(x) { throw new Error("boom from the e2e test"); }');
+  const source = page.getByTestId("reward-source");
+  await source.fill('function reward(x) { throw new Error("boom from the e2e test"); }');
   await page.getByTestId("reward-test").click();
   const result = page.getByTestId("reward-test-result");
   await result.waitFor({ timeout: 60_000 });
   expect(await result.getAttribute("data-ok")).toBe("0");
   expect(await result.textContent()).toContain("boom from the e2e test");
   await page.getByTestId("reward-apply").click();
-  await page.screenshot({ path: "e2e/artifacts/ui-reward.png" });
+  const applied = page.getByTestId("reward-applied");
+  await expect.poll(() => applied.getAttribute("data-ok"), { timeout: 60_000 }).toBe("0");
+  expect(await applied.textContent()).toMatch(/^Not applied/);
+  expect(await fieldValue(page, "rewards.custom_js")).toBe("");
+  // Code without a reward function says so (not a SyntaxError).
+  await source.fill("const score = (x) => 1;");
+  await page.getByTestId("reward-test").click();
+  await expect.poll(() => result.textContent(), { timeout: 60_000 }).toContain("no function named reward");
+  // A reward that passes on the selected (earlier) trajectory and throws on later steps is
+  // applied; its failures become a metric, a banner and a line on the inspector's cards.
   const beforeResume = await latestStep(page);
+  await source.fill(
+    `function reward(x) { if (x.step > ${beforeResume}) throw new Error("boom at a later step"); return 0; }`,
+  );
+  await page.getByTestId("reward-apply").click();
+  await expect.poll(() => applied.getAttribute("data-ok"), { timeout: 60_000 }).toBe("1");
+  await page.screenshot({ path: "e2e/artifacts/ui-reward.png" });
   await page.getByTestId("resume").click();
   await waitFor(
     async () => (await latestStep(page)) >= beforeResume + 1,
     240_000,
     "a step after the throwing reward",
   );
+  const rewardBanner = page.getByTestId("reward-error-banner");
+  await rewardBanner.waitFor({ timeout: 60_000 });
+  expect(await rewardBanner.textContent()).toMatch(
+    /failed on 100% of trajectories at step \d+: .*boom at a later step/,
+  );
+  await waitFor(
+    async () => ((await rewardChart.getAttribute("data-keys")) ?? "").includes("reward/custom_error_rate"),
+    30_000,
+    "the custom reward's error rate on the reward chart",
+  );
+  await page.getByTestId("tab-inspector").click();
+  await page.getByTestId("inspector-step").selectOption("");
+  await expect
+    .poll(() => page.getByTestId("sample-custom-error").first().textContent(), { timeout: 30_000 })
+    .toContain("boom at a later step");
   expect(await phase(page)).not.toBe("error");
   expect(await page.getByTestId("app-error").count()).toBe(0);
 

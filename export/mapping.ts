@@ -41,6 +41,7 @@ const tinyModel = (c: RunConfig) => !pretrainedSource(c);
  * lab's own tiny models have none: verl needs a Hugging Face checkpoint (model.path).
  */
 export function pretrainedSource(c: RunConfig): string | null {
+  if (c.model.pretrained) return c.model.pretrained;
   const src = (c.model as Record<string, unknown>).source;
   if (typeof src === "string" && src) return src;
   if (src && typeof src === "object") {
@@ -86,6 +87,14 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     "actor_rollout_ref.model.target_modules",
     "the same Hugging Face module names; all-linear is verl's (PEFT's) all-linear",
   ),
+  "model.pretrained": mapped(
+    "actor_rollout_ref.model.path",
+    "the Hugging Face model folder the run starts from",
+  ),
+  "model.tokenizer": approx(
+    "actor_rollout_ref.model.path",
+    "verl reads the tokenizer (and its chat template) from the model folder; a tokenizer kept in another folder must be copied into it",
+  ),
   "task.name": mapped(
     "data_source, ability",
     "the task's prompts become train/val.parquet; data_source is lab/<task>/<bucket>",
@@ -94,6 +103,14 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "task.template": approx(
     `${MT}.format: hermes`,
     "verl renders turns with the model's own chat template and parses Hermes JSON calls; the code tool becomes a JSON function {code}; a malformed call is dropped by verl's parser (the lab answers it with an error and counts a failed call)",
+  ),
+  "task.tool_prompt": approx(
+    `${MT}.format: hermes`,
+    "verl passes the tools to the chat template only; a template that ignores them (SmolLM2's) shows no tool list there, where the lab lists them in the system message",
+  ),
+  "task.tokenization_check": approx(
+    `${MT}.tokenization_sanity_check_mode`,
+    "strict is verl's default (strict); verl has no warn-and-retokenize mode (ignore_strippable only forgives whitespace), and off is disable",
   ),
   "task.eval_size": mapped("val.parquet", "the number of held-out rows"),
   "task.split_version": mapped(

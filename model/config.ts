@@ -89,30 +89,35 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   initStd: 0.02,
 };
 
-/** A run's model: RunConfig.model with the lab's tokenizer and a value head for GAE. */
-export function modelConfigOf(c: RunConfig): ModelConfig {
+/** A run's model: RunConfig.model, the tokenizer's vocabulary (the character tokenizer's 107 by default) and a value head for GAE. */
+export function modelConfigOf(c: RunConfig, vocab = VOCAB_SIZE): ModelConfig {
   return modelConfig({
     layers: c.model.layers,
     dModel: c.model.d_model,
     heads: c.model.heads,
     context: c.model.context,
-    vocab: VOCAB_SIZE,
+    vocab,
     norm: c.model.norm,
     mlp: c.model.mlp,
     positional: c.model.positional,
     tiedEmbeddings: c.model.tied_embeddings,
     valueHead: c.rl.advantage === "gae",
     initStd: c.model.init_std,
-    lora: {
-      rank: c.model.lora.rank,
-      alpha: c.model.lora.alpha,
-      // all-linear: every projection this model has (a gelu MLP has no gate)
-      targets:
-        c.model.lora.targets === "all-linear"
-          ? DEFAULT_MODEL_CONFIG.lora.targets.filter((t) => t !== "gate_proj" || c.model.mlp === "swiglu")
-          : [...c.model.lora.targets],
-    },
+    lora: loraConfigOf(c, c.model.mlp),
   });
+}
+
+/** RunConfig.model.lora for a model with this MLP ("all-linear": every projection it has; gelu has no gate). */
+export function loraConfigOf(c: RunConfig, mlp: ModelConfig["mlp"]): LoraConfig {
+  const l = c.model.lora;
+  return {
+    rank: l.rank,
+    alpha: l.alpha,
+    targets:
+      l.targets === "all-linear"
+        ? DEFAULT_MODEL_CONFIG.lora.targets.filter((t) => t !== "gate_proj" || mlp === "swiglu")
+        : [...l.targets],
+  };
 }
 
 export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {

@@ -4,17 +4,22 @@
 //
 // Legend: B batch, T time, C channels (dModel), NH query heads, KVH key/value heads, hs head
 // size, Q = NH*hs, KV = KVH*hs, QKV = Q+2KV, H MLP hidden, V vocab, L layers, N = B*T rows.
-// Parameters, gradients and the two Adam moments are four buffers of the one flat layout
-// (model/config.ts). A forward (or backward) is one command encoder and one submit; a
+// Parameters, gradients and the two Adam moments are four FlatBuffers of the one flat layout
+// (model/config.ts): one GPUBuffer each, or several cut at tensor starts past the device's
+// buffer limit; passes over them (zeroing, grad norm, clip, AdamW, reads and writes) go window
+// by window under the binding limit. The token table is bound in row slices (kernels/
+// embedding.ts) and the head in chunks of rows and vocabulary slices (model/head.ts), so the
+// logits of a batch never exist whole. A forward (or backward) is one command encoder and one submit; a
 // forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
 // 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
 // Right padding only (causal attention, no key mask): padding after a token never changes it.
 // Generation: per-layer KV caches (B, context, KV); a "feed step" pushes one token for each
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
-// through the network and keeps the logits of those rows; decode() feeds, samples with the
-// kernels' sampler and reads back B tokens and log-probs.
-// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling) and
-// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding).
+// through the network and keeps the final normed hidden state of those rows; decode() feeds,
+// runs the head chunk by chunk with the kernels' sampler and reads back B tokens and log-probs.
+// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling),
+// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding) and
+// model/windowed.gpu.test.ts (everything under a lowered binding and buffer limit).
 import {
   adamw,
   alignFloats,
@@ -26,31 +31,33 @@ import {
   decodeAttention,
   embeddingBackward,
   embeddingForward,
+  FlatBuffer,
   geluBackward,
   geluForward,
   gradNorm,
+  groupRows,
   kvCacheWrite,
   layernormBackward,
   layernormForward,
-  logSoftmax,
   matmulBackward,
   matmulForward,
-  NORM_PARTS,
+  normChunk,
+  normParts,
   type QkNormShape,
   qkNormBackward,
   qkNormForward,
   qkNormScratchSize,
   type Recorder,
+  type RowGroupViews,
   Runtime,
   residualForward,
   rmsnormBackward,
   rmsnormForward,
   ropeBackward,
   ropeForward,
-  sample,
-  subview,
   swigluBackward,
   swigluForward,
+  unsliceLogits,
   type View,
   view,
   zero,
@@ -79,6 +86,7 @@ import {
   paramTensors,
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
+import { headChunks, SampleHead, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
 
@@ -88,8 +96,17 @@ import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lo
 type LayerViews = LayerTensors<View>;
 type ParamViews = ParamTensors<View>;
 
-function paramViews(buf: GPUBuffer, layout: ParamLayout): ParamViews {
-  return paramTensors(layout, (off, size) => view(buf, off, size));
+function paramStore(rt: Runtime, layout: ParamLayout, label: string): FlatBuffer {
+  return new FlatBuffer(
+    rt,
+    layout.total,
+    label,
+    layout.tensors.map((t) => t.offset),
+  );
+}
+
+function paramViews(store: FlatBuffer, layout: ParamLayout): ParamViews {
+  return paramTensors(layout, (off, size) => store.view(off, size));
 }
 
 /** Named tensors carved out of one buffer at 256-byte aligned offsets. */
@@ -109,10 +126,10 @@ function arena<K extends string>(rt: Runtime, label: string, sizes: Record<K, nu
 // ---------------------------------------------------------------------------------------
 // LoRA: the adapter's term added into a fused base output (model/lora.ts, as model/cpu.ts)
 
-/** The adapter's weights (and its gradients) as views, with the scratch its terms need. */
+/** The adapter's weights: its own flat layout in a FlatBuffer. */
 interface GpuAdapter {
   layout: LoraLayout;
-  w: GPUBuffer;
+  w: FlatBuffer;
 }
 
 /** Scratch for n rows: u (n,r), delta (n,maxRows), du (n,r); sinks for the frozen q/k norms' weight gradients (hs). */
@@ -128,19 +145,19 @@ function loraForward(
   rt: Runtime,
   rec: Recorder,
   ad: GpuAdapter | null,
-  sc: LoraScratch,
+  sc: LoraScratch | null,
   l: number,
   w: LoraBaseWeight,
   out: View,
   inp: View,
   N: number,
 ) {
-  if (!ad) return;
+  if (!ad || !sc) return;
   const r = ad.layout.rank;
   for (const s of ad.layout.layers[l]) {
     if (s.weight !== w) continue;
-    const A = view(ad.w, s.a, r * s.inDim); // (r,in)
-    const Bm = view(ad.w, s.b, s.rows * r); // (rows,r)
+    const A = ad.w.view(s.a, r * s.inDim); // (r,in)
+    const Bm = ad.w.view(s.b, s.rows * r); // (rows,r)
     matmulForward(rt, rec, sc.loraU, inp, A, null, N, s.inDim, r); // (N,r)
     matmulForward(rt, rec, sc.loraDelta, sc.loraU, Bm, null, N, r, s.rows); // (N,rows)
     columnsAdd(rt, rec, out, sc.loraDelta, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
@@ -152,8 +169,8 @@ function loraBackward(
   rt: Runtime,
   rec: Recorder,
   ad: GpuAdapter | null,
-  dad: GPUBuffer | null,
-  sc: LoraScratch,
+  dad: FlatBuffer | null,
+  sc: LoraScratch | null,
   l: number,
   w: LoraBaseWeight,
   dinp: View,
@@ -161,12 +178,12 @@ function loraBackward(
   inp: View,
   N: number,
 ) {
-  if (!ad || !dad) return;
+  if (!ad || !dad || !sc) return;
   const r = ad.layout.rank;
   for (const s of ad.layout.layers[l]) {
     if (s.weight !== w) continue;
-    const A = view(ad.w, s.a, r * s.inDim);
-    const Bm = view(ad.w, s.b, s.rows * r);
+    const A = ad.w.view(s.a, r * s.inDim);
+    const Bm = ad.w.view(s.b, s.rows * r);
     matmulForward(rt, rec, sc.loraU, inp, A, null, N, s.inDim, r);
     columnsGather(rt, rec, sc.loraDelta, dout, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
     zero(rt, rec, sc.loraDu, N * r);
@@ -174,7 +191,7 @@ function loraBackward(
       rt,
       rec,
       sc.loraDu,
-      view(dad, s.b, s.rows * r),
+      dad.view(s.b, s.rows * r),
       null,
       sc.loraDelta,
       sc.loraU,
@@ -183,7 +200,7 @@ function loraBackward(
       r,
       s.rows,
     );
-    matmulBackward(rt, rec, dinp, view(dad, s.a, r * s.inDim), null, sc.loraDu, inp, A, N, s.inDim, r);
+    matmulBackward(rt, rec, dinp, dad.view(s.a, r * s.inDim), null, sc.loraDu, inp, A, N, s.inDim, r);
   }
 }
 
@@ -229,17 +246,25 @@ class TrainBuffers {
     | "lnfMean"
     | "lnfRstd"
     | "values"
-    | "out",
+    | "out"
+    | "wteKeys"
+    | "wteStarts"
+    | "wteOrder"
+    | "wpeKeys"
+    | "wpeStarts"
+    | "wpeOrder",
     View
   >;
   readonly layers: LayerActs[];
-  readonly logits: View; // (N,V)
-  readonly dlogits: View; // (N,V)
+  /** The head's chunk buffers (bounded whatever the batch: model/head.ts). */
+  readonly head: TrainHead;
+  /** The batch's rows grouped by token and by position, for the embedding backward. */
+  wteGroups: RowGroupViews | null = null;
+  wpeGroups: RowGroupViews | null = null;
   readonly grad: Record<
     "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "qkScratch" | "dfch" | "dfchAct" | "attScratch",
     View
   >;
-  readonly lora: LoraScratch | null;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
   invTemp = 1;
   /** Offsets (floats) of logp, entropy, values inside io.out: one readback per forward. */
@@ -248,11 +273,14 @@ class TrainBuffers {
   B = 0;
   T = 0;
 
+  /** LoRA scratch (null without an adapter). */
+  readonly lora: LoraScratch | null;
+
   constructor(
     rt: Runtime,
     c: ModelConfig,
     readonly capacity: number,
-    lora: LoraLayout | null,
+    lora: LoraLayout | null = null,
   ) {
     const N = capacity;
     const C = c.dModel;
@@ -274,12 +302,17 @@ class TrainBuffers {
       lnfRstd: N,
       values: N,
       out: 3 * a,
+      wteKeys: N,
+      wteStarts: N + 1,
+      wteOrder: N,
+      wpeKeys: N,
+      wpeStarts: N + 1,
+      wpeOrder: N,
     });
     this.layers = Array.from({ length: c.layers }, (_, l) =>
       arena(rt, `train-layer-${l}`, layerActSizes(c, N)),
     );
-    this.logits = view(rt.buffer(N * c.vocab, "logits"), 0, N * c.vocab);
-    this.dlogits = view(rt.buffer(N * c.vocab, "dlogits"), 0, N * c.vocab);
+    this.head = new TrainHead(rt, c.vocab, C, N);
     this.grad = arena(rt, "train-grad", {
       dres: N * C,
       dln: N * C,
@@ -295,15 +328,11 @@ class TrainBuffers {
   }
 
   destroy(): void {
-    const bufs = new Set<GPUBuffer>([
-      this.io.tokens.buffer,
-      this.logits.buffer,
-      this.dlogits.buffer,
-      this.grad.dres.buffer,
-    ]);
+    const bufs = new Set<GPUBuffer>([this.io.tokens.buffer, this.grad.dres.buffer]);
     if (this.lora) bufs.add(this.lora.loraU.buffer);
     for (const l of this.layers) bufs.add(l.ln1.buffer);
     for (const b of bufs) b.destroy();
+    this.head.destroy();
   }
 }
 
@@ -430,19 +459,20 @@ function blockForward(
 
 function forwardPass(
   rt: Runtime,
-  rec: Recorder,
+  enc: GPUCommandEncoder,
   c: ModelConfig,
   p: ParamViews,
-  zeroWpe: View,
   tb: TrainBuffers,
-  ad: GpuAdapter | null,
+  copyLogits?: View,
+  ad: GpuAdapter | null = null,
 ) {
+  const rec = enc;
   const { B, T } = tb;
   const N = B * T;
   const C = c.dModel;
   const { NH, KVH, Q } = attnDims(c);
   const io = tb.io;
-  embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe ?? zeroWpe, N, C); // (N,C)
+  embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe, N, C); // (N,C)
   let residual = io.encoded;
   p.layers.forEach((lp, l) => {
     const a = tb.layers[l];
@@ -457,28 +487,24 @@ function forwardPass(
       io.pos,
       N,
       () => attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, Q, NH, KVH),
-      (out, inp, w) => loraForward(rt, rec, ad, tb.lora!, l, w, out, inp, N),
+      (out, inp, w) => loraForward(rt, rec, ad, tb.lora, l, w, out, inp, N),
     );
     residual = a.res3;
   });
   normForward(rt, rec, c, io.lnf, io.lnfMean, io.lnfRstd, residual, p.lnfw, p.lnfb, N);
-  matmulForward(rt, rec, tb.logits, io.lnf, p.lmHead, null, N, C, c.vocab); // (N,V)
-  // With zero weights the head only computes logp and entropy (dlogits comes out zero).
   const out = io.out;
   const o = (at: number) => ({ buffer: out.buffer, offset: out.offset + at * 4, size: N * 4 });
-  logSoftmax(
-    rt,
-    rec,
+  // logits (N,V) chunk by chunk -> logp, entropy (N)
+  tb.head.forward(
+    enc,
     o(tb.outAt.logp),
     o(tb.outAt.entropy),
-    tb.dlogits,
-    tb.logits,
+    io.lnf,
+    p.lmHead,
     io.targets,
-    io.wlp,
-    io.went,
     N,
-    c.vocab,
     tb.invTemp,
+    copyLogits,
   );
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }
@@ -495,8 +521,8 @@ function backwardPass(
   g: ParamViews | null,
   tb: TrainBuffers,
   hasValue: boolean,
-  ad: GpuAdapter | null,
-  dad: GPUBuffer | null,
+  ad: GpuAdapter | null = null,
+  dad: FlatBuffer | null = null,
 ) {
   const { B, T } = tb;
   const N = B * T;
@@ -505,24 +531,20 @@ function backwardPass(
   const { NH, KVH, Q, QKV } = attnDims(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const { io, grad: d } = tb;
-  const scratch = (at: number) => ({ buffer: io.out.buffer, offset: io.out.offset + at * 4, size: N * 4 });
-  // Recomputes logp/entropy (cheap) and WRITES dlogits (N,V).
-  logSoftmax(
-    rt,
+  zero(rt, rec, d.dln, N * C); // dlnf
+  // dlogits chunk by chunk (recomputing the logits unless the batch was one chunk) -> dlnf, dlmHead
+  tb.head.backward(
     rec,
-    scratch(tb.outAt.logp),
-    scratch(tb.outAt.entropy),
-    tb.dlogits,
-    tb.logits,
+    d.dln,
+    g?.lmHead ?? null,
+    io.lnf,
+    p.lmHead,
     io.targets,
     io.wlp,
     io.went,
     N,
-    c.vocab,
     tb.invTemp,
   );
-  zero(rt, rec, d.dln, N * C); // dlnf
-  matmulBackward(rt, rec, d.dln, g?.lmHead ?? null, null, tb.dlogits, io.lnf, p.lmHead, N, C, c.vocab);
   if (hasValue && p.valuew && g?.valuew && g.valueb) {
     matmulBackward(rt, rec, d.dln, g.valuew, g.valueb, io.dvalue, io.lnf, p.valuew, N, C, 1);
   }
@@ -544,10 +566,10 @@ function backwardPass(
   );
   for (let l = c.layers - 1; l >= 0; l--) {
     const lp = p.layers[l];
-    const lg = g?.layers[l];
+    const lg = g?.layers[l] ?? null;
     const a = tb.layers[l];
     const lora = (w: LoraBaseWeight, dinp: View, dout: View, inp: View) =>
-      loraBackward(rt, rec, ad, dad, tb.lora!, l, w, dinp, dout, inp, N);
+      loraBackward(rt, rec, ad, dad, tb.lora, l, w, dinp, dout, inp, N);
     const residual = l === 0 ? io.encoded : tb.layers[l - 1].res3;
     // MLP: dres is d/d res3 and d/d (MLP output).
     zero(rt, rec, d.dfchAct, N * H);
@@ -630,7 +652,9 @@ function backwardPass(
       N,
     );
   }
-  if (g) embeddingBackward(rt, rec, g.wte, g.wpe, d.dres, io.tokens, io.pos, N, C, c.vocab, c.context);
+  if (!g) return; // a frozen base: no embedding gradients
+  if (tb.wteGroups) embeddingBackward(rt, rec, g.wte, d.dres, tb.wteGroups, C);
+  if (g.wpe && tb.wpeGroups) embeddingBackward(rt, rec, g.wpe, d.dres, tb.wpeGroups, C);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -667,8 +691,10 @@ class GpuGenerationSession implements GenerationSession {
     View
   > | null = null;
   private loraScratch: LoraScratch | null = null;
-  private logits: View | null = null; // (B,V) of the rows fed this step
-  private nextBuf: View | null = null; // (B,V) the logits each sequence samples from next
+  /** The head's logits chunk: the head runs at decode time, on `hidden`, chunk by chunk. */
+  private head: SampleHead | null = null;
+  /** (B,C) final normed hidden state of each sequence's last fed token (its own buffer: a copy target). */
+  private hidden: View | null = null;
   private fed: number[] = []; // tokens in each cache
   private queue: number[][] = []; // tokens waiting to be fed, per sequence
   private decodes = 0;
@@ -724,17 +750,15 @@ class GpuGenerationSession implements GenerationSession {
       sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
     });
     this.buffers.push(this.step.tokens.buffer);
-    const lora = this.model.adapter;
-    if (lora) {
-      this.loraScratch = arena(rt, "decode-lora", loraScratchSizes(lora.layout, B));
+    const ad = this.model.adapter;
+    if (ad) {
+      this.loraScratch = arena(rt, "decode-lora", loraScratchSizes(ad.layout, B));
       this.buffers.push(this.loraScratch.loraU.buffer);
     }
-    // Two buffers: a copy may not have the same buffer as source and destination.
-    const logits = rt.buffer(B * c.vocab, "decode-logits");
-    const next = rt.buffer(B * c.vocab, "decode-next-logits");
-    this.buffers.push(logits, next);
-    this.logits = view(logits, 0, B * c.vocab);
-    this.nextBuf = view(next, 0, B * c.vocab);
+    this.head = new SampleHead(rt, c.vocab, C, B);
+    const hidden = rt.buffer(B * C, "decode-hidden");
+    this.buffers.push(hidden);
+    this.hidden = view(hidden, 0, B * C);
     this.fed = prompts.map(() => 0);
     this.queue = prompts.map((p) => [...p]);
     this.decodes = 0;
@@ -765,7 +789,6 @@ class GpuGenerationSession implements GenerationSession {
     const s = this.step!;
     const B = this.B;
     const C = c.dModel;
-    const V = c.vocab;
     const tokens = new Int32Array(B);
     const pos = new Uint32Array(B);
     const slot = new Uint32Array(B).fill(NO_SLOT);
@@ -785,12 +808,12 @@ class GpuGenerationSession implements GenerationSession {
     rt.upload(s.pos, pos);
     rt.upload(s.slot, slot);
     rt.upload(s.lens, lens);
-    embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe ?? this.model.zeroWpe, B, C); // (B,C)
+    embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe, B, C); // (B,C)
     let residual = s.x;
     const ad = this.model.adapter;
     p.layers.forEach((lp, l) => {
       const lora = (out: View, inp: View, w: LoraBaseWeight) =>
-        loraForward(rt, enc, ad, this.loraScratch!, l, w, out, inp, B);
+        loraForward(rt, enc, ad, this.loraScratch, l, w, out, inp, B);
       blockForward(
         rt,
         enc,
@@ -813,15 +836,9 @@ class GpuGenerationSession implements GenerationSession {
       residual = s.res3;
     });
     normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, residual, p.lnfw, p.lnfb, B);
-    matmulForward(rt, enc, this.logits!, s.ln1, p.lmHead, null, B, C, V); // (B,V)
+    const h = this.hidden!;
     for (const b of rows) {
-      enc.copyBufferToBuffer(
-        this.logits!.buffer,
-        this.logits!.offset + b * V * 4,
-        this.nextBuf!.buffer,
-        this.nextBuf!.offset + b * V * 4,
-        V * 4,
-      );
+      enc.copyBufferToBuffer(s.ln1.buffer, s.ln1.offset + b * C * 4, h.buffer, h.offset + b * C * 4, C * 4);
     }
   }
 
@@ -836,7 +853,8 @@ class GpuGenerationSession implements GenerationSession {
     const sampled = this.step!.sampled;
     const at = (k: number): View => ({ buffer: sampled.buffer, offset: sampled.offset + k * 4, size: B * 4 });
     const params = samplerParams(this.sampling, this.decodes++);
-    this.drain((enc) => sample(rt, enc, at(0), at(a), this.nextBuf!, B, c.vocab, params));
+    const h = this.hidden!;
+    this.drain((enc) => this.head!.sample(enc, at(0), at(a), h, this.model.params.lmHead, B, params));
     const bytes = await rt.readBytes(sampled);
     const toks = new Int32Array(bytes, 0, B);
     const lps = new Float32Array(bytes, a * 4, B);
@@ -861,9 +879,19 @@ class GpuGenerationSession implements GenerationSession {
   /** (V) logits the next decode of this sequence samples from (tests). */
   async nextLogits(seq: number): Promise<Float32Array> {
     this.drain();
+    const rt = this.model.rt;
     const V = this.model.config.vocab;
-    const nl = this.nextBuf!;
-    return this.model.rt.read({ buffer: nl.buffer, offset: nl.offset + seq * V * 4, size: V * 4 });
+    const enc = rt.device.createCommandEncoder();
+    const { view: out, chunk } = this.head!.chunkLogits(
+      enc,
+      this.hidden!,
+      this.model.params.lmHead,
+      this.B,
+      seq,
+    );
+    rt.submit(enc);
+    const row = seq - chunk.rowBase;
+    return unsliceLogits(await rt.read(out), chunk).slice(row * V, (row + 1) * V);
   }
 
   lengths(): number[] {
@@ -873,6 +901,8 @@ class GpuGenerationSession implements GenerationSession {
   finish(): void {
     for (const b of this.buffers) b.destroy();
     this.buffers = [];
+    this.head?.destroy();
+    this.head = null;
     this.step = null;
     this.B = 0;
   }
@@ -886,27 +916,33 @@ export class GpuModel implements PolicyModel {
   readonly layout: ParamLayout;
   /** The adapter's layout with LoRA (config.lora.rank > 0), else null. */
   readonly lora: LoraLayout | null;
-  readonly paramsBuf: GPUBuffer;
-  /** Adapter weights (lora.total floats) with LoRA. */
-  readonly adapterBuf: GPUBuffer | null;
-  /** Gradients of the trained parameters: the layout's, or the adapter's with LoRA (no base gradients then). */
-  readonly gradsBuf: GPUBuffer;
-  private readonly mBuf: GPUBuffer;
-  private readonly vBuf: GPUBuffer;
+  /** The parameters: one flat layout in one buffer, or several past the buffer limit (frozen with LoRA). */
+  readonly paramStore: FlatBuffer;
   readonly params: ParamViews;
-  private readonly grads: ParamViews | null;
-  /** (context, C) zeros standing in for wpe with rope (the embedding op always adds a table). */
-  readonly zeroWpe: View;
+  /** The LoRA adapter's weights (its own flat layout), with LoRA. */
+  readonly adapterStore: FlatBuffer | null;
+  /**
+   * Gradients and Adam moments of the trained parameters (the layout's, or the adapter's with
+   * LoRA: no base gradients then), made on first use (a frozen reference model never needs them).
+   */
+  private optim: { grads: FlatBuffer; m: FlatBuffer; v: FlatBuffer; views: ParamViews | null } | null = null;
+  /** False on the reference view of a LoRA model: the base alone. */
+  private adapterOn = true;
+  /** The base belongs to another model (a LoRA copy or reference view shares it). */
+  private readonly sharesBase: boolean;
+  /** [flat start, length] windows of the flat buffers under the binding limit, cut at normChunk. */
+  private readonly windows: [number, number][];
+  private readonly normChunk: number;
   private readonly misc: Record<"norm" | "normScratch", View>;
   private train: TrainBuffers | null = null;
   private hasForward = false;
   private optStep = 0;
-  /** False on the reference view of a LoRA model: the base alone. */
-  private adapterOn = true;
-  /** The base buffer belongs to another model (a LoRA copy or reference view shares it). */
-  private readonly sharesBase: boolean;
 
-  /** weights: the flat layout, or "zeros" to fill later (fromHf); default: initParams(seed). */
+  /**
+   * weights: the flat layout, or "zeros" to fill later (fromHf); default: initParams(seed).
+   * options.adapter: the LoRA adapter (default initLora(seed)); shareBase: use that model's base
+   * store (LoRA only: the base is frozen); adapterOn false: the base alone (the reference view).
+   */
   constructor(
     readonly rt: Runtime,
     readonly config: ModelConfig,
@@ -920,38 +956,35 @@ export class GpuModel implements PolicyModel {
     this.sharesBase = options.shareBase !== undefined;
     if (options.shareBase) {
       if (!this.lora) throw new Error("GpuModel: only a LoRA model shares its (frozen) base");
-      this.paramsBuf = options.shareBase.paramsBuf;
+      this.paramStore = options.shareBase.paramStore;
     } else {
-      this.paramsBuf = rt.buffer(n, "params");
+      this.paramStore = paramStore(rt, this.layout, "params");
       if (weights !== "zeros") {
         const w = weights ?? initParams(config, this.layout, seed);
         if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-        rt.upload(view(this.paramsBuf, 0, n), w);
+        this.paramStore.upload(rt, w);
       }
     }
+    this.params = paramViews(this.paramStore, this.layout);
     if (this.lora) {
       const a = options.adapter ?? initLora(this.lora, seed);
       if (a.length !== this.lora.total)
         throw new Error(`adapter has ${a.length} floats, the LoRA layout needs ${this.lora.total}`);
-      this.adapterBuf = rt.buffer(this.lora.total, "lora");
-      rt.upload(view(this.adapterBuf, 0, this.lora.total), a);
+      this.adapterStore = this.trainedStore("lora");
+      this.adapterStore.upload(rt, a);
     } else {
       if (options.adapter) throw new Error("adapter weights given but config.lora.rank is 0");
-      this.adapterBuf = null;
+      this.adapterStore = null;
     }
     this.adapterOn = options.adapterOn ?? true;
-    const trained = this.trainedFloats();
-    this.gradsBuf = rt.buffer(trained, "grads");
-    this.mBuf = rt.buffer(trained, "adam-m");
-    this.vBuf = rt.buffer(trained, "adam-v");
-    this.params = paramViews(this.paramsBuf, this.layout);
-    this.grads = this.lora ? null : paramViews(this.gradsBuf, this.layout);
-    this.zeroWpe = view(
-      rt.buffer(config.context * config.dModel, "zero-wpe"),
-      0,
-      config.context * config.dModel,
+    const trained = this.adapterStore ?? this.paramStore;
+    this.normChunk = normChunk(trained.total, rt.bindingFloats);
+    this.windows = trained.windows(rt.bindingFloats, this.normChunk);
+    const parts = normParts(
+      this.windows.map(([, len]) => len),
+      this.normChunk,
     );
-    this.misc = arena(rt, "optim-misc", { norm: 1, normScratch: NORM_PARTS });
+    this.misc = arena(rt, "optim-misc", { norm: 1, normScratch: parts });
   }
 
   /** A model on a fresh device from navigator.gpu (browser) or Dawn (Node): see kernels/device.ts. */
@@ -965,14 +998,40 @@ export class GpuModel implements PolicyModel {
     return new GpuModel(new Runtime(device), config, weights, seed, { adapter });
   }
 
-  /** Floats of the trained parameters (the adapter's with LoRA). */
-  private trainedFloats(): number {
-    return this.lora ? this.lora.total : this.layout.total;
+  /** A flat store of the trained parameters' layout: the adapter's with LoRA, else the base's. */
+  private trainedStore(label: string): FlatBuffer {
+    if (!this.lora) return paramStore(this.rt, this.layout, label);
+    return new FlatBuffer(
+      this.rt,
+      this.lora.total,
+      label,
+      this.lora.tensors.map((t) => t.offset),
+    );
+  }
+
+  private get opt() {
+    if (!this.optim) {
+      const grads = this.trainedStore("grads");
+      this.optim = {
+        grads,
+        m: this.trainedStore("adam-m"),
+        v: this.trainedStore("adam-v"),
+        views: this.lora ? null : paramViews(grads, this.layout),
+      };
+    }
+    return this.optim;
   }
 
   /** The adapter the passes use, or null (no LoRA, or the reference view). */
   get adapter(): GpuAdapter | null {
-    return this.lora && this.adapterOn ? { layout: this.lora, w: this.adapterBuf! } : null;
+    return this.lora && this.adapterOn && this.adapterStore
+      ? { layout: this.lora, w: this.adapterStore }
+      : null;
+  }
+
+  /** Bytes of logits the training head holds (0 before the first forwardScore). */
+  get headBytes(): number {
+    return this.train?.head.bytes ?? 0;
   }
 
   /**
@@ -992,14 +1051,16 @@ export class GpuModel implements PolicyModel {
       throw new Error(
         `writeWeights: [${offset}, ${offset + data.length}) is outside the layout's ${this.layout.total}`,
       );
-    this.rt.upload(view(this.paramsBuf, offset, data.length), data);
+    this.paramStore.write(this.rt, offset, data);
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {
-    if (!this.train || this.train.capacity < B * T) {
+    const N = B * T;
+    if (!this.train || this.train.capacity < N) {
       this.train?.destroy();
       // Rounded up so that slowly growing batches do not reallocate every step.
-      this.train = new TrainBuffers(this.rt, this.config, Math.ceil((B * T) / 1024) * 1024, this.lora);
+      const capacity = Math.min(Math.ceil(N / 1024) * 1024, 2 ** Math.ceil(Math.log2(N)));
+      this.train = new TrainBuffers(this.rt, this.config, capacity, this.lora);
     }
     this.train.B = B;
     this.train.T = T;
@@ -1010,6 +1071,7 @@ export class GpuModel implements PolicyModel {
     const positions = checkBatch(this.config, batch);
     const { B, T } = batch;
     const N = B * T;
+    const V = this.config.vocab;
     const tb = this.trainBuffers(B, T);
     tb.invTemp = 1 / (batch.temperature ?? 1);
     this.rt.upload(tb.io.tokens, batch.tokens);
@@ -1018,18 +1080,45 @@ export class GpuModel implements PolicyModel {
     const zeros = new Float32Array(N);
     this.rt.upload(tb.io.wlp, zeros);
     this.rt.upload(tb.io.went, zeros);
+    tb.wteGroups = this.uploadGroups(batch.tokens, N, tb.io.wteKeys, tb.io.wteStarts, tb.io.wteOrder);
+    tb.wpeGroups = this.params.wpe
+      ? this.uploadGroups(positions, N, tb.io.wpeKeys, tb.io.wpeStarts, tb.io.wpeOrder)
+      : null;
+    // Raw logits only when asked (tests, inspection): a (N,V) buffer the head copies each chunk into.
+    const copy = options.logits ? view(this.rt.buffer(N * V, "score-logits"), 0, N * V) : undefined;
     const enc = this.rt.device.createCommandEncoder();
-    forwardPass(this.rt, enc, this.config, this.params, this.zeroWpe, tb, this.adapter);
+    forwardPass(this.rt, enc, this.config, this.params, tb, copy, this.adapter);
     this.rt.submit(enc);
     this.hasForward = true;
     const out = await this.rt.read(tb.io.out);
     const { logp, entropy, values } = tb.outAt;
+    let logits: Float32Array | undefined;
+    if (copy) {
+      const raw = await this.rt.read(copy);
+      copy.buffer.destroy();
+      logits = new Float32Array(N * V);
+      for (const ch of headChunks(tb.head.plan, N)) {
+        const at = ch.rowBase * V;
+        logits.set(unsliceLogits(raw.subarray(at, at + ch.rows * V), ch), at);
+      }
+    }
     return {
       logp: out.slice(logp, logp + N),
       entropy: out.slice(entropy, entropy + N),
       values: this.config.valueHead ? out.slice(values, values + N) : undefined,
-      logits: options.logits ? await this.rt.read(subview(tb.logits, 0, N * this.config.vocab)) : undefined,
+      logits,
     };
+  }
+
+  /** Groups the batch's non-padding rows by key (token or position) and uploads the groups. */
+  private uploadGroups(keys: ArrayLike<number>, N: number, k: View, st: View, ord: View): RowGroupViews {
+    const host = groupRows(keys, N);
+    if (host.keys.length > 0) {
+      this.rt.upload(k, host.keys);
+      this.rt.upload(ord, host.order);
+    }
+    this.rt.upload(st, host.starts);
+    return { host, keys: k, starts: st, order: ord };
   }
 
   async backward(grads: ScoreGrads): Promise<void> {
@@ -1042,93 +1131,100 @@ export class GpuModel implements PolicyModel {
     this.rt.upload(tb.io.went, grads.dentropy ?? new Float32Array(N));
     if (grads.dvalue) this.rt.upload(tb.io.dvalue, grads.dvalue);
     const enc = this.rt.device.createCommandEncoder();
-    const dad = this.lora ? this.gradsBuf : null;
+    const o = this.opt;
     backwardPass(
       this.rt,
       enc,
       this.config,
       this.params,
-      this.grads,
+      o.views,
       tb,
       Boolean(grads.dvalue),
       this.adapter,
-      dad,
+      this.lora ? o.grads : null,
     );
     this.rt.submit(enc);
   }
 
+  /** Views of the same window of each flat buffer. */
+  private window(store: FlatBuffer, [at, n]: [number, number]): View {
+    return store.view(at, n);
+  }
+
   zeroGrad(): void {
+    const g = this.opt.grads;
     const enc = this.rt.device.createCommandEncoder();
-    zero(this.rt, enc, view(this.gradsBuf, 0, this.trainedFloats()));
+    for (const w of this.windows) zero(this.rt, enc, this.window(g, w));
     this.rt.submit(enc);
   }
 
   /** Norm, clip and AdamW on the trained parameters: the adapter with LoRA (the base is never written). */
   async step(h: AdamWHparams): Promise<StepResult> {
-    const n = this.trainedFloats();
-    const grads = view(this.gradsBuf, 0, n);
+    const { grads, m, v } = this.opt;
     let enc = this.rt.device.createCommandEncoder();
-    gradNorm(this.rt, enc, this.misc.norm, grads, this.misc.normScratch, n);
+    const gw = this.windows.map((w) => this.window(grads, w));
+    gradNorm(this.rt, enc, this.misc.norm, this.misc.normScratch, gw, this.normChunk);
     this.rt.submit(enc);
     const norm = (await this.rt.read(this.misc.norm))[0];
     if (!Number.isFinite(norm)) return { gradNorm: norm, skipped: true };
     enc = this.rt.device.createCommandEncoder();
     if (h.maxGradNorm > 0 && Number.isFinite(h.maxGradNorm))
-      clipByNorm(this.rt, enc, grads, this.misc.norm, n, h.maxGradNorm);
+      for (const g of gw) clipByNorm(this.rt, enc, g, this.misc.norm, g.size / 4, h.maxGradNorm);
     this.optStep++;
-    const target = this.adapterBuf ?? this.paramsBuf;
-    adamw(this.rt, enc, view(target, 0, n), grads, view(this.mBuf, 0, n), view(this.vBuf, 0, n), n, {
+    const hp = {
       lr: h.lr,
       beta1: h.beta1,
       beta2: h.beta2,
       eps: h.eps,
       weightDecay: h.weightDecay,
       step: this.optStep,
-    });
+    };
+    const target = this.adapterStore ?? this.paramStore;
+    for (const w of this.windows) {
+      const p = this.window(target, w);
+      adamw(this.rt, enc, p, this.window(grads, w), this.window(m, w), this.window(v, w), w[1], hp);
+    }
     this.rt.submit(enc);
     return { gradNorm: norm, skipped: false };
   }
 
   async getWeights(): Promise<Float32Array> {
-    return this.rt.read(view(this.paramsBuf, 0, this.layout.total));
+    return this.paramStore.read(this.rt);
   }
 
   async setWeights(weights: Float32Array): Promise<void> {
     if (weights.length !== this.layout.total)
       throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
-    this.rt.upload(view(this.paramsBuf, 0, this.layout.total), weights);
+    this.paramStore.upload(this.rt, weights);
   }
 
   async getAdapter(): Promise<Float32Array | null> {
-    return this.lora ? this.rt.read(view(this.adapterBuf!, 0, this.lora.total)) : null;
+    return this.adapterStore ? this.adapterStore.read(this.rt) : null;
   }
 
   async setAdapter(w: Float32Array): Promise<void> {
-    if (!this.lora) throw new Error("setAdapter: the model has no LoRA (config.lora.rank 0)");
+    if (!this.lora || !this.adapterStore)
+      throw new Error("setAdapter: the model has no LoRA (config.lora.rank 0)");
     if (w.length !== this.lora.total)
       throw new Error(`setAdapter: ${w.length} floats, the LoRA layout needs ${this.lora.total}`);
-    this.rt.upload(view(this.adapterBuf!, 0, this.lora.total), w);
+    this.adapterStore.upload(this.rt, w);
   }
 
   async getGrads(): Promise<Float32Array> {
-    return this.rt.read(view(this.gradsBuf, 0, this.trainedFloats()));
+    return this.opt.grads.read(this.rt);
   }
 
   async getOptimizerState(): Promise<OptimizerState> {
-    const n = this.trainedFloats();
-    return {
-      m: await this.rt.read(view(this.mBuf, 0, n)),
-      v: await this.rt.read(view(this.vBuf, 0, n)),
-      step: this.optStep,
-    };
+    const { m, v } = this.opt;
+    return { m: await m.read(this.rt), v: await v.read(this.rt), step: this.optStep };
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
-    const n = this.trainedFloats();
+    const n = this.lora ? this.lora.total : this.layout.total;
     if (state.m.length !== n || state.v.length !== n)
       throw new Error(`setOptimizerState: moments must have ${n} floats`);
-    this.rt.upload(view(this.mBuf, 0, n), state.m);
-    this.rt.upload(view(this.vBuf, 0, n), state.v);
+    this.opt.m.upload(this.rt, state.m);
+    this.opt.v.upload(this.rt, state.v);
     this.optStep = state.step;
   }
 
@@ -1160,9 +1256,10 @@ export class GpuModel implements PolicyModel {
   dispose(): void {
     this.train?.destroy();
     this.train = null;
-    const own = [this.gradsBuf, this.mBuf, this.vBuf, this.zeroWpe.buffer, this.misc.norm.buffer];
-    if (!this.sharesBase) own.push(this.paramsBuf);
-    if (this.adapterBuf) own.push(this.adapterBuf);
-    for (const b of own) b.destroy();
+    if (!this.sharesBase) this.paramStore.destroy();
+    this.adapterStore?.destroy();
+    if (this.optim) for (const b of [this.optim.grads, this.optim.m, this.optim.v]) b.destroy();
+    this.optim = null;
+    this.misc.norm.buffer.destroy();
   }
 }

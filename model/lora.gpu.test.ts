@@ -91,7 +91,7 @@ for (const variant of ["gpt", "llama", "qwen2", "qwen3"]) {
     it("the reference policy is the base alone and shares the base buffer; decoding equals the full forward", async () => {
       const m = new GpuModel(rt, g.config, g.weights, 0, { adapter: g.adapter });
       const ref = (await m.referencePolicy()) as GpuModel;
-      expect(ref.paramsBuf).toBe(m.paramsBuf);
+      expect(ref.paramStore).toBe(m.paramStore);
       const base = await ref.forwardScore(batchOf(g), { logits: true });
       assertClose("base logits", base.logits!, g.baseLogits, { atol: 1e-4, rtol: 1e-3 });
       const T = g.T;

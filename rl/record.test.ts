@@ -8,6 +8,7 @@
 // - the two reproductions of issue 16 (CLI one RL step late; SFT edits replayed in RL);
 // - a property test over random edit logs and resume points;
 // - a resume during VAPO value pretraining continues it (it does not start over);
+// - wall-time checkpoints (checkpointSeconds) land mid-SFT too, and resume from there;
 // - the committed fixtures of the older formats (bundle v1, link v1) decode and replay.
 // Run: `npx vitest run --project unit rl/record.test.ts`.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -335,6 +336,37 @@ describe("property: replay from any resume point equals the original", () => {
       }),
       { numRuns: 12, seed: 16 },
     );
+  }, 120_000);
+});
+
+describe("checkpointSeconds (the web worker's wall-time checkpoints)", () => {
+  it("checkpoints in SFT and RL with checkpoint_every 0, and a mid-SFT resume gives the same rows", async () => {
+    const config = tiny({ checkpoint_every: 0 });
+    // Each step takes 10 s of the injected clock; a checkpoint is due 15 s after the last.
+    let t = 0;
+    const rows: MetricsRow[] = [];
+    const cks: { phase: EditPhase; step: number; bytes: Uint8Array }[] = [];
+    const on: RunEvents = {
+      row: (r) => {
+        rows.push(r);
+        t += 10;
+      },
+      checkpoint: (ck) => {
+        cks.push(ck);
+      },
+    };
+    await new RunLoop(await createTrainer(config, deps()), on, { checkpointSeconds: 15, now: () => t }).run();
+    expect(cks.map((c) => `${c.phase}:${c.step}`)).toEqual(["sft:2", "sft:4", "rl:2", "rl:4"]);
+    const ck = cks[0];
+    const replayed: MetricsRow[] = [];
+    const resume = { at: { phase: ck.phase, step: ck.step }, checkpoint: ck.bytes };
+    await new RunLoop(
+      await createTrainer(config, deps()),
+      { row: (r) => replayed.push(r) },
+      { resume },
+    ).run();
+    const kept = rows.filter((r) => r.phase === "sft" && r.step < ck.step);
+    expect(comparable([...kept, ...replayed])).toEqual(comparable(rows));
   }, 120_000);
 });
 

@@ -2,6 +2,7 @@
 // the sample records the inspector shows, and the rollout metrics shared by the RL step and
 // value pretraining (reward, accuracy, length, tools, environment success).
 // Tested through rl/trainer.test.ts, rl/trainer-env.test.ts and rl/vapo.test.ts.
+import type { Tokenizer } from "../model/tokenizer";
 import { mean, type StepRow, std } from "./algos/types";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -20,6 +21,11 @@ export interface SampleRecord {
   answer: string;
   promptTokens: number[];
   tokens: number[];
+  /** The readable text of each prompt and response token (the tokenizer's pieces): the page loads no tokenizer. */
+  promptPieces?: string[];
+  pieces?: string[];
+  /** The tokenizer's pad id, so the inspector can tell padding from text. */
+  padId?: number;
   mask: number[];
   postTool: number[];
   logprobs: number[];
@@ -40,6 +46,8 @@ export interface SampleRecord {
   finish: string;
   /** The custom JS reward's error for this trajectory (it then scored 0). */
   customError?: string;
+  /** How many groups the step had (the records keep at most SAMPLE_GROUPS of them). */
+  groupsInStep?: number;
   filter: string;
   /** Multi-turn environments: one row per turn (anchor state, step reward, action token range). */
   steps?: StepRow[];
@@ -60,7 +68,8 @@ export interface StepTiming {
   train: number;
 }
 
-const SAMPLE_GROUPS = 2;
+/** Groups of a step kept as sample records (the inspector shows a few at a time and lets one pick). */
+export const SAMPLE_GROUPS = 8;
 
 export function putFinite(row: Record<string, unknown>, key: string, v: number): void {
   if (Number.isFinite(v)) row[key] = v;
@@ -90,6 +99,11 @@ export function rolloutMetrics(all: RewardedTrajectory[]): Record<string, number
   out["tool/calls_mean"] = mean(executed.map((x) => x.length));
   const calls = executed.flat();
   if (calls.length > 0) out["tool/success_rate"] = mean(calls.map((x) => Number(x.outcome.ok)));
+  // The custom JS reward's failures: the share of trajectories it threw on (they scored 0 from
+  // it) and the first message, so a broken reward is a curve and a banner, not a silent 0.
+  if (all.some((t) => "custom-js" in t.terms)) {
+    out["reward/custom_error_rate"] = mean(all.map((t) => Number(t.customError !== undefined)));
+  }
   const episodes = all.filter((t) => t.steps !== undefined);
   if (episodes.length > 0) Object.assign(out, envMetrics(episodes, "env/"));
   return out;
@@ -110,14 +124,44 @@ export function envMetrics(
   return out;
 }
 
-/** The first SAMPLE_GROUPS groups of a step as inspector records. */
+/** The first custom-reward error of a step, for the row (`reward/custom_error`). */
+export function firstCustomError(all: readonly RewardedTrajectory[]): string | undefined {
+  return all.find((t) => t.customError !== undefined)?.customError;
+}
+
+/** Adds each token's readable piece, so the page shows BPE tokens without a tokenizer. */
+export function withPieces(samples: SampleRecord[], tok: Tokenizer): SampleRecord[] {
+  const pieces = (ids: number[]) =>
+    ids.map((id) => (id >= 0 && id < tok.vocabSize ? tok.piece(id) : `<${id}>`));
+  return samples.map((s) => ({
+    ...s,
+    promptPieces: pieces(s.promptTokens),
+    pieces: pieces(s.tokens),
+    padId: tok.padId,
+  }));
+}
+
+/**
+ * A step's groups as inspector records: all of them up to SAMPLE_GROUPS, groups with a
+ * learning signal (unequal rewards) first when there are more. Entropy is the per-token
+ * entropy of the update's scoring pass (empty for trajectories the batch dropped).
+ */
 export function sampleRecords(
   step: number,
   all: RewardedTrajectory[],
   decisions: Map<string, string>,
   advantages?: Map<RewardedTrajectory, Float64Array>,
+  entropies?: Map<RewardedTrajectory, ArrayLike<number>>,
 ): SampleRecord[] {
-  const groups = [...new Set(all.map((t) => t.groupId))].slice(0, SAMPLE_GROUPS);
+  const ids = [...new Set(all.map((t) => t.groupId))];
+  const signal = (g: string) => {
+    const rs = all.filter((t) => t.groupId === g).map((t) => t.reward);
+    return rs.some((r) => r !== rs[0]);
+  };
+  const groups =
+    ids.length <= SAMPLE_GROUPS
+      ? ids
+      : [...ids.filter(signal), ...ids.filter((g) => !signal(g))].slice(0, SAMPLE_GROUPS);
   return all
     .filter((t) => groups.includes(t.groupId))
     .map((t) => ({
@@ -131,7 +175,7 @@ export function sampleRecords(
       mask: t.traj.mask,
       postTool: t.traj.postTool,
       logprobs: t.traj.logprobs,
-      entropy: [],
+      entropy: Array.from(entropies?.get(t) ?? []),
       advantages: [...(advantages?.get(t) ?? [])],
       reward: t.reward,
       rewardTerms: t.terms,
@@ -147,6 +191,7 @@ export function sampleRecords(
       })),
       finish: t.traj.finish,
       filter: decisions.get(t.groupId) ?? "kept",
+      groupsInStep: ids.length,
       ...(t.customError ? { customError: t.customError } : {}),
       ...(t.steps ? { steps: t.steps } : {}),
     }));

@@ -68,9 +68,16 @@ export function rewardInput(
   };
 }
 
+/** What a custom reward without a function gets (not the SyntaxError of reading it as an expression). */
+export const NO_REWARD_FUNCTION =
+  "no function named reward: declare function reward(x) { ... } or give a function expression such as (x) => (x.correct ? 1 : 0)";
+
 /**
  * Runs a user reward in the sandbox. The source is either a declaration of
  * `function reward(x, options)` or a function expression such as `(x) => x.correct ? 1 : 0`.
+ * Inside the sandbox the source runs once as statements (a syntax error there is the
+ * source's own); without a `reward` it is read as an expression, and when that is not a
+ * function either the error is NO_REWARD_FUNCTION.
  */
 export async function runCustomReward(
   sandbox: SandboxRunner,
@@ -78,7 +85,15 @@ export async function runCustomReward(
   input: RewardInput,
   limits: { timeoutS: number; memoryMB: number },
 ): Promise<{ ok: true; value: number } | { ok: false; error: string }> {
-  const fn = `(function () {\n${source}\n;return typeof reward === "function" ? reward : (${source});\n})()`;
+  const src = JSON.stringify(source);
+  const fn = `(function () {
+  var declared = Function(${src} + "\\n;return typeof reward === 'function' ? reward : undefined;")();
+  if (declared) return declared;
+  var expr;
+  try { expr = Function("return (" + ${src} + "\\n);")(); } catch (e) { expr = undefined; }
+  if (typeof expr === "function") return expr;
+  throw new Error(${JSON.stringify(NO_REWARD_FUNCTION)});
+})()`;
   return runRewardFunction(sandbox, fn, input as unknown as JsonValue, {
     run_timeout: limits.timeoutS,
     memory_limit_MB: limits.memoryMB,

@@ -14,12 +14,14 @@ import { minibatchLoss } from "./loss";
 import { scoreAll, trainMinibatches } from "./minibatch";
 import { adamwHparams, advantageOptions, rlLr } from "./options";
 import {
+  firstCustomError,
   type MetricsRow,
   putFinite,
   putTiming,
   rolloutMetrics,
   type StepOutput,
   sampleRecords,
+  withPieces,
 } from "./records";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -50,7 +52,12 @@ export async function rlStep(
   putTiming(row, { ...got.timing, train });
   if (decisions.has("abort")) row.event = decisions.get("abort")!;
   if (update?.skipped) row.event = update.skipped;
-  const samples = sampleRecords(step, all, decisions, update?.advantages);
+  const customError = firstCustomError(all);
+  if (customError !== undefined) row["reward/custom_error"] = customError;
+  const samples = withPieces(
+    sampleRecords(step, all, decisions, update?.advantages, update?.entropies),
+    ctx.chat.tokenizer,
+  );
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
 
@@ -128,6 +135,7 @@ async function rlUpdate(
   return {
     ...res,
     advantages: new Map(batch.map((t, i) => [t, adv.advantages[i]])),
+    entropies: new Map(batch.map((t, i) => [t, old.entropy[i]])),
     advState: adv.state ?? advState,
   };
 }

@@ -11,7 +11,9 @@
 // start of the next step, stamped with that step's phase and index and reported through
 // on.edit as new entries of the log. Checkpoints are the loop's too: it decides when one is
 // due (the end of SFT; value-pretraining steps and RL steps every checkpoint_every, the end of
-// value pretraining and the end of the run) and makes the bytes (weights, optimizer, KL
+// value pretraining and the end of the run; and, when RunLoopOptions.checkpointSeconds is set,
+// after any SFT, value-pretraining or RL step that ends that long after the last checkpoint,
+// so a reload loses at most that much training whatever checkpoint_every says) and makes the bytes (weights, optimizer, KL
 // reference, trainer state: Trainer.runState). A resume (a reload, a crash, a device loss, the
 // CLI's --resume) hands the loop such a checkpoint and its point; the loop restores it,
 // re-applies the logged edits made before that point and replays the rest at their steps,
@@ -47,6 +49,13 @@ export interface RunLoopOptions {
   edits?: readonly ConfigEdit[];
   /** Continue from a checkpoint saved at `at` (a RunEvents.checkpoint's bytes, or an older lab's). */
   resume?: { at: RunPoint; checkpoint: Uint8Array };
+  /**
+   * Also checkpoint after a step that ends this many seconds (wall time) after the last
+   * checkpoint (or the loop's start). The web worker sets it; rows do not depend on it.
+   */
+  checkpointSeconds?: number;
+  /** Wall-clock seconds for checkpointSeconds (default: Date.now()); tests inject one. */
+  now?: () => number;
 }
 
 export const MAX_SKIPS_IN_A_ROW = 3;
@@ -76,6 +85,8 @@ export class RunLoop {
   private stepBudget = Number.POSITIVE_INFINITY;
   private wake?: () => void;
   private skipsInARow = 0;
+  /** When the last checkpoint was made (or the loop started), in opts.now() seconds. */
+  private lastSaveTime = 0;
   phase: RunPhase = "idle";
 
   constructor(
@@ -182,8 +193,19 @@ export class RunLoop {
       this.apply(this.pending.shift()!, false, false);
   }
 
+  private now(): number {
+    return this.opts.now ? this.opts.now() : Date.now() / 1000;
+  }
+
+  /** checkpointSeconds passed since the last checkpoint. */
+  private timeDue(): boolean {
+    const s = this.opts.checkpointSeconds;
+    return s !== undefined && s > 0 && this.now() - this.lastSaveTime >= s;
+  }
+
   private async save(at: RunPoint): Promise<void> {
     if (!this.on.checkpoint) return;
+    this.lastSaveTime = this.now();
     const p = this.trainer.policy;
     const { reference, ...state } = await this.trainer.runState();
     const bytes = saveCheckpoint({
@@ -237,6 +259,7 @@ export class RunLoop {
     const tr = this.trainer;
     try {
       await this.restore();
+      this.lastSaveTime = this.now();
       if (tr.sftStepIndex < tr.config.sft.steps) {
         this.setPhase("sft");
         while (tr.sftStepIndex < tr.config.sft.steps) {
@@ -246,6 +269,8 @@ export class RunLoop {
           const out = await tr.sftStep();
           this.on.row?.(out.row);
           this.guard(out.skipped, out.row.step, "sft");
+          if (tr.sftStepIndex < tr.config.sft.steps && this.timeDue())
+            await this.save({ phase: "sft", step: tr.sftStepIndex });
         }
         await this.save({ phase: "sft", step: tr.sftStepIndex });
       }
@@ -265,7 +290,8 @@ export class RunLoop {
             kind: "info",
             message: `value pretraining done after ${n} steps`,
           });
-        if (tr.valuePretrainFinished || this.every(n)) await this.save({ phase: "value_pretrain", step: n });
+        if (tr.valuePretrainFinished || this.every(n) || this.timeDue())
+          await this.save({ phase: "value_pretrain", step: n });
       }
       let savedAt = -1;
       while (tr.rlStepIndex < tr.config.stop.max_steps) {
@@ -280,7 +306,7 @@ export class RunLoop {
         this.on.row?.(out.row);
         this.on.samples?.(out.samples);
         this.guard(out.skipped, step, "rl");
-        if (this.every(tr.rlStepIndex)) {
+        if (this.every(tr.rlStepIndex) || this.timeDue()) {
           await this.save({ phase: "rl", step: tr.rlStepIndex });
           savedAt = tr.rlStepIndex;
         }

@@ -5,10 +5,21 @@ import type { ConfigEdit, RunConfig } from "../config";
 import type { AdapterSummary } from "../kernels/device";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import type { SmokeReport } from "../sandbox/smoke";
-import type { LoadedRun, StorageUsage, RunMeta as StoredRun } from "./store";
+import type { CheckpointInfo, LoadedRun, RunMeta, StorageUsage } from "./store";
+
+/** A stored run as listRuns() gives it: its record and where its newest checkpoint is (null: none). */
+export type StoredRun = RunMeta & { checkpoint?: CheckpointInfo | null };
+
+/** A run that was running when its page went away, now marked "interrupted", and where Resume continues. */
+export interface InterruptedRun {
+  run: StoredRun;
+  /** The newest checkpoint; null: Resume restarts the run from step 0. */
+  checkpoint: CheckpointInfo | null;
+}
 
 export type {
   AdapterSummary,
+  CheckpointInfo,
   ConfigEdit,
   LoadedRun,
   MetricsRow,
@@ -16,7 +27,6 @@ export type {
   SampleRecord,
   SmokeReport,
   StorageUsage,
-  StoredRun,
 };
 
 /** What the trainer worker reports about WebGPU: the adapter, or why there is none. */
@@ -24,8 +34,11 @@ export type GpuStatus =
   | { ok: true; adapter: AdapterSummary }
   | { ok: false; reason: string; message: string };
 
-/** Where a run is. "paused" after pause() or a single step; "done" at a stop rule; "error" with a message. */
-export type RunPhase = "idle" | "loading" | "sft" | "rl" | "paused" | "done" | "error";
+/**
+ * Where a run is. "paused" after pause() or a single step; "done" at a stop rule; "stopped"
+ * when stop() ended it; "error" with a message.
+ */
+export type RunPhase = "idle" | "loading" | "sft" | "rl" | "paused" | "done" | "stopped" | "error";
 
 /** A run event: an applied or refused edit (chart markers), a skipped update, a pause, an error. */
 export interface RunEvent {
@@ -43,9 +56,10 @@ export interface RunProgress {
   /** The current step within the phase and the phase's total. */
   step: number;
   total: number;
-  /** Seconds since the run started and the estimated seconds left. */
+  /** Seconds since the run started and the estimated seconds left (NaN until a step is timed). */
   elapsed: number;
   eta: number;
+  /** NaN until the first step reports it. */
   tokensPerS: number;
   /** What the step is doing now. */
   activity: "sft" | "rollout" | "tools" | "reward" | "update" | "eval" | "idle";
@@ -63,7 +77,7 @@ export interface StartOptions {
   /** A new run from this config, or an existing run id to resume from its last checkpoint. */
   config?: RunConfig;
   resumeRunId?: string;
-  /** Shown in the runs list. */
+  /** What the run is ("ci-tiny", "shared link"); the worker names it "#N <name>" (unique across page loads). */
   name?: string;
   /** Where the config came from. */
   source?: "local" | "link" | "bundle";
@@ -77,8 +91,14 @@ export interface StartOptions {
 
 /** A generation from the "try the model" panel: the transcript with tool calls and results. */
 export interface TryResult {
+  /** The rendered prompt (the chat template's text, tool list included). */
+  prompt: string;
+  /** Each prompt token's readable piece. */
+  promptPieces: string[];
   text: string;
   tokens: number[];
+  /** Each token's readable piece (byte-level pieces decoded): the page loads no tokenizer. */
+  pieces: string[];
   /** Per token: 1 sampled by the model, 0 inserted (tool response). */
   mask: number[];
   toolCalls: { raw: string; response: string; ok: boolean; status: string }[];
@@ -91,8 +111,8 @@ export type RewardTestResult = { ok: true; value: number } | { ok: false; error:
 /** The trainer worker's comlink surface. */
 export interface TrainerApi {
   gpuStatus(): Promise<GpuStatus>;
-  /** Starts (or resumes) a run; resolves with its id once it is running. */
-  start(options: StartOptions, listener: RunListener): Promise<{ runId: string }>;
+  /** Starts (or resumes) a run; resolves with its id and name once it is running. */
+  start(options: StartOptions, listener: RunListener): Promise<{ runId: string; name: string }>;
   pause(): Promise<void>;
   resume(): Promise<void>;
   /** One more step, then pause. */
@@ -106,10 +126,17 @@ export interface TrainerApi {
     prompt: string,
     options?: { runId?: string; temperature?: number; seed?: number },
   ): Promise<TryResult>;
+  /** A held-out prompt of the config's task (default: the current run's), for "try the model". */
+  examplePrompt(config?: RunConfig): Promise<string | null>;
   /** Runs a JS reward function in the sandbox on one sampled trajectory. */
   testReward(source: string, sample: SampleRecord): Promise<RewardTestResult>;
   /** Stored runs (IndexedDB), newest first where the store orders them so. */
   listRuns(): Promise<StoredRun[]>;
+  /**
+   * Stored runs left "running" or "paused" by a page that went away (no page holds their Web
+   * Lock): marks them "interrupted" and returns them with their newest checkpoint.
+   */
+  interruptedRuns(): Promise<InterruptedRun[]>;
   /** A stored run's config, edits, rows, samples and events. */
   loadRun(runId: string): Promise<LoadedRun>;
   deleteRun(runId: string): Promise<void>;

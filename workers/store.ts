@@ -33,7 +33,11 @@ export function phaseRank(phase: string): number {
   return phase in PHASE_RANK ? PHASE_RANK[phase as Phase] : PHASE_RANK.rl;
 }
 
-export type RunStatus = "running" | "paused" | "done" | "stopped" | "error" | "imported";
+/**
+ * "interrupted": it was running or paused when its page went away (a reload, a closed tab, a
+ * crash); the next page marks it so (workers/trainer.worker.ts interruptedRuns) and offers Resume.
+ */
+export type RunStatus = "running" | "paused" | "done" | "stopped" | "error" | "imported" | "interrupted";
 
 export interface RunMeta {
   id: string;
@@ -416,6 +420,15 @@ export class RunStore {
   async latestCheckpoint(runId: string): Promise<CheckpointRecord | undefined> {
     const cursor = await this.db.transaction("checkpoints").store.openCursor(runRange(runId), "prev");
     return cursor?.value;
+  }
+
+  /** Where the newest checkpoint of a run was saved (keys only: no bytes are read). */
+  async latestCheckpointPoint(runId: string): Promise<CheckpointInfo | undefined> {
+    const cursor = await this.db.transaction("checkpoints").store.openKeyCursor(runRange(runId), "prev");
+    if (!cursor) return undefined;
+    const [, rank, step] = cursor.key as [string, number, number];
+    const phase = (Object.keys(PHASE_RANK) as Phase[]).find((p) => PHASE_RANK[p] === rank) ?? "rl";
+    return { phase, step };
   }
 
   async listRuns(): Promise<RunMeta[]> {

@@ -7,10 +7,11 @@ import type { ConfigEdit, RunConfig } from "../config";
 import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kernels/device";
 import type { PolicyModel } from "../model/api";
 import { GpuModel } from "../model/gpu";
-import { promptTokens } from "../model/template";
-import { decode } from "../model/tokenizer";
+import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { decodeBundle, encodeBundle } from "../rl/bundle";
+import { taskDriver } from "../rl/driver";
 import { parseAnswer } from "../rl/parse";
+import { withPieces } from "../rl/records";
 import { rewardInput, runCustomReward } from "../rl/rewards";
 import { rollout } from "../rl/rollout";
 import { RunLoop, type RunLoopOptions } from "../rl/runner";
@@ -24,6 +25,7 @@ import { sandboxSmoke } from "../sandbox/smoke";
 import { isEnvTask } from "../tasks/types";
 import type {
   GpuStatus,
+  InterruptedRun,
   RewardTestResult,
   RunListener,
   RunProgress,
@@ -112,6 +114,12 @@ async function recoverFromDeviceLoss(reason: string): Promise<void> {
   }
 }
 
+/**
+ * A checkpoint at least this often (wall time) whatever checkpoint_every says: a reload, a
+ * crash or a device loss then costs at most this much training.
+ */
+const CHECKPOINT_SECONDS = 20;
+
 /** How long after a run's error a device loss may still claim it (and the error is not shown). */
 const LOSS_GRACE_MS = 2000;
 
@@ -121,6 +129,14 @@ function lostSoon(device: GPUDevice): Promise<boolean> {
     device.lost.then(() => true),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(false), LOSS_GRACE_MS)),
   ]);
+}
+
+// Runs stored before samples carried their token pieces: a character-tokenizer run gets them
+// here (a model's own tokenizer is megabytes; its old samples show ids).
+function storedSamples(samples: SampleRecord[], config: RunConfig): SampleRecord[] {
+  const char = (config.model.tokenizer ?? null) === null && (config.model.pretrained ?? null) === null;
+  if (!char || samples.every((s) => s.pieces)) return samples;
+  return samples.map((s) => (s.pieces ? s : withPieces([s], CHAR_TOKENIZER)[0]));
 }
 
 function getSandbox(): SandboxPool {
@@ -140,6 +156,41 @@ function toolsOf(c: RunConfig) {
   return isEnvTask(t) ? [] : t.tools;
 }
 
+/** The Web Lock a run holds while its loop runs: a page that finds it free knows the run's page is gone. */
+const runLock = (id: string) => `lab-run:${id}`;
+
+/**
+ * Whether a page still holds `name`: a run of another tab. The page a reload replaced may take
+ * a moment to let go, so this waits up to LOCK_WAIT_MS for the lock before saying it is held.
+ */
+async function lockHeld(name: string): Promise<boolean> {
+  if (!navigator.locks) return false;
+  try {
+    await navigator.locks.request(name, { signal: AbortSignal.timeout(LOCK_WAIT_MS) }, () => undefined);
+    return false;
+  } catch {
+    return true;
+  }
+}
+const LOCK_WAIT_MS = 3000;
+
+let lastRunNumber = 0;
+
+/**
+ * A run's name, "#N what": N is one more than any "#N" among the stored runs and this
+ * worker's runs, so names never collide across page loads (and a bundle imported twice gets
+ * two names). The UI shows this name everywhere (charts, runs table).
+ */
+async function nextRunName(what: string): Promise<string> {
+  const stored = (await (await getStore())?.listRuns().catch(() => [])) ?? [];
+  for (const r of stored) {
+    const m = /^#(\d+)\b/.exec(r.name);
+    if (m) lastRunNumber = Math.max(lastRunNumber, Number(m[1]));
+  }
+  lastRunNumber++;
+  return `#${lastRunNumber} ${what.replace(/^#\d+\s*/, "").trim() || "run"}`;
+}
+
 function newRunId(): string {
   return `run-${new Date()
     .toISOString()
@@ -153,7 +204,10 @@ function pushProgress(r: ActiveRun, patch: Partial<RunProgress>): void {
 }
 
 /** A new run from options.config, or a stored run resumed from its last checkpoint. */
-async function startRun(options: StartOptions, listener: RunListener): Promise<{ runId: string }> {
+async function startRun(
+  options: StartOptions,
+  listener: RunListener,
+): Promise<{ runId: string; name: string }> {
   if (run && run.loop.phase !== "done" && run.loop.phase !== "error") {
     run.retiring = true;
     run.loop.stop();
@@ -170,13 +224,15 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
   let id: string;
   let edits: ConfigEdit[];
   let resume: RunLoopOptions["resume"];
+  let name: string;
   if (options.resumeRunId) {
     const opened = await openStoredRun(store, options.resumeRunId);
     id = options.resumeRunId;
+    name = opened.kept.run.name;
     ({ config, edits, resume } = opened);
     // The kept rows, samples and events go back to the UI before training continues.
     for (const row of opened.kept.rows) listener.row(row);
-    if (opened.kept.samples.length) listener.samples(opened.kept.samples);
+    if (opened.kept.samples.length) listener.samples(storedSamples(opened.kept.samples, config));
     for (const e of opened.kept.events) listener.event(e);
     await store.updateRun(id, { status: "running" });
   } else {
@@ -185,7 +241,8 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
     id = newRunId();
     // A link's edits are the new run's record from the start; the loop replays them.
     edits = options.edits ?? [];
-    await store.createRun({ id, name: options.name ?? "run", config, source: options.source ?? "local" });
+    name = await nextRunName(options.name ?? "run");
+    await store.createRun({ id, name, config, source: options.source ?? "local" });
     for (const e of edits) await store.appendEdit(id, e);
   }
   const startedAt = performance.now();
@@ -214,7 +271,8 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
       ? resume.at.step
       : config.sft.steps
     : trainer.sftStepIndex;
-  const sftTotal = Math.max(0, config.sft.steps - sftDone);
+  const sftLeft = config.sft.steps - sftDone > 0;
+  const rlDone = resume?.at.phase === "rl" ? resume.at.step : 0;
   let stepTimes: number[] = [];
   let lastStepAt = performance.now();
   const loop = new RunLoop(
@@ -227,14 +285,16 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
         stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
         lastStepAt = now;
         if (!current) return;
-        const total = sftTotal + config.stop.max_steps;
-        const done =
-          row.phase === "sft" ? row.step + 1 - (config.sft.steps - sftTotal) : sftTotal + row.step + 1;
+        // Steps done come from the trainer's counters, not the row: the final held-out
+        // evaluation is a row at step max_steps that is no step of its own.
+        const at = progressAt(trainer, row.phase);
+        const left =
+          Math.max(0, config.sft.steps - trainer.sftStepIndex) +
+          Math.max(0, config.stop.max_steps - trainer.rlStepIndex);
         const per = stepTimes.reduce((a, b) => a + b, 0) / stepTimes.length;
         pushProgress(current, {
-          step: row.step + 1,
-          total: row.phase === "sft" ? config.sft.steps : config.stop.max_steps,
-          eta: Math.max(0, (total - done) * per),
+          ...at,
+          eta: left === 0 ? 0 : left * per,
           tokensPerS:
             typeof row["perf/tokens_per_s"] === "number"
               ? row["perf/tokens_per_s"]
@@ -264,7 +324,7 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
         if (!current || current.retiring) return;
         if (phase === "error") current.failedAt = performance.now();
         pushProgress(current, {
-          phase,
+          phase: phase === "done" && current.stopRequested ? "stopped" : phase,
           activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
         });
         const ended = current.stopRequested ? "stopped" : "done";
@@ -274,7 +334,7 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
       },
       checkpoint: (ck) => persist(record.checkpoint(ck)),
     },
-    { edits, resume },
+    { edits, resume, checkpointSeconds: CHECKPOINT_SECONDS },
   );
   current = {
     id,
@@ -287,25 +347,37 @@ async function startRun(options: StartOptions, listener: RunListener): Promise<{
     progress: {
       runId: id,
       phase: "loading",
-      step: 0,
-      total: sftTotal || config.stop.max_steps,
+      step: sftLeft ? sftDone : rlDone,
+      total: sftLeft ? config.sft.steps : config.stop.max_steps,
       elapsed: 0,
-      eta: 0,
-      tokensPerS: 0,
+      // Unknown until a step has been timed (the bar says "ETA –", not "0s").
+      eta: Number.NaN,
+      tokensPerS: Number.NaN,
       activity: "idle",
     },
   };
   run = current;
   if (options.paused) loop.pause();
   const mine = current;
-  loop.run().catch((err: Error) => {
+  const ran = loop.run().catch((err: Error) => {
     mine.failedAt = performance.now();
     void lostSoon(device).then((lost) => {
       if (!lost && !mine.retiring)
         listener.event({ step: trainer.rlStepIndex, phase: "error", kind: "error", message: err.message });
     });
   });
-  return { runId: id };
+  // Held while the loop runs; the page going away releases it (interruptedRuns reads that).
+  void navigator.locks?.request(runLock(id), () => ran);
+  return { runId: id, name };
+}
+
+/** Where a row leaves the progress bar: steps done of its phase and the phase's total. */
+function progressAt(trainer: Trainer, phase: string): { step: number; total: number } {
+  const c = trainer.config;
+  if (phase === "sft") return { step: trainer.sftStepIndex, total: c.sft.steps };
+  if (phase === "value_pretrain")
+    return { step: trainer.valuePretrainStepIndex, total: c.rl.value_pretrain.steps };
+  return { step: trainer.rlStepIndex, total: c.stop.max_steps };
 }
 
 const api: TrainerApi = {
@@ -351,9 +423,11 @@ const api: TrainerApi = {
     // A copy of the current weights, so generation never interleaves with a training step.
     const model: PolicyModel = await trainer.policy.frozenCopy();
     try {
-      const ids = promptTokens([{ role: "user", content: prompt }], c.task.template);
+      const chat = trainer.chat;
+      const messages = [{ role: "user" as const, content: prompt }];
+      const ids = chat.promptTokens(messages);
       const [t] = await rollout(model, [ids], {
-        template: c.task.template,
+        chat,
         sampling: {
           temperature: options.temperature ?? 0,
           topK: c.sampling.top_k,
@@ -366,15 +440,21 @@ const api: TrainerApi = {
           maxToolResponseChars: c.limits.max_tool_response_chars,
           overLimitNotice: "",
         },
-        tools: makeToolProtocol(toolsOf(c), getSandbox(), {
-          timeoutS: c.limits.tool_timeout_s,
-          memoryMB: c.limits.memory_mb,
-        }),
+        tools: makeToolProtocol(
+          toolsOf(c),
+          getSandbox(),
+          { timeoutS: c.limits.tool_timeout_s, memoryMB: c.limits.memory_mb },
+          chat.callSyntax,
+        ),
       });
       const ans = parseAnswer(t.text, { mode: "lenient" });
+      const tok = chat.tokenizer;
       return {
+        prompt: chat.promptText(messages),
+        promptPieces: ids.map((id) => tok.piece(id)),
         text: t.text,
         tokens: t.tokens,
+        pieces: t.tokens.map((id) => tok.piece(id)),
         mask: t.mask,
         toolCalls: t.toolCalls.map((x) => ({
           raw: x.call.raw,
@@ -389,9 +469,18 @@ const api: TrainerApi = {
     }
   },
 
+  async examplePrompt(config?: RunConfig): Promise<string | null> {
+    const c = config ?? run?.trainer.config;
+    if (!c) return null;
+    // A held-out prompt of the run's own task: what the run trains on, never a training prompt.
+    const [p] = taskDriver(runTaskOf(c)).evalSet(1);
+    const user = p?.messages.filter((m) => m.role === "user").at(-1);
+    return user ? user.content : null;
+  },
+
   async testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {
     const c = run?.config;
-    const text = decode(sample.tokens);
+    const text = (run?.trainer.tokenizer ?? CHAR_TOKENIZER).decode(sample.tokens);
     const input = rewardInput(
       {
         index: 0,
@@ -422,13 +511,33 @@ const api: TrainerApi = {
 
   async listRuns(): Promise<StoredRun[]> {
     const store = await getStore();
-    return (await store?.listRuns()) ?? [];
+    if (!store) return [];
+    const runs = await store.listRuns();
+    return Promise.all(
+      runs.map(async (r) => ({ ...r, checkpoint: (await store.latestCheckpointPoint(r.id)) ?? null })),
+    );
+  },
+
+  async interruptedRuns(): Promise<InterruptedRun[]> {
+    const store = await getStore();
+    if (!store) return [];
+    const out: InterruptedRun[] = [];
+    for (const r of await store.listRuns()) {
+      if (r.status !== "running" && r.status !== "paused") continue;
+      if (run?.id === r.id || (await lockHeld(runLock(r.id)))) continue;
+      await store.updateRun(r.id, { status: "interrupted" });
+      out.push({
+        run: { ...r, status: "interrupted" },
+        checkpoint: (await store.latestCheckpointPoint(r.id)) ?? null,
+      });
+    }
+    return out;
   },
   async loadRun(runId: string) {
     const store = await getStore();
     const r = await store?.loadRun(runId);
     if (!r) throw new Error(`no stored run ${runId}`);
-    return r;
+    return { ...r, samples: storedSamples(r.samples, r.run.config) };
   },
   async deleteRun(runId: string) {
     if (run?.id === runId) throw new Error("stop the run before deleting it");
@@ -445,7 +554,9 @@ const api: TrainerApi = {
     if (!r.ok) throw new Error(`not a run bundle: ${r.error}`);
     const store = await getStore();
     if (!store) throw new Error("this browser gives the lab no IndexedDB storage to import into");
-    return store.importRun(r.run, "bundle");
+    // A name of its own: "#N <original> (imported)", never the original's "#M".
+    const name = await nextRunName(`${r.run.name.replace(/^#\d+\s*/, "")} (imported)`);
+    return store.importRun({ ...r.run, name }, "bundle");
   },
   async storageUsage() {
     return (await (await getStore())?.usage()) ?? null;

@@ -1,0 +1,105 @@
+// The store's reducers for run names and phases (app/store.ts), and the try panel's
+// temperature check: one name per run (the worker's), a stopped run stays stopped while its
+// last step reports in, a stored run opens under its stored name and status, and a
+// temperature outside [0, 2] is named.
+import { describe, expect, it } from "vitest";
+import { defaultRunConfig } from "../config";
+import type { LoadedRun, RunProgress } from "../workers/api";
+import {
+  addLoadedRun,
+  addRun,
+  applyIncoming,
+  initialState,
+  type LabState,
+  pushError,
+  runName,
+  setWorkerId,
+} from "./store";
+import { temperatureError } from "./TryModelPanel";
+
+const progress = (phase: RunProgress["phase"]): RunProgress => ({
+  runId: "w1",
+  phase,
+  step: 1,
+  total: 4,
+  elapsed: 3,
+  eta: Number.NaN,
+  tokensPerS: Number.NaN,
+  activity: "rollout",
+});
+
+function started(): LabState {
+  let s = initialState();
+  s = { ...s, ...addRun(s, "local-1", defaultRunConfig()) };
+  return { ...s, ...setWorkerId(s, "local-1", "w1", "#7 ci-tiny") };
+}
+
+describe("run names", () => {
+  it("uses the worker's name once it comes, the session number before", () => {
+    const s = initialState();
+    const before = { ...s, ...addRun(s, "local-1", defaultRunConfig()) };
+    expect(runName(before.runs[0])).toBe("#1");
+    expect(runName(started().runs[0])).toBe("#7 ci-tiny");
+  });
+
+  it("opens a stored run under its stored name; an interrupted one is stopped, not done", () => {
+    const loaded = (status: LoadedRun["run"]["status"]): LoadedRun => ({
+      run: {
+        id: "w9",
+        name: "#9 quick-demo",
+        config: defaultRunConfig(),
+        createdAt: 0,
+        updatedAt: 0,
+        status,
+        source: "local",
+        summary: { rows: 0, metrics: {} },
+      },
+      edits: [],
+      rows: [],
+      samples: [],
+      events: [],
+    });
+    const s = initialState();
+    const a = { ...s, ...addLoadedRun(s, loaded("interrupted")) };
+    expect(runName(a.runs[0])).toBe("#9 quick-demo");
+    expect(a.runs[0].phase).toBe("stopped");
+    const b = { ...s, ...addLoadedRun(s, loaded("done")) };
+    expect(b.runs[0].phase).toBe("done");
+  });
+});
+
+describe("phases", () => {
+  it("keeps a stopped run stopped while the step in flight reports progress", () => {
+    let s = started();
+    s = { ...s, runs: s.runs.map((r) => ({ ...r, phase: "stopped" as const })) };
+    const inc = { rows: [], samples: [], events: [], progress: progress("rl") };
+    const next = { ...s, ...applyIncoming(s, "local-1", inc) };
+    expect(next.runs[0].phase).toBe("stopped");
+    expect(next.runs[0].progressAt).toBeGreaterThan(0);
+  });
+
+  it("follows the worker's phase otherwise", () => {
+    const s = started();
+    const inc = { rows: [], samples: [], events: [], progress: progress("rl") };
+    expect(applyIncoming(s, "local-1", inc).runs?.[0].phase).toBe("rl");
+  });
+});
+
+describe("error banners", () => {
+  it("shows a message once however often it comes", () => {
+    let s = initialState();
+    for (let i = 0; i < 3; i++) s = { ...s, ...pushError(s, "Training needs WebGPU") };
+    s = { ...s, ...pushError(s, "another") };
+    expect(s.errors).toEqual(["Training needs WebGPU", "another"]);
+  });
+});
+
+describe("try the model: temperature", () => {
+  it("accepts [0, 2] and names anything else", () => {
+    for (const ok of ["0", "0.7", "2"]) expect(temperatureError(ok)).toBeNull();
+    expect(temperatureError("-1")).toMatch(/>= 0/);
+    expect(temperatureError("2.5")).toMatch(/<= 2/);
+    expect(temperatureError("")).toMatch(/number/);
+    expect(temperatureError("warm")).toMatch(/number/);
+  });
+});
