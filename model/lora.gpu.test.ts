@@ -88,6 +88,18 @@ for (const variant of ["gpt", "llama", "qwen2", "qwen3"]) {
       m.dispose();
     });
 
+    it("under a small binding and buffer limit (windowed stores) gives the same adapter gradients", async () => {
+      const small = new Runtime(device, { maxBindingBytes: 16 * 1024, maxBufferBytes: 40 * 1024 });
+      const m = new GpuModel(small, g.config, g.weights, 0, { adapter: g.adapter });
+      await m.forwardScore(batchOf(g));
+      m.zeroGrad();
+      await m.backward(goldenLossGrads(g));
+      assertClose("windowed adapter grads", await m.getGrads(), g.adapterGrads, { atol: 1e-5, rtol: 1e-3 });
+      const st = await m.step(g.hparams);
+      assertClose("windowed grad norm", [st.gradNorm], [g.stepGradNorms[0]], { atol: 1e-4, rtol: 1e-3 });
+      m.dispose();
+    });
+
     it("the reference policy is the base alone and shares the base buffer; decoding equals the full forward", async () => {
       const m = new GpuModel(rt, g.config, g.weights, 0, { adapter: g.adapter });
       const ref = (await m.referencePolicy()) as GpuModel;
