@@ -2,6 +2,7 @@
 // `npx vitest run app/chartData.test.ts`.
 import { describe, expect, it } from "vitest";
 import { defaultRunConfig } from "../config";
+import { mismatchMetrics, rolloutCorrection } from "../rl/mismatch";
 import type { MetricsRow, RunEvent, SampleRecord } from "../workers/api";
 import { baselineValue, buildChartData, CHARTS, chartMarkers, editLabel, fmtNum } from "./chartData";
 import { debiasedEma } from "./smoothing";
@@ -264,5 +265,23 @@ describe("store: incoming rows, events and samples", () => {
     expect(run.rows).toHaveLength(2);
     expect(run.samples.get("rl:0")).toHaveLength(2);
     expect(run.markers.map((m) => m.label)).toEqual(["kl_coef 0→0.1"]);
+  });
+});
+
+describe("the mismatch charts", () => {
+  it("read the keys the RL step logs (rl/mismatch.ts)", () => {
+    const keys = (id: string) => CHARTS.find((c) => c.id === id)!.keys.map((k) => k.key);
+    const logged = {
+      ...mismatchMetrics([[-1]], [[-1.1]], [[1]]),
+      ...rolloutCorrection([[-1]], [[-1.1]], [[1]], {
+        rollout_is: "token",
+        rollout_is_threshold: 2,
+        rollout_rs: "token",
+        rollout_rs_threshold: null,
+        rollout_rs_threshold_lower: null,
+      }).metrics,
+    };
+    for (const k of [...keys("is-ratio"), ...keys("mismatch"), ...keys("clipfrac").slice(1)])
+      expect(logged, k).toHaveProperty([k]);
   });
 });

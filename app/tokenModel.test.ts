@@ -174,3 +174,23 @@ describe("groups and filters", () => {
     expect(matchesFilter(s, "extreme-adv", 2)).toBe(false);
   });
 });
+
+describe("the importance-ratio overlay and the selection marks", () => {
+  it("colours policy tokens by log(ratio) on a signed scale; tool tokens and old records get none", () => {
+    const s = toolSample();
+    s.ratio = s.tokens.map((_, i) => (s.mask[i] ? Math.exp(i % 2 ? 0.01 : -0.02) : 1));
+    s.selected = s.tokens.map((_, i) => (i === 1 ? 1 : 0));
+    const toks = inspectorTokens(s).filter((t) => t.index >= 0);
+    expect(toks[0].logratio).toBeCloseTo(-0.02, 12);
+    expect(toks[1].logratio).toBeCloseTo(0.01, 12);
+    expect(toks.filter((t) => t.role === "tool").every((t) => t.logratio === null && !t.selected)).toBe(true);
+    expect(toks.map((t) => t.selected).filter(Boolean).length).toBe(1);
+    expect(toks[1].selected).toBe(true);
+    const scale = overlayScale([s], "logratio");
+    expect(scale.signed).toBe(true);
+    expect(scale.max).toBeCloseTo(0.02, 12);
+    expect(tokenColour(overlayValue(toks[0], "logratio"), scale)!.t).toBeCloseTo(-1, 12);
+    const old = toolSample();
+    expect(inspectorTokens(old).every((t) => t.logratio === null && !t.selected)).toBe(true);
+  });
+});

@@ -8,7 +8,7 @@
 import type { SampleRecord } from "../workers/api";
 
 export type TokenRole = "prompt" | "policy" | "tool" | "pad";
-export type Overlay = "none" | "logprob" | "entropy" | "advantage";
+export type Overlay = "none" | "logprob" | "entropy" | "advantage" | "logratio";
 
 export interface InspectorToken {
   /** Index in the response (tokens); -1 for prompt tokens. */
@@ -23,6 +23,10 @@ export interface InspectorToken {
   logprob: number | null;
   entropy: number | null;
   advantage: number | null;
+  /** log of the rollout importance ratio, old − sampler log-prob (rl/mismatch.ts); 0 = agree. */
+  logratio: number | null;
+  /** Picked by a token-selection rule (Clip-Cov, KL-Cov, top-entropy quantile). */
+  selected: boolean;
   /** Which tool call's response this token is part of (responseStart..responseEnd), or -1. */
   toolCall: number;
 }
@@ -57,6 +61,8 @@ export function inspectorTokens(s: SampleRecord): InspectorToken[] {
       logprob: null,
       entropy: null,
       advantage: null,
+      logratio: null,
+      selected: false,
       toolCall: -1,
     };
   });
@@ -77,6 +83,9 @@ export function inspectorTokens(s: SampleRecord): InspectorToken[] {
       logprob: role === "policy" ? at(s.logprobs, i) : null,
       entropy: role === "policy" ? at(s.entropy, i) : null,
       advantage: role === "policy" ? at(s.advantages, i) : null,
+      logratio:
+        role === "policy" && at(s.ratio, i) !== null && s.ratio![i] > 0 ? Math.log(s.ratio![i]) : null,
+      selected: role === "policy" && s.selected?.[i] === 1,
       toolCall: call,
     });
   });
@@ -96,7 +105,10 @@ export interface OverlayScale {
   max: number;
 }
 
-/** The colour scale over a set of samples: advantage is signed and symmetric, max(|min|,|max|). */
+/**
+ * The colour scale over a set of samples: advantage and the log importance ratio are signed
+ * and symmetric, max(|min|,|max|).
+ */
 export function overlayScale(samples: readonly SampleRecord[], overlay: Overlay): OverlayScale {
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
@@ -108,8 +120,9 @@ export function overlayScale(samples: readonly SampleRecord[], overlay: Overlay)
       hi = Math.max(hi, v);
     }
   }
-  if (!Number.isFinite(lo)) return { overlay, signed: overlay === "advantage", min: 0, max: 1 };
-  if (overlay === "advantage") {
+  const signed = overlay === "advantage" || overlay === "logratio";
+  if (!Number.isFinite(lo)) return { overlay, signed, min: 0, max: 1 };
+  if (signed) {
     const m = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
     return { overlay, signed: true, min: -m, max: m };
   }

@@ -201,8 +201,47 @@ export const FIELD_META: Record<string, FieldMeta> = {
 
   "rl.advantage": restart("algorithm", "Advantage estimator.", {
     ...opts(ADVANTAGE_NAMES),
-    paper: "GRPO 2402.03300; Dr. GRPO 2503.20783; RLOO 2402.14740; REINFORCE++ 2501.03262",
+    paper:
+      "GRPO 2402.03300; Dr. GRPO 2503.20783; RLOO 2402.14740; REINFORCE++ 2501.03262; OPO 2505.23585; pass@k 2503.19595; LitePPO 2508.08221",
   }),
+  "rl.rollout_correction.rollout_is": live(
+    "algorithm",
+    "Importance weights exp(old − sampler log-prob) on the policy loss, per token or per sequence (none = off).",
+    {
+      ...opts(["none", "token", "sequence"]),
+      paper: "Yao et al. 2025 (truncated IS); verl rollout_correction",
+    },
+  ),
+  "rl.rollout_correction.rollout_is_threshold": live("algorithm", "IS weights are truncated at this value.", {
+    min: 0,
+    activeWhen: { "rl.rollout_correction.rollout_is": "token" },
+  }),
+  "rl.rollout_correction.rollout_rs": live(
+    "algorithm",
+    "Reject tokens or sequences whose ratio is outside [lower, upper] (geometric: per-token mean ratio).",
+    { ...opts(["none", "token", "sequence", "geometric"]), paper: "verl rollout_correction" },
+  ),
+  "rl.rollout_correction.rollout_rs_threshold": live(
+    "algorithm",
+    "Rejection upper bound (empty: the IS threshold).",
+    {
+      min: 0,
+      activeWhen: { "rl.rollout_correction.rollout_rs": "token" },
+    },
+  ),
+  "rl.rollout_correction.rollout_rs_threshold_lower": live(
+    "algorithm",
+    "Rejection lower bound (empty: 1 / upper).",
+    {
+      min: 0,
+      activeWhen: { "rl.rollout_correction.rollout_rs": "token" },
+    },
+  ),
+  "rl.top_entropy_quantile": live(
+    "algorithm",
+    "Policy loss only on this fraction of each minibatch's tokens, highest entropy first (1 = all).",
+    { min: 0, max: 1, paper: "80/20 high-entropy tokens 2506.01939; TRL top_entropy_quantile" },
+  ),
   "rl.policy_loss": restart(
     "algorithm",
     "Policy loss (gspo, gspo-token, gmpo and sapo fix their own aggregation; dual-clip is ppo-clip's only).",

@@ -34,6 +34,9 @@ export const ADVANTAGE_NAMES = [
   "remax",
   "gigpo",
   "reinforce-history",
+  "opo",
+  "grpo-passk",
+  "liteppo",
 ] as const;
 export const POLICY_LOSS_NAMES = [
   "ppo-clip",
@@ -172,6 +175,16 @@ export const KlCovSchema = z
   })
   .strict();
 
+export const RolloutCorrectionSchema = z
+  .object({
+    rollout_is: z.enum(["none", "token", "sequence"]).default("none"), // ALGORITHMS §13: verl rollout_is null (off)
+    rollout_is_threshold: num({ gt: 0 }).default(2.0), // ALGORITHMS §13: verl rollout_is_threshold 2.0 (truncation C)
+    rollout_rs: z.enum(["none", "token", "sequence", "geometric"]).default("none"), // ALGORITHMS §13: verl rollout_rs null (off)
+    rollout_rs_threshold: num({ gt: 0 }).nullable().default(null), // verl: null = rollout_is_threshold
+    rollout_rs_threshold_lower: num({ gt: 0 }).nullable().default(null), // verl: null = 1 / upper
+  })
+  .strict();
+
 export const RlSchema = z
   .object({
     advantage: z.enum(ADVANTAGE_NAMES).default("grpo"), // DEMO-RECIPE: GRPO
@@ -215,6 +228,8 @@ export const RlSchema = z
     history_ema: num({ min: 0, lt: 1 }).nullable().default(null), // ALGORITHMS §12: EMA factor instead of a window; null = window
     turn_gamma: num({ min: 0, max: 1 }).default(0.4), // ALGORITHMS §12: Kevin-32B turn discount 0.4
     gigpo: GigpoSchema.prefault({}),
+    rollout_correction: RolloutCorrectionSchema.prefault({}), // ALGORITHMS §13 IS correction; off by default
+    top_entropy_quantile: num({ gt: 0, max: 1 }).default(1.0), // TRL top_entropy_quantile 1.0 (off): policy loss on the top-q entropy tokens
   })
   .strict();
 

@@ -252,6 +252,30 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     "the turn discount of multi-turn environments is not in verl's PPO trainer",
     (c) => c.task.name === "frozenlake" || c.task.name === "sokoban",
   ),
+  "rl.rollout_correction.rollout_is": mapped(
+    "algorithm.rollout_correction.rollout_is",
+    "the same token / sequence (product) IS weight exp(old - rollout log-prob) on the policy loss, written when not none (with rollout.calculate_log_probs); both sides under the same temperature and top-k/top-p (rl/mismatch.ts); with gspo, gspo-token and gmpo the lab scales each response by the mean weight of its tokens (verl multiplies each token's surrogate)",
+  ),
+  "rl.rollout_correction.rollout_is_threshold": mapped(
+    "algorithm.rollout_correction.rollout_is_threshold",
+    "the same truncation of the IS weight",
+  ),
+  "rl.rollout_correction.rollout_rs": approx(
+    "algorithm.rollout_correction.rollout_rs",
+    "the same token / sequence / geometric rejection of ratios outside [lower, upper]; later verl versions renamed the modes (token_k1, seq_max_k2, ...), and verl's loss then also drops the rejected tokens from its denominator as the lab does",
+  ),
+  "rl.rollout_correction.rollout_rs_threshold": mapped(
+    "algorithm.rollout_correction.rollout_rs_threshold",
+    "the same upper bound (null: the IS threshold)",
+  ),
+  "rl.rollout_correction.rollout_rs_threshold_lower": unmapped(
+    "verl's pinned config has no lower rejection bound key; its default is the lab's default, 1 / upper",
+    (c) => c.rl.rollout_correction.rollout_rs_threshold_lower !== null,
+  ),
+  "rl.top_entropy_quantile": unmapped(
+    "the high-entropy token selection is TRL's (top_entropy_quantile), not in verl's PPO trainer",
+    (c) => c.rl.top_entropy_quantile < 1,
+  ),
   "rl.gigpo.step_weight": unmapped("GiGPO only (see the advantage registry)", () => false),
   "rl.gigpo.gamma": unmapped("GiGPO only (see the advantage registry)", () => false),
   "rl.gigpo.norm": unmapped("GiGPO only (see the advantage registry)", () => false),
@@ -341,6 +365,15 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
     remax: approx("remax", "verl's ReMax runs its own greedy baseline rollout (the same design)"),
     gigpo: unmapped("GiGPO is in verl-agent (langfengQ/verl-agent), not in verl"),
     "reinforce-history": unmapped("a baseline over past batches is not in verl"),
+    opo: mapped(
+      "opo",
+      "the same length-weighted group-mean baseline, no std (a singleton group: baseline 0)",
+    ),
+    "grpo-passk": mapped(
+      "grpo_passk",
+      "the same: only each group's best response gets R_max - R_second, over std + eps when norm_adv_by_std_in_grpo",
+    ),
+    liteppo: unmapped("LitePPO's group-mean / batch-std normalization is not a verl estimator"),
   },
   "policy-loss": {
     "ppo-clip": mapped(

@@ -116,6 +116,11 @@ const CHANGE: Record<string, unknown> = {
   "limits.memory_mb": 1,
   "stop.target": { key: "reward/mean", value: -100 },
   checkpoint_every: 2,
+  // The CPU model's decode path and training forward agree exactly (ratio 1), so a threshold
+  // acts only when it crosses 1: truncate every weight to 0.5, reject every token.
+  "rl.rollout_correction.rollout_is_threshold": 0.5,
+  "rl.rollout_correction.rollout_rs_threshold": 0.5,
+  "rl.rollout_correction.rollout_rs_threshold_lower": 1.5,
 };
 
 function valid(c: unknown): RunConfig | undefined {

@@ -21,6 +21,7 @@ async function gradsWith(model: CpuModel, microSize: number): Promise<{ grads: F
     rows,
     size: rows.length,
     microSize,
+    temperature: 0.7,
     epochs: 1,
     context: model.config.context,
     order: () => rows.map((_, i) => i),

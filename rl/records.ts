@@ -31,6 +31,10 @@ export interface SampleRecord {
   logprobs: number[];
   entropy: number[];
   advantages: number[];
+  /** Rollout importance ratio exp(old − sampler log-prob) per token (1 where not sampled); [] when not trained. */
+  ratio?: number[];
+  /** 1 for tokens a selection rule picked (Clip-Cov, KL-Cov, top-entropy); [] when none ran. */
+  selected?: number[];
   reward: number;
   rewardTerms: Record<string, number>;
   correct: boolean;
@@ -150,8 +154,12 @@ export function sampleRecords(
   step: number,
   all: RewardedTrajectory[],
   decisions: Map<string, string>,
-  advantages?: Map<RewardedTrajectory, Float64Array>,
-  entropies?: Map<RewardedTrajectory, ArrayLike<number>>,
+  update?: {
+    advantages: Map<RewardedTrajectory, Float64Array>;
+    entropies?: Map<RewardedTrajectory, ArrayLike<number>>;
+    ratios?: Map<RewardedTrajectory, Float64Array>;
+    selected?: Map<RewardedTrajectory, Float64Array>;
+  },
 ): SampleRecord[] {
   const ids = [...new Set(all.map((t) => t.groupId))];
   const signal = (g: string) => {
@@ -175,8 +183,10 @@ export function sampleRecords(
       mask: t.traj.mask,
       postTool: t.traj.postTool,
       logprobs: t.traj.logprobs,
-      entropy: Array.from(entropies?.get(t) ?? []),
-      advantages: [...(advantages?.get(t) ?? [])],
+      entropy: Array.from(update?.entropies?.get(t) ?? []),
+      advantages: [...(update?.advantages.get(t) ?? [])],
+      ratio: [...(update?.ratios?.get(t) ?? [])],
+      selected: [...(update?.selected?.get(t) ?? [])],
       reward: t.reward,
       rewardTerms: t.terms,
       correct: t.correct,

@@ -31,7 +31,10 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
   const pretrained = config.model.pretrained;
   if (pretrained) {
     const dir = readFileModelDir(pretrained, deps.readFile);
-    const hf = await readHfConfig(dir, { context: config.model.context, valueHead: config.rl.advantage === "gae" });
+    const hf = await readHfConfig(dir, {
+      context: config.model.context,
+      valueHead: config.rl.advantage === "gae",
+    });
     mc = modelConfig({ ...hf, lora: loraConfigOf(config, hf.mlp) });
     if (mc.vocab < chat.tokenizer.vocabSize)
       throw new Error(
