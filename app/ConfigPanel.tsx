@@ -57,7 +57,12 @@ export function ConfigPanel() {
   }, [errors, liveErrors]);
   const count = Object.keys(errors).length;
   return (
-    <aside className="config-panel" id="config-panel" data-testid="config-panel" aria-label="Run configuration">
+    <aside
+      className="config-panel"
+      id="config-panel"
+      data-testid="config-panel"
+      aria-label="Run configuration"
+    >
       <button
         type="button"
         className="drawer-close"
