@@ -255,6 +255,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
   const points = currentSeries.reduce((a, s) => a + s.points, 0);
   const keysWithPoints = [...new Set(currentSeries.map((s) => s.key))].join(",");
   const bands = data.series.filter((s) => s.band).length;
+  const seedRuns = new Set(data.series.filter((s) => s.role === "seed").map((s) => s.runId)).size;
   const lastSeen = useRef({ data, markers, legend });
   lastSeen.current = { data, markers, legend };
 
@@ -423,6 +424,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
       data-keys={keysWithPoints}
       data-markers={markers.length}
       data-bands={bands}
+      data-seed-runs={seedRuns}
     >
       <figcaption>
         <span className="chart-title" title={def.keys.map((k) => k.key).join(", ")}>
