@@ -425,6 +425,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
       data-markers={markers.length}
       data-bands={bands}
       data-seed-runs={seedRuns}
+      data-x-label={xLabel}
+      data-unit={def.unit ?? ""}
     >
       <figcaption>
         <span className="chart-title" title={def.keys.map((k) => k.key).join(", ")}>
