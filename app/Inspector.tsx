@@ -82,6 +82,7 @@ export function Inspector() {
             <option value="logprob">log-prob</option>
             <option value="entropy">entropy</option>
             <option value="advantage">advantage</option>
+            <option value="logratio">IS ratio (log, trainer/sampler)</option>
           </select>
         </label>
         <label>
@@ -294,8 +295,9 @@ function TokenSpan({
   return (
     // biome-ignore lint/a11y/useSemanticElements: hundreds of inline tokens; spans keep the text flowing
     <span
-      className={`token role-${token.role}${token.postTool ? " post-tool" : ""}${locked ? " locked" : ""}`}
+      className={`token role-${token.role}${token.postTool ? " post-tool" : ""}${token.selected ? " picked" : ""}${locked ? " locked" : ""}`}
       data-testid="token"
+      data-selected={token.selected ? 1 : undefined}
       data-mask={token.mask}
       data-role={token.role}
       role="button"
@@ -347,6 +349,12 @@ function TokenDetail({
       )}
       {row("entropy", "entropy", token.entropy)}
       {row("advantage", "advantage", token.advantage)}
+      {row(
+        "logratio",
+        "IS ratio",
+        token.logratio === null ? null : Math.exp(token.logratio),
+        token.selected ? " · picked (Clip-Cov / KL-Cov / top-entropy)" : "",
+      )}
     </div>
   );
 }

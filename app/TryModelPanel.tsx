@@ -113,6 +113,7 @@ function TryTranscript({ result }: { result: TryResult }) {
     answer: "",
     promptTokens: [],
     tokens: result.tokens,
+    pieces: result.pieces,
     mask: result.mask,
     postTool: [],
     logprobs: [],
@@ -127,6 +128,10 @@ function TryTranscript({ result }: { result: TryResult }) {
   });
   return (
     <div className="try-output" data-testid="try-output">
+      <details className="try-rendered-prompt" data-testid="try-rendered-prompt">
+        <summary>Rendered prompt ({result.promptPieces.length} tokens)</summary>
+        <pre>{result.prompt}</pre>
+      </details>
       <div className="tokens">
         {tokens.map((t, i) => (
           <span

@@ -2,6 +2,7 @@
 // `npx vitest run app/chartData.test.ts`.
 import { describe, expect, it } from "vitest";
 import { defaultRunConfig } from "../config";
+import { mismatchMetrics, rolloutCorrection } from "../rl/mismatch";
 import type { MetricsRow, RunEvent, SampleRecord } from "../workers/api";
 import {
   baselineValue,
@@ -399,5 +400,23 @@ describe("groups, legend, markers, empty charts, CSV", () => {
     expect(chartCsv(def, [{ id: "a", name: "#1 a,b", color: "#111111", current: true, rows }])).toBe(
       'run,seed,key,phase,step,wall_s,value\n"#1 a,b",,val/acc/hard,rl,0,1,0.25\n"#1 a,b",,val/acc/hard,rl,1,3,0.5\n',
     );
+  });
+});
+
+describe("the mismatch charts", () => {
+  it("read the keys the RL step logs (rl/mismatch.ts)", () => {
+    const keys = (id: string) => CHARTS.find((c) => c.id === id)!.keys.map((k) => k.key);
+    const logged = {
+      ...mismatchMetrics([[-1]], [[-1.1]], [[1]]),
+      ...rolloutCorrection([[-1]], [[-1.1]], [[1]], {
+        rollout_is: "token",
+        rollout_is_threshold: 2,
+        rollout_rs: "token",
+        rollout_rs_threshold: null,
+        rollout_rs_threshold_lower: null,
+      }).metrics,
+    };
+    for (const k of [...keys("is-ratio"), ...keys("mismatch"), ...keys("clipfrac").slice(1)])
+      expect(logged, k).toHaveProperty([k]);
   });
 });

@@ -108,7 +108,37 @@ export const CHARTS: ChartDef[] = [
     row: "health",
     phase: "rl",
     rate: true,
-    keys: [{ key: "actor/pg_clipfrac", label: "clipfrac" }],
+    keys: [
+      { key: "actor/pg_clipfrac", label: "clipfrac" },
+      { key: "rollout/is_truncated_frac", label: "IS truncated" },
+      { key: "rollout/rs_masked_frac", label: "RS masked" },
+    ],
+  },
+  {
+    // Sampler vs trainer (rl/mismatch.ts): exp(old − sampler log-prob) over sampled tokens;
+    // 1 when the decode path and the training forward agree.
+    id: "is-ratio",
+    unit: "ratio",
+    title: "Importance ratio (trainer / sampler)",
+    row: "health",
+    phase: "rl",
+    keys: [
+      { key: "rollout/is_ratio_mean", label: "mean" },
+      { key: "rollout/is_ratio_min", label: "min" },
+      { key: "rollout/is_ratio_max", label: "max" },
+    ],
+  },
+  {
+    id: "mismatch",
+    unit: "nats",
+    title: "Log-prob mismatch |trainer − sampler|",
+    row: "health",
+    phase: "rl",
+    outliers: true,
+    keys: [
+      { key: "rollout/logprob_diff_mean", label: "mean" },
+      { key: "rollout/logprob_diff_max", label: "max" },
+    ],
   },
   {
     id: "grad-norm",

@@ -1,6 +1,8 @@
 // Tests of the inspector's token model: `npx vitest run app/tokenModel.test.ts`.
+// The page loads no tokenizer: samples carry each token's piece from the worker, so these
+// records are built from pieces (tags whole, other text one character a piece, as the
+// character tokenizer cuts it; ids are positions in a local vocabulary).
 import { describe, expect, it } from "vitest";
-import { encode } from "../model/tokenizer";
 import type { SampleRecord } from "../workers/api";
 import {
   displayText,
@@ -13,12 +15,23 @@ import {
   tokenColour,
 } from "./tokenModel";
 
+const vocab: string[] = ["<|pad|>"];
+function idOf(piece: string): number {
+  if (!vocab.includes(piece)) vocab.push(piece);
+  return vocab.indexOf(piece);
+}
+function piecesOf(text: string): string[] {
+  return text.match(/<\/?[a-z_]+>|[\s\S]/g) ?? [];
+}
+const encode = (text: string) => piecesOf(text).map(idOf);
+
 // "<tool_call>2*3</tool_call><tool_response>6</tool_response>=6" with the response inserted.
 function toolSample(reward = 1, groupId = "g0"): SampleRecord {
   const call = encode("<tool_call>2*3</tool_call>");
   const resp = encode("<tool_response>6</tool_response>");
   const tail = encode("<answer>6</answer>");
   const tokens = [...call, ...resp, ...tail];
+  const promptTokens = encode("2*3?");
   const mask = tokens.map((_, i) => (i >= call.length && i < call.length + resp.length ? 0 : 1));
   return {
     step: 3,
@@ -26,8 +39,11 @@ function toolSample(reward = 1, groupId = "g0"): SampleRecord {
     problemId: "p",
     bucket: "easy",
     answer: "6",
-    promptTokens: encode("2*3?"),
+    promptTokens,
     tokens,
+    promptPieces: promptTokens.map((id) => vocab[id]),
+    pieces: tokens.map((id) => vocab[id]),
+    padId: 0,
     mask,
     postTool: tokens.map((_, i) => (i >= call.length + resp.length ? 1 : 0)),
     logprobs: tokens.map((_, i) => -0.1 * i),
@@ -75,13 +91,26 @@ describe("inspectorTokens", () => {
     ).toBe("<answer>6</answer>");
   });
 
-  it("shows spaces and newlines visibly", () => {
+  it("shows spaces, tabs and newlines visibly", () => {
     expect(displayText("a b\n")).toBe("a␣b¶\n");
+    expect(displayText("\tx")).toBe("→x");
+  });
+
+  it("shows the worker's BPE pieces as they are, and ids where a record has no pieces", () => {
+    const s = toolSample();
+    s.pieces = s.pieces!.map((p, i) => (i === 0 ? " world" : p));
+    const first = inspectorTokens(s).find((t) => t.index === 0)!;
+    expect(first.text).toBe(" world");
+    expect(first.display).toBe("␣world");
+    const bare = { ...toolSample(), pieces: undefined, promptPieces: undefined };
+    const t = inspectorTokens(bare)[0];
+    expect(t.text).toBe(`⟨${bare.promptTokens[0]}⟩`);
   });
 
   it("treats padding as its own untrained role", () => {
     const s = toolSample();
     s.tokens = [...s.tokens, 0];
+    s.pieces = [...s.pieces!, "<|pad|>"];
     s.mask = [...s.mask, 1];
     const last = inspectorTokens(s).at(-1)!;
     expect(last.role).toBe("pad");
@@ -143,5 +172,25 @@ describe("groups and filters", () => {
     expect(matchesFilter({ ...s, finish: "length" }, "truncated")).toBe(true);
     expect(matchesFilter(s, "extreme-adv", 1)).toBe(true);
     expect(matchesFilter(s, "extreme-adv", 2)).toBe(false);
+  });
+});
+
+describe("the importance-ratio overlay and the selection marks", () => {
+  it("colours policy tokens by log(ratio) on a signed scale; tool tokens and old records get none", () => {
+    const s = toolSample();
+    s.ratio = s.tokens.map((_, i) => (s.mask[i] ? Math.exp(i % 2 ? 0.01 : -0.02) : 1));
+    s.selected = s.tokens.map((_, i) => (i === 1 ? 1 : 0));
+    const toks = inspectorTokens(s).filter((t) => t.index >= 0);
+    expect(toks[0].logratio).toBeCloseTo(-0.02, 12);
+    expect(toks[1].logratio).toBeCloseTo(0.01, 12);
+    expect(toks.filter((t) => t.role === "tool").every((t) => t.logratio === null && !t.selected)).toBe(true);
+    expect(toks.map((t) => t.selected).filter(Boolean).length).toBe(1);
+    expect(toks[1].selected).toBe(true);
+    const scale = overlayScale([s], "logratio");
+    expect(scale.signed).toBe(true);
+    expect(scale.max).toBeCloseTo(0.02, 12);
+    expect(tokenColour(overlayValue(toks[0], "logratio"), scale)!.t).toBeCloseTo(-1, 12);
+    const old = toolSample();
+    expect(inspectorTokens(old).every((t) => t.logratio === null && !t.selected)).toBe(true);
   });
 });

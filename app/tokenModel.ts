@@ -1,13 +1,14 @@
 // The trajectory inspector's model, as pure functions (tested by app/tokenModel.test.ts):
 // each token's provenance (prompt / trained policy token / inserted tool output / padding)
-// from the sample's mask, the text shown for it (␣ for spaces, ¶ for newlines), the heat
-// colour of the selected per-token value (signed values on a symmetric diverging scale,
-// untrained tokens kept out of the heatmap), and GRPO groups side by side.
-import { PAD_ID, tokenText } from "../model/tokenizer";
+// from the sample's mask, the text shown for it (␣ for spaces, ¶ for newlines, → for tabs),
+// the heat colour of the selected per-token value (signed values on a symmetric diverging
+// scale, untrained tokens kept out of the heatmap), and GRPO groups side by side.
+// A token's text is the piece the worker sent with the sample (byte-level BPE pieces already
+// decoded there): the page loads no tokenizer. A record without pieces shows ids as ⟨id⟩.
 import type { SampleRecord } from "../workers/api";
 
 export type TokenRole = "prompt" | "policy" | "tool" | "pad";
-export type Overlay = "none" | "logprob" | "entropy" | "advantage";
+export type Overlay = "none" | "logprob" | "entropy" | "advantage" | "logratio";
 
 export interface InspectorToken {
   /** Index in the response (tokens); -1 for prompt tokens. */
@@ -22,12 +23,21 @@ export interface InspectorToken {
   logprob: number | null;
   entropy: number | null;
   advantage: number | null;
+  /** log of the rollout importance ratio, old − sampler log-prob (rl/mismatch.ts); 0 = agree. */
+  logratio: number | null;
+  /** Picked by a token-selection rule (Clip-Cov, KL-Cov, top-entropy quantile). */
+  selected: boolean;
   /** Which tool call's response this token is part of (responseStart..responseEnd), or -1. */
   toolCall: number;
 }
 
 export function displayText(text: string): string {
-  return text.replace(/ /g, "␣").replace(/\n/g, "¶\n");
+  return text.replace(/ /g, "␣").replace(/\t/g, "→").replace(/\r/g, "␍").replace(/\n/g, "¶\n");
+}
+
+function pieceOf(pieces: readonly string[] | undefined, i: number, id: number): string {
+  const p = pieces?.[i];
+  return typeof p === "string" ? p : `⟨${id}⟩`;
 }
 
 function at(xs: readonly number[] | undefined, i: number): number | null {
@@ -37,39 +47,45 @@ function at(xs: readonly number[] | undefined, i: number): number | null {
 
 /** Prompt tokens, then the response tokens with their role from the mask. */
 export function inspectorTokens(s: SampleRecord): InspectorToken[] {
-  const out: InspectorToken[] = s.promptTokens.map((id) => {
-    const text = tokenText(id);
+  const isPad = (id: number) => s.padId !== undefined && id === s.padId;
+  const out: InspectorToken[] = s.promptTokens.map((id, i) => {
+    const text = pieceOf(s.promptPieces, i, id);
     return {
       index: -1,
       id,
       text,
       display: displayText(text),
-      role: id === PAD_ID ? "pad" : "prompt",
+      role: isPad(id) ? "pad" : "prompt",
       mask: 0,
       postTool: false,
       logprob: null,
       entropy: null,
       advantage: null,
+      logratio: null,
+      selected: false,
       toolCall: -1,
     };
   });
   s.tokens.forEach((id, i) => {
     const trained = s.mask[i] === 1;
-    const role: TokenRole = id === PAD_ID ? "pad" : trained ? "policy" : "tool";
+    const role: TokenRole = isPad(id) ? "pad" : trained ? "policy" : "tool";
     const call = s.toolCalls.findIndex((c) => i >= c.responseStart && i < c.responseEnd);
-    const text = tokenText(id);
+    const text = pieceOf(s.pieces, i, id);
     out.push({
       index: i,
       id,
       text,
       display: displayText(text),
       role,
-      mask: trained && id !== PAD_ID ? 1 : 0,
+      mask: trained && !isPad(id) ? 1 : 0,
       postTool: s.postTool[i] === 1,
       // Inserted tokens were not sampled: their per-token numbers mean nothing.
       logprob: role === "policy" ? at(s.logprobs, i) : null,
       entropy: role === "policy" ? at(s.entropy, i) : null,
       advantage: role === "policy" ? at(s.advantages, i) : null,
+      logratio:
+        role === "policy" && at(s.ratio, i) !== null && s.ratio![i] > 0 ? Math.log(s.ratio![i]) : null,
+      selected: role === "policy" && s.selected?.[i] === 1,
       toolCall: call,
     });
   });
@@ -89,7 +105,10 @@ export interface OverlayScale {
   max: number;
 }
 
-/** The colour scale over a set of samples: advantage is signed and symmetric, max(|min|,|max|). */
+/**
+ * The colour scale over a set of samples: advantage and the log importance ratio are signed
+ * and symmetric, max(|min|,|max|).
+ */
 export function overlayScale(samples: readonly SampleRecord[], overlay: Overlay): OverlayScale {
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
@@ -101,8 +120,9 @@ export function overlayScale(samples: readonly SampleRecord[], overlay: Overlay)
       hi = Math.max(hi, v);
     }
   }
-  if (!Number.isFinite(lo)) return { overlay, signed: overlay === "advantage", min: 0, max: 1 };
-  if (overlay === "advantage") {
+  const signed = overlay === "advantage" || overlay === "logratio";
+  if (!Number.isFinite(lo)) return { overlay, signed, min: 0, max: 1 };
+  if (signed) {
     const m = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
     return { overlay, signed: true, min: -m, max: m };
   }

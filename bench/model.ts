@@ -6,12 +6,15 @@
 //  - decode_kv_vs_recompute_256: KV-cache decode tokens/s vs a forward over the whole prefix
 //    per new token, context 256, batch 16, same dims;
 //  - decode_batch_<B>: KV-cache decode tokens/s at batch B vs batch 1 (how decoding scales);
-//  - train_step_frac_of_peak: our train step's GFLOP/s vs a long loop of our matmul (1024^3).
+//  - train_step_frac_of_peak: our train step's GFLOP/s vs a long loop of our matmul (1024^3);
+//  - smollm2_train_step, smollm2_decode_kv, head_logits_peak_bytes_151936: the large-model rows
+//    (bench/bigmodel.ts), in Node through Dawn, the same sizes in --quick and full runs.
 // --quick uses smaller sizes on SwiftShader (named in each row's note); the full run the real ones.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/model.ts [--full] [--out rows.json]
 import { rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { launchChromium } from "../e2e/chromium";
+import { runBigModelBench } from "./bigmodel";
 import type { ModelPageResult, ModelPageSpec } from "./model-page";
 import { serveBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow, median } from "./report";
@@ -151,7 +154,11 @@ export async function runModelBench(opts: {
   const spec = modelSpec(opts.quick);
   const r = await runPage(spec);
   const { vendor, architecture, description } = r.adapter;
-  return { rows: modelRows(spec, r, opts.quick), adapter: { vendor, architecture, description } };
+  const big = await runBigModelBench();
+  return {
+    rows: [...modelRows(spec, r, opts.quick), ...big.rows],
+    adapter: { vendor, architecture, description },
+  };
 }
 
 const argv = process.argv;

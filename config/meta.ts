@@ -15,6 +15,8 @@ import {
   POLICY_LOSS_NAMES,
   REFILL_MODES,
   SHAPING_NAMES,
+  TEMPLATE_NAMES,
+  TOKENIZATION_CHECKS,
 } from "./schema.ts";
 
 export type FieldGroup =
@@ -119,10 +121,32 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "model.positional": restart("model", "Position encoding.", opts(["learned", "rope"])),
   "model.tied_embeddings": restart("model", "Share the input embedding with the output projection."),
   "model.init_std": restart("model", "Std of the normal weight initialisation.", { min: 0, max: 1 }),
+  "model.pretrained": restart(
+    "model",
+    "A Hugging Face model folder (config.json + safetensors): its architecture and weights replace the fields above.",
+  ),
+  "model.tokenizer": restart(
+    "model",
+    "Folder with a model's tokenizer.json and tokenizer_config.json (empty: the pretrained folder's, else the character tokenizer).",
+  ),
 
   "task.name": restart("task", "Task (environment and verifier) to train on."),
   "task.options": restart("task", "Task-specific options, checked by the task."),
-  "task.template": restart("task", "Transcript template.", opts(["inline", "chatml-turns"])),
+  "task.template": restart(
+    "task",
+    "Transcript template (model: the tokenizer's own chat template, Hermes tool calls).",
+    opts(TEMPLATE_NAMES),
+  ),
+  "task.tool_prompt": restart(
+    "task",
+    "How tools reach a model whose template ignores them: listed in the system message (hermes) or not at all.",
+    opts(["hermes", "none"]),
+  ),
+  "task.tokenization_check": restart(
+    "task",
+    "Each turn's tokens must extend the previous turn's: strict stops with an error, warn counts and re-tokenizes, off skips.",
+    { paper: "verl tokenization_sanity_check_mode", ...opts(TOKENIZATION_CHECKS) },
+  ),
   "task.eval_size": restart("task", "Held-out prompts per evaluation.", { min: 0 }),
   "task.eval_every": live("task", "Evaluate every N RL steps (0 = only at step 0).", { min: 0 }),
   "task.buckets": restart("task", "Difficulty buckets reported as val/acc/<bucket>."),
@@ -160,8 +184,47 @@ export const FIELD_META: Record<string, FieldMeta> = {
 
   "rl.advantage": restart("algorithm", "Advantage estimator.", {
     ...opts(ADVANTAGE_NAMES),
-    paper: "GRPO 2402.03300; Dr. GRPO 2503.20783; RLOO 2402.14740; REINFORCE++ 2501.03262",
+    paper:
+      "GRPO 2402.03300; Dr. GRPO 2503.20783; RLOO 2402.14740; REINFORCE++ 2501.03262; OPO 2505.23585; pass@k 2503.19595; LitePPO 2508.08221",
   }),
+  "rl.rollout_correction.rollout_is": live(
+    "algorithm",
+    "Importance weights exp(old − sampler log-prob) on the policy loss, per token or per sequence (none = off).",
+    {
+      ...opts(["none", "token", "sequence"]),
+      paper: "Yao et al. 2025 (truncated IS); verl rollout_correction",
+    },
+  ),
+  "rl.rollout_correction.rollout_is_threshold": live("algorithm", "IS weights are truncated at this value.", {
+    min: 0,
+    activeWhen: { "rl.rollout_correction.rollout_is": "token" },
+  }),
+  "rl.rollout_correction.rollout_rs": live(
+    "algorithm",
+    "Reject tokens or sequences whose ratio is outside [lower, upper] (geometric: per-token mean ratio).",
+    { ...opts(["none", "token", "sequence", "geometric"]), paper: "verl rollout_correction" },
+  ),
+  "rl.rollout_correction.rollout_rs_threshold": live(
+    "algorithm",
+    "Rejection upper bound (empty: the IS threshold).",
+    {
+      min: 0,
+      activeWhen: { "rl.rollout_correction.rollout_rs": "token" },
+    },
+  ),
+  "rl.rollout_correction.rollout_rs_threshold_lower": live(
+    "algorithm",
+    "Rejection lower bound (empty: 1 / upper).",
+    {
+      min: 0,
+      activeWhen: { "rl.rollout_correction.rollout_rs": "token" },
+    },
+  ),
+  "rl.top_entropy_quantile": live(
+    "algorithm",
+    "Policy loss only on this fraction of each minibatch's tokens, highest entropy first (1 = all).",
+    { min: 0, max: 1, paper: "80/20 high-entropy tokens 2506.01939; TRL top_entropy_quantile" },
+  ),
   "rl.policy_loss": restart(
     "algorithm",
     "Policy loss (gspo, gspo-token, gmpo and sapo fix their own aggregation; dual-clip is ppo-clip's only).",

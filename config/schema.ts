@@ -34,6 +34,9 @@ export const ADVANTAGE_NAMES = [
   "remax",
   "gigpo",
   "reinforce-history",
+  "opo",
+  "grpo-passk",
+  "liteppo",
 ] as const;
 export const POLICY_LOSS_NAMES = [
   "ppo-clip",
@@ -55,6 +58,8 @@ export const AGG_MODES = [
 export const KL_ESTIMATORS = ["k1", "k2", "k3"] as const;
 export const SHAPING_NAMES = ["none", "tao-code", "tao-additive"] as const;
 export const REFILL_MODES = ["none", "resample", "duplicate"] as const;
+export const TEMPLATE_NAMES = ["inline", "chatml-turns", "model"] as const;
+export const TOKENIZATION_CHECKS = ["strict", "warn", "off"] as const;
 
 export const ModelSchema = z
   .object({
@@ -67,6 +72,8 @@ export const ModelSchema = z
     positional: z.enum(["learned", "rope"]).default("learned"), // DEMO-RECIPE: learned absolute positions
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
+    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face folder (config.json + safetensors) whose architecture and weights are used
+    tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
   })
   .strict();
 
@@ -74,7 +81,9 @@ export const TaskSchema = z
   .object({
     name: z.string().min(1, "must not be empty").default("arithmetic"), // DEMO-RECIPE calculator task (tasks/ registry name)
     options: options.default({}), // task-specific knobs, validated by the task itself
-    template: z.enum(["inline", "chatml-turns"]).default("inline"), // DESIGN: the measured demo uses inline
+    template: z.enum(TEMPLATE_NAMES).default("inline"), // DESIGN: the measured demo uses inline; "model" = the tokenizer's own chat template (Hermes tool calls)
+    tool_prompt: z.enum(["hermes", "none"]).default("hermes"), // lab choice: where a model's template ignores tools, list them in the system message in the Hermes form
+    tokenization_check: z.enum(TOKENIZATION_CHECKS).default("strict"), // verl tokenization_sanity_check_mode: each turn's tokens must extend the previous turn's
     eval_size: int(0).default(200), // held-out prompts per evaluation; lab choice
     eval_every: int(0).default(10), // evaluate every N RL steps (0 = only at step 0); lab choice
     buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)
@@ -144,6 +153,16 @@ export const KlCovSchema = z
   })
   .strict();
 
+export const RolloutCorrectionSchema = z
+  .object({
+    rollout_is: z.enum(["none", "token", "sequence"]).default("none"), // ALGORITHMS §13: verl rollout_is null (off)
+    rollout_is_threshold: num({ gt: 0 }).default(2.0), // ALGORITHMS §13: verl rollout_is_threshold 2.0 (truncation C)
+    rollout_rs: z.enum(["none", "token", "sequence", "geometric"]).default("none"), // ALGORITHMS §13: verl rollout_rs null (off)
+    rollout_rs_threshold: num({ gt: 0 }).nullable().default(null), // verl: null = rollout_is_threshold
+    rollout_rs_threshold_lower: num({ gt: 0 }).nullable().default(null), // verl: null = 1 / upper
+  })
+  .strict();
+
 export const RlSchema = z
   .object({
     advantage: z.enum(ADVANTAGE_NAMES).default("grpo"), // DEMO-RECIPE: GRPO
@@ -186,6 +205,8 @@ export const RlSchema = z
     history_ema: num({ min: 0, lt: 1 }).nullable().default(null), // ALGORITHMS §12: EMA factor instead of a window; null = window
     turn_gamma: num({ min: 0, max: 1 }).default(0.4), // ALGORITHMS §12: Kevin-32B turn discount 0.4
     gigpo: GigpoSchema.prefault({}),
+    rollout_correction: RolloutCorrectionSchema.prefault({}), // ALGORITHMS §13 IS correction; off by default
+    top_entropy_quantile: num({ gt: 0, max: 1 }).default(1.0), // TRL top_entropy_quantile 1.0 (off): policy loss on the top-q entropy tokens
   })
   .strict();
 

@@ -34,6 +34,8 @@ const RL_CHARTS = [
   "entropy",
   "kl",
   "clipfrac",
+  "is-ratio",
+  "mismatch",
   "grad-norm",
   "length",
   "tool-calls",

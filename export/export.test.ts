@@ -830,6 +830,21 @@ describe("TRL", () => {
     }
   });
 
+  it("liteppo is scale_rewards batch, the entropy quantile is TRL's own, the IS correction a warning", () => {
+    const known = new Set(TRL_KEYS.grpo_config.names);
+    const c = config({
+      stop: { max_steps: 1 },
+      rl: { advantage: "liteppo", top_entropy_quantile: 0.2, rollout_correction: { rollout_is: "token" } },
+    });
+    const args = trlConfig(c, "t");
+    expect(args.scale_rewards[0]).toBe("batch");
+    expect(args.top_entropy_quantile[0]).toBe(0.2);
+    expect(known.has("top_entropy_quantile")).toBe(true);
+    expect(trlConfig(config({ stop: { max_steps: 1 } }), "t").top_entropy_quantile).toBeUndefined();
+    const parts = exportRun(c, { target: "trl", name: "t" }).warnings.map((w) => w.part);
+    expect(parts).toContain("rl.rollout_correction");
+  });
+
   it("the script embeds the config, the reward and typed tool functions", () => {
     const exp = exportRun(config(mergeConfig(FC, { stop: { max_steps: 1 }, task: { eval_size: 2 } })), {
       target: "trl",

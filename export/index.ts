@@ -93,10 +93,15 @@ function taskWarnings(c: RunConfig, task: Task): Unmapped[] {
 function trlWarnings(c: RunConfig): Unmapped[] {
   const out: Unmapped[] = [];
   const r = c.rl;
-  if (r.advantage !== "grpo" && r.advantage !== "dr-grpo")
+  if (r.advantage !== "grpo" && r.advantage !== "dr-grpo" && r.advantage !== "liteppo")
     out.push({
       part: `advantage:${r.advantage}`,
-      why: "TRL's GRPOTrainer computes group-relative advantages only (grpo, dr-grpo)",
+      why: "TRL's GRPOTrainer computes group-relative advantages only (grpo, dr-grpo; liteppo as scale_rewards batch)",
+    });
+  if (r.rollout_correction.rollout_is !== "none" || r.rollout_correction.rollout_rs !== "none")
+    out.push({
+      part: "rl.rollout_correction",
+      why: "TRL's vLLM importance-sampling correction has its own knobs (vllm_importance_sampling_*); not written",
     });
   if (r.kl.coef > 0 && r.kl.in === "reward")
     out.push({ part: "rl.kl.in", why: "TRL puts the KL in the loss only (beta)" });
@@ -162,7 +167,13 @@ export function trlConfig(c: RunConfig, name: string): Record<string, [unknown, 
     epsilon_high: [r.clip_eps_high, "rl.clip_eps_high"],
     loss_type: [TRL_LOSS[r.loss_agg], `rl.loss_agg (${r.loss_agg})`],
     importance_sampling_level: ["token", "the lab's ratios are per token"],
-    scale_rewards: [r.advantage !== "dr-grpo" && r.norm_adv_by_std ? "group" : "none", "rl.norm_adv_by_std"],
+    scale_rewards:
+      r.advantage === "liteppo"
+        ? ["batch", "rl.advantage liteppo: group mean, batch std"]
+        : [r.advantage !== "dr-grpo" && r.norm_adv_by_std ? "group" : "none", "rl.norm_adv_by_std"],
+    ...(r.top_entropy_quantile < 1
+      ? { top_entropy_quantile: [r.top_entropy_quantile, "rl.top_entropy_quantile"] }
+      : {}),
     max_tool_calling_iterations: [c.limits.max_tool_calls, "limits.max_tool_calls"],
     logging_steps: [1, "a metrics row per step"],
     save_steps: [

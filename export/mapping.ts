@@ -41,6 +41,7 @@ const tinyModel = (c: RunConfig) => !pretrainedSource(c);
  * lab's own tiny models have none: verl needs a Hugging Face checkpoint (model.path).
  */
 export function pretrainedSource(c: RunConfig): string | null {
+  if (c.model.pretrained) return c.model.pretrained;
   const src = (c.model as Record<string, unknown>).source;
   if (typeof src === "string" && src) return src;
   if (src && typeof src === "object") {
@@ -74,6 +75,14 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "model.positional": unmapped(TINY, tinyModel),
   "model.tied_embeddings": unmapped(TINY, tinyModel),
   "model.init_std": unmapped(TINY, tinyModel),
+  "model.pretrained": mapped(
+    "actor_rollout_ref.model.path",
+    "the Hugging Face model folder the run starts from",
+  ),
+  "model.tokenizer": approx(
+    "actor_rollout_ref.model.path",
+    "verl reads the tokenizer (and its chat template) from the model folder; a tokenizer kept in another folder must be copied into it",
+  ),
   "task.name": mapped(
     "data_source, ability",
     "the task's prompts become train/val.parquet; data_source is lab/<task>/<bucket>",
@@ -82,6 +91,14 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "task.template": approx(
     `${MT}.format: hermes`,
     "verl renders turns with the model's own chat template and parses Hermes JSON calls; the code tool becomes a JSON function {code}; a malformed call is dropped by verl's parser (the lab answers it with an error and counts a failed call)",
+  ),
+  "task.tool_prompt": approx(
+    `${MT}.format: hermes`,
+    "verl passes the tools to the chat template only; a template that ignores them (SmolLM2's) shows no tool list there, where the lab lists them in the system message",
+  ),
+  "task.tokenization_check": approx(
+    `${MT}.tokenization_sanity_check_mode`,
+    "strict is verl's default (strict); verl has no warn-and-retokenize mode (ignore_strippable only forgives whitespace), and off is disable",
   ),
   "task.eval_size": mapped("val.parquet", "the number of held-out rows"),
   "task.split_version": mapped(
@@ -219,6 +236,30 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     "the turn discount of multi-turn environments is not in verl's PPO trainer",
     (c) => c.task.name === "frozenlake" || c.task.name === "sokoban",
   ),
+  "rl.rollout_correction.rollout_is": mapped(
+    "algorithm.rollout_correction.rollout_is",
+    "the same token / sequence (product) IS weight exp(old - rollout log-prob) on the policy loss, written when not none (with rollout.calculate_log_probs); both sides under the same temperature and top-k/top-p (rl/mismatch.ts); with gspo, gspo-token and gmpo the lab scales each response by the mean weight of its tokens (verl multiplies each token's surrogate)",
+  ),
+  "rl.rollout_correction.rollout_is_threshold": mapped(
+    "algorithm.rollout_correction.rollout_is_threshold",
+    "the same truncation of the IS weight",
+  ),
+  "rl.rollout_correction.rollout_rs": approx(
+    "algorithm.rollout_correction.rollout_rs",
+    "the same token / sequence / geometric rejection of ratios outside [lower, upper]; later verl versions renamed the modes (token_k1, seq_max_k2, ...), and verl's loss then also drops the rejected tokens from its denominator as the lab does",
+  ),
+  "rl.rollout_correction.rollout_rs_threshold": mapped(
+    "algorithm.rollout_correction.rollout_rs_threshold",
+    "the same upper bound (null: the IS threshold)",
+  ),
+  "rl.rollout_correction.rollout_rs_threshold_lower": unmapped(
+    "verl's pinned config has no lower rejection bound key; its default is the lab's default, 1 / upper",
+    (c) => c.rl.rollout_correction.rollout_rs_threshold_lower !== null,
+  ),
+  "rl.top_entropy_quantile": unmapped(
+    "the high-entropy token selection is TRL's (top_entropy_quantile), not in verl's PPO trainer",
+    (c) => c.rl.top_entropy_quantile < 1,
+  ),
   "rl.gigpo.step_weight": unmapped("GiGPO only (see the advantage registry)", () => false),
   "rl.gigpo.gamma": unmapped("GiGPO only (see the advantage registry)", () => false),
   "rl.gigpo.norm": unmapped("GiGPO only (see the advantage registry)", () => false),
@@ -308,6 +349,15 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
     remax: approx("remax", "verl's ReMax runs its own greedy baseline rollout (the same design)"),
     gigpo: unmapped("GiGPO is in verl-agent (langfengQ/verl-agent), not in verl"),
     "reinforce-history": unmapped("a baseline over past batches is not in verl"),
+    opo: mapped(
+      "opo",
+      "the same length-weighted group-mean baseline, no std (a singleton group: baseline 0)",
+    ),
+    "grpo-passk": mapped(
+      "grpo_passk",
+      "the same: only each group's best response gets R_max - R_second, over std + eps when norm_adv_by_std_in_grpo",
+    ),
+    liteppo: unmapped("LitePPO's group-mean / batch-std normalization is not a verl estimator"),
   },
   "policy-loss": {
     "ppo-clip": mapped(

@@ -52,6 +52,27 @@ function verlName(registry: string, name: string): string {
 }
 
 /** verl's config as a tree (without hydra/defaults), every leaf naming its lab source. */
+type Correction = RunConfig["rl"]["rollout_correction"];
+const correcting = (rc: Correction) => rc.rollout_is !== "none" || rc.rollout_rs !== "none";
+
+/** algorithm.rollout_correction when rl.rollout_correction is on (verl's names; null = off). */
+function rolloutCorrectionTree(rc: Correction): Tree {
+  if (!correcting(rc)) return {};
+  const off = (v: string) => (v === "none" ? null : v);
+  return {
+    rollout_correction: {
+      rollout_is: from(off(rc.rollout_is), "rl.rollout_correction.rollout_is"),
+      rollout_is_threshold: from(rc.rollout_is_threshold, "rl.rollout_correction.rollout_is_threshold"),
+      rollout_rs: from(off(rc.rollout_rs), "rl.rollout_correction.rollout_rs"),
+      rollout_rs_threshold: from(
+        rc.rollout_rs === "none" ? null : (rc.rollout_rs_threshold ?? rc.rollout_is_threshold),
+        "rl.rollout_correction.rollout_rs_threshold (null: the IS threshold)",
+      ),
+      bypass_mode: from(false, "the lab recomputes the old log-probs (decoupled mode)"),
+    },
+  };
+}
+
 export function verlConfigTree(c: RunConfig, name: string): Tree {
   const r = c.rl;
   const rollouts = r.prompts_per_step * r.group_size;
@@ -156,6 +177,9 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
         top_p: from(c.sampling.top_p, "sampling.top_p"),
         top_k: from(c.sampling.top_k > 0 ? c.sampling.top_k : -1, "sampling.top_k (0 = off)"),
         log_prob_micro_batch_size_per_gpu: from(micro, "memory only"),
+        ...(correcting(r.rollout_correction)
+          ? { calculate_log_probs: from(true, "rl.rollout_correction needs the rollout's log-probs") }
+          : {}),
         val_kwargs: {
           temperature: from(0, "val/acc is greedy in the lab"),
           do_sample: from(false, "val/acc is greedy in the lab"),
@@ -187,6 +211,7 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
         type: from("fixed", "the lab's KL coefficient is fixed"),
         kl_coef: from(r.kl.in === "reward" ? r.kl.coef : 0, "rl.kl.coef"),
       },
+      ...rolloutCorrectionTree(r.rollout_correction),
     },
     ...(critic
       ? {

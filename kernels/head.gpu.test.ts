@@ -1,12 +1,22 @@
 // GPU tests: the fused log-softmax head (log-prob, entropy, gradient of the weighted sum) vs
-// logSoftmaxRef on a 45x65 vocabulary block with ignored targets, a temperature, and huge logits;
+// logSoftmaxRef on a 45x65 vocabulary block with ignored targets, a temperature, and huge logits,
+// and on chunks of rows in the slice-major layout (tiny chunks and vocabulary slices), where the
+// sampler must draw the same tokens as on the plain block;
 // and AdamW, global grad norm, clip-by-norm vs their references, repeated runs bit-identical.
 // Run: npx vitest run --project gpu kernels/head
 import { describe, expect, it } from "vitest";
-import { logSoftmax } from "./logsoftmax";
-import { adamw, clipByNorm, gradNorm, NORM_PARTS } from "./optim";
+import {
+  type LogitsChunk,
+  logSoftmax,
+  logSoftmaxBackward,
+  logSoftmaxForward,
+  sliceLogits,
+  unsliceLogits,
+} from "./logsoftmax";
+import { adamw, clipByNorm, gradNorm, normChunk, normParts } from "./optim";
 import * as R from "./reference";
-import type { Runtime } from "./runtime";
+import { type Runtime, subview, windows } from "./runtime";
+import { sample } from "./sample";
 import { assertClose, bitEqual, gpuRuntime, randInt, randn, TOL } from "./testing";
 
 async function headCase(rt: Runtime, N: number, V: number, scale: number, invTemp: number) {
@@ -56,6 +66,66 @@ describe("log-softmax head", () => {
   });
 });
 
+describe("log-softmax and sampler on chunks of rows and vocabulary slices", () => {
+  it("equal the reference chunk by chunk (45 rows in chunks of 8, vocab 1000 in slices of 192)", async () => {
+    const rt = await gpuRuntime();
+    const [N, V, sliceV, rows, invTemp] = [45, 1000, 192, 8, 1 / 0.7];
+    const logits = randn(N * V, 11, 3);
+    const targets = randInt(N, V, 12);
+    targets[9] = -1;
+    const wlp = randn(N, 13);
+    const went = randn(N, 14);
+    const [logp, ent, dl] = [new Float32Array(N), new Float32Array(N), new Float32Array(N * V)];
+    R.logSoftmaxRef(logp, ent, dl, logits, targets, wlp, went, N, V, invTemp);
+    const [glogp, gent, gt, gw, ge] = [
+      rt.tensor(N),
+      rt.tensor(N),
+      rt.tensor(targets),
+      rt.tensor(wlp),
+      rt.tensor(went),
+    ];
+    const gotD = new Float32Array(N * V);
+    for (let n0 = 0; n0 < N; n0 += rows) {
+      const ch: LogitsChunk = { rows: Math.min(rows, N - n0), V, sliceV, rowBase: n0 };
+      const chunk = sliceLogits(logits.subarray(n0 * V, (n0 + ch.rows) * V), ch);
+      expect(bitEqual(unsliceLogits(chunk, ch), logits.subarray(n0 * V, (n0 + ch.rows) * V))).toBe(true);
+      const [gl, gd] = [rt.tensor(chunk), rt.tensor(chunk.length)];
+      const enc = rt.device.createCommandEncoder();
+      logSoftmaxForward(rt, enc, glogp, gent, gl, gt, ch, invTemp);
+      logSoftmaxBackward(rt, enc, gd, gl, gt, gw, ge, ch, invTemp);
+      rt.submit(enc);
+      gotD.set(unsliceLogits(await rt.read(gd), ch), n0 * V);
+    }
+    const atol = TOL.fwd.atol * Math.sqrt(V) * 3 * invTemp;
+    assertClose("logp", await rt.read(glogp), logp, { atol });
+    assertClose("entropy", await rt.read(gent), ent, { atol });
+    assertClose("dlogits", gotD, dl, { atol: TOL.grad.atol * 3 * invTemp });
+  });
+
+  it("the sampler draws the same tokens from slice-major chunks as from the plain block", async () => {
+    const rt = await gpuRuntime();
+    const [B, V, sliceV, rows] = [13, 700, 128, 4];
+    const logits = randn(B * V, 21, 2);
+    for (const s of [
+      { temperature: 0, topK: 0, topP: 1, seed: 1, step: 0 },
+      { temperature: 0.8, topK: 40, topP: 0.9, seed: 2, step: 3 },
+      { temperature: 1, topK: 0, topP: 1, seed: 3, step: 1 },
+    ]) {
+      const [tok, lp, ctok, clp] = [rt.tensor(B), rt.tensor(B), rt.tensor(B), rt.tensor(B)];
+      const enc = rt.device.createCommandEncoder();
+      sample(rt, enc, tok, lp, rt.tensor(logits), B, V, s);
+      for (let b0 = 0; b0 < B; b0 += rows) {
+        const ch: LogitsChunk = { rows: Math.min(rows, B - b0), V, sliceV, rowBase: b0 };
+        const chunk = rt.tensor(sliceLogits(logits.subarray(b0 * V, (b0 + ch.rows) * V), ch));
+        sample(rt, enc, ctok, clp, chunk, ch.rows, V, s, { sliceV, rowBase: b0 });
+      }
+      rt.submit(enc);
+      expect([...(await rt.readU32(ctok))]).toEqual([...(await rt.readU32(tok))]);
+      expect(bitEqual(await rt.read(clp), await rt.read(lp))).toBe(true);
+    }
+  });
+});
+
 describe("optimizer", () => {
   it("AdamW matches the reference over 3 steps with live hyperparameter edits", async () => {
     const rt = await gpuRuntime();
@@ -85,11 +155,12 @@ describe("optimizer", () => {
     const flat = rt.tensor(n + 64);
     const gview = { buffer: flat.buffer, offset: 256, size: n * 4 };
     rt.upload(gview, g);
-    const [out, scratch] = [rt.tensor(4), rt.tensor(NORM_PARTS)];
+    const chunk = normChunk(n, rt.bindingFloats);
+    const [out, scratch] = [rt.tensor(4), rt.tensor(normParts([n], chunk))];
     const run = async () => {
       rt.upload(gview, g);
       const enc = rt.device.createCommandEncoder();
-      gradNorm(rt, enc, out, gview, scratch, n);
+      gradNorm(rt, enc, out, scratch, [gview], chunk);
       clipByNorm(rt, enc, gview, out, n, 1.0);
       rt.submit(enc);
       return [(await rt.read(out))[0], await rt.read(gview)] as const;
@@ -108,5 +179,35 @@ describe("optimizer", () => {
     const [norm2, clipped2] = await run();
     expect(bitEqual([norm], [norm2])).toBe(true);
     expect(bitEqual(clipped, clipped2)).toBe(true);
+  });
+
+  it("grad norm over windows of a flat buffer (cut at its chunk) has the bits of one binding", async () => {
+    const rt = await gpuRuntime();
+    const n = 50_000;
+    const g = randn(n, 31, 0.1);
+    const buf = rt.tensor(g);
+    const norm = async (maxWindow: number) => {
+      const chunk = normChunk(n, maxWindow);
+      const wins = windows(n, maxWindow, chunk).map(([at, len]) => subview(buf, at, len));
+      const [out, scratch] = [
+        rt.tensor(4),
+        rt.tensor(
+          normParts(
+            wins.map((w) => w.size / 4),
+            chunk,
+          ),
+        ),
+      ];
+      const enc = rt.device.createCommandEncoder();
+      gradNorm(rt, enc, out, scratch, wins, chunk);
+      rt.submit(enc);
+      return { norm: (await rt.read(out))[0], windows: wins.length };
+    };
+    const whole = await norm(rt.bindingFloats);
+    const cut = await norm(4096); // chunk 256 floats, 13 windows
+    expect(whole.windows).toBe(1);
+    expect(cut.windows).toBe(13);
+    expect(bitEqual([cut.norm], [whole.norm])).toBe(true);
+    expect(Math.abs(cut.norm - R.gradNormRef(g, n))).toBeLessThanOrEqual(1e-3 * cut.norm);
   });
 });

@@ -1,14 +1,19 @@
-// Fused log-softmax head over the vocabulary, one workgroup per row of logits (N,V), z = logits *
-// invTemp: logp = z[target] - logsumexp(z), H = entropy of softmax(z), and dlogits (written) =
-// d/dlogits of wlp*logp + went*H. Everything is computed on z - max(z), so large logits neither
-// overflow nor cancel. target < 0: logp 0 and a zero gradient row. Reference: logSoftmaxRef.
+// Fused log-softmax head over the vocabulary, one workgroup per row of a chunk of logits, z =
+// logits * invTemp: logp = z[target] - logsumexp(z), H = entropy of softmax(z) (forward), and
+// dlogits (written) = d/dlogits of wlp*logp + went*H (backward). Everything is computed on
+// z - max(z), so large logits neither overflow nor cancel. target < 0: logp 0 and a zero
+// gradient row. Reference: logSoftmaxRef.
+//
+// A chunk holds rows [rowBase, rowBase + rows) of the batch, stored slice-major: vocabulary slice s
+// (ids [s*Vs, s*Vs + len_s), len_s = min(Vs, V - s*Vs)) is a (rows, len_s) block at rows*s*Vs, as
+// the head's per-slice matmuls write it. With Vs = V it is a plain (rows, V) block.
 
-struct P { N: u32, V: u32, invTemp: f32 }
+struct P { rows: u32, V: u32, Vs: u32, invTemp: f32, rowBase: u32 }
 
 @group(0) @binding(0) var<storage, read_write> logp: array<f32>;    // (N)
 @group(0) @binding(1) var<storage, read_write> ent: array<f32>;     // (N)
-@group(0) @binding(2) var<storage, read_write> dlogits: array<f32>; // (N,V)
-@group(0) @binding(3) var<storage, read_write> logits: array<f32>;  // (N,V)
+@group(0) @binding(2) var<storage, read_write> dlogits: array<f32>; // the chunk's layout
+@group(0) @binding(3) var<storage, read_write> logits: array<f32>;  // (rows, V) slice-major
 @group(0) @binding(4) var<storage, read_write> targets: array<i32>; // (N)
 @group(0) @binding(5) var<storage, read_write> wlp: array<f32>;     // (N)
 @group(0) @binding(6) var<storage, read_write> went: array<f32>;    // (N)
@@ -31,38 +36,62 @@ fn reduce(v: f32, lid: u32, is_max: bool) -> f32 {
   return r;
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
-  let n = wid.y * nwg.x + wid.x;
-  if (n >= p.N) { return; }
-  let lid = lid3.x;
-  let r = n * p.V;
+/** Index of (chunk row i, vocabulary id v) in the slice-major chunk. */
+fn at(i: u32, v: u32) -> u32 {
+  let s = v / p.Vs;
+  let len = min(p.Vs, p.V - s * p.Vs);
+  return p.rows * s * p.Vs + i * len + (v - s * p.Vs);
+}
+
+/** (max z, log sum exp(z - max), E_p[z - max]) of chunk row i. */
+fn rowStats(i: u32, lid: u32) -> vec3f {
   var mx = -3.4e38;
-  for (var v = lid; v < p.V; v += WG) { mx = max(mx, logits[r + v] * p.invTemp); }
+  for (var v = lid; v < p.V; v += WG) { mx = max(mx, logits[at(i, v)] * p.invTemp); }
   mx = reduce(mx, lid, true);
   var s = 0.0;
   var sz = 0.0;
   for (var v = lid; v < p.V; v += WG) {
-    let z = logits[r + v] * p.invTemp - mx;
+    let z = logits[at(i, v)] * p.invTemp - mx;
     let e = exp(z);
     s += e;
     sz += e * z;
   }
   let sum = reduce(s, lid, false);
-  let pz = reduce(sz, lid, false) / sum; // E_p[z - max]
-  let lsum = log(sum);
+  let pz = reduce(sz, lid, false) / sum;
+  return vec3f(mx, log(sum), pz);
+}
+
+fn row(wid: vec3u, nwg: vec3u) -> u32 { return wid.y * nwg.x + wid.x; }
+
+@compute @workgroup_size(WG)
+fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+  let i = row(wid, nwg);
+  if (i >= p.rows) { return; }
+  let st = rowStats(i, lid3.x);
+  let n = p.rowBase + i;
   let t = targets[n];
-  if (lid == 0u) {
-    ent[n] = lsum - pz;
-    logp[n] = select(0.0, logits[r + u32(max(t, 0))] * p.invTemp - mx - lsum, t >= 0);
+  if (lid3.x == 0u) {
+    ent[n] = st.y - st.z;
+    logp[n] = select(0.0, logits[at(i, u32(max(t, 0)))] * p.invTemp - st.x - st.y, t >= 0);
   }
+}
+
+@compute @workgroup_size(WG)
+fn backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+  let i = row(wid, nwg);
+  if (i >= p.rows) { return; }
+  let lid = lid3.x;
+  let st = rowStats(i, lid);
+  let n = p.rowBase + i;
+  let t = targets[n];
   let a = wlp[n];
   let b = went[n];
   for (var v = lid; v < p.V; v += WG) {
-    if (t < 0) { dlogits[r + v] = 0.0; continue; }
-    let z = logits[r + v] * p.invTemp - mx;
-    let pr = exp(z - lsum);
+    let k = at(i, v);
+    if (t < 0) { dlogits[k] = 0.0; continue; }
+    let z = logits[k] * p.invTemp - st.x;
+    let pr = exp(z - st.y);
     let hit = select(0.0, 1.0, i32(v) == t);
-    dlogits[r + v] = p.invTemp * (a * (hit - pr) - b * pr * (z - pz));
+    dlogits[k] = p.invTemp * (a * (hit - pr) - b * pr * (z - st.z));
   }
 }

@@ -1,6 +1,7 @@
 // GPU test: both matmul kernels (tiled matmul.wgsl and the unrolled matmul-gen.ts shaders, whatever
 // the adapter) in every form (A·B, A·Bᵀ, Aᵀ·B, Aᵀ·Bᵀ, batched, bias, accumulate, aligned and not,
-// views at offsets) against matmulRef on odd shapes, and the linear layer pair. Run: npx vitest run --project gpu kernels/matmul
+// views at offsets) against matmulRef on odd shapes, the small-M A·Bᵀ kernel (matvec.wgsl) that
+// decoding uses, and the linear layer pair. Run: npx vitest run --project gpu kernels/matmul
 import { beforeAll, describe, expect, it } from "vitest";
 import { biasBackward, matmul, matmulBackward, matmulForward } from "./matmul";
 import { type MatmulShape, matmulBackwardRef, matmulForwardRef, matmulRef } from "./reference";
@@ -36,6 +37,39 @@ async function check(s: MatmulShape, withBias: boolean, seed: number) {
   });
   return got;
 }
+
+describe("matvec (A·Bᵀ with at most 8 rows)", () => {
+  it("matches the reference for 1, 3 and 8 rows, K below and above the workgroup, with and without bias", async () => {
+    kernel = "tiled";
+    for (const M of [1, 3, 8])
+      for (const K of [24, 577]) await check({ M, N: 100, K, transB: true }, M !== 3, 20 + M + K);
+  });
+
+  it("a view at an offset, a folded grid (N > 65535) and the tiled kernel agree", async () => {
+    const rt = await gpuRuntime();
+    const [M, N, K] = [2, 70_000, 8];
+    const a = randn(M * K, 31);
+    const b = randn(N * K, 32);
+    const ref = new Float32Array(M * N);
+    matmulRef(ref, a, b, null, { M, N, K, transB: true });
+    const flat = rt.tensor(64 + M * K);
+    const av = { buffer: flat.buffer, offset: 256, size: M * K * 4 };
+    rt.upload(av, a);
+    const gb = rt.tensor(b);
+    const run = async (matvec: boolean) => {
+      rt.matvec = matvec;
+      const out = rt.tensor(M * N);
+      const enc = rt.device.createCommandEncoder();
+      matmul(rt, enc, out, av, gb, null, { M, N, K, transB: true });
+      rt.submit(enc);
+      rt.matvec = true;
+      return rt.read(out);
+    };
+    const [mv, tiled] = [await run(true), await run(false)];
+    assertClose("matvec", mv, ref, { atol: TOL.fwd.atol * Math.sqrt(K) });
+    assertClose("matvec vs tiled", mv, tiled, { atol: TOL.fwd.atol * Math.sqrt(K) });
+  });
+});
 
 describe.each(["tiled", "unrolled"] as const)("matmul (%s)", (k) => {
   beforeAll(() => {

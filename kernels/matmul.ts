@@ -2,11 +2,15 @@
 // the llm.c-style linear layer pair matmulForward / matmulBackward. Two kernels, chosen by
 // `rt.unrolled` (kernels/dev/matmul-variants.ts has the measurements): the tiled matmul.wgsl (one
 // pipeline for every form) everywhere but SwiftShader, and the unrolled ones generated per form by
-// matmul-gen.ts on SwiftShader. Reference in reference.ts (matmulRef); tested by
+// matmul-gen.ts on SwiftShader. A·Bᵀ with at most MATVEC_MAX_ROWS rows (a linear layer or the head
+// while decoding) goes to matvec.wgsl instead, where `rt.matvec` is set (the default; on
+// SwiftShader only for one row): the tiles compute 64 rows, so at batch 1 they did 64 times the
+// work (SmolLM2-shape decode on lavapipe: 0.06 -> 0.62 tokens/s). Reference in reference.ts (matmulRef); tested by
 // matmul.gpu.test.ts (both kernels).
 
 import src from "./matmul.wgsl?raw";
 import { matmulSource } from "./matmul-gen";
+import mvSrc from "./matvec.wgsl?raw";
 import type { MatmulShape } from "./reference";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
@@ -43,6 +47,38 @@ function unrolledSource(s: MatmulShape): string {
   return code;
 }
 
+/** Rows up to which A·Bᵀ runs as matvec.wgsl. */
+export const MATVEC_MAX_ROWS = 8;
+
+function matvecForm(s: MatmulShape): boolean {
+  return (
+    !s.transA &&
+    !!s.transB &&
+    s.M <= MATVEC_MAX_ROWS &&
+    (s.batch ?? 1) === 1 &&
+    !s.accumulate &&
+    (s.alpha ?? 1) === 1
+  );
+}
+
+/** out (M,N) = A (M,K) · Bᵀ (+ bias (N)) for M <= MATVEC_MAX_ROWS, one workgroup per column. */
+function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: View | null, s: MatmulShape) {
+  const u = rt.uniform(
+    packUniform([
+      ["u32", s.M],
+      ["u32", s.N],
+      ["u32", s.K],
+      ["u32", bias ? 1 : 0],
+    ]),
+  );
+  rt.dispatch(
+    rec,
+    rt.pipeline(mvSrc, "main", { WG: 64, WIDE: s.M > 4 ? 1 : 0 }),
+    [out, a, b, bias ?? rt.dummy, u],
+    [Math.ceil(s.N / 64)],
+  );
+}
+
 /** out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in floats. */
 export function matmul(
   rt: Runtime,
@@ -53,6 +89,11 @@ export function matmul(
   bias: View | null,
   s: MatmulShape,
 ) {
+  // On SwiftShader the unrolled tiles beat the matvec from 4 rows up (measured at 1024x128).
+  if (rt.matvec && matvecForm(s) && (!rt.unrolled || s.M === 1)) {
+    matvec(rt, rec, out, a, b, bias, s);
+    return;
+  }
   const code = rt.unrolled ? unrolledSource(s) : src;
   const pipeline = rt.pipeline(code, "main", { WG_X, WG_Y });
   const u = rt.uniform(

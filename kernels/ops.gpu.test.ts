@@ -2,7 +2,13 @@
 // and backward against reference.ts on odd shapes (N=45 rows, C=65/24), with extreme values, and
 // bit-identical on repeated runs. Run: npx vitest run --project gpu kernels/ops
 import { describe, expect, it } from "vitest";
-import { embeddingBackward, embeddingForward } from "./embedding";
+import {
+  embeddingBackward,
+  embeddingForward,
+  groupRows,
+  type RowGroups,
+  type RowGroupViews,
+} from "./embedding";
 import { layernormBackward, layernormForward, rmsnormBackward, rmsnormForward } from "./norm";
 import {
   axpy,
@@ -19,7 +25,7 @@ import {
 import { qkNormBackward, qkNormForward, qkNormScratchSize } from "./qknorm";
 import * as R from "./reference";
 import type { Runtime, View } from "./runtime";
-import { assertClose, bitEqual, gpuRuntime, randInt, randn, TOL } from "./testing";
+import { assertClose, bitEqual, gpuRuntime, limitedRuntime, randInt, randn, TOL } from "./testing";
 
 async function record(rt: Runtime, f: (enc: GPUCommandEncoder) => void) {
   const enc = rt.device.createCommandEncoder();
@@ -27,31 +33,63 @@ async function record(rt: Runtime, f: (enc: GPUCommandEncoder) => void) {
   rt.submit(enc);
 }
 
+async function embeddingCase(rt: Runtime, N: number, C: number, V: number, maxT: number) {
+  const tokens = randInt(N, V, 1);
+  tokens[3] = -1;
+  tokens[17] = -1;
+  const pos = Uint32Array.from(randInt(N, maxT, 2));
+  const wte = randn(V * C, 3);
+  const wpe = randn(maxT * C, 4);
+  const dout = randn(N * C, 5);
+  const out = new Float32Array(N * C);
+  R.embeddingForwardRef(out, tokens, pos, wte, wpe, N, C);
+  const dwte = randn(V * C, 6);
+  const dwpe = randn(maxT * C, 7);
+  const [g, gdwte, gdwpe] = [rt.tensor(N * C), rt.tensor(dwte), rt.tensor(dwpe)];
+  R.embeddingBackwardRef(dwte, dwpe, dout, tokens, pos, N, C);
+  const [gt, gp] = [rt.tensor(tokens), rt.tensor(pos)];
+  const up = (h: RowGroups): RowGroupViews => ({
+    host: h,
+    keys: rt.tensor(Math.max(1, h.keys.length)),
+    starts: rt.tensor(h.starts),
+    order: rt.tensor(Math.max(1, h.order.length)),
+  });
+  const byToken = up(groupRows(tokens, N, (n) => tokens[n] < 0));
+  const byPos = up(groupRows(pos, N, (n) => tokens[n] < 0));
+  for (const gv of [byToken, byPos]) {
+    rt.upload(gv.keys, gv.host.keys);
+    rt.upload(gv.order, gv.host.order);
+  }
+  await record(rt, (enc) => {
+    embeddingForward(rt, enc, g, gt, gp, rt.tensor(wte), rt.tensor(wpe), N, C);
+    embeddingBackward(rt, enc, gdwte, rt.tensor(dout), byToken, C);
+    embeddingBackward(rt, enc, gdwpe, rt.tensor(dout), byPos, C);
+  });
+  assertClose("embedding out", await rt.read(g), out, TOL.fwd);
+  assertClose("dwte", await rt.read(gdwte), dwte, { atol: TOL.grad.atol * Math.sqrt(N) });
+  assertClose("dwpe", await rt.read(gdwpe), dwpe, { atol: TOL.grad.atol * Math.sqrt(N) });
+  return [await rt.read(g), await rt.read(gdwte)];
+}
+
 describe("embedding", () => {
   it("forward and backward match the reference, padding tokens included", async () => {
-    const rt = await gpuRuntime();
-    const [N, C, V, maxT] = [45, 24, 13, 9];
-    const tokens = randInt(N, V, 1);
-    tokens[3] = -1;
-    tokens[17] = -1;
-    const pos = Uint32Array.from(randInt(N, maxT, 2));
-    const wte = randn(V * C, 3);
-    const wpe = randn(maxT * C, 4);
-    const dout = randn(N * C, 5);
-    const out = new Float32Array(N * C);
-    R.embeddingForwardRef(out, tokens, pos, wte, wpe, N, C);
-    const dwte = randn(V * C, 6);
-    const dwpe = randn(maxT * C, 7);
-    const [g, gdwte, gdwpe] = [rt.tensor(N * C), rt.tensor(dwte), rt.tensor(dwpe)];
-    R.embeddingBackwardRef(dwte, dwpe, dout, tokens, pos, N, C);
-    const [gt, gp] = [rt.tensor(tokens), rt.tensor(pos)];
-    await record(rt, (enc) => {
-      embeddingForward(rt, enc, g, gt, gp, rt.tensor(wte), rt.tensor(wpe), N, C);
-      embeddingBackward(rt, enc, gdwte, gdwpe, rt.tensor(dout), gt, gp, N, C, V, maxT);
-    });
-    assertClose("embedding out", await rt.read(g), out, TOL.fwd);
-    assertClose("dwte", await rt.read(gdwte), dwte, { atol: TOL.grad.atol * Math.sqrt(N) });
-    assertClose("dwpe", await rt.read(gdwpe), dwpe, { atol: TOL.grad.atol * Math.sqrt(N) });
+    await embeddingCase(await gpuRuntime(), 45, 24, 13, 9);
+  });
+
+  it("binds a table larger than the binding limit in row slices, bit-identical to one binding", async () => {
+    // 300 rows of 24 floats = 28.8 KB against an 8 KiB limit: slices of 80 rows (a multiple of 8,
+    // so each starts 256-byte aligned), the last one short.
+    const whole = await embeddingCase(await gpuRuntime(), 45, 24, 300, 9);
+    const sliced = await embeddingCase(await limitedRuntime({ maxBindingBytes: 8192 }), 45, 24, 300, 9);
+    expect(bitEqual(whole[0], sliced[0])).toBe(true);
+    expect(bitEqual(whole[1], sliced[1])).toBe(true);
+  });
+
+  it("groups rows by key in order, skipping padding", () => {
+    const g = groupRows([5, 2, 5, -1, 2, 7], 6, (n) => n === 3);
+    expect([...g.keys]).toEqual([2, 5, 7]);
+    expect([...g.starts]).toEqual([0, 2, 4, 5]);
+    expect([...g.order]).toEqual([1, 4, 0, 2, 5]);
   });
 });
 

@@ -1,15 +1,17 @@
-// AdamW, global gradient L2 norm and clip-by-norm over one flat buffer (or any view of it).
+// AdamW, global gradient L2 norm and clip-by-norm over views of a flat buffer. Each op binds the
+// views it is given; a buffer larger than one binding is passed window by window (AdamW, clip)
+// or as the list of its windows (the norm, which stays one deterministic reduction).
 // Hyperparameters travel in a fresh uniform slot per call, so live edits and several calls per
 // encoder are safe. WGSL in optim.wgsl; references adamwRef, gradNormRef, clipScale; tested by
 // optim.gpu.test.ts.
 import src from "./optim.wgsl?raw";
 import type { AdamWParams } from "./reference";
-import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
+import { alignFloats, FLOAT_ALIGN, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 export type { AdamWParams } from "./reference";
 
 const WG = 256;
-/** Workgroups of the norm's first stage: the scratch view needs this many floats. */
+/** About this many parts in the norm's first stage (more when windows cut it finer): see normParts. */
 export const NORM_PARTS = 256;
 
 /** One AdamW step in place: params, m, v updated from grads; all views of n floats. */
@@ -38,27 +40,60 @@ export function adamw(
   rt.dispatch(rec, rt.pipeline(src, "adamw", { WG }), [params, grads, m, v, u], [Math.ceil(n / WG)]);
 }
 
-function normParams(rt: Runtime, n: number, maxNorm = 0) {
-  const chunk = Math.ceil(n / NORM_PARTS);
+function normParams(rt: Runtime, n: number, chunk: number, nparts: number, maxNorm = 0, partBase = 0) {
   return rt.uniform(
     packUniform([
       ["u32", n],
       ["u32", chunk],
-      ["u32", NORM_PARTS],
+      ["u32", nparts],
       ["f32", maxNorm],
+      ["u32", partBase],
     ]),
   );
 }
 
-/** out[0] = ||grads[0..n)||₂. scratch: NORM_PARTS floats. Deterministic (fixed partition). */
-export function gradNorm(rt: Runtime, rec: Recorder, out: View, grads: View, scratch: View, n: number) {
-  const u = normParams(rt, n);
-  rt.dispatch(rec, rt.pipeline(src, "norm_partial", { WG }), [grads, scratch, null, u], [NORM_PARTS]);
+/**
+ * Floats per part of the norm's first stage over n floats bound in windows of at most
+ * `maxWindow` floats: about n / NORM_PARTS, a multiple of 64, at most one window. Cutting the
+ * windows at multiples of it (FlatBuffer.windows(max, chunk)) keeps the partition, and so the
+ * result's bits, the same whatever the windowing.
+ */
+export function normChunk(n: number, maxWindow: number): number {
+  const w = Math.floor(maxWindow / FLOAT_ALIGN) * FLOAT_ALIGN;
+  return Math.max(FLOAT_ALIGN, Math.min(alignFloats(Math.ceil(n / NORM_PARTS)), w));
+}
+
+/** Parts of the norm (floats of its scratch) over windows of these lengths. */
+export function normParts(lengths: number[], chunk: number): number {
+  return lengths.reduce((a, n) => a + Math.ceil(n / chunk), 0);
+}
+
+/**
+ * out[0] = ||concatenation of the windows||₂. Each window is split into parts of `chunk` floats
+ * (one workgroup each, a partial sum of squares into scratch), then one workgroup adds the
+ * normParts partials in order. Deterministic: the partition depends only on the windows' lengths.
+ */
+export function gradNorm(rt: Runtime, rec: Recorder, out: View, scratch: View, grads: View[], chunk: number) {
+  const nparts = normParts(
+    grads.map((g) => g.size / 4),
+    chunk,
+  );
+  if (scratch.size / 4 < nparts)
+    throw new Error(`gradNorm: scratch holds ${scratch.size / 4} partials, needs ${nparts}`);
+  let base = 0;
+  for (const g of grads) {
+    const n = g.size / 4;
+    const parts = Math.ceil(n / chunk);
+    const u = normParams(rt, n, chunk, nparts, 0, base);
+    rt.dispatch(rec, rt.pipeline(src, "norm_partial", { WG }), [g, scratch, null, u], [parts]);
+    base += parts;
+  }
+  const u = normParams(rt, 0, chunk, nparts);
   rt.dispatch(rec, rt.pipeline(src, "norm_final", { WG }), [null, scratch, out, u], [1]);
 }
 
 /** grads *= min(1, maxNorm / (norm[0] + 1e-6)), the norm read on the GPU from gradNorm's output. */
 export function clipByNorm(rt: Runtime, rec: Recorder, grads: View, norm: View, n: number, maxNorm: number) {
-  const u = normParams(rt, n, maxNorm);
+  const u = normParams(rt, n, 0, 0, maxNorm);
   rt.dispatch(rec, rt.pipeline(src, "clip", { WG }), [grads, null, norm, u], [Math.ceil(n / WG)]);
 }

@@ -27,8 +27,9 @@ fn adamw(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   params[i] = w - ap.lr * ((m / ap.bc1) / (sqrt(v / ap.bc2) + ap.eps) + ap.wd * w);
 }
 
-// ---- global norm: stage 1 writes one sum of squares per workgroup (NPART of them), stage 2 one sqrt
-struct NormP { n: u32, chunk: u32, nparts: u32, maxNorm: f32 }
+// ---- global norm: stage 1 writes one sum of squares per part of `chunk` floats of one window (at
+// partial[partBase + part]), stage 2 adds all nparts in order and takes one sqrt
+struct NormP { n: u32, chunk: u32, nparts: u32, maxNorm: f32, partBase: u32 }
 
 @group(0) @binding(0) var<storage, read_write> g: array<f32>;
 @group(0) @binding(1) var<storage, read_write> partial: array<f32>; // (nparts)
@@ -48,13 +49,15 @@ fn tree(v: f32, lid: u32) -> f32 {
 }
 
 @compute @workgroup_size(WG)
-fn norm_partial(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let start = wid.x * np.chunk;
+fn norm_partial(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let part = wid.y * nwg.x + wid.x;
+  let start = part * np.chunk;
+  if (start >= np.n) { return; } // a folded grid's spare workgroups (uniform per workgroup)
   let end = min(start + np.chunk, np.n);
   var s = 0.0;
   for (var i = start + lid.x; i < end; i += WG) { s += g[i] * g[i]; }
   let total = tree(s, lid.x);
-  if (lid.x == 0u) { partial[wid.x] = total; }
+  if (lid.x == 0u) { partial[np.partBase + part] = total; }
 }
 
 @compute @workgroup_size(WG)

@@ -1,6 +1,6 @@
 // CPU test: aligned layouts and views, and uniform packing. Run: npx vitest run --project unit kernels/runtime
 import { describe, expect, it } from "vitest";
-import { alignFloats, layout, packUniform, subview, type View } from "./runtime";
+import { alignFloats, layout, packUniform, subview, type View, windows } from "./runtime";
 
 describe("runtime layout helpers", () => {
   it("aligns every tensor offset to 64 floats (256 bytes)", () => {
@@ -35,5 +35,22 @@ describe("runtime layout helpers", () => {
     expect(dv.getFloat32(8, true)).toBe(0.5);
     expect(dv.getUint32(12, true)).toBe(0xffffffff);
     expect(dv.getFloat32(16, true)).toBe(2);
+  });
+
+  it("cuts [0, n) into windows of at most max floats starting at multiples of the unit", () => {
+    expect(windows(1000, 300)).toEqual([
+      [0, 256],
+      [256, 256],
+      [512, 256],
+      [768, 232],
+    ]);
+    expect(windows(1000, 300, 100)).toEqual([
+      [0, 300],
+      [300, 300],
+      [600, 300],
+      [900, 100],
+    ]);
+    expect(windows(10, 1 << 20)).toEqual([[0, 10]]);
+    expect(() => windows(10, 50, 64)).toThrow(/cannot hold/);
   });
 });

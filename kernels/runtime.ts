@@ -17,6 +17,12 @@
 //   to one dispatch must not OVERLAP (a validation error): ops are not in place unless they say so.
 // - No float atomics anywhere: every output element has exactly one writer, so results are bit-identical
 //   across runs on one device.
+// - Limits: one binding holds at most `rt.maxBindingBytes` (the device's maxStorageBufferBindingSize,
+//   128 MiB on lavapipe) and one buffer at most `rt.maxBufferBytes` (maxBufferSize). `dispatch` and
+//   `buffer` refuse anything larger with a message naming it; tensors that can be larger (the
+//   parameter buffers, the embedding, the head's logits) are bound in windows (`windows`, and
+//   `FlatBuffer` for a flat array split over several buffers). Tests lower both limits through
+//   RuntimeOptions so the windowed paths run at tiny sizes.
 
 export interface View {
   buffer: GPUBuffer;
@@ -78,6 +84,15 @@ export function packUniform(fields: Field[]): ArrayBuffer {
 
 const ARENA_CHUNK = 64 * 1024;
 const UNIFORM_SLOT = 256;
+/** Uploads and readbacks move at most this many bytes per writeBuffer / staging buffer. */
+const TRANSFER_PIECE = 64 * 1024 * 1024;
+
+export interface RuntimeOptions {
+  /** Binds at most this many bytes per storage binding (default and ceiling: the device's limit). */
+  maxBindingBytes?: number;
+  /** Creates buffers of at most this many bytes (default and ceiling: the device's maxBufferSize). */
+  maxBufferBytes?: number;
+}
 
 export class Runtime {
   private pipelines = new Map<string, GPUComputePipeline>();
@@ -98,7 +113,33 @@ export class Runtime {
    */
   unrolled: boolean;
 
-  constructor(readonly device: GPUDevice) {
+  /**
+   * Run A·Bᵀ with at most 8 rows (decoding) as matvec.wgsl instead of the tiled matmul, whose
+   * 64-row tiles waste 63/64 of their work at batch 1. On by default; benchmarks and tests turn
+   * it off to compare.
+   */
+  matvec = true;
+
+  /** Largest storage binding in bytes, a multiple of 256 (see RuntimeOptions). */
+  readonly maxBindingBytes: number;
+  /** Largest buffer in bytes, a multiple of 256. */
+  readonly maxBufferBytes: number;
+
+  constructor(
+    readonly device: GPUDevice,
+    options: RuntimeOptions = {},
+  ) {
+    const lim = (asked: number | undefined, has: number, name: string) => {
+      if (asked !== undefined && !(asked >= 1024))
+        throw new Error(`RuntimeOptions.${name} must be >= 1024, got ${asked}`);
+      return Math.floor(Math.min(asked ?? has, has) / 256) * 256;
+    };
+    this.maxBindingBytes = lim(
+      options.maxBindingBytes,
+      device.limits.maxStorageBufferBindingSize,
+      "maxBindingBytes",
+    );
+    this.maxBufferBytes = lim(options.maxBufferBytes, device.limits.maxBufferSize, "maxBufferBytes");
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     this.unrolled = /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`);
@@ -106,9 +147,14 @@ export class Runtime {
 
   /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */
   buffer(n: number, label?: string, extraUsage = 0): GPUBuffer {
+    const size = Math.max(16, alignFloats(n) * 4);
+    if (size > this.maxBufferBytes)
+      throw new Error(
+        `buffer ${label ?? "(unnamed)"} needs ${size} bytes, over this device's buffer limit of ${this.maxBufferBytes}`,
+      );
     return this.device.createBuffer({
       label,
-      size: Math.max(16, alignFloats(n) * 4),
+      size,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | extraUsage,
     });
   }
@@ -121,28 +167,49 @@ export class Runtime {
     return view(buf, 0, n);
   }
 
+  /** Queues `data` into the view, in pieces of at most 64 MiB. */
   upload(v: View, data: Float32Array | Int32Array | Uint32Array): void {
     if (data.byteLength > v.size)
       throw new Error(`upload of ${data.byteLength} bytes into a view of ${v.size}`);
-    this.device.queue.writeBuffer(v.buffer, v.offset, data.buffer, data.byteOffset, data.byteLength);
+    for (let at = 0; at < data.byteLength; at += TRANSFER_PIECE) {
+      const n = Math.min(TRANSFER_PIECE, data.byteLength - at);
+      this.device.queue.writeBuffer(v.buffer, v.offset + at, data.buffer, data.byteOffset + at, n);
+    }
   }
 
   /** Submits whatever is pending, then copies the view back. For tests, metrics and decoding. */
   async readBytes(v: View): Promise<ArrayBuffer> {
+    const out = new Uint8Array(Math.ceil(v.size / 4) * 4);
+    await this.readInto(v, out);
+    return out.buffer;
+  }
+
+  /** Copies the view back into `dst` (at least v.size bytes), through staging buffers of at most 64 MiB. */
+  async readInto(v: View, dst: Uint8Array): Promise<void> {
+    if (dst.byteLength < v.size)
+      throw new Error(`readInto: a view of ${v.size} bytes into ${dst.byteLength}`);
     const size = Math.ceil(v.size / 4) * 4;
-    const staging = this.device.createBuffer({
-      size,
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
-    const enc = this.device.createCommandEncoder();
-    enc.copyBufferToBuffer(v.buffer, v.offset, staging, 0, size);
-    // not this.submit: an encoder still being recorded may hold uniform slots
-    this.device.queue.submit([enc.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    const out = staging.getMappedRange().slice(0);
-    staging.unmap();
-    staging.destroy();
-    return out;
+    const piece = Math.min(TRANSFER_PIECE, this.maxBufferBytes);
+    for (let at = 0; at < size; at += piece) {
+      const n = Math.min(piece, size - at);
+      const staging = this.device.createBuffer({
+        size: n,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      });
+      const enc = this.device.createCommandEncoder();
+      enc.copyBufferToBuffer(v.buffer, v.offset + at, staging, 0, n);
+      // not this.submit: an encoder still being recorded may hold uniform slots
+      this.device.queue.submit([enc.finish()]);
+      await staging.mapAsync(GPUMapMode.READ);
+      dst.set(new Uint8Array(staging.getMappedRange(), 0, Math.min(n, dst.byteLength - at)), at);
+      staging.unmap();
+      staging.destroy();
+    }
+  }
+
+  /** Floats one binding may hold, rounded down to the 64-float offset alignment. */
+  get bindingFloats(): number {
+    return Math.floor(this.maxBindingBytes / 4 / FLOAT_ALIGN) * FLOAT_ALIGN;
   }
 
   async read(v: View): Promise<Float32Array> {
@@ -201,7 +268,11 @@ export class Runtime {
         module = this.device.createShaderModule({ code });
         this.modules.set(code, module);
       }
-      p = this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint, constants } });
+      p = this.device.createComputePipeline({
+        label: entryPoint,
+        layout: "auto",
+        compute: { module, entryPoint, constants },
+      });
       this.pipelines.set(key, p);
     }
     return p;
@@ -219,6 +290,11 @@ export class Runtime {
   ): void {
     const align = this.device.limits.minStorageBufferOffsetAlignment;
     bindings.forEach((b, i) => {
+      if (b && (b.size ?? 0) > this.maxBindingBytes) {
+        throw new Error(
+          `binding ${i} of ${pipeline.label || "a dispatch"} is ${b.size} bytes, over the binding limit of ${this.maxBindingBytes}: bind it in windows`,
+        );
+      }
       if (b && (b.offset ?? 0) % align !== 0) {
         throw new Error(
           `binding ${i} starts at byte ${b.offset}, not a multiple of ${align}: lay tensors out with alignFloats/layout`,
@@ -243,5 +319,99 @@ export class Runtime {
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y, z);
     if (!isPass) pass.end();
+  }
+}
+
+/** [start, length) pieces of [0, n) (floats) of at most `max` floats each, every start a multiple of `unit`. */
+export function windows(n: number, max: number, unit = FLOAT_ALIGN): [number, number][] {
+  const w = Math.floor(max / unit) * unit;
+  if (w <= 0) throw new Error(`windows: a window of ${max} floats cannot hold a unit of ${unit}`);
+  const out: [number, number][] = [];
+  for (let at = 0; at < n; at += w) out.push([at, Math.min(w, n - at)]);
+  return out;
+}
+
+/**
+ * A flat array of `total` floats (the parameter layout, its gradients, the Adam moments) kept in
+ * one buffer or, past the runtime's buffer limit, in several, cut only at the given offsets (the
+ * tensor starts) so every tensor lies inside one buffer. `view(at, n)` addresses it in the flat
+ * offsets as if it were one buffer; `windows(max)` lists views of at most `max` floats covering it
+ * (each inside one buffer), for passes over the whole array (AdamW, zeroing, the grad norm).
+ */
+export class FlatBuffer {
+  /** Each buffer and the flat range [start, start + length) (floats) it holds. */
+  readonly segments: { buffer: GPUBuffer; start: number; length: number }[] = [];
+
+  constructor(
+    rt: Runtime,
+    readonly total: number,
+    label: string,
+    cuts: number[],
+  ) {
+    const maxFloats = Math.floor(rt.maxBufferBytes / 4 / FLOAT_ALIGN) * FLOAT_ALIGN;
+    const points = [...new Set([...cuts.filter((c) => c > 0 && c < total), total])].sort((a, b) => a - b);
+    let start = 0;
+    let i = 0;
+    while (start < total) {
+      let end = -1;
+      while (i < points.length && points[i] - start <= maxFloats) end = points[i++];
+      if (end < 0)
+        throw new Error(
+          `${label}: the tensor at float ${start} needs ${(points[i] - start) * 4} bytes, over this device's buffer limit of ${rt.maxBufferBytes}`,
+        );
+      const length = end - start;
+      this.segments.push({ buffer: rt.buffer(length, `${label}-${this.segments.length}`), start, length });
+      start = end;
+    }
+  }
+
+  /** The view of floats [at, at + n); it must lie inside one segment. */
+  view(at: number, n: number): View {
+    for (const s of this.segments) {
+      if (at >= s.start && at < s.start + s.length) {
+        if (at + n > s.start + s.length)
+          throw new Error(
+            `FlatBuffer view [${at}, ${at + n}) crosses the segment ending at ${s.start + s.length}`,
+          );
+        return view(s.buffer, at - s.start, n);
+      }
+    }
+    throw new Error(`FlatBuffer view at ${at} is outside [0, ${this.total})`);
+  }
+
+  /** [flat start, length] of windows of at most `max` floats (starts multiples of `unit` inside a segment). */
+  windows(max: number, unit = FLOAT_ALIGN): [number, number][] {
+    return this.segments.flatMap((s) =>
+      windows(s.length, max, unit).map(([a, n]) => [s.start + a, n] as [number, number]),
+    );
+  }
+
+  /** Writes `data` at flat float `at` (it may span segments). */
+  write(rt: Runtime, at: number, data: Float32Array): void {
+    if (at < 0 || at + data.length > this.total)
+      throw new Error(`FlatBuffer write [${at}, ${at + data.length}) is outside [0, ${this.total})`);
+    for (const s of this.segments) {
+      const lo = Math.max(at, s.start);
+      const hi = Math.min(at + data.length, s.start + s.length);
+      if (lo < hi) rt.upload(view(s.buffer, lo - s.start, hi - lo), data.subarray(lo - at, hi - at));
+    }
+  }
+
+  upload(rt: Runtime, data: Float32Array): void {
+    if (data.length !== this.total)
+      throw new Error(`FlatBuffer upload: ${data.length} floats, expected ${this.total}`);
+    for (const s of this.segments)
+      rt.upload(view(s.buffer, 0, s.length), data.subarray(s.start, s.start + s.length));
+  }
+
+  async read(rt: Runtime): Promise<Float32Array> {
+    const out = new Float32Array(this.total);
+    for (const s of this.segments)
+      await rt.readInto(view(s.buffer, 0, s.length), new Uint8Array(out.buffer, s.start * 4, s.length * 4));
+    return out;
+  }
+
+  destroy(): void {
+    for (const s of this.segments) s.buffer.destroy();
   }
 }

@@ -11,7 +11,11 @@ export type { SampleParams } from "./reference";
 
 const WG = 256;
 
-/** tokens int32 (B), logps (B) from logits (B,V); the draw of row b uses (seed, step, b). */
+/**
+ * tokens int32, logps at rows [rowBase, rowBase + B) from logits (B,V) of those rows, in the
+ * slice-major layout of `sliceV` (default V: a plain (B,V) block; see logsoftmax.ts); the draw of
+ * batch row b uses (seed, step, b).
+ */
 export function sample(
   rt: Runtime,
   rec: Recorder,
@@ -21,6 +25,7 @@ export function sample(
   B: number,
   V: number,
   s: SampleParams,
+  chunk: { sliceV?: number; rowBase?: number } = {},
 ) {
   const u = rt.uniform(
     packUniform([
@@ -31,6 +36,8 @@ export function sample(
       ["f32", s.topP],
       ["u32", s.seed],
       ["u32", s.step],
+      ["u32", chunk.sliceV ?? V],
+      ["u32", chunk.rowBase ?? 0],
     ]),
   );
   rt.dispatch(rec, rt.pipeline(src, "main", { WG }), [tokens, logps, logits, u], [B]);

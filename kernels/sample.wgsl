@@ -5,12 +5,15 @@
 // The token is drawn by inverting the kept, renormalized CDF in index order: per-thread contiguous
 // chunks, a serial scan of chunk sums, then a scan inside the chosen chunk. logp = log q(token)
 // under that distribution. temperature 0: the first argmax, logp 0. Reference: sampleRef.
+// The logits are a chunk of rows [rowBase, rowBase + B) of the batch in the head's slice-major
+// layout (see logsoftmax.wgsl; Vs = V is a plain (B,V) block); the draw of row b uses the
+// batch row rowBase + b, so chunking does not change the tokens.
 
-struct P { B: u32, V: u32, temperature: f32, topK: u32, topP: f32, seed: u32, step: u32 }
+struct P { B: u32, V: u32, temperature: f32, topK: u32, topP: f32, seed: u32, step: u32, Vs: u32, rowBase: u32 }
 
 @group(0) @binding(0) var<storage, read_write> tokens: array<i32>; // (B)
 @group(0) @binding(1) var<storage, read_write> logps: array<f32>;  // (B)
-@group(0) @binding(2) var<storage, read_write> logits: array<f32>; // (B,V)
+@group(0) @binding(2) var<storage, read_write> logits: array<f32>; // (B,V) slice-major (logsoftmax.wgsl)
 @group(0) @binding(3) var<uniform> p: P;
 
 override WG: u32 = 256;
@@ -18,6 +21,12 @@ var<workgroup> redf: array<f32, WG>;
 var<workgroup> redu: array<u32, WG>;
 var<workgroup> pick: vec2u;    // chosen chunk, found flag
 var<workgroup> pickBase: f32;  // cumulative mass before that chunk
+
+fn at(i: u32, v: u32) -> u32 {
+  let s = v / p.Vs;
+  let len = min(p.Vs, p.V - s * p.Vs);
+  return p.B * s * p.Vs + i * len + (v - s * p.Vs);
+}
 
 fn pcg(x: u32) -> u32 {
   let state = x * 747796405u + 2891336453u;
@@ -77,23 +86,23 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let b = wid.y * nwg.x + wid.x;
   if (b >= p.B) { return; }
   let lid = lid3.x;
-  let r = b * p.V;
+  let row = p.rowBase + b;
 
   var best = -3.4e38;
   var bi = 0xffffffffu;
   for (var v = lid; v < p.V; v += WG) {
-    if (logits[r + v] > best) { best = logits[r + v]; bi = v; }
+    if (logits[at(b, v)] > best) { best = logits[at(b, v)]; bi = v; }
   }
   let am = argmax(best, bi, lid);
   let mx = am.x;
   if (p.temperature == 0.0) {
-    if (lid == 0u) { tokens[b] = i32(bitcast<u32>(am.y)); logps[b] = 0.0; }
+    if (lid == 0u) { tokens[row] = i32(bitcast<u32>(am.y)); logps[row] = 0.0; }
     return;
   }
   let inv = 1.0 / p.temperature;
 
   var s = 0.0;
-  for (var v = lid; v < p.V; v += WG) { s += exp((logits[r + v] - mx) * inv); }
+  for (var v = lid; v < p.V; v += WG) { s += exp((logits[at(b, v)] - mx) * inv); }
   let total = sumf(s, lid);
 
   var thr = 0u;
@@ -103,7 +112,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     for (var bit = 31i; bit >= 0i; bit--) {
       let cand = ans | (1u << u32(bit));
       var c = 0u;
-      for (var v = lid; v < p.V; v += WG) { c += select(0u, 1u, ordered(logits[r + v]) >= cand); }
+      for (var v = lid; v < p.V; v += WG) { c += select(0u, 1u, ordered(logits[at(b, v)]) >= cand); }
       if (sumu(c, lid) >= p.topK) { ans = cand; }
     }
     thr = ans;
@@ -115,7 +124,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
       let cand = ans | (1u << u32(bit));
       var m = 0.0;
       for (var v = lid; v < p.V; v += WG) {
-        if (ordered(logits[r + v]) >= cand) { m += exp((logits[r + v] - mx) * inv); }
+        if (ordered(logits[at(b, v)]) >= cand) { m += exp((logits[at(b, v)] - mx) * inv); }
       }
       if (sumf(m, lid) >= p.topP * total) { ans = cand; }
     }
@@ -127,7 +136,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let hi = min(lo + chunk, p.V);
   var cs = 0.0;
   for (var v = lo; v < hi; v++) {
-    if (ordered(logits[r + v]) >= thr) { cs += exp((logits[r + v] - mx) * inv); }
+    if (ordered(logits[at(b, v)]) >= thr) { cs += exp((logits[at(b, v)] - mx) * inv); }
   }
   // chunk sums, kept in place for the serial scan below
   redf[lid] = cs;
@@ -135,7 +144,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   if (lid == 0u) {
     var kept = 0.0;
     for (var i = 0u; i < WG; i++) { kept += redf[i]; }
-    let u = f32(pcg(pcg(pcg(p.seed) ^ p.step) ^ b) >> 8u) / 16777216.0 * kept;
+    let u = f32(pcg(pcg(pcg(p.seed) ^ p.step) ^ row) >> 8u) / 16777216.0 * kept;
     // the chunk holding u; past the end (rounding) the last non-empty chunk, whose last kept token wins
     var cum = 0.0;
     var sel = 0u;
@@ -159,12 +168,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     var cum = pickBase;
     var tok = 0u;
     for (var v = lo; v < hi; v++) {
-      if (ordered(logits[r + v]) < thr) { continue; }
+      if (ordered(logits[at(b, v)]) < thr) { continue; }
       tok = v;
-      cum += exp((logits[r + v] - mx) * inv);
+      cum += exp((logits[at(b, v)] - mx) * inv);
       if (u < cum) { break; }
     }
-    tokens[b] = i32(tok);
-    logps[b] = (logits[r + tok] - mx) * inv - log(kept);
+    tokens[row] = i32(tok);
+    logps[row] = (logits[at(b, tok)] - mx) * inv - log(kept);
   }
 }

@@ -4,7 +4,7 @@
 // shared GPU runtime per test file (created on first use only).
 import { createGpu } from "./device";
 import { nodeGpu } from "./node-gpu";
-import { Runtime } from "./runtime";
+import { Runtime, type RuntimeOptions } from "./runtime";
 
 /** Mulberry32: a tiny seeded PRNG so tests are reproducible. */
 export function rng(seed: number): () => number {
@@ -128,4 +128,9 @@ export function gpuRuntime(): Promise<Runtime> {
     return new Runtime(device);
   })();
   return shared;
+}
+
+/** A runtime on the shared device with lowered limits, so windowed paths run at tiny sizes. */
+export async function limitedRuntime(options: RuntimeOptions): Promise<Runtime> {
+  return new Runtime((await gpuRuntime()).device, options);
 }

@@ -80,14 +80,14 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   initStd: 0.02,
 };
 
-/** A run's model: RunConfig.model with the lab's tokenizer and a value head for GAE. */
-export function modelConfigOf(c: RunConfig): ModelConfig {
+/** A run's model: RunConfig.model, the tokenizer's vocabulary (the character tokenizer's 107 by default) and a value head for GAE. */
+export function modelConfigOf(c: RunConfig, vocab = VOCAB_SIZE): ModelConfig {
   return modelConfig({
     layers: c.model.layers,
     dModel: c.model.d_model,
     heads: c.model.heads,
     context: c.model.context,
-    vocab: VOCAB_SIZE,
+    vocab,
     norm: c.model.norm,
     mlp: c.model.mlp,
     positional: c.model.positional,

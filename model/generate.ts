@@ -5,7 +5,7 @@
 // tool response to the sequences that stopped at a tool call.
 // Tested by model/cpu.test.ts (and model/gpu.gpu.test.ts on the GPU session).
 import type { GenerationSession } from "./api";
-import { tokenText } from "./tokenizer";
+import { CHAR_TOKENIZER, type Tokenizer } from "./tokenizer";
 
 export type StopReason = "stop" | "length" | "context";
 
@@ -26,6 +26,8 @@ export interface GenerateOptions {
   active?: ArrayLike<boolean>;
   /** The model's context; a sequence stops when its cache is full. */
   context: number;
+  /** Whose pieces make the text stop strings are matched in (default: the character tokenizer). */
+  tokenizer?: Tokenizer;
 }
 
 export async function generate(
@@ -34,6 +36,7 @@ export async function generate(
 ): Promise<GeneratedSequence[]> {
   const lengths = session.lengths();
   const B = lengths.length;
+  const tok = options.tokenizer ?? CHAR_TOKENIZER;
   const stopsOf = (b: number): readonly string[] =>
     options.stop.length > 0 && Array.isArray(options.stop[0])
       ? (options.stop as readonly (readonly string[])[])[b]
@@ -62,7 +65,7 @@ export async function generate(
       if (!running[b]) continue;
       out[b].tokens.push(tokens[b]);
       out[b].logprobs.push(logprobs[b]);
-      text[b] += tokenText(tokens[b]);
+      text[b] += tok.piece(tokens[b]);
       const hit = stopsOf(b).find((s) => text[b].endsWith(s));
       if (hit !== undefined) {
         out[b].reason = "stop";

@@ -4,17 +4,22 @@
 //
 // Legend: B batch, T time, C channels (dModel), NH query heads, KVH key/value heads, hs head
 // size, Q = NH*hs, KV = KVH*hs, QKV = Q+2KV, H MLP hidden, V vocab, L layers, N = B*T rows.
-// Parameters, gradients and the two Adam moments are four buffers of the one flat layout
-// (model/config.ts). A forward (or backward) is one command encoder and one submit; a
+// Parameters, gradients and the two Adam moments are four FlatBuffers of the one flat layout
+// (model/config.ts): one GPUBuffer each, or several cut at tensor starts past the device's
+// buffer limit; passes over them (zeroing, grad norm, clip, AdamW, reads and writes) go window
+// by window under the binding limit. The token table is bound in row slices (kernels/
+// embedding.ts) and the head in chunks of rows and vocabulary slices (model/head.ts), so the
+// logits of a batch never exist whole. A forward (or backward) is one command encoder and one submit; a
 // forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
 // 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
 // Right padding only (causal attention, no key mask): padding after a token never changes it.
 // Generation: per-layer KV caches (B, context, KV); a "feed step" pushes one token for each
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
-// through the network and keeps the logits of those rows; decode() feeds, samples with the
-// kernels' sampler and reads back B tokens and log-probs.
-// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling) and
-// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding).
+// through the network and keeps the final normed hidden state of those rows; decode() feeds,
+// runs the head chunk by chunk with the kernels' sampler and reads back B tokens and log-probs.
+// Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling),
+// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding) and
+// model/windowed.gpu.test.ts (everything under a lowered binding and buffer limit).
 import {
   adamw,
   alignFloats,
@@ -24,31 +29,33 @@ import {
   decodeAttention,
   embeddingBackward,
   embeddingForward,
+  FlatBuffer,
   geluBackward,
   geluForward,
   gradNorm,
+  groupRows,
   kvCacheWrite,
   layernormBackward,
   layernormForward,
-  logSoftmax,
   matmulBackward,
   matmulForward,
-  NORM_PARTS,
+  normChunk,
+  normParts,
   type QkNormShape,
   qkNormBackward,
   qkNormForward,
   qkNormScratchSize,
   type Recorder,
+  type RowGroupViews,
   Runtime,
   residualForward,
   rmsnormBackward,
   rmsnormForward,
   ropeBackward,
   ropeForward,
-  sample,
-  subview,
   swigluBackward,
   swigluForward,
+  unsliceLogits,
   type View,
   view,
   zero,
@@ -77,6 +84,7 @@ import {
   paramTensors,
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
+import { headChunks, SampleHead, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 
 // ---------------------------------------------------------------------------------------
@@ -85,8 +93,17 @@ import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf
 type LayerViews = LayerTensors<View>;
 type ParamViews = ParamTensors<View>;
 
-function paramViews(buf: GPUBuffer, layout: ParamLayout): ParamViews {
-  return paramTensors(layout, (off, size) => view(buf, off, size));
+function paramStore(rt: Runtime, layout: ParamLayout, label: string): FlatBuffer {
+  return new FlatBuffer(
+    rt,
+    layout.total,
+    label,
+    layout.tensors.map((t) => t.offset),
+  );
+}
+
+function paramViews(store: FlatBuffer, layout: ParamLayout): ParamViews {
+  return paramTensors(layout, (off, size) => store.view(off, size));
 }
 
 /** Named tensors carved out of one buffer at 256-byte aligned offsets. */
@@ -145,12 +162,21 @@ class TrainBuffers {
     | "lnfMean"
     | "lnfRstd"
     | "values"
-    | "out",
+    | "out"
+    | "wteKeys"
+    | "wteStarts"
+    | "wteOrder"
+    | "wpeKeys"
+    | "wpeStarts"
+    | "wpeOrder",
     View
   >;
   readonly layers: LayerActs[];
-  readonly logits: View; // (N,V)
-  readonly dlogits: View; // (N,V)
+  /** The head's chunk buffers (bounded whatever the batch: model/head.ts). */
+  readonly head: TrainHead;
+  /** The batch's rows grouped by token and by position, for the embedding backward. */
+  wteGroups: RowGroupViews | null = null;
+  wpeGroups: RowGroupViews | null = null;
   readonly grad: Record<
     "dres" | "dln" | "datty" | "dqkv" | "dqkvRaw" | "qkScratch" | "dfch" | "dfchAct" | "attScratch",
     View
@@ -188,12 +214,17 @@ class TrainBuffers {
       lnfRstd: N,
       values: N,
       out: 3 * a,
+      wteKeys: N,
+      wteStarts: N + 1,
+      wteOrder: N,
+      wpeKeys: N,
+      wpeStarts: N + 1,
+      wpeOrder: N,
     });
     this.layers = Array.from({ length: c.layers }, (_, l) =>
       arena(rt, `train-layer-${l}`, layerActSizes(c, N)),
     );
-    this.logits = view(rt.buffer(N * c.vocab, "logits"), 0, N * c.vocab);
-    this.dlogits = view(rt.buffer(N * c.vocab, "dlogits"), 0, N * c.vocab);
+    this.head = new TrainHead(rt, c.vocab, C, N);
     this.grad = arena(rt, "train-grad", {
       dres: N * C,
       dln: N * C,
@@ -208,14 +239,10 @@ class TrainBuffers {
   }
 
   destroy(): void {
-    const bufs = new Set<GPUBuffer>([
-      this.io.tokens.buffer,
-      this.logits.buffer,
-      this.dlogits.buffer,
-      this.grad.dres.buffer,
-    ]);
+    const bufs = new Set<GPUBuffer>([this.io.tokens.buffer, this.grad.dres.buffer]);
     for (const l of this.layers) bufs.add(l.ln1.buffer);
     for (const b of bufs) b.destroy();
+    this.head.destroy();
   }
 }
 
@@ -334,18 +361,19 @@ function blockForward(
 
 function forwardPass(
   rt: Runtime,
-  rec: Recorder,
+  enc: GPUCommandEncoder,
   c: ModelConfig,
   p: ParamViews,
-  zeroWpe: View,
   tb: TrainBuffers,
+  copyLogits?: View,
 ) {
+  const rec = enc;
   const { B, T } = tb;
   const N = B * T;
   const C = c.dModel;
   const { NH, KVH, Q } = attnDims(c);
   const io = tb.io;
-  embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe ?? zeroWpe, N, C); // (N,C)
+  embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe, N, C); // (N,C)
   let residual = io.encoded;
   p.layers.forEach((lp, l) => {
     const a = tb.layers[l];
@@ -355,23 +383,19 @@ function forwardPass(
     residual = a.res3;
   });
   normForward(rt, rec, c, io.lnf, io.lnfMean, io.lnfRstd, residual, p.lnfw, p.lnfb, N);
-  matmulForward(rt, rec, tb.logits, io.lnf, p.lmHead, null, N, C, c.vocab); // (N,V)
-  // With zero weights the head only computes logp and entropy (dlogits comes out zero).
   const out = io.out;
   const o = (at: number) => ({ buffer: out.buffer, offset: out.offset + at * 4, size: N * 4 });
-  logSoftmax(
-    rt,
-    rec,
+  // logits (N,V) chunk by chunk -> logp, entropy (N)
+  tb.head.forward(
+    enc,
     o(tb.outAt.logp),
     o(tb.outAt.entropy),
-    tb.dlogits,
-    tb.logits,
+    io.lnf,
+    p.lmHead,
     io.targets,
-    io.wlp,
-    io.went,
     N,
-    c.vocab,
     tb.invTemp,
+    copyLogits,
   );
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }
@@ -393,24 +417,9 @@ function backwardPass(
   const { NH, KVH, Q, QKV } = attnDims(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const { io, grad: d } = tb;
-  const scratch = (at: number) => ({ buffer: io.out.buffer, offset: io.out.offset + at * 4, size: N * 4 });
-  // Recomputes logp/entropy (cheap) and WRITES dlogits (N,V).
-  logSoftmax(
-    rt,
-    rec,
-    scratch(tb.outAt.logp),
-    scratch(tb.outAt.entropy),
-    tb.dlogits,
-    tb.logits,
-    io.targets,
-    io.wlp,
-    io.went,
-    N,
-    c.vocab,
-    tb.invTemp,
-  );
   zero(rt, rec, d.dln, N * C); // dlnf
-  matmulBackward(rt, rec, d.dln, g.lmHead, null, tb.dlogits, io.lnf, p.lmHead, N, C, c.vocab);
+  // dlogits chunk by chunk (recomputing the logits unless the batch was one chunk) -> dlnf, dlmHead
+  tb.head.backward(rec, d.dln, g.lmHead, io.lnf, p.lmHead, io.targets, io.wlp, io.went, N, tb.invTemp);
   if (hasValue && p.valuew && g.valuew && g.valueb) {
     matmulBackward(rt, rec, d.dln, g.valuew, g.valueb, io.dvalue, io.lnf, p.valuew, N, C, 1);
   }
@@ -461,7 +470,8 @@ function backwardPass(
     matmulBackward(rt, rec, d.dln, lg.qkvw, lg.qkvb, dproj, a.ln1, lp.qkvw, N, C, QKV);
     normBackward(rt, rec, c, d.dres, lg.ln1w, lg.ln1b, d.dln, residual, lp.ln1w, a.ln1Mean, a.ln1Rstd, N);
   }
-  embeddingBackward(rt, rec, g.wte, g.wpe, d.dres, io.tokens, io.pos, N, C, c.vocab, c.context);
+  if (tb.wteGroups) embeddingBackward(rt, rec, g.wte, d.dres, tb.wteGroups, C);
+  if (g.wpe && tb.wpeGroups) embeddingBackward(rt, rec, g.wpe, d.dres, tb.wpeGroups, C);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -497,8 +507,10 @@ class GpuGenerationSession implements GenerationSession {
     | "sampled",
     View
   > | null = null;
-  private logits: View | null = null; // (B,V) of the rows fed this step
-  private nextBuf: View | null = null; // (B,V) the logits each sequence samples from next
+  /** The head's logits chunk: the head runs at decode time, on `hidden`, chunk by chunk. */
+  private head: SampleHead | null = null;
+  /** (B,C) final normed hidden state of each sequence's last fed token (its own buffer: a copy target). */
+  private hidden: View | null = null;
   private fed: number[] = []; // tokens in each cache
   private queue: number[][] = []; // tokens waiting to be fed, per sequence
   private decodes = 0;
@@ -554,12 +566,10 @@ class GpuGenerationSession implements GenerationSession {
       sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
     });
     this.buffers.push(this.step.tokens.buffer);
-    // Two buffers: a copy may not have the same buffer as source and destination.
-    const logits = rt.buffer(B * c.vocab, "decode-logits");
-    const next = rt.buffer(B * c.vocab, "decode-next-logits");
-    this.buffers.push(logits, next);
-    this.logits = view(logits, 0, B * c.vocab);
-    this.nextBuf = view(next, 0, B * c.vocab);
+    this.head = new SampleHead(rt, c.vocab, C, B);
+    const hidden = rt.buffer(B * C, "decode-hidden");
+    this.buffers.push(hidden);
+    this.hidden = view(hidden, 0, B * C);
     this.fed = prompts.map(() => 0);
     this.queue = prompts.map((p) => [...p]);
     this.decodes = 0;
@@ -590,7 +600,6 @@ class GpuGenerationSession implements GenerationSession {
     const s = this.step!;
     const B = this.B;
     const C = c.dModel;
-    const V = c.vocab;
     const tokens = new Int32Array(B);
     const pos = new Uint32Array(B);
     const slot = new Uint32Array(B).fill(NO_SLOT);
@@ -610,7 +619,7 @@ class GpuGenerationSession implements GenerationSession {
     rt.upload(s.pos, pos);
     rt.upload(s.slot, slot);
     rt.upload(s.lens, lens);
-    embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe ?? this.model.zeroWpe, B, C); // (B,C)
+    embeddingForward(rt, enc, s.x, s.tokens, s.pos, p.wte, p.wpe, B, C); // (B,C)
     let residual = s.x;
     p.layers.forEach((lp, l) => {
       blockForward(rt, enc, c, lp, s, residual, s.tmp, s.pos, B, () => {
@@ -623,15 +632,9 @@ class GpuGenerationSession implements GenerationSession {
       residual = s.res3;
     });
     normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, residual, p.lnfw, p.lnfb, B);
-    matmulForward(rt, enc, this.logits!, s.ln1, p.lmHead, null, B, C, V); // (B,V)
+    const h = this.hidden!;
     for (const b of rows) {
-      enc.copyBufferToBuffer(
-        this.logits!.buffer,
-        this.logits!.offset + b * V * 4,
-        this.nextBuf!.buffer,
-        this.nextBuf!.offset + b * V * 4,
-        V * 4,
-      );
+      enc.copyBufferToBuffer(s.ln1.buffer, s.ln1.offset + b * C * 4, h.buffer, h.offset + b * C * 4, C * 4);
     }
   }
 
@@ -646,7 +649,8 @@ class GpuGenerationSession implements GenerationSession {
     const sampled = this.step!.sampled;
     const at = (k: number): View => ({ buffer: sampled.buffer, offset: sampled.offset + k * 4, size: B * 4 });
     const params = samplerParams(this.sampling, this.decodes++);
-    this.drain((enc) => sample(rt, enc, at(0), at(a), this.nextBuf!, B, c.vocab, params));
+    const h = this.hidden!;
+    this.drain((enc) => this.head!.sample(enc, at(0), at(a), h, this.model.params.lmHead, B, params));
     const bytes = await rt.readBytes(sampled);
     const toks = new Int32Array(bytes, 0, B);
     const lps = new Float32Array(bytes, a * 4, B);
@@ -671,9 +675,19 @@ class GpuGenerationSession implements GenerationSession {
   /** (V) logits the next decode of this sequence samples from (tests). */
   async nextLogits(seq: number): Promise<Float32Array> {
     this.drain();
+    const rt = this.model.rt;
     const V = this.model.config.vocab;
-    const nl = this.nextBuf!;
-    return this.model.rt.read({ buffer: nl.buffer, offset: nl.offset + seq * V * 4, size: V * 4 });
+    const enc = rt.device.createCommandEncoder();
+    const { view: out, chunk } = this.head!.chunkLogits(
+      enc,
+      this.hidden!,
+      this.model.params.lmHead,
+      this.B,
+      seq,
+    );
+    rt.submit(enc);
+    const row = seq - chunk.rowBase;
+    return unsliceLogits(await rt.read(out), chunk).slice(row * V, (row + 1) * V);
   }
 
   lengths(): number[] {
@@ -683,6 +697,8 @@ class GpuGenerationSession implements GenerationSession {
   finish(): void {
     for (const b of this.buffers) b.destroy();
     this.buffers = [];
+    this.head?.destroy();
+    this.head = null;
     this.step = null;
     this.B = 0;
   }
@@ -694,14 +710,14 @@ class GpuGenerationSession implements GenerationSession {
 export class GpuModel implements PolicyModel {
   readonly backend = "webgpu" as const;
   readonly layout: ParamLayout;
-  readonly paramsBuf: GPUBuffer;
-  readonly gradsBuf: GPUBuffer;
-  private readonly mBuf: GPUBuffer;
-  private readonly vBuf: GPUBuffer;
+  /** The parameters: one flat layout in one buffer, or several past the buffer limit. */
+  readonly paramStore: FlatBuffer;
   readonly params: ParamViews;
-  private readonly grads: ParamViews;
-  /** (context, C) zeros standing in for wpe with rope (the embedding op always adds a table). */
-  readonly zeroWpe: View;
+  /** Gradients and Adam moments, made on first use (a frozen reference model never needs them). */
+  private optim: { grads: FlatBuffer; m: FlatBuffer; v: FlatBuffer; views: ParamViews } | null = null;
+  /** [flat start, length] windows of the flat buffers under the binding limit, cut at normChunk. */
+  private readonly windows: [number, number][];
+  private readonly normChunk: number;
   private readonly misc: Record<"norm" | "normScratch", View>;
   private train: TrainBuffers | null = null;
   private hasForward = false;
@@ -716,23 +732,20 @@ export class GpuModel implements PolicyModel {
   ) {
     this.layout = paramLayout(config);
     const n = this.layout.total;
-    this.paramsBuf = rt.buffer(n, "params");
-    this.gradsBuf = rt.buffer(n, "grads");
-    this.mBuf = rt.buffer(n, "adam-m");
-    this.vBuf = rt.buffer(n, "adam-v");
-    this.params = paramViews(this.paramsBuf, this.layout);
-    this.grads = paramViews(this.gradsBuf, this.layout);
+    this.paramStore = paramStore(rt, this.layout, "params");
+    this.params = paramViews(this.paramStore, this.layout);
     if (weights !== "zeros") {
       const w = weights ?? initParams(config, this.layout, seed);
       if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-      rt.upload(view(this.paramsBuf, 0, n), w);
+      this.paramStore.upload(rt, w);
     }
-    this.zeroWpe = view(
-      rt.buffer(config.context * config.dModel, "zero-wpe"),
-      0,
-      config.context * config.dModel,
+    this.normChunk = normChunk(n, rt.bindingFloats);
+    this.windows = this.paramStore.windows(rt.bindingFloats, this.normChunk);
+    const parts = normParts(
+      this.windows.map(([, len]) => len),
+      this.normChunk,
     );
-    this.misc = arena(rt, "optim-misc", { norm: 1, normScratch: NORM_PARTS });
+    this.misc = arena(rt, "optim-misc", { norm: 1, normScratch: parts });
   }
 
   /** A model on a fresh device from navigator.gpu (browser) or Dawn (Node): see kernels/device.ts. */
@@ -743,6 +756,24 @@ export class GpuModel implements PolicyModel {
     seed = 0,
   ): Promise<GpuModel> {
     return new GpuModel(new Runtime(device), config, weights, seed);
+  }
+
+  private get opt() {
+    if (!this.optim) {
+      const grads = paramStore(this.rt, this.layout, "grads");
+      this.optim = {
+        grads,
+        m: paramStore(this.rt, this.layout, "adam-m"),
+        v: paramStore(this.rt, this.layout, "adam-v"),
+        views: paramViews(grads, this.layout),
+      };
+    }
+    return this.optim;
+  }
+
+  /** Bytes of logits the training head holds (0 before the first forwardScore). */
+  get headBytes(): number {
+    return this.train?.head.bytes ?? 0;
   }
 
   /**
@@ -762,14 +793,16 @@ export class GpuModel implements PolicyModel {
       throw new Error(
         `writeWeights: [${offset}, ${offset + data.length}) is outside the layout's ${this.layout.total}`,
       );
-    this.rt.upload(view(this.paramsBuf, offset, data.length), data);
+    this.paramStore.write(this.rt, offset, data);
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {
-    if (!this.train || this.train.capacity < B * T) {
+    const N = B * T;
+    if (!this.train || this.train.capacity < N) {
       this.train?.destroy();
       // Rounded up so that slowly growing batches do not reallocate every step.
-      this.train = new TrainBuffers(this.rt, this.config, Math.ceil((B * T) / 1024) * 1024);
+      const capacity = Math.min(Math.ceil(N / 1024) * 1024, 2 ** Math.ceil(Math.log2(N)));
+      this.train = new TrainBuffers(this.rt, this.config, capacity);
     }
     this.train.B = B;
     this.train.T = T;
@@ -780,6 +813,7 @@ export class GpuModel implements PolicyModel {
     const positions = checkBatch(this.config, batch);
     const { B, T } = batch;
     const N = B * T;
+    const V = this.config.vocab;
     const tb = this.trainBuffers(B, T);
     tb.invTemp = 1 / (batch.temperature ?? 1);
     this.rt.upload(tb.io.tokens, batch.tokens);
@@ -788,18 +822,45 @@ export class GpuModel implements PolicyModel {
     const zeros = new Float32Array(N);
     this.rt.upload(tb.io.wlp, zeros);
     this.rt.upload(tb.io.went, zeros);
+    tb.wteGroups = this.uploadGroups(batch.tokens, N, tb.io.wteKeys, tb.io.wteStarts, tb.io.wteOrder);
+    tb.wpeGroups = this.params.wpe
+      ? this.uploadGroups(positions, N, tb.io.wpeKeys, tb.io.wpeStarts, tb.io.wpeOrder)
+      : null;
+    // Raw logits only when asked (tests, inspection): a (N,V) buffer the head copies each chunk into.
+    const copy = options.logits ? view(this.rt.buffer(N * V, "score-logits"), 0, N * V) : undefined;
     const enc = this.rt.device.createCommandEncoder();
-    forwardPass(this.rt, enc, this.config, this.params, this.zeroWpe, tb);
+    forwardPass(this.rt, enc, this.config, this.params, tb, copy);
     this.rt.submit(enc);
     this.hasForward = true;
     const out = await this.rt.read(tb.io.out);
     const { logp, entropy, values } = tb.outAt;
+    let logits: Float32Array | undefined;
+    if (copy) {
+      const raw = await this.rt.read(copy);
+      copy.buffer.destroy();
+      logits = new Float32Array(N * V);
+      for (const ch of headChunks(tb.head.plan, N)) {
+        const at = ch.rowBase * V;
+        logits.set(unsliceLogits(raw.subarray(at, at + ch.rows * V), ch), at);
+      }
+    }
     return {
       logp: out.slice(logp, logp + N),
       entropy: out.slice(entropy, entropy + N),
       values: this.config.valueHead ? out.slice(values, values + N) : undefined,
-      logits: options.logits ? await this.rt.read(subview(tb.logits, 0, N * this.config.vocab)) : undefined,
+      logits,
     };
+  }
+
+  /** Groups the batch's non-padding rows by key (token or position) and uploads the groups. */
+  private uploadGroups(keys: ArrayLike<number>, N: number, k: View, st: View, ord: View): RowGroupViews {
+    const host = groupRows(keys, N);
+    if (host.keys.length > 0) {
+      this.rt.upload(k, host.keys);
+      this.rt.upload(ord, host.order);
+    }
+    this.rt.upload(st, host.starts);
+    return { host, keys: k, starts: st, order: ord };
   }
 
   async backward(grads: ScoreGrads): Promise<void> {
@@ -810,69 +871,75 @@ export class GpuModel implements PolicyModel {
     this.rt.upload(tb.io.went, grads.dentropy ?? new Float32Array(N));
     if (grads.dvalue) this.rt.upload(tb.io.dvalue, grads.dvalue);
     const enc = this.rt.device.createCommandEncoder();
-    backwardPass(this.rt, enc, this.config, this.params, this.grads, tb, Boolean(grads.dvalue));
+    backwardPass(this.rt, enc, this.config, this.params, this.opt.views, tb, Boolean(grads.dvalue));
     this.rt.submit(enc);
   }
 
+  /** Views of the same window of each flat buffer. */
+  private window(store: FlatBuffer, [at, n]: [number, number]): View {
+    return store.view(at, n);
+  }
+
   zeroGrad(): void {
+    const g = this.opt.grads;
     const enc = this.rt.device.createCommandEncoder();
-    zero(this.rt, enc, view(this.gradsBuf, 0, this.layout.total));
+    for (const w of this.windows) zero(this.rt, enc, this.window(g, w));
     this.rt.submit(enc);
   }
 
   async step(h: AdamWHparams): Promise<StepResult> {
-    const n = this.layout.total;
-    const grads = view(this.gradsBuf, 0, n);
+    const { grads, m, v } = this.opt;
     let enc = this.rt.device.createCommandEncoder();
-    gradNorm(this.rt, enc, this.misc.norm, grads, this.misc.normScratch, n);
+    const gw = this.windows.map((w) => this.window(grads, w));
+    gradNorm(this.rt, enc, this.misc.norm, this.misc.normScratch, gw, this.normChunk);
     this.rt.submit(enc);
     const norm = (await this.rt.read(this.misc.norm))[0];
     if (!Number.isFinite(norm)) return { gradNorm: norm, skipped: true };
     enc = this.rt.device.createCommandEncoder();
     if (h.maxGradNorm > 0 && Number.isFinite(h.maxGradNorm))
-      clipByNorm(this.rt, enc, grads, this.misc.norm, n, h.maxGradNorm);
+      for (const g of gw) clipByNorm(this.rt, enc, g, this.misc.norm, g.size / 4, h.maxGradNorm);
     this.optStep++;
-    adamw(this.rt, enc, view(this.paramsBuf, 0, n), grads, view(this.mBuf, 0, n), view(this.vBuf, 0, n), n, {
+    const hp = {
       lr: h.lr,
       beta1: h.beta1,
       beta2: h.beta2,
       eps: h.eps,
       weightDecay: h.weightDecay,
       step: this.optStep,
-    });
+    };
+    for (const w of this.windows) {
+      const p = this.window(this.paramStore, w);
+      adamw(this.rt, enc, p, this.window(grads, w), this.window(m, w), this.window(v, w), w[1], hp);
+    }
     this.rt.submit(enc);
     return { gradNorm: norm, skipped: false };
   }
 
   async getWeights(): Promise<Float32Array> {
-    return this.rt.read(view(this.paramsBuf, 0, this.layout.total));
+    return this.paramStore.read(this.rt);
   }
 
   async setWeights(weights: Float32Array): Promise<void> {
     if (weights.length !== this.layout.total)
       throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
-    this.rt.upload(view(this.paramsBuf, 0, this.layout.total), weights);
+    this.paramStore.upload(this.rt, weights);
   }
 
   async getGrads(): Promise<Float32Array> {
-    return this.rt.read(view(this.gradsBuf, 0, this.layout.total));
+    return this.opt.grads.read(this.rt);
   }
 
   async getOptimizerState(): Promise<OptimizerState> {
-    const n = this.layout.total;
-    return {
-      m: await this.rt.read(view(this.mBuf, 0, n)),
-      v: await this.rt.read(view(this.vBuf, 0, n)),
-      step: this.optStep,
-    };
+    const { m, v } = this.opt;
+    return { m: await m.read(this.rt), v: await v.read(this.rt), step: this.optStep };
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
     const n = this.layout.total;
     if (state.m.length !== n || state.v.length !== n)
       throw new Error(`setOptimizerState: moments must have ${n} floats`);
-    this.rt.upload(view(this.mBuf, 0, n), state.m);
-    this.rt.upload(view(this.vBuf, 0, n), state.v);
+    this.opt.m.upload(this.rt, state.m);
+    this.opt.v.upload(this.rt, state.v);
     this.optStep = state.step;
   }
 
@@ -889,14 +956,9 @@ export class GpuModel implements PolicyModel {
   dispose(): void {
     this.train?.destroy();
     this.train = null;
-    for (const b of [
-      this.paramsBuf,
-      this.gradsBuf,
-      this.mBuf,
-      this.vBuf,
-      this.zeroWpe.buffer,
-      this.misc.norm.buffer,
-    ])
-      b.destroy();
+    this.paramStore.destroy();
+    if (this.optim) for (const b of [this.optim.grads, this.optim.m, this.optim.v]) b.destroy();
+    this.optim = null;
+    this.misc.norm.buffer.destroy();
   }
 }

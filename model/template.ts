@@ -18,8 +18,10 @@
 // role "tool"; the closing <|im_end|> of an assistant turn is "assistant" (the model must
 // learn to end its turn); every other piece of scaffolding (turn headers, the "\n" between
 // turns, the <|im_end|> of other turns) is "template". Only "assistant" is trained.
+// The text goes through the tokenizer piece by piece (the character tokenizer by default);
+// model/chat.ts puts these templates and a model's own Jinja template behind one ChatFormat.
 // Tested by model/template.test.ts.
-import { encode } from "./tokenizer";
+import { CHAR_TOKENIZER, type Tokenizer } from "./tokenizer";
 
 export type TemplateName = "inline" | "chatml-turns";
 export const TEMPLATES: readonly TemplateName[] = ["inline", "chatml-turns"];
@@ -48,8 +50,9 @@ const ASSISTANT_HEADER = "<|im_start|>assistant\n";
 class Builder implements Rendered {
   ids: number[] = [];
   roles: TokenRole[] = [];
+  constructor(private readonly tok: Tokenizer) {}
   push(text: string, role: TokenRole): void {
-    for (const id of encode(text)) {
+    for (const id of this.tok.encode(text)) {
       this.ids.push(id);
       this.roles.push(role);
     }
@@ -86,8 +89,8 @@ function turnsOf(messages: Message[], template: TemplateName): Turn[] {
   return turns;
 }
 
-function renderTurns(turns: Turn[], closeLast: boolean): Builder {
-  const b = new Builder();
+function renderTurns(turns: Turn[], closeLast: boolean, tok: Tokenizer): Builder {
+  const b = new Builder(tok);
   turns.forEach((turn, i) => {
     if (i > 0) b.push("\n", "template");
     const close = i < turns.length - 1 || closeLast;
@@ -116,8 +119,12 @@ function renderTurns(turns: Turn[], closeLast: boolean): Builder {
 }
 
 /** A whole conversation; every turn is closed (a training transcript). */
-export function render(messages: Message[], template: TemplateName): Rendered {
-  const b = renderTurns(turnsOf(messages, template), true);
+export function render(
+  messages: Message[],
+  template: TemplateName,
+  tok: Tokenizer = CHAR_TOKENIZER,
+): Rendered {
+  const b = renderTurns(turnsOf(messages, template), true, tok);
   return { ids: b.ids, roles: b.roles };
 }
 
@@ -126,11 +133,15 @@ export function render(messages: Message[], template: TemplateName): Rendered {
  * In `inline`, a conversation that ends with a tool message continues the open assistant
  * turn instead (the model writes right after </tool_response>).
  */
-export function promptTokens(messages: Message[], template: TemplateName): number[] {
+export function promptTokens(
+  messages: Message[],
+  template: TemplateName,
+  tok: Tokenizer = CHAR_TOKENIZER,
+): number[] {
   const turns = turnsOf(messages, template);
   const last = messages[messages.length - 1];
-  if (template === "inline" && last?.role === "tool") return renderTurns(turns, false).ids;
-  const b = renderTurns(turns, true);
+  if (template === "inline" && last?.role === "tool") return renderTurns(turns, false, tok).ids;
+  const b = renderTurns(turns, true, tok);
   if (turns.length > 0) b.push("\n", "template");
   b.push(ASSISTANT_HEADER, "template");
   return b.ids;
@@ -147,8 +158,12 @@ export function lossMask(roles: readonly TokenRole[]): Uint8Array {
  * chatml-turns (stopped at <|im_end|>): "\n", the user turn with every response, "\n" and
  * the next assistant header, so decoding continues as the new assistant turn.
  */
-export function toolResponseTokens(responses: string[], template: TemplateName): Rendered {
-  const b = new Builder();
+export function toolResponseTokens(
+  responses: string[],
+  template: TemplateName,
+  tok: Tokenizer = CHAR_TOKENIZER,
+): Rendered {
+  const b = new Builder(tok);
   if (template === "inline") {
     for (const r of responses) b.push(`<tool_response>${r}</tool_response>`, "tool");
   } else {

@@ -11,7 +11,30 @@
 // `{ unknown: "replace" }` each becomes "?" (REPLACEMENT_CHAR), so decode(encode(s)) == s
 // holds exactly for every string made of the alphabet and special tokens.
 // Pad decodes to "" (it is not text); tokenText(PAD_ID) shows it as "<|pad|>".
-// Tested by model/tokenizer.test.ts.
+//
+// `Tokenizer` is the one interface the rollout, the trainer and the inspector's pieces use;
+// CHAR_TOKENIZER is this character tokenizer behind it, model/hf-tokenizer.ts a model's own
+// tokenizer.json. Tested by model/tokenizer.test.ts.
+
+/** What the engine needs of a tokenizer: ids in, text out, and a readable piece per id. */
+export interface Tokenizer {
+  /** "char" for the lab's character tokenizer, "hf" for a tokenizer.json. */
+  readonly kind: "char" | "hf";
+  /** Ids run 0..vocabSize-1 (the model's embedding must have at least this many rows). */
+  readonly vocabSize: number;
+  /** The id rows are padded with (never trained, never shown as text). */
+  readonly padId: number;
+  /** The id that ends a turn (`<|im_end|>` in ChatML): decoding stops there. */
+  readonly eosId: number;
+  /** Special and added tokens in the text become their one id. */
+  encode(text: string): number[];
+  /** Special tokens are kept as their text; pad decodes to "". */
+  decode(ids: ArrayLike<number>): string;
+  /** The text of one id as a person should read it: byte-level pieces decoded, `<0xNN>` for a byte that is not a whole character. */
+  piece(id: number): string;
+  /** The id of a special or added token spelled exactly `text`, or undefined. */
+  specialId(text: string): number | undefined;
+}
 
 export const SPECIAL_TOKENS = [
   "<|im_start|>",
@@ -111,3 +134,16 @@ export function decode(ids: ArrayLike<number>): string {
 export function isSpecial(id: number): boolean {
   return id >= FIRST_SPECIAL_ID && id < VOCAB_SIZE;
 }
+
+/** The character tokenizer behind the Tokenizer interface. */
+export const CHAR_TOKENIZER: Tokenizer = {
+  kind: "char",
+  vocabSize: VOCAB_SIZE,
+  padId: PAD_ID,
+  eosId: EOS_ID,
+  encode: (text) => encode(text),
+  decode,
+  piece: tokenText,
+  specialId: (text) =>
+    (SPECIAL_TOKENS as readonly string[]).includes(text) ? SPECIAL_IDS[text as SpecialToken] : undefined,
+};

@@ -35,7 +35,7 @@ describe("ReMax greedy baseline", () => {
     const twin = new CpuModel(modelConfigOf(c), undefined, c.seed);
     for (const s of samples) {
       const [greedy] = await rollout(twin, [s.promptTokens], {
-        template: c.task.template,
+        chat: tr.chat,
         sampling: { temperature: 0, seed: 1 },
         limits: {
           maxToolCalls: c.limits.max_tool_calls,

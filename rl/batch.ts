@@ -12,10 +12,14 @@ export interface PackedBatch {
   index: Int32Array[];
 }
 
-/** Right-padded rows of prompt+response; targets are the tokens shifted left by one. */
+/**
+ * Right-padded rows of prompt+response; targets are the tokens shifted left by one; scored
+ * at `temperature` (absent: the model's default, 1).
+ */
 export function packSequences(
   rows: { prompt: readonly number[]; response: readonly number[] }[],
   maxT: number,
+  temperature?: number,
 ): PackedBatch {
   const B = rows.length;
   const T = Math.min(maxT, Math.max(1, ...rows.map((r) => r.prompt.length + r.response.length)));
@@ -33,7 +37,9 @@ export function packSequences(
     }
     index.push(idx);
   });
-  return { batch: { B, T, tokens, targets }, index };
+  const batch: ScoreBatch = { B, T, tokens, targets };
+  if (temperature !== undefined) batch.temperature = temperature;
+  return { batch, index };
 }
 
 /** Reads a (B*T) array at each row's response positions (0 where cut off). */

@@ -174,6 +174,9 @@ describe("bad bundles are named", () => {
     expect(await errorOf((j) => (j.samples[1].tokens = [1, "x"]))).toBe(
       "samples[1].tokens: must be a list of integer token ids",
     );
+    expect(await errorOf((j) => (j.samples[0].pieces = ["a"]))).toBe(
+      "samples[0].pieces: must be a list of strings, one per token",
+    );
     expect(await errorOf((j) => delete j.samples[0].toolCalls[0].ok)).toBe(
       "samples[0].toolCalls[0].ok: must be a boolean",
     );

@@ -155,6 +155,17 @@ const TOOL_CALL_FIELDS: [string, string][] = [
 function checkSample(s: unknown, at: string): string | null {
   if (!isObj(s)) return `${at}: must be an object`;
   for (const [k, ok, what] of SAMPLE_FIELDS) if (!ok(s[k])) return `${at}.${k}: must be ${what}`;
+  // Token pieces (the inspector's text) are optional: older runs and bundles have none.
+  for (const [k, ids] of [
+    ["promptPieces", s.promptTokens],
+    ["pieces", s.tokens],
+  ] as const) {
+    const p = s[k];
+    if (p === undefined) continue;
+    if (!Array.isArray(p) || !p.every((x) => typeof x === "string") || p.length !== (ids as unknown[]).length)
+      return `${at}.${k}: must be a list of strings, one per token`;
+  }
+  if (s.padId !== undefined && !Number.isInteger(s.padId)) return `${at}.padId: must be an integer`;
   if (!Array.isArray(s.toolCalls)) return `${at}.toolCalls: must be a list`;
   for (const [i, c] of s.toolCalls.entries()) {
     if (!isObj(c)) return `${at}.toolCalls[${i}]: must be an object`;

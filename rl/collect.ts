@@ -27,8 +27,7 @@ export async function rolloutProblems(
 ): Promise<{ items: RewardItem[]; toolSeconds: number }> {
   const owners: Problem[] = [];
   for (const p of problems) for (let g = 0; g < repeat; g++) owners.push(p);
-  const template = ctx.driver.template(ctx.config);
-  const longest = Math.max(0, ...problems.map((p) => problemPrompt(p, template).length));
+  const longest = Math.max(0, ...problems.map((p) => problemPrompt(p, ctx.chat).length));
   // A prompt that fills the context leaves no room to answer: say which field to change.
   const context = ctx.policy.config.context;
   if (longest >= context)

@@ -3,6 +3,7 @@
 // clock and the progress callback. The Trainer (rl/trainer.ts) builds one per call.
 import type { RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
+import type { ChatFormat } from "../model/chat";
 import type { SandboxRunner } from "../sandbox/types";
 import type { AnyTask } from "../tasks/types";
 import type { TaskDriver } from "./driver";
@@ -17,6 +18,8 @@ export interface TrainerContext {
   readonly task: AnyTask;
   /** Single-turn task or multi-turn environment: the one place the two differ. */
   readonly driver: TaskDriver;
+  /** The tokenizer and template prompts, demonstrations and rollouts use (the driver's choice). */
+  readonly chat: ChatFormat;
   readonly sandbox: SandboxRunner;
   readonly tools: ToolProtocol;
   /** Seconds since the run started. */

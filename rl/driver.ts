@@ -3,10 +3,12 @@
 // task kind. A single-turn task rolls out with tools (rl/rollout.ts) and is judged by its
 // verifier on the strict final answer; an environment (frozenlake, sokoban) plays episodes
 // (rl/env-rollout.ts): a prompt is a seed, correct is success, each turn is a GiGPO step row,
-// and always renders as chatml turns. Tested by rl/trainer.test.ts and rl/trainer-env.test.ts.
+// and always renders as chatml turns with the character tokenizer. Tested by rl/trainer.test.ts and rl/trainer-env.test.ts.
 import type { RunConfig } from "../config";
 import type { SamplingOptions } from "../model/api";
-import { promptTokens, type TemplateName } from "../model/template";
+import { builtinChat, type ChatFormat } from "../model/chat";
+import type { Message } from "../model/template";
+import { CHAR_TOKENIZER } from "../model/tokenizer";
 import type { Rng } from "../tasks/rng";
 import {
   type AnyTask,
@@ -30,8 +32,8 @@ import { rollout, type Trajectory } from "./rollout";
 export interface TaskDriver {
   /** Tools the model may call (none for environments: they act through their turns). */
   readonly tools: ToolSpec[];
-  /** The template prompts and demonstrations render with. */
-  template(c: RunConfig): TemplateName;
+  /** The chat format prompts and demonstrations render with, given the run's. */
+  chat(run: ChatFormat): ChatFormat;
   /** n training prompts (for an environment: its seeds as prompts). */
   sample(rng: Rng, n: number): Problem[];
   /** The held-out prompts. */
@@ -59,18 +61,17 @@ export function taskDriver(task: AnyTask): TaskDriver {
 function singleTurnDriver(task: Task): TaskDriver {
   return {
     tools: task.tools,
-    template: (c) => c.task.template,
+    chat: (run) => run,
     sample: (rng, n) => task.sample(rng, n),
     evalSet: (n) => task.evalSet(n),
     ...(task.devSet ? { devSet: (n: number) => task.devSet?.(n) ?? [] } : {}),
     sftDemos: (rng, n, knobs) => task.sftDemos(rng, n, knobs),
     async rollout(ctx, owners, sampling) {
-      const template = ctx.config.task.template;
-      const prompts = owners.map((p) => problemPrompt(p, template));
+      const prompts = owners.map((p) => problemPrompt(p, ctx.chat));
       const stats = { toolSeconds: 0 };
       const trajs = await rollout(ctx.policy, prompts, {
         stats,
-        template,
+        chat: ctx.chat,
         sampling,
         limits: rolloutLimits(ctx.config),
         tools: ctx.tools,
@@ -104,7 +105,13 @@ function verify(task: Task, problem: Problem, t: Trajectory): boolean {
 function envDriver(env: EnvTask): TaskDriver {
   return {
     tools: [],
-    template: () => "chatml-turns",
+    chat: (run) => {
+      if (run.tokenizer.kind !== "char")
+        throw new Error(
+          `model.tokenizer: multi-turn environments (${env.name}) run with the character tokenizer only; leave it null`,
+        );
+      return ENV_CHAT;
+    },
     sample: (rng, n) => env.sampleSeeds(rng, n).map((seed) => envProblem(env, seed)),
     evalSet: (n) => env.evalSeeds(n).map((seed) => envProblem(env, seed)),
     sftDemos: (rng, n, knobs) => env.sftDemos(rng, n, knobs as { thinkRate?: number }),
@@ -168,7 +175,9 @@ export function tokenRewardsOf(
   return r;
 }
 
-/** The prompt tokens of a problem under a template. */
-export function problemPrompt(p: Problem, template: TemplateName): number[] {
-  return promptTokens(p.messages as Parameters<typeof promptTokens>[0], template);
+const ENV_CHAT = builtinChat("chatml-turns", CHAR_TOKENIZER);
+
+/** The prompt tokens of a problem in a chat format. */
+export function problemPrompt(p: Problem, chat: ChatFormat): number[] {
+  return chat.promptTokens(p.messages as Message[]);
 }

@@ -49,6 +49,17 @@ const BASE: RunConfig = mergeConfig(defaultRunConfig(), {
 /** Fields the walk does not change, each with why. */
 const EXEMPT: Record<string, string> = {
   version: "the schema version: not a knob (migrateConfig sets it; any other value is refused)",
+  // A model's own tokenizer and chat template: each needs Qwen3's 151,669-id tokenizer (and,
+  // for a pretrained folder, a model with as many rows), too large for this walk's tiny runs;
+  // their own tests run them.
+  "model.pretrained":
+    "needs a Hugging Face folder whose vocabulary covers the tokenizer; rl/chat-run.test.ts writes a tiny Qwen3 one and checks the run takes its architecture and weights",
+  "model.tokenizer":
+    "a real tokenizer makes the model 151,669 rows wide; rl/chat-run.test.ts checks the lab model takes its vocabulary and the run its chat format",
+  "task.tool_prompt":
+    'acts only with task.template "model" and a template that ignores tools; model/chat.test.ts checks both values on one',
+  "task.tokenization_check":
+    'acts only with task.template "model"; model/chat.test.ts (strict, warn, off) and rl/chat-run.test.ts (strict, warn from the config) check it',
   seeds:
     "acts above the engine: npm run train (and the page) run seed, seed+1, ... as separate runs, each with seeds: 1 in its loop; cli/seeds.test.ts checks the runs",
 };
@@ -104,6 +115,11 @@ const CHANGE: Record<string, unknown> = {
   "limits.memory_mb": 1,
   "stop.target": { key: "reward/mean", value: -100 },
   checkpoint_every: 2,
+  // The CPU model's decode path and training forward agree exactly (ratio 1), so a threshold
+  // acts only when it crosses 1: truncate every weight to 0.5, reject every token.
+  "rl.rollout_correction.rollout_is_threshold": 0.5,
+  "rl.rollout_correction.rollout_rs_threshold": 0.5,
+  "rl.rollout_correction.rollout_rs_threshold_lower": 1.5,
 };
 
 function valid(c: unknown): RunConfig | undefined {

@@ -18,10 +18,34 @@ import {
   positiveLm,
   valueLoss,
 } from "./algos/losses";
-import { actorMetrics } from "./algos/masks";
+import { actorMetrics, topEntropyMask } from "./algos/masks";
 import { SHAPING } from "./algos/shaping";
-import { flatten, unflatten } from "./algos/types";
+import { flatten, maskedMean, unflatten } from "./algos/types";
 import { aggOptions, policyLossOptions, shapingOptions } from "./options";
+
+/**
+ * Losses whose tokens all carry their row's sequence ratio: a token's loss value depends on
+ * every log-prob of its row, so a per-token factor cannot scale one token alone (the gradient
+ * would no longer be the loss's). There the row is scaled by the pw-weighted mean of its
+ * tokens' factors, a constant of the row, and loss and gradient stay consistent.
+ */
+const SEQUENCE_RATIO = new Set(["gspo", "gspo-token", "gmpo"]);
+
+/** Replaces each row's per-token factors by their pw-weighted mean over the row, in place. */
+function rowMeanScale(scale: Float64Array, pw: ArrayLike<number>, lens: readonly number[]): void {
+  let at = 0;
+  for (const L of lens) {
+    let num = 0;
+    let den = 0;
+    for (let i = at; i < at + L; i++) {
+      num += pw[i] * scale[i];
+      den += pw[i];
+    }
+    const m = den > 0 ? num / den : 1;
+    for (let i = at; i < at + L; i++) scale[i] = m;
+    at += L;
+  }
+}
 
 /** Per-row (response-position) inputs of one minibatch. */
 export interface MinibatchInput {
@@ -38,6 +62,8 @@ export interface MinibatchInput {
   returns?: ArrayLike<number>[];
   /** Per row: the trajectory was judged correct (VAPO positive-example LM loss). */
   correct?: boolean[];
+  /** Rollout-correction IS weights (rl/mismatch.ts): multiply the policy term's per-token loss and gradient. */
+  isWeights?: ArrayLike<number>[];
 }
 
 /**
@@ -76,14 +102,35 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     },
     policyLossOptions(r),
   );
-  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights).
+  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights). The
+  // rollout correction's IS weights and the top-entropy selection scale the policy term per
+  // token after it (per row for the sequence-ratio losses, SEQUENCE_RATIO); the aggregation's
+  // denominator stays (TRL's entropy mask, verl's IS weights).
   const pw = pl.weights ?? weights;
-  const dlogp = pl.grad.map((g, i) => g * pw[i]);
-  let loss = aggregate(pl.loss, pw);
+  const scale = new Float64Array(pw.length).fill(1);
+  if (x.isWeights) {
+    const w = flatten(x.isWeights);
+    for (let i = 0; i < scale.length; i++) scale[i] *= w[i];
+  }
+  // Tokens a selection rule picked, for the inspector: Clip-Cov / KL-Cov's covariance picks,
+  // or the top-entropy tokens that keep their policy loss.
+  let selected: Float64Array | undefined = pl.selected ? Float64Array.from(pl.selected) : undefined;
+  if (r.top_entropy_quantile < 1) {
+    const sel = topEntropyMask(flat.entropy, flat.mask, r.top_entropy_quantile);
+    for (let i = 0; i < scale.length; i++) scale[i] *= sel[i];
+    metrics["actor/entropy_selected_frac"] = maskedMean(sel, flat.mask);
+    selected = selected ? selected.map((x, i) => Math.max(x, sel[i])) : sel;
+  }
+  if (SEQUENCE_RATIO.has(r.policy_loss)) rowMeanScale(scale, pw, lens);
+  const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
+  let loss = aggregate(
+    pl.loss.map((l, i) => l * scale[i]),
+    pw,
+  );
   metrics["actor/pg_loss"] = loss;
   const dent = new Float64Array(dlogp.length);
   if (shaped) {
-    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i]));
+    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i] * scale[i]));
     for (let i = 0; i < dent.length; i++) dent[i] += back[i];
   }
   const ref = x.refLogprob ? flatten(x.refLogprob) : undefined;
@@ -134,5 +181,12 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     ),
     pl.metrics, // after actorMetrics: a loss may log ppo_kl its own way (KL-Cov: mean |δ|)
   );
-  return { loss, dlogp: unflatten(dlogp, lens), dentropy: unflatten(dent, lens), dvalue, metrics };
+  return {
+    loss,
+    dlogp: unflatten(dlogp, lens),
+    dentropy: unflatten(dent, lens),
+    dvalue,
+    metrics,
+    selected: selected ? unflatten(selected, lens) : undefined,
+  };
 }

@@ -7,6 +7,7 @@ import type { AdamWHparams, PolicyModel, StepResult } from "../model/api";
 import type { TensorSpec } from "../model/config";
 import { mean } from "./algos/types";
 import { gatherRows, packSequences, scatterRows } from "./batch";
+import { type Truncation, truncatedLogprobs, truncates } from "./mismatch";
 
 /** A sequence to score: prompt tokens, then the response tokens the loss sees. */
 export interface SeqRow {
@@ -49,6 +50,8 @@ export interface MinibatchPlan {
   /** Names the step in a skip message ("RL step 3"), and what its loss is ("loss"). */
   where: string;
   lossName?: string;
+  /** Score under softmax(logits / temperature) (the RL update: the sampling temperature); default 1. */
+  temperature?: number;
 }
 
 export interface MinibatchResult {
@@ -83,6 +86,7 @@ export async function trainMinibatches(policy: PolicyModel, plan: MinibatchPlan)
       const { batch, index } = packSequences(
         idx.map((i) => plan.rows[i]),
         plan.context,
+        plan.temperature,
       );
       const size = batch.B * batch.T;
       tokens += size;
@@ -109,12 +113,30 @@ export async function trainMinibatches(policy: PolicyModel, plan: MinibatchPlan)
   return { metrics, skipped, tokens };
 }
 
-/** Scores rows in chunks of `size` rows (no gradient is kept). */
-export async function scoreAll(model: PolicyModel, rows: SeqRow[], size: number, context: number) {
-  const all: RowScores = { logp: [], entropy: [] };
+/**
+ * Scores rows in chunks of `size` rows (no gradient is kept) at `temperature` (default 1).
+ * With `truncation`, also each response token's log-prob under the sampler's top-k/top-p set
+ * (rl/mismatch.ts; reads the logits back).
+ */
+export async function scoreAll(
+  model: PolicyModel,
+  rows: SeqRow[],
+  size: number,
+  context: number,
+  opts: { temperature?: number; truncation?: Truncation } = {},
+) {
+  const all: RowScores & { truncLogp?: Float64Array[] } = { logp: [], entropy: [] };
+  const trunc = opts.truncation && truncates(opts.truncation) ? opts.truncation : undefined;
   for (let i = 0; i < rows.length; i += size) {
-    const { batch, index } = packSequences(rows.slice(i, i + size), context);
-    const s = scoresOf(await model.forwardScore(batch), index);
+    const { batch, index } = packSequences(rows.slice(i, i + size), context, opts.temperature);
+    const out = await model.forwardScore(batch, { logits: trunc !== undefined });
+    const s = scoresOf(out, index);
+    if (trunc) {
+      all.truncLogp ??= [];
+      all.truncLogp.push(
+        ...truncatedLogprobs(out.logp, out.logits!, batch.targets, index, model.config.vocab, trunc),
+      );
+    }
     all.logp.push(...s.logp);
     all.entropy.push(...s.entropy);
     if (s.values) {

@@ -52,38 +52,50 @@ const X: MinibatchInput = {
 const shift = (rows: ArrayLike<number>[], b: number, t: number, h: number) =>
   rows.map((r, i) => Float64Array.from(r, (v, j) => (i === b && j === t ? v + h : v)));
 
+// The same check with the rollout correction's IS weights (constants of the update, rl/mismatch.ts)
+// and the top-entropy selection (half the valid tokens keep their policy term).
+const VARIANTS: { label: string; over: object; x: MinibatchInput }[] = [
+  { label: "", over: {}, x: X },
+  {
+    label: " with IS weights and top_entropy_quantile 0.5",
+    over: { top_entropy_quantile: 0.5 },
+    x: { ...X, isWeights: [[0.8, 1.3, 1, 2, 0.5], [1.1], [0.9, 1.7, 0.6, 1], [1, 1, 1]] },
+  },
+];
+
 describe("finite differences through minibatchLoss", () => {
-  for (const name of POLICY_LOSS_NAMES) {
-    it(`${name}: dL/dlp matches central differences; mask-0 tokens get exactly 0`, () => {
-      const c = config(name);
-      const out = minibatchLoss(c, X);
-      expect(Number.isFinite(out.loss)).toBe(true);
-      const h = 1e-6;
-      const bad: string[] = [];
-      X.mask.forEach((m, b) => {
-        for (let t = 0; t < m.length; t++) {
-          const g = out.dlogp[b][t];
-          if (m[t] === 0) {
-            if (g !== 0) bad.push(`(${b},${t}) mask 0 has gradient ${g}`);
-            continue;
+  for (const name of POLICY_LOSS_NAMES)
+    for (const { label, over, x: X } of VARIANTS) {
+      it(`${name}${label}: dL/dlp matches central differences; mask-0 tokens get exactly 0`, () => {
+        const c = config(name, { rl: over });
+        const out = minibatchLoss(c, X);
+        expect(Number.isFinite(out.loss)).toBe(true);
+        const h = 1e-6;
+        const bad: string[] = [];
+        X.mask.forEach((m, b) => {
+          for (let t = 0; t < m.length; t++) {
+            const g = out.dlogp[b][t];
+            if (m[t] === 0) {
+              if (g !== 0) bad.push(`(${b},${t}) mask 0 has gradient ${g}`);
+              continue;
+            }
+            // CISPO's weight is a stop-gradient of the ratio: its applied gradient is that of the
+            // loss with the weight frozen, so move lp_old with lp (the weight stays put; nothing
+            // else in the loss reads lp_old).
+            const moveOld = name === "cispo";
+            const at = (e: number) =>
+              minibatchLoss(c, {
+                ...X,
+                logprob: shift(X.logprob, b, t, e),
+                oldLogprob: moveOld ? shift(X.oldLogprob, b, t, e) : X.oldLogprob,
+              }).loss;
+            const fd = (at(h) - at(-h)) / (2 * h);
+            if (!(Math.abs(fd - g) <= 1e-7 + 1e-5 * Math.abs(fd))) bad.push(`(${b},${t}) fd ${fd} vs ${g}`);
           }
-          // CISPO's weight is a stop-gradient of the ratio: its applied gradient is that of the
-          // loss with the weight frozen, so move lp_old with lp (the weight stays put; nothing
-          // else in the loss reads lp_old).
-          const moveOld = name === "cispo";
-          const at = (e: number) =>
-            minibatchLoss(c, {
-              ...X,
-              logprob: shift(X.logprob, b, t, e),
-              oldLogprob: moveOld ? shift(X.oldLogprob, b, t, e) : X.oldLogprob,
-            }).loss;
-          const fd = (at(h) - at(-h)) / (2 * h);
-          if (!(Math.abs(fd - g) <= 1e-7 + 1e-5 * Math.abs(fd))) bad.push(`(${b},${t}) fd ${fd} vs ${g}`);
-        }
+        });
+        expect(bad).toEqual([]);
       });
-      expect(bad).toEqual([]);
-    });
-  }
+    }
 
   it("the batch exercises each loss's special branch", () => {
     const flat = (rows: ArrayLike<number>[]) => rows.flatMap((r) => Array.from(r));

@@ -48,13 +48,10 @@ describe("sampleRecords", () => {
   it("records the scoring pass's entropy per token, and none for a trajectory it did not score", () => {
     const a = traj("g0", 0);
     const b = traj("g0", 1);
-    const recs = sampleRecords(
-      0,
-      [a, b],
-      new Map(),
-      undefined,
-      new Map([[a, Float64Array.from([0.5, 0.25])]]),
-    );
+    const recs = sampleRecords(0, [a, b], new Map(), {
+      advantages: new Map(),
+      entropies: new Map([[a, Float64Array.from([0.5, 0.25])]]),
+    });
     expect(recs[0].entropy).toEqual([0.5, 0.25]);
     expect(recs[1].entropy).toEqual([]);
   });

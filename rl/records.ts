@@ -2,6 +2,7 @@
 // the sample records the inspector shows, and the rollout metrics shared by the RL step and
 // value pretraining (reward, accuracy, length, tools, environment success).
 // Tested through rl/trainer.test.ts, rl/trainer-env.test.ts and rl/vapo.test.ts.
+import type { Tokenizer } from "../model/tokenizer";
 import { mean, type StepRow, std } from "./algos/types";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -20,11 +21,20 @@ export interface SampleRecord {
   answer: string;
   promptTokens: number[];
   tokens: number[];
+  /** The readable text of each prompt and response token (the tokenizer's pieces): the page loads no tokenizer. */
+  promptPieces?: string[];
+  pieces?: string[];
+  /** The tokenizer's pad id, so the inspector can tell padding from text. */
+  padId?: number;
   mask: number[];
   postTool: number[];
   logprobs: number[];
   entropy: number[];
   advantages: number[];
+  /** Rollout importance ratio exp(old − sampler log-prob) per token (1 where not sampled); [] when not trained. */
+  ratio?: number[];
+  /** 1 for tokens a selection rule picked (Clip-Cov, KL-Cov, top-entropy); [] when none ran. */
+  selected?: number[];
   reward: number;
   rewardTerms: Record<string, number>;
   correct: boolean;
@@ -123,6 +133,18 @@ export function firstCustomError(all: readonly RewardedTrajectory[]): string | u
   return all.find((t) => t.customError !== undefined)?.customError;
 }
 
+/** Adds each token's readable piece, so the page shows BPE tokens without a tokenizer. */
+export function withPieces(samples: SampleRecord[], tok: Tokenizer): SampleRecord[] {
+  const pieces = (ids: number[]) =>
+    ids.map((id) => (id >= 0 && id < tok.vocabSize ? tok.piece(id) : `<${id}>`));
+  return samples.map((s) => ({
+    ...s,
+    promptPieces: pieces(s.promptTokens),
+    pieces: pieces(s.tokens),
+    padId: tok.padId,
+  }));
+}
+
 /**
  * A step's groups as inspector records: all of them up to SAMPLE_GROUPS, groups with a
  * learning signal (unequal rewards) first when there are more. Entropy is the per-token
@@ -132,8 +154,12 @@ export function sampleRecords(
   step: number,
   all: RewardedTrajectory[],
   decisions: Map<string, string>,
-  advantages?: Map<RewardedTrajectory, Float64Array>,
-  entropies?: Map<RewardedTrajectory, ArrayLike<number>>,
+  update?: {
+    advantages: Map<RewardedTrajectory, Float64Array>;
+    entropies?: Map<RewardedTrajectory, ArrayLike<number>>;
+    ratios?: Map<RewardedTrajectory, Float64Array>;
+    selected?: Map<RewardedTrajectory, Float64Array>;
+  },
 ): SampleRecord[] {
   const ids = [...new Set(all.map((t) => t.groupId))];
   const signal = (g: string) => {
@@ -157,8 +183,10 @@ export function sampleRecords(
       mask: t.traj.mask,
       postTool: t.traj.postTool,
       logprobs: t.traj.logprobs,
-      entropy: Array.from(entropies?.get(t) ?? []),
-      advantages: [...(advantages?.get(t) ?? [])],
+      entropy: Array.from(update?.entropies?.get(t) ?? []),
+      advantages: [...(update?.advantages.get(t) ?? [])],
+      ratio: [...(update?.ratios?.get(t) ?? [])],
+      selected: [...(update?.selected?.get(t) ?? [])],
       reward: t.reward,
       rewardTerms: t.terms,
       correct: t.correct,

@@ -60,7 +60,16 @@ function tiny(...overrides: object[]): RunConfig {
   return c;
 }
 
-const UPDATE_KEYS = ["actor/pg_loss", "actor/entropy", "actor/grad_norm", "actor/ppo_kl"];
+const UPDATE_KEYS = [
+  "actor/pg_loss",
+  "actor/entropy",
+  "actor/grad_norm",
+  "actor/ppo_kl",
+  // the sampler-trainer mismatch, on every RL update (rl/mismatch.ts)
+  "rollout/logprob_diff_mean",
+  "rollout/logprob_diff_max",
+  "rollout/is_ratio_mean",
+];
 
 function entryCases(): Case[] {
   const cases: Case[] = [];
@@ -80,6 +89,24 @@ function entryCases(): Case[] {
   );
   for (const name of Object.keys(REGISTRIES["policy-loss"]))
     add(`policy-loss: ${name}`, tiny(SPREAD_REWARD, { rl: { policy_loss: name } }));
+  // The rollout correction and the token selection (config fields, not registries).
+  const truncated = { sampling: { temperature: 0.8, top_k: 20, top_p: 0.9 } };
+  for (const level of ["token", "sequence"])
+    add(
+      `rollout_correction: is ${level}, rs ${level} (top-k/top-p sampling)`,
+      tiny(SPREAD_REWARD, truncated, {
+        rl: { rollout_correction: { rollout_is: level, rollout_rs: level, rollout_rs_threshold: 1.5 } },
+      }),
+      ["rollout/is_truncated_frac", "rollout/rs_masked_frac"],
+    );
+  add(
+    "rollout_correction: rs geometric",
+    tiny(SPREAD_REWARD, { rl: { rollout_correction: { rollout_rs: "geometric" } } }),
+    ["rollout/rs_masked_frac"],
+  );
+  add("top_entropy_quantile 0.2", tiny(SPREAD_REWARD, { rl: { top_entropy_quantile: 0.2 } }), [
+    "actor/entropy_selected_frac",
+  ]);
   for (const name of Object.keys(REGISTRIES.kl)) {
     add(
       `kl: ${name} in loss`,
@@ -188,6 +215,24 @@ describe("every registry entry runs two RL steps on the tiny model", () => {
     for (const [registry, table] of Object.entries(REGISTRIES))
       for (const name of Object.keys(table))
         expect(names, `${registry}: ${name}`).toContain(`${registry}: ${name}`);
+  });
+
+  it("sample records carry each token's rollout ratio and the tokens a selection rule picked", async () => {
+    const tr = makeTrainer(tiny(SPREAD_REWARD, { rl: { top_entropy_quantile: 0.5 } }));
+    const { samples } = await tr.rlStep();
+    expect(samples.length).toBeGreaterThan(0);
+    let picked = 0;
+    for (const s of samples) {
+      expect(s.ratio).toHaveLength(s.tokens.length);
+      expect(s.selected).toHaveLength(s.tokens.length);
+      s.ratio!.forEach((r, i) => {
+        // the CPU decode path and the training forward agree: ratio 1 to float precision
+        expect(Math.abs(r - 1), `ratio ${i}`).toBeLessThan(1e-4);
+        if (s.selected![i]) expect(s.mask[i]).toBe(1);
+      });
+      picked += s.selected!.filter((x) => x === 1).length;
+    }
+    expect(picked).toBeGreaterThan(0);
   });
 
   for (const c of entryCases()) {

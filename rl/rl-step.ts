@@ -12,6 +12,7 @@ import type { TrainerContext } from "./context";
 import { tokenRewardsOf } from "./driver";
 import { minibatchLoss } from "./loss";
 import { scoreAll, trainMinibatches } from "./minibatch";
+import { mismatchMetrics, rolloutCorrection } from "./mismatch";
 import { adamwHparams, advantageOptions, rlLr } from "./options";
 import {
   firstCustomError,
@@ -21,6 +22,7 @@ import {
   rolloutMetrics,
   type StepOutput,
   sampleRecords,
+  withPieces,
 } from "./records";
 import type { RewardedTrajectory } from "./rewards";
 
@@ -53,7 +55,7 @@ export async function rlStep(
   if (update?.skipped) row.event = update.skipped;
   const customError = firstCustomError(all);
   if (customError !== undefined) row["reward/custom_error"] = customError;
-  const samples = sampleRecords(step, all, decisions, update?.advantages, update?.entropies);
+  const samples = withPieces(sampleRecords(step, all, decisions, update), ctx.chat.tokenizer);
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
 
@@ -73,9 +75,30 @@ async function rlUpdate(
     return Float64Array.from(base, (m) => m * t.lossScale);
   });
   const mbSize = Math.max(1, Math.ceil(batch.length / r.minibatches));
-  const old = await scoreAll(policy, rows, mbSize, c.model.context);
+  // Every RL forward scores at the sampling temperature (the distribution the rollout drew
+  // from); the old policy also under the sampler's top-k/top-p set, for the mismatch.
+  const temperature = c.sampling.temperature;
+  const truncation = { temperature, topK: c.sampling.top_k, topP: c.sampling.top_p };
+  const old = await scoreAll(policy, rows, mbSize, c.model.context, { temperature, truncation });
   const ref =
-    r.kl.coef > 0 ? await scoreAll(await ctx.reference(), rows, mbSize, c.model.context) : undefined;
+    r.kl.coef > 0
+      ? await scoreAll(await ctx.reference(), rows, mbSize, c.model.context, { temperature })
+      : undefined;
+
+  // Sampler vs trainer on the sampled tokens (rl/mismatch.ts); the correction's rejection
+  // narrows the loss mask, its IS weights scale the policy term.
+  const oldSampler = old.truncLogp ?? old.logp;
+  const samplerLp = batch.map((t) => t.traj.logprobs);
+  const sampled = batch.map((t, i) => Float64Array.from(t.traj.mask, (m, j) => (m && masks[i][j] ? 1 : 0)));
+  const mismatch = mismatchMetrics(
+    oldSampler,
+    samplerLp,
+    batch.map((t) => t.traj.mask),
+  );
+  const corr = rolloutCorrection(oldSampler, samplerLp, sampled, r.rollout_correction);
+  if (corr.keep)
+    for (let i = 0; i < masks.length; i++)
+      for (let j = 0; j < masks[i].length; j++) masks[i][j] *= corr.keep[i][j];
 
   const algoBatch: AlgoTrajectory[] = batch.map((t, i) => ({
     groupId: t.groupId,
@@ -100,6 +123,7 @@ async function rlUpdate(
   const adv = advFn(algoBatch, advantageOptions(r), advState);
 
   const hparams = adamwHparams(r, rlLr(c, step));
+  const selected = new Map<RewardedTrajectory, Float64Array>();
   const rng = createRng(`${c.seed}:minibatch:${step}`);
   const res = await trainMinibatches(policy, {
     rows,
@@ -109,7 +133,7 @@ async function rlUpdate(
     order: () => rng.shuffle(batch.map((_, i) => i)),
     loss: (idx, s) => {
       const { returns } = adv;
-      return minibatchLoss(c, {
+      const g = minibatchLoss(c, {
         logprob: s.logp,
         entropy: s.entropy,
         mask: idx.map((i) => masks[i]),
@@ -121,16 +145,29 @@ async function rlUpdate(
         oldValues: old.values ? idx.map((i) => old.values![i]) : undefined,
         returns: returns ? idx.map((i) => returns[i]) : undefined,
         correct: idx.map((i) => batch[i].correct),
+        isWeights: corr.weights ? idx.map((i) => corr.weights![i]) : undefined,
       });
+      // the last epoch's picks are the ones the inspector shows
+      if (g.selected) for (let k = 0; k < idx.length; k++) selected.set(batch[idx[k]], g.selected[k]);
+      return g;
     },
+    temperature,
     step: () => policy.step(hparams),
     gradNormKey: "actor/grad_norm",
     where: `RL step ${step}`,
   });
+  Object.assign(res.metrics, mismatch, corr.metrics);
   return {
     ...res,
     advantages: new Map(batch.map((t, i) => [t, adv.advantages[i]])),
     entropies: new Map(batch.map((t, i) => [t, old.entropy[i]])),
+    selected,
+    ratios: new Map(
+      batch.map((t, i) => [
+        t,
+        Float64Array.from(t.traj.mask, (m, j) => (m ? Math.exp(oldSampler[i][j] - samplerLp[i][j]) : 1)),
+      ]),
+    ),
     advState: adv.state ?? advState,
   };
 }

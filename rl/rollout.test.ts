@@ -1,8 +1,9 @@
 // The agent loop with a scripted policy (exact, known tokens) and the real QuickJS sandbox:
 // tools run, responses are appended as environment tokens (mask 0), limits and stops hold.
 import { beforeAll, describe, expect, it } from "vitest";
-import { promptTokens } from "../model/template";
-import { decode, encode } from "../model/tokenizer";
+import { builtinChat } from "../model/chat";
+import { promptTokens, type TemplateName } from "../model/template";
+import { CHAR_TOKENIZER, decode, encode } from "../model/tokenizer";
 import { InProcessSandbox } from "../sandbox/run-code";
 import { CALCULATOR_TOOL } from "../tasks/arithmetic";
 import type { UserToolSpec } from "../tasks/types";
@@ -21,7 +22,8 @@ let sandbox: InProcessSandbox;
 beforeAll(async () => {
   sandbox = await InProcessSandbox.create();
 });
-const prompt = (q: string, template: "inline" | "chatml-turns" = "inline") =>
+const charChat = (t: TemplateName) => builtinChat(t, CHAR_TOKENIZER);
+const prompt = (q: string, template: TemplateName = "inline") =>
   promptTokens([{ role: "user", content: q }], template);
 
 describe("rollout (inline template)", () => {
@@ -31,7 +33,7 @@ describe("rollout (inline template)", () => {
     ]);
     const tools = makeToolProtocol([CALCULATOR_TOOL], sandbox, { timeoutS: 1, memoryMB: 16 });
     const [t] = await rollout(policy, [prompt("What is 347*29?")], {
-      template: "inline",
+      chat: charChat("inline"),
       sampling,
       limits,
       tools,
@@ -61,7 +63,7 @@ describe("rollout (inline template)", () => {
     ]);
     const tools = makeToolProtocol([CALCULATOR_TOOL], sandbox, { timeoutS: 1, memoryMB: 16 });
     const [t] = await rollout(policy, [prompt("What is 1+1?")], {
-      template: "inline",
+      chat: charChat("inline"),
       sampling,
       limits,
       tools,
@@ -83,7 +85,7 @@ describe("rollout (inline template)", () => {
     ]);
     const tools = makeToolProtocol([CALCULATOR_TOOL], sandbox, { timeoutS: 1, memoryMB: 16 });
     const [t] = await rollout(policy, [prompt("q")], {
-      template: "inline",
+      chat: charChat("inline"),
       sampling,
       limits: { ...limits, overLimitNotice: "no more calls" },
       tools,
@@ -100,7 +102,7 @@ describe("rollout (inline template)", () => {
     ]);
     const tools = makeToolProtocol([CALCULATOR_TOOL], sandbox, { timeoutS: 1, memoryMB: 16 });
     const [t] = await rollout(policy, [prompt("q")], {
-      template: "inline",
+      chat: charChat("inline"),
       sampling,
       limits: { ...limits, maxNewTokens: 20 },
       tools,
@@ -116,7 +118,7 @@ describe("rollout (inline template)", () => {
     ]);
     const tools = makeToolProtocol([CALCULATOR_TOOL], sandbox, { timeoutS: 1, memoryMB: 16 });
     const ts = await rollout(policy, [prompt("a"), prompt("b")], {
-      template: "inline",
+      chat: charChat("inline"),
       sampling,
       limits,
       tools,
@@ -133,7 +135,7 @@ describe("rollout (inline template)", () => {
       [["bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"]],
       p.length + 10,
     );
-    const [t] = await rollout(policy, [p], { template: "inline", sampling, limits });
+    const [t] = await rollout(policy, [p], { chat: charChat("inline"), sampling, limits });
     expect(t.finish).toBe("context");
     expect(t.tokens).toHaveLength(10);
   });
@@ -156,7 +158,7 @@ describe("rollout (chatml-turns template)", () => {
     ]);
     const tools = makeToolProtocol([lookup], sandbox, { timeoutS: 1, memoryMB: 16 });
     const [t] = await rollout(policy, [prompt("What does u1 have?", "chatml-turns")], {
-      template: "chatml-turns",
+      chat: charChat("chatml-turns"),
       sampling,
       limits: { ...limits, maxToolResponseChars: 200, maxNewTokens: 400 },
       tools,
@@ -189,7 +191,7 @@ describe("rollout timing", () => {
     };
     const stats = { toolSeconds: 0 };
     const policy = new ScriptedPolicy([["<tool_call>1+1</tool_call>", "<answer>2</answer><|im_end|>"]]);
-    await rollout(policy, [prompt("q")], { template: "inline", sampling, limits, tools: slow, stats });
+    await rollout(policy, [prompt("q")], { chat: charChat("inline"), sampling, limits, tools: slow, stats });
     expect(stats.toolSeconds).toBeGreaterThanOrEqual(0.045);
   });
 });

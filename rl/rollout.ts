@@ -3,12 +3,13 @@
 // as environment tokens (mask 0), and decoding continues from the KV cache.
 //
 // Token in, token out: a trajectory's tokens are exactly the sampled ids plus the inserted
-// ones; the text is only ever decoded from them, never re-tokenised.
+// ones; the text is only ever decoded from them, never re-tokenised. The chat format says
+// where a segment ends (inline: at </tool_call> inside the turn; otherwise at the turn's end)
+// and what the inserted tokens are (its tool turns), so the loop never knows the tokenizer.
 // Tested by rl/rollout.test.ts (a scripted policy with the real sandbox).
 
 import type { GenerationSession, PolicyModel, SamplingOptions } from "../model/api";
-import { type TemplateName, toolResponseTokens } from "../model/template";
-import { decode, encode, IM_END_ID, SPECIAL_IDS } from "../model/tokenizer";
+import type { ChatFormat } from "../model/chat";
 import { headTail } from "../sandbox/run-code";
 
 /** What the agent loop needs of a model: its context length and a generation session. */
@@ -40,7 +41,7 @@ export interface ToolOutcome {
 
 /** How calls are found in a generated segment and executed; built from the task's tools. */
 export interface ToolProtocol {
-  parse(segment: string, template: TemplateName): ToolCallRequest[];
+  parse(segment: string): ToolCallRequest[];
   execute(calls: ToolCallRequest[]): Promise<ToolOutcome[]>;
 }
 
@@ -83,8 +84,6 @@ export interface Trajectory {
   text: string;
 }
 
-const CALL_END_ID = SPECIAL_IDS["</tool_call>"];
-
 interface SeqState {
   traj: Trajectory;
   done: boolean;
@@ -99,7 +98,7 @@ export async function rollout(
   policy: GenerationPolicy,
   prompts: number[][],
   opts: {
-    template: TemplateName;
+    chat: ChatFormat;
     sampling: SamplingOptions;
     limits: RolloutLimits;
     tools?: ToolProtocol;
@@ -107,7 +106,7 @@ export async function rollout(
     stats?: { toolSeconds: number };
   },
 ): Promise<Trajectory[]> {
-  const { template, limits, tools } = opts;
+  const { chat, limits, tools } = opts;
   const contextLength = policy.config.context;
   const session = policy.startGeneration(opts.sampling);
   await session.prefill(prompts);
@@ -147,11 +146,11 @@ export async function rollout(
         s.traj.logprobs.push(logprobs[i]);
         s.traj.postTool.push(s.sawTool ? 1 : 0);
         s.policyTokens++;
-        const atCallEnd = template === "inline" && tok === CALL_END_ID;
-        const atTurnEnd = tok === IM_END_ID;
-        if (atCallEnd || (atTurnEnd && template === "chatml-turns")) {
-          const segment = decode(s.traj.tokens.slice(s.segmentStart));
-          const calls = tools ? tools.parse(segment, template) : [];
+        const atCallEnd = chat.callEndId !== undefined && tok === chat.callEndId;
+        const atTurnEnd = tok === chat.turnEndId;
+        if (atCallEnd || (atTurnEnd && chat.callEndId === undefined)) {
+          const segment = chat.tokenizer.decode(s.traj.tokens.slice(s.segmentStart));
+          const calls = tools ? tools.parse(segment) : [];
           if (calls.length > 0) pending.push({ seq: i, calls });
           else if (atTurnEnd) s.done = true;
         } else if (atTurnEnd) {
@@ -162,14 +161,14 @@ export async function rollout(
       }
       if (pending.length > 0) {
         const t0 = performance.now();
-        await runPending(pending, states, session, template, limits, tools!, contextLength);
+        await runPending(pending, states, session, chat, limits, tools!, contextLength);
         if (opts.stats) opts.stats.toolSeconds += (performance.now() - t0) / 1000;
       }
     }
   } finally {
     session.finish();
   }
-  for (const s of states) s.traj.text = decode(s.traj.tokens);
+  for (const s of states) s.traj.text = chat.tokenizer.decode(s.traj.tokens);
   return states.map((s) => s.traj);
 }
 
@@ -187,7 +186,7 @@ async function runPending(
   pending: { seq: number; calls: ToolCallRequest[] }[],
   states: SeqState[],
   session: GenerationSession,
-  template: TemplateName,
+  chat: ChatFormat,
   limits: RolloutLimits,
   tools: ToolProtocol,
   contextLength: number,
@@ -221,11 +220,12 @@ async function runPending(
       if (executed || limits.overLimitNotice) texts.push(headTail(outcome.text, limits.maxToolResponseChars));
       records.push({ call, outcome, responseStart: 0, responseEnd: 0, executed });
     });
+    // A turn that ended with its calls all refused silently still needs the next assistant header.
     const inserted =
       texts.length > 0
-        ? toolResponseTokens(texts, template).ids
-        : template === "chatml-turns"
-          ? continuation()
+        ? chat.toolResponseTokens(texts).ids
+        : chat.callEndId === undefined
+          ? chat.continuation()
           : [];
     const room = contextLength - session.lengths()[seq];
     const start = s.traj.tokens.length;
@@ -252,10 +252,4 @@ async function runPending(
     }
     if (!s.done) endIfOverLimits(s, session.lengths()[seq], contextLength, limits);
   }
-}
-
-// In chatml-turns, a turn whose calls were all refused without a notice still needs the
-// next assistant header so the model can answer.
-function continuation(): number[] {
-  return encode("\n<|im_start|>assistant\n");
 }

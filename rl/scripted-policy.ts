@@ -3,7 +3,7 @@
 // the trainer wiring with exact, known tokens, through the same generation interface as the
 // real models, and records what was appended.
 import type { DecodeResult, GenerationSession, SamplingOptions } from "../model/api";
-import { encode } from "../model/tokenizer";
+import { CHAR_TOKENIZER, type Tokenizer } from "../model/tokenizer";
 import type { GenerationPolicy } from "./rollout";
 
 export class ScriptedPolicy implements GenerationPolicy {
@@ -13,6 +13,7 @@ export class ScriptedPolicy implements GenerationPolicy {
   constructor(
     private readonly scripts: string[][],
     context = 512,
+    private readonly tokenizer: Tokenizer = CHAR_TOKENIZER,
   ) {
     this.config = { context };
   }
@@ -25,7 +26,9 @@ export class ScriptedPolicy implements GenerationPolicy {
     return {
       prefill: async (prompts) => {
         lengths = prompts.map((p) => p.length);
-        queues = prompts.map((_, i) => this.scripts[i % this.scripts.length].map((seg) => encode(seg)));
+        queues = prompts.map((_, i) =>
+          this.scripts[i % this.scripts.length].map((seg) => this.tokenizer.encode(seg)),
+        );
         segIndex = prompts.map(() => 0);
         pos = prompts.map(() => 0);
       },

@@ -1,13 +1,18 @@
 // Builds a ready Trainer from a RunConfig, wherever it runs: the caller says how to make a
 // model (WebGPU or CPU), which sandbox to use and how to read a file (fetch in the browser,
 // fs in Node). A run that names sft.init_checkpoint starts from those weights and skips SFT.
+// A run that names model.pretrained (a Hugging Face folder: config.json + safetensors) takes
+// its architecture and weights from there (model/hf.ts); the lab's architecture fields are then
+// unused, and model.context sets the sequence length.
 // Used by workers/trainer.worker.ts and cli/train.ts.
 import type { RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
 import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, type ModelConfig, paramLayout } from "../model/config";
+import { loadHfWeights, type ModelDir, readHfConfig } from "../model/hf";
+import { blobSource } from "../model/safetensors";
 import type { SandboxRunner } from "../sandbox/types";
-import { modelConfigOf, runTaskOf } from "./setup";
+import { chatFormatOf, modelConfigOf, runTaskOf } from "./setup";
 import { Trainer, type TrainerDeps } from "./trainer";
 
 export interface SessionDeps {
@@ -19,9 +24,22 @@ export interface SessionDeps {
 }
 
 export async function createTrainer(config: RunConfig, deps: SessionDeps): Promise<Trainer> {
-  const mc = modelConfigOf(config);
+  const chat = await chatFormatOf(config, deps.readFile);
   const task = runTaskOf(config);
+  let mc = modelConfigOf(config, chat.tokenizer.vocabSize);
   let weights: Float32Array | undefined;
+  const pretrained = config.model.pretrained;
+  if (pretrained) {
+    const dir = readFileModelDir(pretrained, deps.readFile);
+    mc = await readHfConfig(dir, { context: config.model.context, valueHead: config.rl.advantage === "gae" });
+    if (mc.vocab < chat.tokenizer.vocabSize)
+      throw new Error(
+        `model.pretrained: ${pretrained}/config.json has vocab_size ${mc.vocab}, fewer rows than the tokenizer's ${chat.tokenizer.vocabSize} ids`,
+      );
+    const w = new Float32Array(paramLayout(mc).total);
+    await loadHfWeights(dir, mc, (offset, data) => w.set(data, offset));
+    weights = w;
+  }
   const init = config.sft.init_checkpoint;
   if (init) {
     let bytes: Uint8Array;
@@ -60,6 +78,7 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
   const trainer = new Trainer(config, {
     policy,
     task,
+    chat,
     sandbox: deps.sandbox,
     clock: deps.clock,
     onActivity: deps.onActivity,
@@ -83,4 +102,21 @@ function adaptValueHead(
     if (d && d.size === t.size) out.set(weights.subarray(t.offset, t.offset + t.size), d.offset);
   }
   return out;
+}
+
+// A model folder read through the session's readFile (fetch in the browser, fs in Node).
+function readFileModelDir(path: string, readFile: (path: string) => Promise<Uint8Array>): ModelDir {
+  const base = path.replace(/\/+$/, "");
+  return {
+    name: base,
+    open: async (file) => {
+      let bytes: Uint8Array;
+      try {
+        bytes = await readFile(`${base}/${file}`);
+      } catch {
+        return null;
+      }
+      return blobSource(new Blob([bytes as Uint8Array<ArrayBuffer>]), `${base}/${file}`);
+    },
+  };
 }

@@ -1,10 +1,15 @@
 // Turns a RunConfig into the parts a Trainer needs that do not depend on where it runs:
-// the model's architecture and the task. The GPU device, the sandbox pool and storage are
-// wired by the caller (workers/trainer.worker.ts in the browser, cli/ in Node).
+// the model's architecture, the task, and the chat format (tokenizer + template). The GPU
+// device, the sandbox pool and storage are wired by the caller (workers/trainer.worker.ts in
+// the browser, cli/ in Node), which also says how files are read.
 import type { RunConfig } from "../config";
+import { builtinChat, type ChatFormat, jinjaChat } from "../model/chat";
 import { modelConfigOf } from "../model/config";
+import { HfTokenizer, loadHfTokenizerFiles } from "../model/hf-tokenizer";
+import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { getTask } from "../tasks/index";
 import { type AnyTask, type EnvTask, isEnvTask, type Task } from "../tasks/types";
+import { chatToolsOf } from "./tools";
 
 /** The model's architecture from a RunConfig (model/config.ts; the config panel counts parameters with it). */
 export { modelConfigOf };
@@ -32,4 +37,37 @@ export function taskOf(c: RunConfig): Task {
 export function envTaskOf(c: RunConfig): EnvTask | undefined {
   const t = runTaskOf(c);
   return isEnvTask(t) ? t : undefined;
+}
+
+/**
+ * The run's tokenizer and template: model.tokenizer (or, when null, model.pretrained) names
+ * the folder whose tokenizer.json is used; neither is the character tokenizer; task.template "model" is that folder's own Jinja chat template with
+ * the task's tools (Hermes calls), the others are the lab's templates.
+ */
+export async function chatFormatOf(
+  c: RunConfig,
+  readFile: (path: string) => Promise<Uint8Array>,
+): Promise<ChatFormat> {
+  const dir = c.model.tokenizer ?? c.model.pretrained;
+  if (dir === null) {
+    if (c.task.template === "model")
+      throw new Error(
+        'task.template: "model" is the tokenizer\'s own chat template; set model.tokenizer to a folder with tokenizer.json and tokenizer_config.json',
+      );
+    return builtinChat(c.task.template, CHAR_TOKENIZER);
+  }
+  const files = await loadHfTokenizerFiles(dir, readFile);
+  const tokenizer = new HfTokenizer(files, dir);
+  if (c.task.template !== "model") return builtinChat(c.task.template, tokenizer);
+  const task = runTaskOf(c);
+  if (isEnvTask(task))
+    throw new Error(
+      `task.template: "model" is for single-turn tasks; ${task.name} is a multi-turn environment`,
+    );
+  return jinjaChat(tokenizer, files.config, {
+    tools: chatToolsOf(task.tools),
+    check: c.task.tokenization_check,
+    toolPrompt: c.task.tool_prompt,
+    source: `${dir}/tokenizer_config.json`,
+  });
 }

@@ -1,7 +1,9 @@
 // The SFT cold start: one supervised step on the task's demonstrations (cross-entropy over
 // assistant tokens only, lossMask of the rendered conversation), through the shared minibatch
-// loop as a single minibatch. Tested by rl/trainer.test.ts and rl/trainer-env.test.ts.
-import { lossMask, render } from "../model/template";
+// loop as a single minibatch. The roles come from the chat format's turn-by-turn rendering
+// (model/chat.ts); with a model's own template the row counts tokenize/mismatch_turns (demos
+// whose turns did not extend, task.tokenization_check "warn"). Tested by rl/trainer.test.ts and rl/trainer-env.test.ts.
+import { lossMask, type Message } from "../model/template";
 import { createRng } from "../tasks/rng";
 import type { TrainerContext } from "./context";
 import { trainMinibatches } from "./minibatch";
@@ -13,9 +15,10 @@ export async function sftStep(ctx: TrainerContext, step: number): Promise<StepOu
   const c = ctx.config;
   const rng = createRng(`${c.seed}:sft:${step}`);
   const knobs = (c.task.options.sft ?? {}) as Record<string, unknown>;
-  const template = ctx.driver.template(c);
+  let mismatches = 0;
   const convs = ctx.driver.sftDemos(rng, c.sft.batch, knobs).map((d) => {
-    const r = render(d.messages as Parameters<typeof render>[0], template);
+    const r = ctx.chat.render(d.messages as Message[]);
+    mismatches += r.mismatches;
     return { ids: r.ids, mask: lossMask(r.roles) };
   });
   // Token 0 is the only "prompt": every later token is scored, and the mask picks the trained ones.
@@ -52,6 +55,7 @@ export async function sftStep(ctx: TrainerContext, step: number): Promise<StepOu
   putFinite(row, "actor/grad_norm", res.metrics["actor/grad_norm"] ?? Number.NaN);
   putFinite(row, "perf/tokens_per_s", dt > 0 ? res.tokens / dt : Number.NaN);
   putFinite(row, "timing/train_s", dt);
+  if (ctx.chat.name === "model") row["tokenize/mismatch_turns"] = mismatches;
   if (res.skipped) row.event = res.skipped;
   return { row, samples: [], skipped: res.skipped };
 }

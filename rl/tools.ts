@@ -2,9 +2,13 @@
 // the model wrote (rl/parse.ts) and runs them in QuickJS (sandbox/), all calls of a batch at
 // once. The built-in code tool runs the code itself (after the task's character check, as the
 // demo's calculator does); a user-defined tool runs its JS body with the JSON arguments,
-// which the sandbox validates against the tool's schema. Failures of any kind come back as
-// tool results (ok: false), never as exceptions.
-// Tested by rl/rollout.test.ts.
+// which the sandbox validates against the tool's schema. With the
+// Hermes syntax (a model's own chat template) every call is JSON, `{"name": .., "arguments":
+// {..}}`, and the code tool takes its code as the string argument `code` (chatToolsOf()
+// describes it so). Malformed JSON, an unknown tool and bad arguments each come back as a
+// failed tool result the model sees (ok: false), never as exceptions.
+// Tested by rl/rollout.test.ts and rl/hermes.test.ts.
+import type { ChatTool } from "../model/chat";
 import { formatToolResponse } from "../sandbox/tools";
 import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../sandbox/types";
 import { isBuiltinTool, type ToolSpec } from "../tasks/types";
@@ -24,25 +28,55 @@ function outcomeOf(r: RunCodeResult): ToolOutcome {
   return { ok, text: formatToolResponse(r, { maxChars: Number.MAX_SAFE_INTEGER }), status, detail: r.value };
 }
 
+/** The code tool's one argument in the Hermes form. */
+export const CODE_ARG = "code";
+
+/** The task's tools as a chat template lists them (a code tool takes `{"code": string}`). */
+export function chatToolsOf(tools: readonly ToolSpec[]): ChatTool[] {
+  return tools.map((t) =>
+    isBuiltinTool(t)
+      ? {
+          name: t.name,
+          description: t.description,
+          parameters: {
+            type: "object",
+            properties: { [CODE_ARG]: { type: "string", description: "The JavaScript code to run." } },
+            required: [CODE_ARG],
+          },
+          codeArg: CODE_ARG,
+        }
+      : { name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> },
+  );
+}
+
 export function makeToolProtocol(
   tools: ToolSpec[],
   sandbox: SandboxRunner,
   limits: ToolLimits,
+  syntax: "inline" | "hermes" = "inline",
 ): ToolProtocol {
   const builtin = tools.find(isBuiltinTool);
   const userTools = tools.filter((t) => !isBuiltinTool(t)) as SandboxToolSpec[];
   const formats: ToolCallFormat[] = [];
-  if (userTools.length > 0) formats.push("json");
-  if (builtin) formats.push("code");
+  if (userTools.length > 0 || (builtin && syntax === "hermes")) formats.push("json");
+  if (builtin && syntax === "inline") formats.push("code");
   const allowed = builtin?.allowedChars ? new RegExp(`^[${builtin.allowedChars}]*$`) : undefined;
   const request = { run_timeout: limits.timeoutS, memory_limit_MB: limits.memoryMB };
 
   async function runOne(call: ToolCallRequest): Promise<ToolOutcome> {
     if (call.error) return { ok: false, text: call.error, status: "ParseError" };
-    if (builtin && call.name === builtin.name && call.code !== undefined) {
-      if (allowed && !allowed.test(call.code))
+    if (builtin && call.name === builtin.name) {
+      // Inline calls carry bare code; Hermes calls carry it as the "code" argument.
+      const code = call.code ?? call.arguments?.[CODE_ARG];
+      if (typeof code !== "string")
+        return {
+          ok: false,
+          text: `Error: bad arguments for ${builtin.name}: "${CODE_ARG}" must be a string`,
+          status: "BadArguments",
+        };
+      if (allowed && !allowed.test(code))
         return { ok: false, text: "SyntaxError", status: "Refused: characters" };
-      return outcomeOf(await sandbox.run({ ...request, code: call.code }));
+      return outcomeOf(await sandbox.run({ ...request, code }));
     }
     const spec = userTools.find((t) => t.name === call.name);
     if (!spec)

@@ -18,6 +18,8 @@
 // rl/baselines.test.ts, rl/registry-run.test.ts (CPU model) and the headless runs (cli/, e2e/).
 import { applyEdit, type ConfigEdit, type RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
+import { builtinChat, type ChatFormat } from "../model/chat";
+import { CHAR_TOKENIZER, type Tokenizer } from "../model/tokenizer";
 import type { SandboxRunner } from "../sandbox/types";
 import type { AnyTask, Problem } from "../tasks/types";
 import type { AdvantageState } from "./algos/advantage";
@@ -40,6 +42,11 @@ export interface TrainerDeps {
   /** A single-turn task, or a multi-turn environment (rl/env-rollout.ts plays its episodes). */
   task: AnyTask;
   sandbox: SandboxRunner;
+  /**
+   * The tokenizer and transcript template (model/chat.ts, built by rl/setup.ts chatFormatOf);
+   * default: task.template with the character tokenizer. Environments speak chatml-turns.
+   */
+  chat?: ChatFormat;
   /** Frozen reference policy for KL; made from the policy on first need when absent. */
   reference?: PolicyModel;
   /** Seconds since the run started (injected so replays can ignore wall time). */
@@ -68,6 +75,7 @@ export class Trainer {
   private reference?: PolicyModel;
   private readonly driver: TaskDriver;
   private tools: ToolProtocol;
+  private defaultChat?: ChatFormat;
   private advState: AdvantageState = {};
   private evalProblems?: Problem[];
   private devProblems?: Problem[];
@@ -87,10 +95,33 @@ export class Trainer {
   }
 
   private makeTools(): ToolProtocol {
-    return makeToolProtocol(this.driver.tools, this.deps.sandbox, {
-      timeoutS: this.config.limits.tool_timeout_s,
-      memoryMB: this.config.limits.memory_mb,
-    });
+    return makeToolProtocol(
+      this.driver.tools,
+      this.deps.sandbox,
+      { timeoutS: this.config.limits.tool_timeout_s, memoryMB: this.config.limits.memory_mb },
+      this.chat.callSyntax,
+    );
+  }
+
+  /** The chat format rollouts and demonstrations use (an environment's is always chatml-turns). */
+  get chat(): ChatFormat {
+    return this.driver.chat(this.runChat());
+  }
+
+  get tokenizer(): Tokenizer {
+    return this.chat.tokenizer;
+  }
+
+  // The one given, else task.template with the character tokenizer.
+  private runChat(): ChatFormat {
+    if (this.deps.chat) return this.deps.chat;
+    const t = this.config.task.template;
+    if (t === "model")
+      throw new Error(
+        'task.template: "model" needs the chat format built from model.tokenizer (rl/setup.ts chatFormatOf)',
+      );
+    if (this.defaultChat?.name !== t) this.defaultChat = builtinChat(t, CHAR_TOKENIZER);
+    return this.defaultChat;
   }
 
   get policy(): PolicyModel {
@@ -146,6 +177,7 @@ export class Trainer {
       policy,
       task,
       driver: this.driver,
+      chat: this.chat,
       sandbox,
       tools: this.tools,
       clock: this.clock,

@@ -91,8 +91,14 @@ export interface StartOptions {
 
 /** A generation from the "try the model" panel: the transcript with tool calls and results. */
 export interface TryResult {
+  /** The rendered prompt (the chat template's text, tool list included). */
+  prompt: string;
+  /** Each prompt token's readable piece. */
+  promptPieces: string[];
   text: string;
   tokens: number[];
+  /** Each token's readable piece (byte-level pieces decoded): the page loads no tokenizer. */
+  pieces: string[];
   /** Per token: 1 sampled by the model, 0 inserted (tool response). */
   mask: number[];
   toolCalls: { raw: string; response: string; ok: boolean; status: string }[];

@@ -7,11 +7,11 @@ import type { ConfigEdit, RunConfig } from "../config";
 import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kernels/device";
 import type { PolicyModel } from "../model/api";
 import { GpuModel } from "../model/gpu";
-import { promptTokens } from "../model/template";
-import { decode } from "../model/tokenizer";
+import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { decodeBundle, encodeBundle } from "../rl/bundle";
 import { taskDriver } from "../rl/driver";
 import { parseAnswer } from "../rl/parse";
+import { withPieces } from "../rl/records";
 import { rewardInput, runCustomReward } from "../rl/rewards";
 import { rollout } from "../rl/rollout";
 import { RunLoop, type RunLoopOptions } from "../rl/runner";
@@ -131,6 +131,14 @@ function lostSoon(device: GPUDevice): Promise<boolean> {
   ]);
 }
 
+// Runs stored before samples carried their token pieces: a character-tokenizer run gets them
+// here (a model's own tokenizer is megabytes; its old samples show ids).
+function storedSamples(samples: SampleRecord[], config: RunConfig): SampleRecord[] {
+  const char = (config.model.tokenizer ?? null) === null && (config.model.pretrained ?? null) === null;
+  if (!char || samples.every((s) => s.pieces)) return samples;
+  return samples.map((s) => (s.pieces ? s : withPieces([s], CHAR_TOKENIZER)[0]));
+}
+
 function getSandbox(): SandboxPool {
   sandbox ??= createBrowserSandboxPool({ size: 2 });
   return sandbox;
@@ -224,7 +232,7 @@ async function startRun(
     ({ config, edits, resume } = opened);
     // The kept rows, samples and events go back to the UI before training continues.
     for (const row of opened.kept.rows) listener.row(row);
-    if (opened.kept.samples.length) listener.samples(opened.kept.samples);
+    if (opened.kept.samples.length) listener.samples(storedSamples(opened.kept.samples, config));
     for (const e of opened.kept.events) listener.event(e);
     await store.updateRun(id, { status: "running" });
   } else {
@@ -415,9 +423,11 @@ const api: TrainerApi = {
     // A copy of the current weights, so generation never interleaves with a training step.
     const model: PolicyModel = await trainer.policy.frozenCopy();
     try {
-      const ids = promptTokens([{ role: "user", content: prompt }], c.task.template);
+      const chat = trainer.chat;
+      const messages = [{ role: "user" as const, content: prompt }];
+      const ids = chat.promptTokens(messages);
       const [t] = await rollout(model, [ids], {
-        template: c.task.template,
+        chat,
         sampling: {
           temperature: options.temperature ?? 0,
           topK: c.sampling.top_k,
@@ -430,15 +440,21 @@ const api: TrainerApi = {
           maxToolResponseChars: c.limits.max_tool_response_chars,
           overLimitNotice: "",
         },
-        tools: makeToolProtocol(toolsOf(c), getSandbox(), {
-          timeoutS: c.limits.tool_timeout_s,
-          memoryMB: c.limits.memory_mb,
-        }),
+        tools: makeToolProtocol(
+          toolsOf(c),
+          getSandbox(),
+          { timeoutS: c.limits.tool_timeout_s, memoryMB: c.limits.memory_mb },
+          chat.callSyntax,
+        ),
       });
       const ans = parseAnswer(t.text, { mode: "lenient" });
+      const tok = chat.tokenizer;
       return {
+        prompt: chat.promptText(messages),
+        promptPieces: ids.map((id) => tok.piece(id)),
         text: t.text,
         tokens: t.tokens,
+        pieces: t.tokens.map((id) => tok.piece(id)),
         mask: t.mask,
         toolCalls: t.toolCalls.map((x) => ({
           raw: x.call.raw,
@@ -464,7 +480,7 @@ const api: TrainerApi = {
 
   async testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {
     const c = run?.config;
-    const text = decode(sample.tokens);
+    const text = (run?.trainer.tokenizer ?? CHAR_TOKENIZER).decode(sample.tokens);
     const input = rewardInput(
       {
         index: 0,
@@ -521,7 +537,7 @@ const api: TrainerApi = {
     const store = await getStore();
     const r = await store?.loadRun(runId);
     if (!r) throw new Error(`no stored run ${runId}`);
-    return r;
+    return { ...r, samples: storedSamples(r.samples, r.run.config) };
   },
   async deleteRun(runId: string) {
     if (run?.id === runId) throw new Error("stop the run before deleting it");

@@ -6,6 +6,8 @@
 # model/hf.ts and model/golden.ts, checked by model/hf.test.ts (CPU) and model/hf.gpu.test.ts.
 # Other sizes (e.g. a tiny qwen3 with a real tokenizer's vocabulary) for other tests:
 #   /usr/bin/python3 model/golden/make_hf_models.py --family qwen3 --vocab 151936 --out DIR --no-golden
+# (--max-position N raises max_position_embeddings, for prompts longer than the fixture's 32:
+# the README's tiny Qwen3 run with the real tokenizer and chat template uses 512.)
 #
 # The network is written here from the architecture, independently of the TypeScript:
 # token embedding; per layer RMSNorm -> q, k, v projections (Qwen2: with biases) -> Qwen3: RMSNorm
@@ -263,12 +265,15 @@ def main():
     ap.add_argument("--vocab", type=int, help="vocabulary size (default: the fixture's)")
     ap.add_argument("--out", help="output folder (default: model/golden/hf/<family>)")
     ap.add_argument("--no-golden", action="store_true", help="write only the model files")
+    ap.add_argument("--max-position", type=int, help="max_position_embeddings (default: the fixture's)")
     ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args()
     for fam in a.family or sorted(CONFIGS):
         cfg = dict(CONFIGS[fam])
         if a.vocab:
             cfg["vocab_size"] = a.vocab
+        if a.max_position:
+            cfg["max_position_embeddings"] = a.max_position
         g = torch.Generator().manual_seed(a.seed)
         out = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf", fam)
         P = random_params(cfg, g)

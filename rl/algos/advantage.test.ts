@@ -293,3 +293,47 @@ describe("turn-discount (§12)", () => {
     expect(RETURN["turn-discount"]).toBe(turnDiscount);
   });
 });
+
+describe("opo, grpo-passk, liteppo (§13)", () => {
+  // §13's batch: rewards [1, 0, 1, 0 | 2, 0.5, 0.5], response lengths [4, 2, 6, 3 | 5, 5, 2].
+  const R = [1, 0, 1, 0, 2, 0.5, 0.5];
+  const LEN = [4, 2, 6, 3, 5, 5, 2];
+  const worked = (): Trajectory[] =>
+    R.map((reward, i) => ({
+      groupId: i < 4 ? "g0" : "g1",
+      reward,
+      // a trailing tool-output token (mask 0) does not count in |y|
+      mask: Float64Array.from({ length: LEN[i] + 1 }, (_, t) => (t < LEN[i] ? 1 : 0)),
+    }));
+
+  it("opo reproduces §13: the length-weighted group mean as baseline", () => {
+    close(scalars("opo", worked()), [0.333333, -0.666667, 0.333333, -0.666667, 0.875, -0.625, -0.625]);
+    // singleton group: baseline 0 (verl); advantages sit only on mask-1 tokens
+    const one = ADVANTAGE.opo(group([0.7], 3), withAdvantageDefaults());
+    close(one.advantages[0], [0.7, 0.7, 0.7]);
+    const adv = ADVANTAGE.opo(worked(), withAdvantageDefaults()).advantages[0];
+    expect(adv[4]).toBe(0);
+  });
+
+  it("grpo-passk reproduces §13: only the best of each group, R_max − R_second (over std + ε)", () => {
+    close(scalars("grpo-passk", worked(), { stdEps: 1e-6 }), [0, 0, 0, 0, 1.732049, 0, 0]);
+    close(scalars("grpo-passk", worked(), { normByStd: false }), [0, 0, 0, 0, 1.5, 0, 0]);
+    // the population-std setting does not change it: pass@k uses torch's unbiased std
+    close(scalars("grpo-passk", worked(), { stdEps: 1e-6, std: "population" }), [0, 0, 0, 0, 1.732049, 0, 0]);
+    expect(() => ADVANTAGE["grpo-passk"](group([1]), withAdvantageDefaults())).toThrow(/group_size >= 2/);
+    close(scalars("grpo-passk", group([0, 0, 0])), [0, 0, 0]);
+  });
+
+  it("liteppo: group mean, batch std (derived: mean_g0 0.5, mean_g1 1, sample std of all 7 rewards 0.698638)", () => {
+    // (R − group mean) / (0.6986381 + 1e-6): 0.5 → 0.715677, 1 → 1.431354
+    close(
+      scalars("liteppo", worked(), { stdEps: 1e-6 }),
+      [0.715677, -0.715677, 0.715677, -0.715677, 1.431354, -0.715677, -0.715677],
+    );
+    // unlike grpo, a group's scale is the batch's: equal rewards in one group give 0 there
+    const b = [...group([1, 1], 2, "a"), ...group([0, 1], 2, "b")];
+    close(scalars("liteppo", b, { stdEps: 0 }), [0, 0, -0.5 / 0.5, 0.5 / 0.5]);
+    // a batch of one: std 0, a zero numerator (singleton rule "zero") gives 0, not NaN
+    close(scalars("liteppo", group([3])), [0]);
+  });
+});

@@ -403,6 +403,69 @@ export const reinforceHistory: AdvantageFn = (batch, opts, state = {}) => {
   return { ...fromScalars(batch, scalar), state: next };
 };
 
+/**
+ * OPO (§13, arXiv 2505.23585): the optimal baseline is the length-weighted mean reward of the
+ * group, b = Σ_j |y_j|·R_j / Σ_j |y_j| (|y| = the response's policy tokens, mask > 0);
+ * A_i = R_i − b, no std. A singleton group has b = 0 (verl). A group whose responses are all
+ * empty falls back to the plain mean.
+ */
+export const opo: AdvantageFn = (batch) => {
+  const scalar = new Float64Array(batch.length);
+  const len = batch.map((t) => Array.from(t.mask).filter((m) => m > 0).length);
+  for (const idx of groupIndices(batch, (t) => t.groupId)) {
+    let b = 0;
+    if (idx.length > 1) {
+      const L = sum(idx.map((i) => len[i]));
+      b = L > 0 ? sum(idx.map((i) => len[i] * batch[i].reward)) / L : mean(idx.map((i) => batch[i].reward));
+    }
+    for (const i of idx) scalar[i] = batch[i].reward - b;
+  }
+  return fromScalars(batch, scalar);
+};
+
+/**
+ * GRPO pass@k (§13, arXiv 2503.19595): in each group only the best response (the first of the
+ * largest rewards) gets a nonzero advantage, R_max − R_second, divided by the group's std + ε
+ * when normByStd (the sample std, torch's unbiased default, whatever rl.std says); a tie at
+ * the top gives every response 0. Groups of fewer than 2 are an error (pass@k needs a second
+ * sample to compare with).
+ */
+export const grpoPassk: AdvantageFn = (batch, opts) => {
+  const scalar = new Float64Array(batch.length);
+  for (const idx of groupIndices(batch, (t) => t.groupId)) {
+    if (idx.length < 2)
+      throw new Error(
+        `rl.advantage grpo-passk: group "${batch[idx[0]].groupId}" has 1 response; needs rl.group_size >= 2`,
+      );
+    const r = idx.map((i) => batch[i].reward);
+    let best = 0;
+    for (let k = 1; k < r.length; k++) if (r[k] > r[best]) best = k;
+    const second = Math.max(...r.filter((_, k) => k !== best));
+    const d = opts.normByStd ? std(r, "sample") + opts.stdEps : 1;
+    scalar[idx[best]] = (r[best] - second) / d;
+  }
+  return fromScalars(batch, scalar);
+};
+
+/**
+ * LitePPO's normalization ("Tricks or Traps", arXiv 2508.08221): the group mean as baseline,
+ * the std of the whole batch's rewards (rl.std convention) as scale:
+ * A_i = (R_i − mean_group(R)) / (std_batch(R) + ε). A singleton group keeps rl.singleton_group's
+ * rule (0 or the raw reward) for its numerator. A batch of one trajectory has std 0.
+ */
+export const liteppo: AdvantageFn = (batch, opts) => {
+  const all = batch.map((t) => t.reward);
+  const d = (batch.length > 1 ? std(all, opts.std) : 0) + opts.stdEps;
+  const centred = groupOutcome(batch, { ...opts }, (r) => {
+    const m = mean(r);
+    return r.map((x) => x - m);
+  }).scalar!;
+  return fromScalars(
+    batch,
+    centred.map((a) => a / d),
+  );
+};
+
 export const ADVANTAGE: Record<string, AdvantageFn> = {
   gae,
   grpo,
@@ -413,6 +476,9 @@ export const ADVANTAGE: Record<string, AdvantageFn> = {
   remax,
   gigpo,
   "reinforce-history": reinforceHistory,
+  opo,
+  "grpo-passk": grpoPassk,
+  liteppo,
 };
 
 /**

@@ -73,3 +73,22 @@ export function actorMetrics(x: ActorMetricInput, klEstimator = "k3"): Record<st
   }
   return out;
 }
+
+/**
+ * Policy loss on the highest-entropy tokens only (Wang et al. 2025, "Beyond the 80/20 Rule",
+ * arXiv 2506.01939; TRL `top_entropy_quantile`): of the N valid tokens (mask > 0) of a batch,
+ * the n = ceil(q·N) with the largest entropy get 1, all others 0. Ties are broken by position
+ * (earlier first), so exactly n tokens are kept and runs replay; TRL instead keeps every token
+ * at or above the (1 − q) quantile of the entropies, which keeps ties at the threshold together
+ * (the two agree when the entropies are distinct). q = 1 keeps every valid token.
+ */
+export function topEntropyMask(entropy: Arr, mask: Arr, q: number): Float64Array {
+  if (!(q > 0 && q <= 1)) throw new Error(`rl.top_entropy_quantile must be in (0, 1], got ${q}`);
+  const valid: number[] = [];
+  for (let i = 0; i < mask.length; i++) if (mask[i] > 0) valid.push(i);
+  const n = Math.ceil(q * valid.length);
+  valid.sort((a, b) => entropy[b] - entropy[a] || a - b);
+  const out = new Float64Array(mask.length);
+  for (let k = 0; k < n; k++) out[valid[k]] = 1;
+  return out;
+}
