@@ -20,6 +20,7 @@ import {
   toSlider,
 } from "./configModel";
 import { commitField } from "./formActions";
+import { MemoryPlanView, ModelPicker } from "./ModelPicker";
 import { PresetPicker } from "./PresetPicker";
 import { activeRun, isRunning, useLab } from "./store";
 
@@ -85,6 +86,8 @@ export function ConfigPanel() {
       {GROUPS.map((g) => (
         <details key={g.group} className="config-group" open={OPEN_GROUPS.has(g.group)} data-group={g.group}>
           <summary>{g.title}</summary>
+          {g.group === "model" && <ModelPicker />}
+          {g.group === "model" && <MemoryPlanView />}
           {g.fields.map((spec) => (
             <ConfigField key={spec.path} spec={spec} errors={errorsByField[spec.path]} />
           ))}

@@ -5,7 +5,11 @@
 import * as Comlink from "comlink";
 import { type ConfigEdit, getPath, type RunConfig, validateRunConfig } from "../config";
 import type {
+  CacheEntry,
+  DownloadProgress,
   InterruptedRun,
+  ModelInfo,
+  ModelSource,
   RewardTestResult,
   RunListener,
   SampleRecord,
@@ -353,4 +357,59 @@ export async function storageUsage(): Promise<string | null> {
   } catch {
     return null;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pretrained models: the worker reads, hashes, downloads and caches them (workers/model-cache.ts).
+
+/** A model source's files, sizes and cache state; its config.json goes to the store for the memory plan. */
+export async function modelInfoOf(source: ModelSource): Promise<ModelInfo> {
+  const info = await getTrainer().modelInfo(source);
+  rememberModelConfig(source, info);
+  return info;
+}
+
+function rememberModelConfig(source: ModelSource, info: ModelInfo) {
+  if (info.config === undefined) return;
+  const key =
+    source.kind === "hub"
+      ? `hf:${source.repo}`
+      : source.kind === "local"
+        ? `local:${source.name}`
+        : source.path;
+  useLab.setState((s) => ({ modelConfigs: { ...s.modelConfigs, [key]: info.config } }));
+}
+
+export async function downloadHubModel(
+  source: ModelSource,
+  onProgress: (p: DownloadProgress) => void,
+): Promise<ModelInfo> {
+  const info = await getTrainer().downloadModel(source, Comlink.proxy(onProgress));
+  rememberModelConfig(source, info);
+  return info;
+}
+
+export async function addLocalModelFiles(
+  name: string,
+  files: { path: string; blob: Blob }[],
+): Promise<ModelSource> {
+  const source = await getTrainer().addLocalModel(name, files);
+  await modelInfoOf(source);
+  return source;
+}
+
+export const listModelCache = (): Promise<CacheEntry[]> => getTrainer().listModelCache();
+export const clearModelCache = (): Promise<void> => getTrainer().clearModelCache();
+
+/** The adapter's buffer limits, into the store (the memory plan checks each buffer against them). */
+export async function loadAdapterLimits(): Promise<void> {
+  const st = await getTrainer().gpuStatus();
+  if (!st.ok) return;
+  const l = st.adapter.limits;
+  useLab.setState({
+    adapterLimits: {
+      maxBufferSize: l.maxBufferSize,
+      maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+    },
+  });
 }

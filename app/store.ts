@@ -120,7 +120,13 @@ export interface ViewSlice {
   gpu: GpuStatus | undefined;
 }
 
-export type LabState = RunsSlice & FormSlice & ViewSlice;
+/** Pretrained models the picker has seen: config.json by model.pretrained, and the adapter's buffer limits (the memory plan). */
+export interface ModelSlice {
+  modelConfigs: Record<string, unknown>;
+  adapterLimits: { maxBufferSize: number; maxStorageBufferBindingSize: number } | null;
+}
+
+export type LabState = RunsSlice & FormSlice & ViewSlice & ModelSlice;
 
 export function initialState(): LabState {
   const config = defaultRunConfig();
@@ -130,6 +136,8 @@ export function initialState(): LabState {
     activeId: null,
     openId: null,
     form: { config, pending: {} },
+    modelConfigs: {},
+    adapterLimits: null,
     preset: null,
     presetConfig: config,
     pendingRestart: [],

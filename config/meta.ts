@@ -123,7 +123,17 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "model.init_std": restart("model", "Std of the normal weight initialisation.", { min: 0, max: 1 }),
   "model.pretrained": restart(
     "model",
-    "A Hugging Face model folder (config.json + safetensors): its architecture and weights replace the fields above.",
+    "A Hugging Face model (config.json + safetensors): a folder, hf:owner/name from the Hub, or local:name picked from disk; its architecture and weights replace the fields above.",
+  ),
+  "model.revision": restart(
+    "model",
+    "Hub revision (branch, tag or commit) of an hf: model; a commit pins the weights a link names.",
+  ),
+  "model.sha256": restart("model", "SHA-256 of each file of a local: model (set by the model picker)."),
+  "model.memory_budget_gb": restart(
+    "model",
+    "GPU memory the run may plan for, in GB (WebGPU does not report it): a plan over it is refused before loading.",
+    { min: 0, max: 1024 },
   ),
   "model.tokenizer": restart(
     "model",
@@ -529,6 +539,7 @@ export const FIELD_META: Record<string, FieldMeta> = {
 /** Paths that are one leaf even though their value is an object (free-form records). */
 export const OPAQUE_PATHS: ReadonlySet<string> = new Set([
   "task.options",
+  "model.sha256",
   "rewards.terms.*.options",
   "filters.list.*.options",
   "stop.target",

@@ -72,7 +72,13 @@ export const ModelSchema = z
     positional: z.enum(["learned", "rope"]).default("learned"), // DEMO-RECIPE: learned absolute positions
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
-    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face folder (config.json + safetensors) whose architecture and weights are used
+    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face model (config.json + safetensors) whose architecture and weights are used: a folder path, "hf:<owner>/<name>" (the Hub, at model.revision) or "local:<name>" (files picked in the page, named by model.sha256)
+    revision: z.string().min(1, "must not be empty").default("main"), // the Hub revision (branch, tag or commit) of an "hf:" model; a commit pins the weights a link names
+    sha256: z
+      .record(z.string(), z.string().regex(/^[0-9a-f]{64}$/, "must be 64 hex digits"))
+      .nullable()
+      .default(null), // the files of a "local:" model by SHA-256, so a link names its weights; null for other sources
+    memory_budget_gb: num({ gt: 0, max: 1024 }).default(4), // DESIGN: WebGPU reports no device memory; the plan's total must fit this (4 GB: a laptop GPU)
     tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
   })
   .strict();

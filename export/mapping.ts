@@ -41,7 +41,12 @@ const tinyModel = (c: RunConfig) => !pretrainedSource(c);
  * lab's own tiny models have none: verl needs a Hugging Face checkpoint (model.path).
  */
 export function pretrainedSource(c: RunConfig): string | null {
-  if (c.model.pretrained) return c.model.pretrained;
+  const p = c.model.pretrained;
+  // "hf:<owner>/<name>" is a Hub repo id, which verl's model.path takes as it is.
+  if (p?.startsWith("hf:")) return p.slice(3);
+  // "local:<name>": files picked in the page; the person gives verl the folder they came from.
+  if (p?.startsWith("local:")) return p.slice(6);
+  if (p) return p;
   const src = (c.model as Record<string, unknown>).source;
   if (typeof src === "string" && src) return src;
   if (src && typeof src === "object") {
@@ -78,6 +83,19 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "model.pretrained": mapped(
     "actor_rollout_ref.model.path",
     "the Hugging Face model folder the run starts from",
+  ),
+  "model.revision": approx(
+    "actor_rollout_ref.model.path",
+    "verl loads a repo id at the Hub's default revision; another revision must be downloaded first (huggingface-cli download --revision R) and its folder given as model.path",
+    // Only an hf: model's revision other than main differs.
+  ),
+  "model.sha256": unmapped(
+    "the hashes name a local model's files in the lab; verl reads the folder given as model.path and checks nothing",
+    (c) => c.model.sha256 !== null,
+  ),
+  "model.memory_budget_gb": unmapped(
+    "the lab's memory plan for one browser GPU; verl sizes memory with rollout.gpu_memory_utilization and its micro-batch knobs",
+    () => false,
   ),
   "model.tokenizer": approx(
     "actor_rollout_ref.model.path",

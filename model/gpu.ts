@@ -86,6 +86,7 @@ import {
 import { checkBatch, samplerParams } from "./cpu";
 import { headChunks, SampleHead, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
+import { layerActSizes } from "./memory-plan";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
@@ -120,28 +121,6 @@ function arena<K extends string>(rt: Runtime, label: string, sizes: Record<K, nu
   return out;
 }
 
-function layerActSizes(c: ModelConfig, N: number) {
-  const C = c.dModel;
-  const H = mlpHidden(c);
-  const { NH, KVH, Q, QKV } = attnDims(c);
-  return {
-    ln1: N * C,
-    ln1Mean: N,
-    ln1Rstd: N,
-    qkvRaw: c.qkNorm ? N * QKV : 1, // the projection before the q/k norms
-    qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
-    qkv: N * QKV, // q and k after the q/k norms and rope
-    atty: N * Q,
-    lse: NH * N, // (B,NH,T)
-    res2: N * C,
-    ln2: N * C,
-    ln2Mean: N,
-    ln2Rstd: N,
-    fch: N * (c.mlp === "swiglu" ? 2 * H : H),
-    fchAct: N * H,
-    res3: N * C,
-  };
-}
 type LayerActs = Record<keyof ReturnType<typeof layerActSizes>, View>;
 
 /**
