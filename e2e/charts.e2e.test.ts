@@ -123,9 +123,9 @@ describe("charts, comparisons and the page on a phone", () => {
     await page.getByTestId("tab-runs").click();
     const names = page.getByTestId("stored-run-name");
     const before = await names.count();
-    await page.locator('input[type="file"]').setInputFiles(a);
+    await page.locator('.import-bundle input[type="file"]').setInputFiles(a);
     await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(before + 1);
-    await page.locator('input[type="file"]').setInputFiles(b);
+    await page.locator('.import-bundle input[type="file"]').setInputFiles(b);
     await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(before + 2);
     await openStored(page, /arm-a/);
     await openStored(page, /arm-b/);
