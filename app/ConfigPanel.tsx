@@ -26,7 +26,8 @@ import { activeRun, isRunning, useLab } from "./store";
 
 const SPECS = buildFieldSpecs();
 const GROUPS = groupFields(SPECS);
-const OPEN_GROUPS = new Set(["run", "task", "rewards", "algorithm"]);
+// The long Algorithm group starts collapsed: a newcomer sees the run, task and rewards first.
+const OPEN_GROUPS = new Set(["run", "task", "rewards"]);
 
 function DerivedNumbers() {
   const config = useLab((s) => s.form.config) as RunConfig;
@@ -57,7 +58,20 @@ export function ConfigPanel() {
   }, [errors, liveErrors]);
   const count = Object.keys(errors).length;
   return (
-    <aside className="config-panel" data-testid="config-panel" aria-label="Run configuration">
+    <aside
+      className="config-panel"
+      id="config-panel"
+      data-testid="config-panel"
+      aria-label="Run configuration"
+    >
+      <button
+        type="button"
+        className="drawer-close"
+        data-testid="drawer-close"
+        onClick={() => useLab.setState({ drawer: false })}
+      >
+        × Close
+      </button>
       <PresetPicker />
       <DerivedNumbers />
       <RestartNotice />

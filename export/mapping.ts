@@ -80,6 +80,18 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "model.positional": unmapped(TINY, tinyModel),
   "model.tied_embeddings": unmapped(TINY, tinyModel),
   "model.init_std": unmapped(TINY, tinyModel),
+  "model.lora.rank": mapped(
+    "actor_rollout_ref.model.lora_rank",
+    "the same rank (0 = full fine-tuning in both); written when > 0",
+  ),
+  "model.lora.alpha": mapped(
+    "actor_rollout_ref.model.lora_alpha",
+    "the same alpha (scale alpha/rank, PEFT's)",
+  ),
+  "model.lora.targets": mapped(
+    "actor_rollout_ref.model.target_modules",
+    "the same Hugging Face module names; all-linear is verl's (PEFT's) all-linear",
+  ),
   "model.pretrained": mapped(
     "actor_rollout_ref.model.path",
     "the Hugging Face model folder the run starts from",
@@ -188,6 +200,10 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "rl.minibatches": mapped(
     `${A}.ppo_mini_batch_size, ${A}.ppo_micro_batch_size_per_gpu`,
     "ppo_mini_batch_size = prompts_per_step / minibatches (verl counts prompts and multiplies by rollout.n); the micro batch is a memory knob with no effect on the update",
+  ),
+  "rl.micro_batch_size": approx(
+    `${A}.ppo_micro_batch_size_per_gpu`,
+    "gradient accumulation in both (same update, less memory); written when it divides the per-GPU share of a minibatch, else the largest divisor <= 8 of that share (verl counts per GPU)",
   ),
   "rl.prompts_per_step": mapped("data.train_batch_size", "prompts per step"),
   "rl.group_size": mapped(`${R}.n`, "samples per prompt"),

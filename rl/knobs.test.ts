@@ -75,6 +75,7 @@ const CHANGE: Record<string, unknown> = {
   "task.name": "word-problems",
   "task.options": { hardFraction: 0 },
   "task.buckets": ["hard"],
+  "model.lora.targets": ["q_proj"],
   "sft.betas": [0.5, 0.9],
   "sft.grad_clip": 0.01,
   "sft.init_checkpoint": "checkpoints/quick-demo-sft.safetensors",

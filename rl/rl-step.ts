@@ -133,6 +133,7 @@ async function rlUpdate(
   const res = await trainMinibatches(policy, {
     rows,
     size: mbSize,
+    microSize: r.micro_batch_size,
     epochs: r.epochs,
     context: c.model.context,
     order: () => rng.shuffle(batch.map((_, i) => i)),

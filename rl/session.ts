@@ -8,7 +8,7 @@
 import type { RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
 import { loadCheckpoint } from "../model/checkpoint";
-import { initParams, type ModelConfig, paramLayout } from "../model/config";
+import { initParams, loraConfigOf, type ModelConfig, modelConfig, paramLayout } from "../model/config";
 import { loadHfWeights, type ModelDir, readHfConfig } from "../model/hf";
 import { type PlanLimits, planOfConfig, planRefusal } from "../model/memory-plan";
 import { blobSource } from "../model/safetensors";
@@ -36,7 +36,11 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
   const pretrained = config.model.pretrained;
   if (pretrained) {
     const dir = readFileModelDir(pretrained, deps);
-    mc = await readHfConfig(dir, { context: config.model.context, valueHead: config.rl.advantage === "gae" });
+    const hf = await readHfConfig(dir, {
+      context: config.model.context,
+      valueHead: config.rl.advantage === "gae",
+    });
+    mc = modelConfig({ ...hf, lora: loraConfigOf(config, hf.mlp) });
     if (mc.vocab < chat.tokenizer.vocabSize)
       throw new Error(
         `model.pretrained: ${pretrained}/config.json has vocab_size ${mc.vocab}, fewer rows than the tokenizer's ${chat.tokenizer.vocabSize} ids`,
