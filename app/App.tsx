@@ -1,5 +1,7 @@
 // The lab's page: top bar (controls, progress, GPU), the config panel on the left, and the
-// main area with tabs: charts, trajectory inspector, try the model, reward editor, runs.
+// main area with tabs: charts, trajectory inspector, try the model, reward editor, runs. The
+// main area comes first in the document, so tabs and charts come before the config in tab
+// order; on a narrow screen the config is a drawer opened from the tab bar.
 import { ChartGrid } from "./ChartGrid";
 import { ConfigPanel } from "./ConfigPanel";
 import { ErrorBoundary } from "./ErrorBoundary";
@@ -25,6 +27,7 @@ const TABS: { id: ViewSlice["tab"]; title: string }[] = [
 export function App() {
   useShortcuts();
   const tab = useLab((s) => s.tab);
+  const drawer = useLab((s) => s.drawer);
   return (
     <div className="app">
       <ErrorBoundary name="Top bar">
@@ -41,12 +44,19 @@ export function App() {
       <ErrorBoundary name="Export">
         <ExportRun />
       </ErrorBoundary>
-      <div className="layout">
-        <ErrorBoundary name="Config panel">
-          <ConfigPanel />
-        </ErrorBoundary>
+      <div className={`layout${drawer ? " drawer-open" : ""}`}>
         <main className="main">
           <div className="tabs" role="tablist">
+            <button
+              type="button"
+              className="drawer-toggle"
+              data-testid="drawer-toggle"
+              aria-expanded={drawer}
+              aria-controls="config-panel"
+              onClick={() => useLab.setState({ drawer: !drawer })}
+            >
+              ☰ Config
+            </button>
             {TABS.map((t, i) => (
               <button
                 key={t.id}
@@ -89,6 +99,9 @@ export function App() {
             </ErrorBoundary>
           )}
         </main>
+        <ErrorBoundary name="Config panel">
+          <ConfigPanel />
+        </ErrorBoundary>
       </div>
     </div>
   );

@@ -20,12 +20,14 @@ import {
   toSlider,
 } from "./configModel";
 import { commitField } from "./formActions";
+import { MemoryPlanView, ModelPicker } from "./ModelPicker";
 import { PresetPicker } from "./PresetPicker";
 import { activeRun, isRunning, useLab } from "./store";
 
 const SPECS = buildFieldSpecs();
 const GROUPS = groupFields(SPECS);
-const OPEN_GROUPS = new Set(["run", "task", "rewards", "algorithm"]);
+// The long Algorithm group starts collapsed: a newcomer sees the run, task and rewards first.
+const OPEN_GROUPS = new Set(["run", "task", "rewards"]);
 
 function DerivedNumbers() {
   const config = useLab((s) => s.form.config) as RunConfig;
@@ -56,7 +58,20 @@ export function ConfigPanel() {
   }, [errors, liveErrors]);
   const count = Object.keys(errors).length;
   return (
-    <aside className="config-panel" data-testid="config-panel" aria-label="Run configuration">
+    <aside
+      className="config-panel"
+      id="config-panel"
+      data-testid="config-panel"
+      aria-label="Run configuration"
+    >
+      <button
+        type="button"
+        className="drawer-close"
+        data-testid="drawer-close"
+        onClick={() => useLab.setState({ drawer: false })}
+      >
+        × Close
+      </button>
       <PresetPicker />
       <DerivedNumbers />
       <RestartNotice />
@@ -71,6 +86,8 @@ export function ConfigPanel() {
       {GROUPS.map((g) => (
         <details key={g.group} className="config-group" open={OPEN_GROUPS.has(g.group)} data-group={g.group}>
           <summary>{g.title}</summary>
+          {g.group === "model" && <ModelPicker />}
+          {g.group === "model" && <MemoryPlanView />}
           {g.fields.map((spec) => (
             <ConfigField key={spec.path} spec={spec} errors={errorsByField[spec.path]} />
           ))}

@@ -1,9 +1,11 @@
 // "Export" for the active run (or the config in the form): downloads a zip of the same files
 // `npm run export -- verl|trl` writes (export/index.ts; zip by export/zip.ts) and lists what
 // does not carry over. The exporter is pure and loaded on demand, so it costs the page
-// nothing until it is used.
+// nothing until it is used. "PEFT adapter" / "HF model" download the run's latest weights in
+// Hugging Face formats (app/bridge.ts downloadWeights, export/hf.ts).
 import { useState } from "react";
 import type { RunConfig } from "../config";
+import { downloadWeights } from "./bridge";
 import { activeRun, useLab } from "./store";
 
 type Status =
@@ -55,6 +57,37 @@ export function ExportRun() {
       >
         Export to TRL
       </button>
+      {run?.workerId && (
+        <>
+          {" "}
+          {config.model.lora.rank > 0 && (
+            <button
+              type="button"
+              data-testid="export-peft"
+              onClick={() =>
+                void downloadWeights(run.workerId!, "peft", name)
+                  .then((file) => setStatus({ kind: "done", file, warnings: [] }))
+                  .catch((err: Error) => setStatus({ kind: "error", error: err.message }))
+              }
+              title="Download the LoRA adapter as PEFT files (adapter_config.json, adapter_model.safetensors)"
+            >
+              PEFT adapter
+            </button>
+          )}{" "}
+          <button
+            type="button"
+            data-testid="export-hf"
+            onClick={() =>
+              void downloadWeights(run.workerId!, "hf", name)
+                .then((file) => setStatus({ kind: "done", file, warnings: [] }))
+                .catch((err: Error) => setStatus({ kind: "error", error: err.message }))
+            }
+            title="Download the model (adapter merged) in the Hugging Face layout (config.json, model.safetensors)"
+          >
+            HF model
+          </button>
+        </>
+      )}
       {status.kind === "error" && (
         <span className="muted" role="alert" data-testid="export-error">
           {" "}

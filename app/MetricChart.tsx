@@ -1,23 +1,34 @@
 // One metric chart (uPlot): every visible run's raw series drawn faintly behind its
-// debiased-EMA line, the current run opaque and on top, edit and skipped-update markers
-// as labelled vertical lines, a hover readout (step, run, raw, smoothed), a shared cursor,
-// a log-y toggle and, for gradient norm and KL, an optional 5th-95th percentile range.
+// debiased-EMA line, the current run opaque and on top, a multi-seed group as its mean with a
+// band and its seeds faint, a legend of runs (colour) and keys (dash), edit and skipped-update
+// markers as labelled vertical lines clustered so they never overprint ("3 edits", the list on
+// hover), a hover readout (step, run, raw, smoothed), a shared cursor, units on the axes, x by
+// step or wall time, PNG and CSV downloads, a log-y toggle and, for gradient norm and KL, an
+// optional 5th-95th percentile range; an empty chart says why.
 // Zoom survives streaming (setData(data, false) while zoomed); double-click resets it.
 // It redraws only when on screen and not in fast mode.
 import { useEffect, useMemo, useRef, useState } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import type { RunConfig } from "../config";
 import {
   baselineValue,
   buildChartData,
   type ChartData,
   type ChartDef,
+  chartCsv,
+  chartLegend,
   chartMarkers,
+  clusterMarkers,
+  emptyReason,
   fmtNum,
+  type Legend,
   type Marker,
+  type RunSeriesInput,
+  xOf,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
-import { openRun, type RunRecord, runName, useLab } from "./store";
+import { activeRun, openRun, type RunRecord, runName, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
 
@@ -46,57 +57,115 @@ function toAligned(data: ChartData, log: boolean): uPlot.AlignedData {
   for (const s of data.series) {
     cols.push(fix(s.raw));
     cols.push(fix(s.smooth));
+    if (s.band) {
+      cols.push(fix(s.band.lo));
+      cols.push(fix(s.band.hi));
+    }
   }
   return [data.x, ...cols] as uPlot.AlignedData;
 }
 
-function seriesOpts(data: ChartData, runLabels: Map<string, string>): uPlot.Series[] {
-  const out: uPlot.Series[] = [{ label: "step" }];
+function seriesOpts(data: ChartData, xLabel: string): { series: uPlot.Series[]; bands: uPlot.Band[] } {
+  const series: uPlot.Series[] = [{ label: xLabel }];
+  const bands: uPlot.Band[] = [];
   for (const s of data.series) {
-    const name = `${runLabels.get(s.runId) ?? s.runId} ${s.label}`;
-    out.push({
+    const name = `${s.runName} ${s.label}`;
+    const seed = s.role === "seed";
+    series.push({
       label: `${name} (raw)`,
-      stroke: withAlpha(s.color, s.current ? 0.3 : 0.12),
+      stroke: withAlpha(s.color, seed ? 0 : s.current ? 0.3 : 0.12),
       width: 1,
       spanGaps: true,
+      show: !seed,
     });
-    out.push({
+    series.push({
       label: name,
-      stroke: withAlpha(s.color, s.current ? 1 : 0.4),
-      width: s.current ? 2 : 1.5,
+      stroke: withAlpha(s.color, seed ? 0.25 : s.current ? 1 : 0.4),
+      width: seed ? 1 : s.current ? 2 : 1.5,
       spanGaps: true,
-      dash: s.key === s.label ? undefined : dashFor(s.key),
+      dash: s.dash,
     });
+    if (s.band) {
+      const lo = series.length;
+      series.push({ label: `${name} band low`, stroke: withAlpha(s.color, 0), width: 0, spanGaps: true });
+      series.push({ label: `${name} band high`, stroke: withAlpha(s.color, 0), width: 0, spanGaps: true });
+      bands.push({ series: [lo + 1, lo], fill: withAlpha(s.color, s.current ? 0.18 : 0.1) });
+    }
   }
-  return out;
+  return { series, bands };
 }
 
-// Second and third keys of a chart get dashes so they read apart in one colour.
-function dashFor(key: string): number[] | undefined {
-  if (/std|sampled|post_tool|calls_mean/.test(key)) return [6, 4];
-  if (/val\/acc$/.test(key)) return [2, 3];
-  return undefined;
-}
-
-function placeMarkers(u: uPlot, markers: readonly Marker[], layer: HTMLDivElement) {
+function placeMarkers(u: uPlot, markers: readonly { x: number; marker: Marker }[], layer: HTMLDivElement) {
   layer.replaceChildren();
-  for (const m of markers) {
-    const left = u.valToPos(m.step, "x");
-    if (!Number.isFinite(left) || left < 0 || left > u.over.clientWidth) continue;
+  const width = u.over.clientWidth;
+  const clusters = clusterMarkers(
+    markers.map((m) => ({ left: u.valToPos(m.x, "x"), marker: m.marker })),
+    width,
+  );
+  for (const c of clusters) {
     const el = document.createElement("div");
-    el.className = `chart-marker marker-${m.kind}`;
-    el.style.left = `${left}px`;
-    // Labels near the right edge open to the left of their line.
-    if (left > u.over.clientWidth * 0.6) el.classList.add("label-left");
+    const kind = c.markers.every((m) => m.kind === "skipped") ? "skipped" : "edit";
+    el.className = `chart-marker marker-${kind}`;
+    el.style.left = `${c.left}px`;
+    // Labels near the right edge open to the left of their line, so they stay inside the chart.
+    if (c.left > width * 0.5) el.classList.add("label-left");
     el.dataset.testid = "chart-marker";
-    el.dataset.kind = m.kind;
-    el.dataset.step = String(m.step);
-    el.title = `step ${m.step}: ${m.detail}`;
+    el.dataset.kind = kind;
+    el.dataset.count = String(c.markers.length);
+    el.dataset.step = String(c.markers[0].step);
+    el.title = c.detail;
     const label = document.createElement("span");
-    label.textContent = m.label;
+    label.textContent = c.label;
     el.append(label);
     layer.append(el);
   }
+}
+
+function download(name: string, blob: Blob) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function fileName(def: ChartDef): string {
+  return def.title.replace(/[^\w.-]+/g, "_").toLowerCase();
+}
+
+/** The plot as a PNG: title, legend line and the canvas on the page's background. */
+function downloadPng(u: uPlot, def: ChartDef, legend: Legend) {
+  const src = u.ctx.canvas;
+  const head = 40 * (src.width / u.width);
+  const out = document.createElement("canvas");
+  out.width = src.width;
+  out.height = src.height + head;
+  const ctx = out.getContext("2d");
+  if (!ctx) return;
+  const scale = src.width / u.width;
+  ctx.fillStyle = cssVar("--bg");
+  ctx.fillRect(0, 0, out.width, out.height);
+  ctx.fillStyle = cssVar("--fg");
+  ctx.font = `${13 * scale}px sans-serif`;
+  ctx.fillText(def.title, 8 * scale, 16 * scale);
+  let x = 8 * scale;
+  ctx.font = `${11 * scale}px sans-serif`;
+  for (const r of legend.runs) {
+    ctx.fillStyle = r.color;
+    ctx.fillRect(x, 26 * scale, 10 * scale, 4 * scale);
+    x += 14 * scale;
+    ctx.fillStyle = cssVar("--fg");
+    const text = r.seeds ? `${r.name} (${r.seeds} seeds)` : r.name;
+    ctx.fillText(text, x, 32 * scale);
+    x += ctx.measureText(text).width + 12 * scale;
+  }
+  ctx.drawImage(src, 0, head);
+  out.toBlob((blob) => {
+    if (blob) download(`${fileName(def)}.png`, blob);
+  }, "image/png");
 }
 
 /** The untrained policy's level as a dashed horizontal line (as microGPT's "random guessing"). */
@@ -116,6 +185,19 @@ function drawBaseline(u: uPlot, y: number | null) {
   ctx.restore();
 }
 
+function seriesInputs(runs: readonly RunRecord[], currentId: string | undefined): RunSeriesInput[] {
+  return runs.map((r) => ({
+    id: r.id,
+    name: runName(r),
+    color: r.color,
+    current:
+      r.id === currentId ||
+      (!!r.group && runs.some((x) => x.id === currentId && x.group?.id === r.group?.id)),
+    rows: r.rows,
+    ...(r.group ? { group: { id: r.group.id, name: r.group.name, seed: r.group.seed } } : {}),
+  }));
+}
+
 export function MetricChart({ def }: { def: ChartDef }) {
   // In fast mode the charts hold the runs they last drew: no data work per incoming row.
   const frozen = useRef<RunRecord[]>([]);
@@ -125,48 +207,57 @@ export function MetricChart({ def }: { def: ChartDef }) {
   });
   const activeId = useLab((s) => s.activeId);
   const smoothing = useLab((s) => s.smoothing);
+  const xAxis = useLab((s) => s.xAxis);
+  const bandMode = useLab((s) => s.band);
   const log = useLab((s) => !!s.logScale[def.id]);
   const clip = useLab((s) => !!s.outlierClip[def.id]);
   const fast = useLab((s) => s.fast);
   const theme = useLab((s) => s.theme);
+  const formConfig = useLab((s) => activeRun(s)?.liveConfig ?? (s.form.config as RunConfig));
   const holder = useRef<HTMLDivElement>(null);
   const readout = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const zoomed = useRef(false);
   const markerLayer = useRef<HTMLDivElement | null>(null);
-  const markersRef = useRef<Marker[]>([]);
+  const markersRef = useRef<{ x: number; marker: Marker }[]>([]);
   const [visible, setVisible] = useState(true);
   const [width, setWidth] = useState(320);
 
   const visibleRuns = useMemo(() => runs.filter((r) => r.visible), [runs]);
   const currentId = activeId ?? runs[runs.length - 1]?.id;
+  const inputs = useMemo(() => seriesInputs(visibleRuns, currentId), [visibleRuns, currentId]);
   const data = useMemo(
     () =>
-      buildChartData(
-        def,
-        visibleRuns.map((r) => ({ id: r.id, color: r.color, current: r.id === currentId, rows: r.rows })),
-        { smoothing, buckets: Math.max(50, Math.floor(width / 2)) },
-      ),
-    [def, visibleRuns, currentId, smoothing, width],
+      buildChartData(def, inputs, {
+        smoothing,
+        buckets: Math.max(50, Math.floor(width / 2)),
+        xAxis,
+        band: bandMode,
+      }),
+    [def, inputs, smoothing, width, xAxis, bandMode],
   );
-  const markers = useMemo(
-    () =>
-      chartMarkers(
-        def,
-        visibleRuns.flatMap((r) => r.markers),
-        new Set(visibleRuns.map((r) => r.id)),
-      ),
-    [def, visibleRuns],
-  );
-  const runLabels = useMemo(() => new Map(runs.map((r) => [r.id, runName(r)])), [runs]);
+  const markers = useMemo(() => {
+    const byId = new Map(visibleRuns.map((r) => [r.id, r]));
+    return chartMarkers(
+      def,
+      visibleRuns.flatMap((r) => r.markers),
+      new Set(byId.keys()),
+    ).flatMap((m) => {
+      const x = xOf(byId.get(m.runId)?.rows ?? [], m.phase || def.phase, m.step, xAxis);
+      return x === null ? [] : [{ x, marker: m }];
+    });
+  }, [def, visibleRuns, xAxis]);
+  const legend = useMemo(() => chartLegend(def, data), [def, data]);
+  const xLabel = xAxis === "time" ? "wall time (s)" : def.phase === "sft" ? "SFT step" : "RL step";
   // The shape of the plot (series list, log) changes rarely; data changes every frame.
-  const shapeKey = `${data.series.map((s) => `${s.runId}:${runLabels.get(s.runId)}:${s.key}:${s.current}`).join("|")}|${log}|${clip}|${theme}`;
-  const currentSeries = data.series.filter((s) => s.current);
+  const shapeKey = `${data.series.map((s) => `${s.runId}:${s.runName}:${s.key}:${s.current}:${s.role}`).join("|")}|${log}|${clip}|${theme}|${xAxis}`;
+  const currentSeries = data.series.filter((s) => s.current && s.role !== "seed");
   const points = currentSeries.reduce((a, s) => a + s.points, 0);
-  const keysWithPoints = currentSeries.map((s) => s.key).join(",");
-  const present = useMemo(() => new Set(data.series.map((s) => s.key)), [data]);
-  const lastSeen = useRef({ data, markers });
-  lastSeen.current = { data, markers };
+  const keysWithPoints = [...new Set(currentSeries.map((s) => s.key))].join(",");
+  const bands = data.series.filter((s) => s.band).length;
+  const seedRuns = new Set(data.series.filter((s) => s.role === "seed").map((s) => s.runId)).size;
+  const lastSeen = useRef({ data, markers, legend });
+  lastSeen.current = { data, markers, legend };
 
   useEffect(() => {
     const el = holder.current;
@@ -197,17 +288,23 @@ export function MetricChart({ def }: { def: ChartDef }) {
       const pad = log ? 0 : (hi - lo) * 0.05;
       return [log ? lo : lo - (lo === 0 ? 0 : pad), hi + pad];
     };
+    const { series, bands: bandOpts } = seriesOpts(d, xLabel);
+    const axisFont = "11px system-ui, sans-serif";
     const opts: uPlot.Options = {
       width: Math.max(200, el.clientWidth),
-      height: 170,
+      height: 190,
       legend: { show: false },
       cursor: { sync: { key: SYNC.key }, drag: { x: true, y: false }, y: false },
       scales: { x: { time: false }, y: { distr: log ? 3 : 1, range: log ? undefined : yRange } },
+      bands: bandOpts,
       axes: [
         {
           stroke: cssVar("--muted"),
           grid: { stroke: cssVar("--grid") },
           ticks: { stroke: cssVar("--grid") },
+          label: xLabel,
+          labelSize: 16,
+          labelFont: axisFont,
           // Steps are integers: no 0.5 ticks.
           incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
         },
@@ -216,10 +313,13 @@ export function MetricChart({ def }: { def: ChartDef }) {
           grid: { stroke: cssVar("--grid") },
           ticks: { stroke: cssVar("--grid") },
           size: 52,
+          label: def.unit,
+          labelSize: def.unit ? 16 : 0,
+          labelFont: axisFont,
           values: (_u, splits) => splits.map((v) => fmtNum(v)),
         },
       ],
-      series: seriesOpts(d, runLabels),
+      series,
       hooks: {
         // The visible x range, on the figure, for tests and for people reading the DOM.
         setScale: [
@@ -252,16 +352,20 @@ export function MetricChart({ def }: { def: ChartDef }) {
               return;
             }
             const { data: cur } = lastSeen.current;
-            const step = cur.x[i];
+            const at = cur.x[i];
             const lines = cur.series
+              .filter((s) => s.role !== "seed")
               .map((s) => ({ s, raw: s.raw[i], sm: s.smooth[i] }))
               .filter((r) => r.raw !== null && r.raw !== undefined)
               .sort((a, b) => Number(b.s.current) - Number(a.s.current))
-              .map(
-                (r) =>
-                  `${runLabels.get(r.s.runId) ?? ""} ${r.s.label}: ${fmtNum(r.raw)} (smoothed ${fmtNum(r.sm ?? Number.NaN)})`,
-              );
-            out.textContent = `step ${step} · ${lines.join(" · ")}${def.phase === "rl" ? " · click: inspect" : ""}`;
+              .map((r) => {
+                const band = r.s.band
+                  ? ` ${bandModeText()} ${fmtNum(r.s.band.lo[i] ?? Number.NaN)}..${fmtNum(r.s.band.hi[i] ?? Number.NaN)}`
+                  : "";
+                return `${r.s.runName} ${r.s.label}: ${fmtNum(r.raw)} (smoothed ${fmtNum(r.sm ?? Number.NaN)})${band}`;
+              });
+            const where = xAxis === "time" ? `${fmtNum(at)} s` : `step ${at}`;
+            out.textContent = `${where} · ${lines.join(" · ")}${def.phase === "rl" && xAxis === "step" ? " · click: inspect" : ""}`;
           },
         ],
       },
@@ -281,7 +385,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
     // A click (not a drag) on an RL chart pins that step in the trajectory inspector.
     const onClick = () => {
       const i = u.cursor.idx;
-      if (def.phase !== "rl" || i === null || i === undefined || u.select.width > 0) return;
+      if (def.phase !== "rl" || xAxis !== "step" || i === null || i === undefined || u.select.width > 0)
+        return;
       pinInspectorStep(lastSeen.current.data.x[i]);
     };
     u.over.addEventListener("dblclick", onDbl);
@@ -300,7 +405,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
     const u = plot.current;
     if (!u || !visible || fast) return;
     markersRef.current = markers;
-    if (u.width !== width) u.setSize({ width, height: 170 });
+    if (u.width !== width) u.setSize({ width, height: 190 });
     if (zoomed.current) {
       u.setData(toAligned(data, log), false);
       u.redraw();
@@ -310,6 +415,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
   }, [data, markers, visible, fast, width, log]);
 
   const empty = data.series.length === 0;
+  const csv = () => download(`${fileName(def)}.csv`, new Blob([chartCsv(def, inputs)], { type: "text/csv" }));
   return (
     <figure
       className="chart"
@@ -317,33 +423,127 @@ export function MetricChart({ def }: { def: ChartDef }) {
       data-points={points}
       data-keys={keysWithPoints}
       data-markers={markers.length}
+      data-bands={bands}
+      data-seed-runs={seedRuns}
+      data-x-label={xLabel}
+      data-unit={def.unit ?? ""}
     >
       <figcaption>
-        <span className="chart-title">{def.title}</span>
+        <span className="chart-title" title={def.keys.map((k) => k.key).join(", ")}>
+          {def.title}
+        </span>
         {smoothing > 0 && <span className="badge">smoothed</span>}
         {clip && <span className="badge badge-warn">5–95% range</span>}
-        <ChartLegend def={def} present={present} />
         <ChartToggles def={def} />
+        <span className="chart-actions">
+          <button
+            type="button"
+            data-testid="chart-png"
+            title="Download this chart as PNG"
+            disabled={empty}
+            onClick={() => plot.current && downloadPng(plot.current, def, lastSeen.current.legend)}
+          >
+            PNG
+          </button>
+          <button
+            type="button"
+            data-testid="chart-csv"
+            title="Download this chart's data as CSV"
+            disabled={empty}
+            onClick={csv}
+          >
+            CSV
+          </button>
+          <PinButton id={def.id} />
+          {def.custom && <RemoveButton id={def.id} />}
+        </span>
       </figcaption>
+      <ChartLegend legend={legend} />
       <div className="chart-plot" ref={holder}>
-        {empty && <div className="chart-empty">no points yet</div>}
+        {empty && (
+          <div className="chart-empty" data-testid="chart-empty">
+            {emptyReason(def, formConfig, visibleRuns.length > 0)}
+          </div>
+        )}
       </div>
       <div className="chart-readout" ref={readout} data-testid="chart-readout" />
     </figure>
   );
 }
 
-function ChartLegend({ def, present }: { def: ChartDef; present: ReadonlySet<string> }) {
+function bandModeText(): string {
+  return useLab.getState().band === "sd" ? "±sd" : "min..max";
+}
+
+function DashSample({ color, dash }: { color: string; dash?: number[] }) {
   return (
-    <span className="chart-keys">
-      {def.keys
-        .filter((k) => !k.optional || present.has(k.key))
-        .map((k) => (
-          <span key={k.key} title={k.key}>
+    <svg width="22" height="8" aria-hidden="true" className="legend-line">
+      <line x1="1" y1="4" x2="21" y2="4" stroke={color} strokeWidth="2" strokeDasharray={dash?.join(" ")} />
+    </svg>
+  );
+}
+
+/** Runs in their colours (a group with its seed count), keys in their dashes. */
+function ChartLegend({ legend }: { legend: Legend }) {
+  return (
+    <div className="chart-legend" data-testid="chart-legend">
+      {legend.runs.map((r) => (
+        <span
+          key={r.id}
+          className={`legend-run${r.current ? " current" : ""}`}
+          data-testid="legend-run"
+          data-seeds={r.seeds ?? ""}
+        >
+          <span className="swatch" style={{ background: r.color }} />
+          {r.name}
+          {r.seeds ? <span className="muted"> · mean of {r.seeds} seeds</span> : null}
+        </span>
+      ))}
+      {(legend.keys.length > 1 || legend.runs.length === 0) &&
+        legend.keys.map((k) => (
+          <span key={k.key} className="legend-key" title={k.key} data-testid="legend-key">
+            <DashSample color="currentColor" dash={k.dash} />
             {k.label}
           </span>
         ))}
-    </span>
+    </div>
+  );
+}
+
+function PinButton({ id }: { id: string }) {
+  const pinned = useLab((s) => s.pinnedCharts.includes(id));
+  return (
+    <button
+      type="button"
+      data-testid="chart-pin"
+      aria-pressed={pinned}
+      title={pinned ? "Unpin" : "Pin to the top"}
+      onClick={() =>
+        useLab.setState((s) => ({
+          pinnedCharts: pinned ? s.pinnedCharts.filter((x) => x !== id) : [...s.pinnedCharts, id],
+        }))
+      }
+    >
+      {pinned ? "★" : "☆"}
+    </button>
+  );
+}
+
+function RemoveButton({ id }: { id: string }) {
+  return (
+    <button
+      type="button"
+      data-testid="chart-remove"
+      title="Remove this chart"
+      onClick={() =>
+        useLab.setState((s) => ({
+          addedCharts: s.addedCharts.filter((x) => `key:${x}` !== id),
+          pinnedCharts: s.pinnedCharts.filter((x) => x !== id),
+        }))
+      }
+    >
+      ×
+    </button>
   );
 }
 

@@ -3,18 +3,23 @@
 // over it; afterwards the URL holds only what differs from the preset (replaceState).
 import { useEffect, useState } from "react";
 import type { RunConfig } from "../config";
+import type { RecipeContrast } from "../config/recipe-file";
+import { startSeeds } from "./bridge";
 import { applyQuery, queryFor } from "./configModel";
-import { loadPresetIndex, type PresetEntry, presetConfig } from "./presets";
-import { pushError, useLab } from "./store";
+import { claimParts, loadPresetIndex, type PresetEntry, presetConfig, presetRecipe } from "./presets";
+import { canTrain, pushError, useLab } from "./store";
 
 const DEFAULT_PRESET = "quick-demo";
 
 // Notices that outlive a preset change (e.g. recipe files unavailable).
 let baseNotices: string[] = [];
 
+let contrastOf: (c: RecipeContrast | null) => void = () => {};
+
 async function choose(p: PresetEntry, search = ""): Promise<void> {
   try {
-    const base = await presetConfig(p);
+    const { config: base, contrast } = await presetRecipe(p);
+    contrastOf(contrast ?? null);
     const { config, notices } = applyQuery(base, search);
     useLab.setState({
       preset: p.id,
@@ -48,6 +53,8 @@ function useUrlSync() {
 
 export function PresetPicker() {
   const [presets, setPresets] = useState<PresetEntry[]>([]);
+  const [contrast, setContrast] = useState<RecipeContrast | null>(null);
+  contrastOf = setContrast;
   const preset = useLab((s) => s.preset);
   const notices = useLab((s) => s.notices);
   useUrlSync();
@@ -100,12 +107,75 @@ export function PresetPicker() {
           </optgroup>
         </select>
       </label>
-      {current?.description && <p className="muted">{current.description}</p>}
+      {current && contrast ? (
+        <ClaimBox entry={current} contrast={contrast} presets={presets} />
+      ) : (
+        current?.description && <p className="muted">{current.description}</p>
+      )}
       {notices.map((n) => (
         <div key={n} className="notice" data-testid="config-notice">
           {n}
         </div>
       ))}
+    </div>
+  );
+}
+
+/**
+ * A claim preset: what the paper found, what to watch, what to compare with (the baseline of its
+ * declared contrast, the paired arm) and what this arm changes; a button starts the paired arm
+ * with the form's seed and seeds, so the two arms pair seed for seed.
+ */
+function ClaimBox({
+  entry,
+  contrast,
+  presets,
+}: {
+  entry: PresetEntry;
+  contrast: RecipeContrast;
+  presets: PresetEntry[];
+}) {
+  const parts = claimParts(entry.description);
+  const trainable = useLab(canTrain);
+  const baseline = presets.find((p) => p.file === contrast.baseline);
+  const baseName = baseline?.name ?? contrast.baseline.replace(/\.json$/, "");
+  async function startPaired() {
+    if (!baseline) return;
+    try {
+      const form = useLab.getState().form.config as RunConfig;
+      const config = await presetConfig(baseline);
+      await startSeeds({ ...config, seed: form.seed, seeds: form.seeds }, { name: baseline.name });
+    } catch (err) {
+      useLab.setState((s) => pushError(s, `${contrast.baseline}: ${(err as Error).message}`));
+    }
+  }
+  return (
+    <div className="claim" data-testid="claim">
+      {parts ? (
+        <p>
+          <strong>The paper found</strong> ({parts.source}): {parts.claim}
+        </p>
+      ) : (
+        <p className="muted">{entry.description}</p>
+      )}
+      <p data-testid="claim-compare">
+        <strong>Compare with</strong> {baseName}: this arm changes {contrast.changes.join(", ")}.
+        {parts?.watch ? ` Watch: ${parts.watch}.` : ""}
+      </p>
+      {contrast.why && <p className="muted">{contrast.why}</p>}
+      <p className="muted">
+        Run both arms with the same seeds (seeds ≥ 3: one seed is an anecdote), then compare them on the
+        charts.
+      </p>
+      <button
+        type="button"
+        data-testid="start-paired"
+        disabled={!baseline || !trainable}
+        onClick={() => void startPaired()}
+        title={`Start ${baseName} with this form's seed and seeds`}
+      >
+        Start the paired arm: {baseName}
+      </button>
     </div>
   );
 }

@@ -1,7 +1,9 @@
 // Every run of the session: its colour, status, steps, what changed from the previous run
 // (a diff of leaf paths), final metrics; open (inspector, try), overlay on the charts
-// (compare), delete.
+// (compare), delete. The seeds of a multi-seed run sit under one group row (how many seeds
+// have finished, the mean ± sd of the final metrics over them).
 import { useEffect, useState } from "react";
+import { stat } from "../config/aggregate";
 import type { StoredRun } from "../workers/api";
 import {
   deleteStoredRun,
@@ -14,7 +16,7 @@ import {
 } from "./bridge";
 import { fmtNum } from "./chartData";
 import { formatDiff } from "./configModel";
-import { deleteRun, isRunning, lastValues, runName, useLab } from "./store";
+import { deleteRun, isRunning, lastValues, type RunRecord, runName, useLab } from "./store";
 
 const FINAL_KEYS = ["reward/mean", "acc/mean", "val/acc", "tool/success_rate"];
 
@@ -48,11 +50,23 @@ function SessionRuns() {
         </tr>
       </thead>
       <tbody>
-        {[...runs].reverse().map((r) => {
+        {[...runs].reverse().flatMap((r, i, all) => {
           const last = lastValues(r.rows);
           const lastRl = [...r.rows].reverse().find((x) => x.phase === "rl");
-          return (
-            <tr key={r.id} data-testid="run-row" className={r.id === openId ? "open" : ""}>
+          const head =
+            r.group && all[i - 1]?.group?.id !== r.group.id ? (
+              <GroupRow
+                key={`group:${r.group.id}`}
+                members={all.filter((x) => x.group?.id === r.group?.id)}
+              />
+            ) : null;
+          const row = (
+            <tr
+              key={r.id}
+              data-testid="run-row"
+              data-group={r.group?.id ?? ""}
+              className={`${r.id === openId ? "open" : ""}${r.group ? " group-member" : ""}`}
+            >
               <td>
                 <span className="swatch" style={{ background: r.color }} />{" "}
                 <span data-testid="run-name">{runName(r)}</span>{" "}
@@ -104,9 +118,42 @@ function SessionRuns() {
               </td>
             </tr>
           );
+          return head ? [head, row] : [row];
         })}
       </tbody>
     </table>
+  );
+}
+
+/** A multi-seed run's row: its name, seeds finished of all, final metrics as mean ± sd. */
+function GroupRow({ members }: { members: RunRecord[] }) {
+  const g = members[0].group;
+  if (!g) return null;
+  const done = members.filter((m) => m.phase === "done").length;
+  const running = members.some((m) => isRunning(m));
+  return (
+    <tr className="group-head" data-testid="run-group" data-seeds={members.length}>
+      <td>
+        <span className="swatch" style={{ background: members[0].color }} /> {g.name}
+      </td>
+      <td>{running ? `seed ${members.length} of ${g.size}` : `${done} of ${g.size} seeds done`}</td>
+      <td />
+      <td className="muted">seeds one after another</td>
+      {FINAL_KEYS.map((k) => {
+        const vs = members.map((m) => lastValues(m.rows)[k]).filter((v): v is number => v !== undefined);
+        const st = stat(vs);
+        return (
+          <td key={k}>
+            {vs.length === 0
+              ? "–"
+              : vs.length === 1
+                ? fmtNum(st.mean)
+                : `${fmtNum(st.mean)} ± ${fmtNum(st.sd)}`}
+          </td>
+        );
+      })}
+      <td />
+    </tr>
   );
 }
 

@@ -30,12 +30,24 @@ function editsOf(events: readonly { kind: string; edit?: ConfigEdit }[]): Config
   return events.filter((e) => e.kind === "edit" && e.edit).map((e) => e.edit as ConfigEdit);
 }
 
+/** "quick-demo + 4 edits": the run's name (its preset) and how many live edits it replays. */
+export function linkSummary(name: string | undefined, edits: readonly ConfigEdit[]): string {
+  const base = name ?? "a custom config";
+  return edits.length === 0 ? base : `${base} + ${edits.length} edit${edits.length > 1 ? "s" : ""}`;
+}
+
+/** The preset part of a run's name: "#7 quick-demo" -> "quick-demo". */
+function baseName(label: string | null | undefined): string | undefined {
+  const m = label ? /^#\d+\s+(.*)$/.exec(label) : null;
+  return (m ? m[1] : label) || undefined;
+}
+
 export function ShareLink() {
   const [opened, setOpened] = useState<Opened | null>(null);
-  const [copied, setCopied] = useState("");
   const run = useLab(activeRun);
   const events = run?.events;
   const config = run?.config;
+  const label = run?.label;
 
   useEffect(() => {
     const hash = window.location.hash;
@@ -62,7 +74,7 @@ export function ShareLink() {
   useEffect(() => {
     if (!config || !events) return;
     let live = true;
-    encodeLink({ config, edits: editsOf(events) })
+    encodeLink({ config, edits: editsOf(events), name: baseName(label) })
       .then((hash) => {
         if (!live) return;
         try {
@@ -75,19 +87,7 @@ export function ShareLink() {
     return () => {
       live = false;
     };
-  }, [config, events]);
-
-  async function copy() {
-    if (!config || !events) return;
-    const hash = await encodeLink({ config, edits: editsOf(events) });
-    const url = `${window.location.origin}${window.location.pathname}${hash}`;
-    try {
-      await navigator.clipboard.writeText(url);
-      setCopied("Link copied");
-    } catch {
-      setCopied(url);
-    }
-  }
+  }, [config, events, label]);
 
   return (
     <>
@@ -101,12 +101,7 @@ export function ShareLink() {
       )}
       {opened?.ok && (
         <div className="banner" data-testid="link-banner">
-          <strong>Shared run{opened.name ? ` “${opened.name}”` : ""}:</strong>{" "}
-          {Object.entries(configDiff(opened.config, defaultRunConfig()))
-            .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
-            .join(", ") || "the default config"}
-          {opened.edits.length > 0 &&
-            ` · ${opened.edits.length} live edit(s) at steps ${opened.edits.map((e) => e.step).join(", ")}`}{" "}
+          <strong data-testid="link-summary">Shared run: {linkSummary(opened.name, opened.edits)}</strong>{" "}
           <button
             type="button"
             data-testid="link-replay"
@@ -120,6 +115,30 @@ export function ShareLink() {
           <button type="button" onClick={() => setOpened(null)}>
             Dismiss
           </button>
+          {opened.edits.length > 0 && (
+            <ul className="link-edits" data-testid="link-edits">
+              {opened.edits.map((e, i) => (
+                // biome-ignore lint/suspicious/noArrayIndexKey: edits may repeat
+                <li key={i}>
+                  {e.phase === "sft" ? "SFT" : e.phase === "rl" ? "RL" : e.phase} step {e.step}: {e.path} →{" "}
+                  {JSON.stringify(e.value)}
+                </li>
+              ))}
+            </ul>
+          )}
+          <details className="link-config">
+            <summary>
+              {(() => {
+                const n = Object.keys(configDiff(opened.config, defaultRunConfig())).length;
+                return n === 0
+                  ? "the default config"
+                  : `${n} value${n > 1 ? "s" : ""} differ from the defaults`;
+              })()}
+            </summary>
+            {Object.entries(configDiff(opened.config, defaultRunConfig()))
+              .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+              .join(", ") || "the default config"}
+          </details>
           <div className="muted" data-testid="link-determinism">
             A replay gives the same numbers on the same kind of adapter as the original run. On another GPU,
             driver or browser, sampling turns last-bit differences into other tokens within a step or two: the
@@ -127,14 +146,53 @@ export function ShareLink() {
           </div>
         </div>
       )}
-      {run && (
-        <div className="share-link">
-          <button type="button" data-testid="share-link" onClick={() => void copy()}>
-            Copy share link
-          </button>{" "}
-          <span className="muted">{copied}</span>
-        </div>
-      )}
     </>
+  );
+}
+
+/**
+ * "Copy share link", always in the top bar (disabled before a run) so that nothing moves when
+ * a run starts; "Link copied" floats below it instead of pushing the page down.
+ */
+export function ShareButton() {
+  const [copied, setCopied] = useState("");
+  const run = useLab(activeRun);
+  useEffect(() => {
+    if (!copied) return;
+    const t = setTimeout(() => setCopied(""), 4000);
+    return () => clearTimeout(t);
+  }, [copied]);
+  async function copy() {
+    if (!run) return;
+    const hash = await encodeLink({
+      config: run.config,
+      edits: editsOf(run.events),
+      name: baseName(run.label),
+    });
+    const url = `${window.location.origin}${window.location.pathname}${hash}`;
+    try {
+      await navigator.clipboard.writeText(url);
+      setCopied("Link copied");
+    } catch {
+      setCopied(url);
+    }
+  }
+  return (
+    <span className="share-link">
+      <button
+        type="button"
+        data-testid="share-link"
+        disabled={!run}
+        title={run ? "Copy a link that replays this run" : "Start a run to share it"}
+        onClick={() => void copy()}
+      >
+        Copy share link
+      </button>
+      {copied && (
+        <span className="share-copied" data-testid="share-copied" role="status">
+          {copied}
+        </span>
+      )}
+    </span>
   );
 }

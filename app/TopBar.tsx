@@ -1,10 +1,12 @@
 // The top strip: title, GPU adapter, run controls (start, pause/resume, step, stop, reset,
 // fast mode), the progress bar (phase, step, ETA, tokens/s, activity) and the stop rule.
-import { useEffect, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import type { RunConfig } from "../config";
-import { pauseRun, resetRun, resumeRun, setFastMode, startRun, stepRun, stopRun } from "./bridge";
+import { pauseRun, resetRun, resumeRun, setFastMode, startSeeds, stepRun, stopRun } from "./bridge";
 import { fmtNum } from "./chartData";
+import { loadStepTimes, measureStepTimes, planText, type StepTimes, saveStepTimes } from "./estimate";
 import { GpuPanel } from "./GpuPanel";
+import { ShareButton } from "./ShareLink";
 import { activeRun, canTrain, isRunning, useLab } from "./store";
 import { ThemeToggle } from "./ThemeToggle";
 
@@ -15,10 +17,45 @@ export function TopBar() {
       <RunControls />
       <RunProgressBar />
       <div className="topbar-right">
+        <ShareButton />
         <ThemeToggle />
         <GpuPanel />
       </div>
+      <StartPlan />
     </header>
+  );
+}
+
+/**
+ * What Start will do and about how long it takes here: step times measured by this session's
+ * runs on this adapter (else the last ones remembered for it).
+ */
+function StartPlan() {
+  const config = useLab((s) => s.form.config) as RunConfig;
+  const gpu = useLab((s) => s.gpu);
+  const runs = useLab((s) => s.runs);
+  const adapter = gpu?.ok
+    ? gpu.adapter.description || `${gpu.adapter.vendor} ${gpu.adapter.architecture}`
+    : "";
+  const times = useMemo(() => {
+    const merged: StepTimes = { ...loadStepTimes(adapter) };
+    for (const r of runs) {
+      if (r.id.startsWith("stored:")) continue;
+      const m = measureStepTimes(r.rows, r.config);
+      if (m.rlPerRollout !== undefined) merged.rlPerRollout = m.rlPerRollout;
+      if (m.sftPerExample !== undefined) merged.sftPerExample = m.sftPerExample;
+    }
+    return merged;
+  }, [runs, adapter]);
+  useEffect(() => {
+    if (adapter && (times.rlPerRollout !== undefined || times.sftPerExample !== undefined))
+      saveStepTimes(adapter, times);
+  }, [adapter, times]);
+  if (!config?.rl || !gpu?.ok) return null;
+  return (
+    <div className="start-plan" data-testid="start-plan">
+      {planText(config, times)}
+    </div>
   );
 }
 
@@ -40,7 +77,7 @@ export function RunControls() {
       <button
         type="button"
         data-testid="start"
-        onClick={() => void startRun(formConfig())}
+        onClick={() => void startSeeds(formConfig())}
         disabled={!trainable}
         title={noGpu ?? (gpu ? "Start a new run" : "Looking for a GPU…")}
       >

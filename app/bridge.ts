@@ -5,7 +5,11 @@
 import * as Comlink from "comlink";
 import { type ConfigEdit, getPath, type RunConfig, validateRunConfig } from "../config";
 import type {
+  CacheEntry,
+  DownloadProgress,
   InterruptedRun,
+  ModelInfo,
+  ModelSource,
   RewardTestResult,
   RunListener,
   SampleRecord,
@@ -22,6 +26,7 @@ import {
   type Incoming,
   isRunning,
   pushError,
+  type RunGroup,
   setRunPhase,
   setWorkerId,
   useLab,
@@ -79,16 +84,18 @@ export async function startRun(
     resume?: StoredRun;
     edits?: ConfigEdit[];
     source?: "local" | "link" | "bundle";
+    group?: RunGroup;
+    name?: string;
   } = {},
-): Promise<void> {
+): Promise<string | null> {
   const v = validateRunConfig(config);
   if (!v.ok) {
     report(new Error(`Config is invalid: ${v.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`));
-    return;
+    return null;
   }
   if (!canTrain(useLab.getState())) {
     report(new Error("Training needs WebGPU, which this browser does not offer (see the banner)."));
-    return;
+    return null;
   }
   const current = activeRun(useLab.getState());
   if (isRunning(current)) await stopRun();
@@ -96,7 +103,7 @@ export async function startRun(
   useLab.setState((s) => {
     // A resumed run is the stored one: drop its opened copy, keep its name.
     const without = opts.resume ? { ...s, runs: s.runs.filter((r) => r.workerId !== opts.resume?.id) } : s;
-    const added = { runs: without.runs, ...addRun(without, localId, v.config) };
+    const added = { runs: without.runs, ...addRun(without, localId, v.config, opts.group) };
     const label = opts.resume?.name;
     return label
       ? { ...added, runs: added.runs?.map((r) => (r.id === localId ? { ...r, label } : r)) }
@@ -131,7 +138,7 @@ export async function startRun(
             paused: opts.paused,
             edits: opts.edits,
             source: opts.source,
-            name: opts.source === "link" ? "shared link" : (st.preset ?? "custom"),
+            name: opts.name ?? (opts.source === "link" ? "shared link" : (st.preset ?? "custom")),
           },
       Comlink.proxy(listener),
     );
@@ -141,6 +148,54 @@ export async function startRun(
       ...setRunPhase(s, localId, "error", message(err)),
       ...pushError(s, `Could not start the run: ${message(err)}`),
     }));
+  }
+  return localId;
+}
+
+/** Resolves when the run ends: true when it finished, false when stopped or failed. */
+function runEnded(id: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const check = (s: ReturnType<typeof useLab.getState>) => {
+      const r = s.runs.find((x) => x.id === id);
+      if (!r) return false;
+      if (r.phase === "done") resolve(true);
+      else if (r.phase === "error" || r.phase === "stopped") resolve(false);
+      else return false;
+      return true;
+    };
+    if (check(useLab.getState())) return;
+    const unsub = useLab.subscribe((s) => {
+      if (check(s)) unsub();
+    });
+  });
+}
+
+let groupSeq = 0;
+
+/**
+ * Start as the config says: with `seeds` N > 1 the seeds seed..seed+N-1 run one after another
+ * as one group (each a run of its own with seeds 1), as `npm run train -- --seeds N` does; a
+ * seed that is stopped or fails ends the group.
+ */
+export async function startSeeds(
+  config: RunConfig,
+  opts: { edits?: ConfigEdit[]; source?: "local" | "link" | "bundle"; name?: string } = {},
+): Promise<void> {
+  const n = config.seeds ?? 1;
+  if (n <= 1) {
+    await startRun(config, opts);
+    return;
+  }
+  const base = opts.name ?? useLab.getState().preset ?? "custom";
+  const id = `g${Date.now().toString(36)}-${++groupSeq}`;
+  const name = `${base} × ${n} seeds (${config.seed}–${config.seed + n - 1})`;
+  for (let i = 0; i < n; i++) {
+    const seed = config.seed + i;
+    const localId = await startRun(
+      { ...config, seed, seeds: 1 },
+      { ...opts, name: `${base} seed ${seed}`, group: { id, name, seed, firstSeed: config.seed, size: n } },
+    );
+    if (!localId || !(await runEnded(localId))) return;
   }
 }
 
@@ -279,6 +334,40 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
   }
 }
 
+/**
+ * Downloads a run's latest weights in Hugging Face formats as a zip: "peft" = the LoRA adapter
+ * (adapter_config.json + adapter_model.safetensors), "hf" = the model with the adapter merged
+ * (export/hf.ts, loaded on demand). Throws (for the caller to show) when the run has no
+ * checkpoint yet or its model has no Hugging Face architecture.
+ */
+export async function downloadWeights(runId: string, kind: "peft" | "hf", name: string): Promise<string> {
+  const bytes = await getTrainer().exportBundle(runId, true);
+  const [{ decodeBundle }, { loadCheckpoint }, hf, { zipFiles }] = await Promise.all([
+    import("../rl/bundle.ts"),
+    import("../model/checkpoint.ts"),
+    import("../export/hf.ts"),
+    import("../export/zip.ts"),
+  ]);
+  const b = await decodeBundle(bytes);
+  if (!b.ok) throw new Error(b.error);
+  if (!b.run.weights) throw new Error("the run has no checkpoint yet");
+  const ck = loadCheckpoint(b.run.weights);
+  let files: Record<string, Uint8Array>;
+  if (kind === "peft") {
+    if (!ck.adapter)
+      throw new Error("the run trains every weight (model.lora.rank 0): download the HF model");
+    files = hf.peftFiles(ck.config, ck.adapter);
+  } else files = hf.hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+  const file = `${name.replace(/[^\w.-]+/g, "_")}-${kind}.zip`;
+  const url = URL.createObjectURL(new Blob([zipFiles(files) as BlobPart], { type: "application/zip" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = file;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return file;
+}
+
 /** Continues a stored run from its last checkpoint (its kept rows come back first). */
 export async function resumeStoredRun(run: StoredRun): Promise<void> {
   await startRun(run.config, { resume: run });
@@ -302,4 +391,59 @@ export async function storageUsage(): Promise<string | null> {
   } catch {
     return null;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pretrained models: the worker reads, hashes, downloads and caches them (workers/model-cache.ts).
+
+/** A model source's files, sizes and cache state; its config.json goes to the store for the memory plan. */
+export async function modelInfoOf(source: ModelSource): Promise<ModelInfo> {
+  const info = await getTrainer().modelInfo(source);
+  rememberModelConfig(source, info);
+  return info;
+}
+
+function rememberModelConfig(source: ModelSource, info: ModelInfo) {
+  if (info.config === undefined) return;
+  const key =
+    source.kind === "hub"
+      ? `hf:${source.repo}`
+      : source.kind === "local"
+        ? `local:${source.name}`
+        : source.path;
+  useLab.setState((s) => ({ modelConfigs: { ...s.modelConfigs, [key]: info.config } }));
+}
+
+export async function downloadHubModel(
+  source: ModelSource,
+  onProgress: (p: DownloadProgress) => void,
+): Promise<ModelInfo> {
+  const info = await getTrainer().downloadModel(source, Comlink.proxy(onProgress));
+  rememberModelConfig(source, info);
+  return info;
+}
+
+export async function addLocalModelFiles(
+  name: string,
+  files: { path: string; blob: Blob }[],
+): Promise<ModelSource> {
+  const source = await getTrainer().addLocalModel(name, files);
+  await modelInfoOf(source);
+  return source;
+}
+
+export const listModelCache = (): Promise<CacheEntry[]> => getTrainer().listModelCache();
+export const clearModelCache = (): Promise<void> => getTrainer().clearModelCache();
+
+/** The adapter's buffer limits, into the store (the memory plan checks each buffer against them). */
+export async function loadAdapterLimits(): Promise<void> {
+  const st = await getTrainer().gpuStatus();
+  if (!st.ok) return;
+  const l = st.adapter.limits;
+  useLab.setState({
+    adapterLimits: {
+      maxBufferSize: l.maxBufferSize,
+      maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+    },
+  });
 }

@@ -4,7 +4,21 @@ import { describe, expect, it } from "vitest";
 import { defaultRunConfig } from "../config";
 import { mismatchMetrics, rolloutCorrection } from "../rl/mismatch";
 import type { MetricsRow, RunEvent, SampleRecord } from "../workers/api";
-import { baselineValue, buildChartData, CHARTS, chartMarkers, editLabel, fmtNum } from "./chartData";
+import {
+  baselineValue,
+  buildChartData,
+  CHARTS,
+  chartCsv,
+  chartLegend,
+  chartMarkers,
+  clusterMarkers,
+  customChart,
+  editLabel,
+  emptyReason,
+  fmtNum,
+  type Marker,
+  metricKeys,
+} from "./chartData";
 import { debiasedEma } from "./smoothing";
 import {
   activeRun,
@@ -265,6 +279,127 @@ describe("store: incoming rows, events and samples", () => {
     expect(run.rows).toHaveLength(2);
     expect(run.samples.get("rl:0")).toHaveLength(2);
     expect(run.markers.map((m) => m.label)).toEqual(["kl_coef 0→0.1"]);
+  });
+});
+
+describe("groups, legend, markers, empty charts, CSV", () => {
+  const g = (seed: number) => ({ id: "g1", name: "ci-tiny × 2 seeds", seed });
+  const seed0 = [rl(0, { "reward/mean": 0.2 }), rl(1, { "reward/mean": 0.4 })];
+  const seed1 = [rl(0, { "reward/mean": 0.4 })];
+
+  it("draws a group as its mean with a band over the seeds that reached each step, and its seeds faint", () => {
+    const runs = [
+      { id: "s0", name: "#1 ci-tiny seed 5", color: "#111111", current: false, rows: seed0, group: g(5) },
+      { id: "s1", name: "#2 ci-tiny seed 6", color: "#111111", current: true, rows: seed1, group: g(6) },
+    ];
+    const sd = buildChartData(reward, runs, { smoothing: 0, buckets: 100, band: "sd" });
+    const mean = sd.series.find((s) => s.role === "mean" && s.key === "reward/mean")!;
+    expect(mean.runId).toBe("group:g1");
+    expect(mean.raw[0]).toBeCloseTo(0.3, 12);
+    expect(mean.raw[1]).toBeCloseTo(0.4, 12);
+    // sd of {0.2, 0.4} = 0.1414; one seed at step 1: sd 0
+    expect(mean.band?.lo[0]).toBeCloseTo(0.3 - Math.SQRT2 * 0.1, 12);
+    expect(mean.band?.hi[1]).toBeCloseTo(0.4, 12);
+    expect(sd.series.filter((s) => s.role === "seed" && s.key === "reward/mean").length).toBe(2);
+    const mm = buildChartData(reward, runs, { smoothing: 0, buckets: 100, band: "minmax" });
+    const m2 = mm.series.find((s) => s.role === "mean" && s.key === "reward/mean")!;
+    expect([m2.band?.lo[0], m2.band?.hi[0]]).toEqual([0.2, 0.4]);
+    const legend = chartLegend(reward, sd);
+    expect(legend.runs).toEqual([
+      { id: "group:g1", name: "ci-tiny × 2 seeds", color: "#111111", current: true, seeds: 2 },
+    ]);
+    // A lone seed of a group is drawn as a run of its own.
+    const one = buildChartData(reward, [runs[0]], { smoothing: 0, buckets: 100 });
+    expect(one.series.every((s) => s.role === "run")).toBe(true);
+  });
+
+  it("names every run in the legend, keys with their dashes", () => {
+    const d = buildChartData(
+      reward,
+      [
+        { id: "a", name: "#1 quick-demo", color: "#111111", current: false, rows: seed0 },
+        { id: "b", name: "#2 claim-mask-off", color: "#222222", current: true, rows: seed1 },
+      ],
+      { smoothing: 0, buckets: 100 },
+    );
+    const legend = chartLegend(reward, d);
+    expect(legend.runs.map((r) => r.name)).toEqual(["#1 quick-demo", "#2 claim-mask-off"]);
+    expect(legend.keys.map((k) => [k.label, k.dash])).toEqual([
+      ["mean", undefined],
+      ["std", [6, 4]],
+    ]);
+  });
+
+  it("x by wall time: seconds since the run's first row", () => {
+    const rows = [
+      { step: 0, phase: "rl", time: 100, "reward/mean": 1 },
+      { step: 1, phase: "rl", time: 112.5, "reward/mean": 2 },
+    ] as MetricsRow[];
+    const d = buildChartData(reward, [{ id: "a", color: "#111111", current: true, rows }], {
+      smoothing: 0,
+      buckets: 100,
+      xAxis: "time",
+    });
+    expect(d.x).toEqual([0, 12.5]);
+  });
+
+  it("clusters markers closer than the gap into one '3 edits' and keeps them inside the chart", () => {
+    const m = (step: number, label: string): Marker => ({
+      runId: "a",
+      step,
+      phase: "rl",
+      kind: "edit",
+      label,
+      detail: "",
+    });
+    const c = clusterMarkers(
+      [
+        { left: 10, marker: m(1, "lr 1e-3→5e-4") },
+        { left: 20, marker: m(2, "kl_coef 0→0.1") },
+        { left: 30, marker: m(3, "lr 5e-4→1e-3") },
+        { left: 200, marker: m(9, "lr 1e-3→2e-3") },
+        { left: 400, marker: m(20, "outside") },
+      ],
+      300,
+    );
+    expect(c.map((x) => [x.left, x.label])).toEqual([
+      [20, "3 edits"],
+      [200, "lr 1e-3→2e-3"],
+    ]);
+    expect(c[0].detail.split("\n")).toEqual([
+      "step 1: lr 1e-3→5e-4",
+      "step 2: kl_coef 0→0.1",
+      "step 3: lr 5e-4→1e-3",
+    ]);
+  });
+
+  it("says why a chart is empty", () => {
+    const cfg = defaultRunConfig();
+    const kl = CHARTS.find((c) => c.id === "kl")!;
+    expect(emptyReason(kl, { ...cfg, rl: { ...cfg.rl, kl: { ...cfg.rl.kl, coef: 0 } } }, true)).toBe(
+      "KL is off: rl.kl.coef = 0",
+    );
+    expect(emptyReason(kl, cfg, false)).toMatch(/^No run yet/);
+    expect(emptyReason(CHARTS.find((c) => c.id === "kept")!, cfg, true)).toBe(
+      "No filter: filters.list is empty",
+    );
+  });
+
+  it("offers every numeric key of the rows, and writes a chart's rows as CSV", () => {
+    const rows = [
+      { step: 0, phase: "sft", time: 0, loss: 3 },
+      { step: 0, phase: "rl", time: 1, "val/acc/hard": 0.25, note: "x" },
+      { step: 1, phase: "rl", time: 3, "val/acc/hard": 0.5 },
+    ] as MetricsRow[];
+    expect(metricKeys([rows])).toEqual([
+      { key: "loss", phase: "sft" },
+      { key: "val/acc/hard", phase: "rl" },
+    ]);
+    const def = customChart("val/acc/hard", "rl");
+    expect(def.rate).toBe(true);
+    expect(chartCsv(def, [{ id: "a", name: "#1 a,b", color: "#111111", current: true, rows }])).toBe(
+      'run,seed,key,phase,step,wall_s,value\n"#1 a,b",,val/acc/hard,rl,0,1,0.25\n"#1 a,b",,val/acc/hard,rl,1,3,0.5\n',
+    );
   });
 });
 

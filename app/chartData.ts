@@ -1,11 +1,18 @@
 // What the chart grid draws, as pure data (tested by app/chartData.test.ts): the chart
-// definitions in three labelled rows (UX.md §1), the per-run series of a metric joined on
-// one x axis with null gaps, smoothed at full resolution and then min/max downsampled,
-// and the markers (edits, skipped updates) each chart shows as labelled vertical lines.
+// definitions in three labelled rows (UX.md §1) plus charts added from any key of the rows,
+// the per-run series of a metric joined on one x axis (step or wall time) with null gaps,
+// smoothed at full resolution and then min/max downsampled; a multi-seed group as its mean
+// with a band (sd or min-max, config/aggregate.ts) and its seeds faint; the legend; the
+// markers (edits, skipped updates) clustered so that they never overprint; why a chart is
+// empty; a chart's data as CSV.
+import type { RunConfig } from "../config";
+import { aggregateAvailable } from "../config/aggregate";
 import type { MetricsRow } from "../workers/api";
 import { debiasedEma, mergeDuplicateSteps, minMaxIndices, type Y } from "./smoothing";
 
-export type ChartRow = "objective" | "health" | "behaviour";
+export type ChartRow = "pinned" | "objective" | "health" | "behaviour" | "added";
+export type XAxis = "step" | "time";
+export type BandMode = "sd" | "minmax";
 
 export interface ChartDef {
   id: string;
@@ -21,17 +28,24 @@ export interface ChartDef {
   outliers?: boolean;
   /** Draw the untrained policy's value (this key's first point) as a dashed line. */
   baseline?: string;
+  /** The y axis's unit ("nats", "tokens", "fraction"). */
+  unit?: string;
+  /** Added from the picker (not one of CHARTS). */
+  custom?: boolean;
 }
 
 export const CHART_ROWS: { row: ChartRow; title: string }[] = [
+  { row: "pinned", title: "Pinned" },
   { row: "objective", title: "Objective" },
   { row: "health", title: "Policy health" },
   { row: "behaviour", title: "Behaviour" },
+  { row: "added", title: "Added" },
 ];
 
 export const CHARTS: ChartDef[] = [
   {
     id: "reward",
+    unit: "reward",
     title: "Reward",
     row: "objective",
     phase: "rl",
@@ -45,6 +59,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "accuracy",
+    unit: "fraction",
     title: "Accuracy",
     row: "objective",
     phase: "rl",
@@ -59,6 +74,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "sft-loss",
+    unit: "nats/token",
     title: "SFT loss",
     row: "objective",
     phase: "sft",
@@ -66,6 +82,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "entropy",
+    unit: "nats/token",
     title: "Entropy",
     row: "health",
     phase: "rl",
@@ -77,6 +94,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "kl",
+    unit: "nats/token",
     title: "KL to reference",
     row: "health",
     phase: "rl",
@@ -85,6 +103,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "clipfrac",
+    unit: "fraction",
     title: "Clip fraction",
     row: "health",
     phase: "rl",
@@ -99,6 +118,7 @@ export const CHARTS: ChartDef[] = [
     // Sampler vs trainer (rl/mismatch.ts): exp(old − sampler log-prob) over sampled tokens;
     // 1 when the decode path and the training forward agree.
     id: "is-ratio",
+    unit: "ratio",
     title: "Importance ratio (trainer / sampler)",
     row: "health",
     phase: "rl",
@@ -110,6 +130,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "mismatch",
+    unit: "nats",
     title: "Log-prob mismatch |trainer − sampler|",
     row: "health",
     phase: "rl",
@@ -121,6 +142,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "grad-norm",
+    unit: "L2 norm",
     title: "Gradient norm",
     row: "health",
     phase: "rl",
@@ -129,6 +151,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "length",
+    unit: "tokens",
     title: "Response length",
     row: "behaviour",
     phase: "rl",
@@ -137,6 +160,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "tool-calls",
+    unit: "per trajectory",
     title: "Tool calls",
     row: "behaviour",
     phase: "rl",
@@ -148,6 +172,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "tool-success",
+    unit: "fraction",
     title: "Tool success",
     row: "behaviour",
     phase: "rl",
@@ -156,6 +181,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "kept",
+    unit: "fraction",
     title: "Filter kept",
     row: "behaviour",
     phase: "rl",
@@ -164,6 +190,7 @@ export const CHARTS: ChartDef[] = [
   },
   {
     id: "throughput",
+    unit: "tokens/s",
     title: "Tokens / s",
     row: "behaviour",
     phase: "rl",
@@ -182,22 +209,35 @@ export interface Marker {
   detail: string;
 }
 
-/** One run as the charts see it. */
+/** One run as the charts see it; `group` when it is one seed of a multi-seed run. */
 export interface RunSeriesInput {
   id: string;
+  /** The run's name ("#3 ci-tiny"); the id when absent. */
+  name?: string;
   color: string;
   current: boolean;
   rows: readonly MetricsRow[];
+  group?: { id: string; name: string; seed: number };
 }
 
 export interface ChartSeries {
+  /** The run, or `group:<id>` for a group's mean. */
   runId: string;
+  runName: string;
   key: string;
   label: string;
   color: string;
   current: boolean;
+  /** A run's own line, one faint seed of a group, or a group's mean (with `band`). */
+  role: "run" | "seed" | "mean";
+  /** The group of a seed or a mean. */
+  groupId?: string;
+  /** The dash of this key (its index in the chart's keys): the legend draws the same. */
+  dash?: number[];
   raw: Y[];
   smooth: Y[];
+  /** A group's spread around the mean: mean ± sd or min..max, smoothed like the mean. */
+  band?: { lo: Y[]; hi: Y[] };
   /** Points of this run and key before downsampling. */
   points: number;
 }
@@ -212,62 +252,239 @@ function metricValue(row: MetricsRow, key: string): number | null {
   return typeof v === "number" && Number.isFinite(v) ? v : null;
 }
 
+/** Key i of a chart: solid, dashed, dotted, dash-dot. */
+export const KEY_DASHES: (number[] | undefined)[] = [undefined, [6, 4], [2, 3], [8, 3, 2, 3]];
+
+export function keyDash(def: ChartDef, key: string): number[] | undefined {
+  const i = def.keys.findIndex((k) => k.key === key);
+  return KEY_DASHES[Math.max(0, i) % KEY_DASHES.length];
+}
+
+/** Seconds since the run's first row (rows carry `time`, seconds since the trainer started). */
+function wallTimes(rows: readonly MetricsRow[]): Map<string, number> {
+  const out = new Map<string, number>();
+  let t0: number | null = null;
+  for (const r of rows) {
+    if (typeof r.time !== "number" || !Number.isFinite(r.time)) continue;
+    if (t0 === null) t0 = r.time;
+    out.set(`${r.phase}:${r.step}`, r.time - t0);
+  }
+  return out;
+}
+
+/** The x of a (phase, step) of a run: the step, or its wall time in seconds. */
+export function xOf(rows: readonly MetricsRow[], phase: string, step: number, axis: XAxis): number | null {
+  if (axis === "step") return step;
+  return wallTimes(rows).get(`${phase}:${step}`) ?? null;
+}
+
+interface RawSeries {
+  base: Omit<ChartSeries, "raw" | "smooth" | "band">;
+  xs: number[];
+  raw: Y[];
+  smooth: Y[];
+  band?: { lo: Y[]; hi: Y[] };
+}
+
+function runSeries(
+  def: ChartDef,
+  run: RunSeriesInput,
+  key: string,
+  label: string,
+  axis: XAxis,
+): RawSeries | null {
+  const times = axis === "time" ? wallTimes(run.rows) : null;
+  const xs: number[] = [];
+  const ys: Y[] = [];
+  for (const row of run.rows) {
+    if (row.phase !== def.phase) continue;
+    const v = metricValue(row, key);
+    if (v === null) continue;
+    const x = times ? times.get(`${row.phase}:${row.step}`) : row.step;
+    if (x === undefined) continue;
+    xs.push(x);
+    ys.push(v);
+  }
+  if (xs.length === 0) return null;
+  const merged = mergeDuplicateSteps(xs, ys);
+  return {
+    base: {
+      runId: run.id,
+      runName: run.name ?? run.id,
+      groupId: run.group?.id,
+      key,
+      label,
+      color: run.color,
+      current: run.current,
+      role: run.group ? "seed" : "run",
+      dash: keyDash(def, key),
+      points: merged.xs.length,
+    },
+    xs: merged.xs,
+    raw: merged.ys,
+    smooth: [],
+  };
+}
+
+/** A group's mean and band for one key, over the seeds that reached each step. */
+function groupSeries(
+  def: ChartDef,
+  members: RunSeriesInput[],
+  key: string,
+  label: string,
+  opts: { axis: XAxis; band: BandMode },
+): RawSeries | null {
+  const g = members[0].group as NonNullable<RunSeriesInput["group"]>;
+  const steps = aggregateAvailable(
+    members.map((m) => ({
+      seed: m.group?.seed ?? 0,
+      rows: m.rows.filter((r) => r.phase === def.phase).map((r) => ({ ...r, phase: "rl" })),
+    })),
+    key,
+  );
+  if (steps.length === 0) return null;
+  const times = opts.axis === "time" ? members.map((m) => wallTimes(m.rows)) : null;
+  const xs: number[] = [];
+  const mean: Y[] = [];
+  const lo: Y[] = [];
+  const hi: Y[] = [];
+  for (const { step, stat } of steps) {
+    let x = step;
+    if (times) {
+      // The group's wall time at a step: the mean over the seeds that reached it.
+      const ts = times.map((t) => t.get(`${def.phase}:${step}`)).filter((t): t is number => t !== undefined);
+      if (ts.length === 0) continue;
+      x = ts.reduce((a, b) => a + b, 0) / ts.length;
+    }
+    xs.push(x);
+    mean.push(stat.mean);
+    lo.push(opts.band === "sd" ? stat.mean - stat.sd : stat.min);
+    hi.push(opts.band === "sd" ? stat.mean + stat.sd : stat.max);
+  }
+  const merged = mergeDuplicateSteps(xs, mean);
+  if (merged.xs.length !== xs.length) return null;
+  const current = members.some((m) => m.current);
+  return {
+    base: {
+      runId: `group:${g.id}`,
+      runName: g.name,
+      groupId: g.id,
+      key,
+      label,
+      color: members[0].color,
+      current,
+      role: "mean",
+      dash: keyDash(def, key),
+      points: xs.length,
+    },
+    xs,
+    raw: mean,
+    smooth: [],
+    band: { lo, hi },
+  };
+}
+
 /**
- * The joined data of one chart: x is the union of steps of every run that has a value,
- * each (run, key) series smoothed at full resolution on its own points and then placed
- * on the shared x with null gaps; finally min/max downsampled to `buckets` columns.
+ * The joined data of one chart: x is the union of steps (or wall-time seconds) of every run
+ * that has a value, each series smoothed at full resolution on its own points and then placed
+ * on the shared x with null gaps; finally min/max downsampled to `buckets` columns. Runs of one
+ * group (two or more seeds shown) become the group's mean with a band, and their seeds faint.
  */
 export function buildChartData(
   def: ChartDef,
   runs: readonly RunSeriesInput[],
-  opts: { smoothing: number; buckets: number },
+  opts: { smoothing: number; buckets: number; xAxis?: XAxis; band?: BandMode },
 ): ChartData {
-  const perSeries: { base: Omit<ChartSeries, "raw" | "smooth">; xs: number[]; raw: Y[]; smooth: Y[] }[] = [];
-  const allX = new Set<number>();
+  const axis = opts.xAxis ?? "step";
+  const band = opts.band ?? "sd";
+  const groups = new Map<string, RunSeriesInput[]>();
+  for (const r of runs) if (r.group) groups.set(r.group.id, [...(groups.get(r.group.id) ?? []), r]);
+  const perSeries: RawSeries[] = [];
+  const done = new Set<string>();
   for (const run of runs) {
-    for (const { key, label } of def.keys) {
-      const xs: number[] = [];
-      const ys: Y[] = [];
-      for (const row of run.rows) {
-        if (row.phase !== def.phase) continue;
-        const v = metricValue(row, key);
-        if (v === null) continue;
-        xs.push(row.step);
-        ys.push(v);
+    const members = run.group ? (groups.get(run.group.id) ?? []) : [];
+    const asGroup = members.length > 1;
+    if (asGroup && !done.has(run.group?.id ?? "")) {
+      done.add(run.group?.id ?? "");
+      for (const { key, label } of def.keys) {
+        const g = groupSeries(def, members, key, label, { axis, band });
+        if (g) perSeries.push(g);
       }
-      if (xs.length === 0) continue;
-      const merged = mergeDuplicateSteps(xs, ys);
-      for (const x of merged.xs) allX.add(x);
-      perSeries.push({
-        base: { runId: run.id, key, label, color: run.color, current: run.current, points: merged.xs.length },
-        xs: merged.xs,
-        raw: merged.ys,
-        smooth: debiasedEma(merged.ys, opts.smoothing),
-      });
     }
+    for (const { key, label } of def.keys) {
+      const s = runSeries(def, asGroup ? run : { ...run, group: undefined }, key, label, axis);
+      if (s) perSeries.push(s);
+    }
+  }
+  const allX = new Set<number>();
+  for (const s of perSeries) {
+    s.smooth = debiasedEma(s.raw, opts.smoothing);
+    if (s.band)
+      s.band = { lo: debiasedEma(s.band.lo, opts.smoothing), hi: debiasedEma(s.band.hi, opts.smoothing) };
+    for (const x of s.xs) allX.add(x);
   }
   const x = [...allX].sort((a, b) => a - b);
   const pos = new Map(x.map((v, i) => [v, i]));
-  const joined = perSeries.map((s) => {
-    const raw: Y[] = new Array(x.length).fill(null);
-    const smooth: Y[] = new Array(x.length).fill(null);
-    s.xs.forEach((xv, i) => {
-      const at = pos.get(xv) as number;
-      raw[at] = s.raw[i];
-      smooth[at] = s.smooth[i];
+  const place = (xs: number[], ys: Y[]) => {
+    const out: Y[] = new Array(x.length).fill(null);
+    xs.forEach((xv, i) => {
+      out[pos.get(xv) as number] = ys[i];
     });
-    return { ...s.base, raw, smooth };
-  });
+    return out;
+  };
+  const joined: ChartSeries[] = perSeries.map((s) => ({
+    ...s.base,
+    raw: place(s.xs, s.raw),
+    smooth: place(s.xs, s.smooth),
+    ...(s.band ? { band: { lo: place(s.xs, s.band.lo), hi: place(s.xs, s.band.hi) } } : {}),
+  }));
   const idx = minMaxIndices(
     x,
     joined.map((s) => s.raw),
     opts.buckets,
   );
   if (idx.length === x.length) return { x, series: joined };
+  const pick = (ys: Y[]) => idx.map((i) => ys[i]);
   return {
     x: idx.map((i) => x[i]),
-    series: joined.map((s) => ({ ...s, raw: idx.map((i) => s.raw[i]), smooth: idx.map((i) => s.smooth[i]) })),
+    series: joined.map((s) => ({
+      ...s,
+      raw: pick(s.raw),
+      smooth: pick(s.smooth),
+      ...(s.band ? { band: { lo: pick(s.band.lo), hi: pick(s.band.hi) } } : {}),
+    })),
   };
+}
+
+/** What the legend names: each run (or group) in its colour, each key in its dash. */
+export interface Legend {
+  runs: { id: string; name: string; color: string; current: boolean; seeds?: number }[];
+  keys: { key: string; label: string; dash?: number[] }[];
+}
+
+export function chartLegend(def: ChartDef, data: ChartData): Legend {
+  const runs: Legend["runs"] = [];
+  const seen = new Set<string>();
+  const seedsOf = new Map<string, Set<string>>();
+  for (const s of data.series) {
+    if (s.role === "seed" && s.groupId) {
+      if (!seedsOf.has(s.groupId)) seedsOf.set(s.groupId, new Set());
+      seedsOf.get(s.groupId)?.add(s.runId);
+      continue;
+    }
+    if (seen.has(s.runId)) continue;
+    seen.add(s.runId);
+    runs.push({ id: s.runId, name: s.runName, color: s.color, current: s.current });
+  }
+  for (const r of runs) {
+    const seeds = r.id.startsWith("group:") ? seedsOf.get(r.id.slice(6))?.size : undefined;
+    if (seeds) r.seeds = seeds;
+  }
+  const present = new Set(data.series.map((s) => s.key));
+  const keys = def.keys
+    .filter((k) => !k.optional || present.has(k.key))
+    .map((k) => ({ key: k.key, label: k.label, dash: keyDash(def, k.key) }));
+  return { runs, keys };
 }
 
 /** The markers a chart draws: those of visible runs in the chart's phase. */
@@ -277,6 +494,130 @@ export function chartMarkers(
   runIds: ReadonlySet<string>,
 ): Marker[] {
   return markers.filter((m) => runIds.has(m.runId) && (m.phase === def.phase || m.phase === ""));
+}
+
+/** Markers that would overprint (closer than `minGap` px) drawn as one: "3 edits". */
+export interface MarkerCluster {
+  left: number;
+  markers: Marker[];
+  label: string;
+  detail: string;
+}
+
+export function clusterMarkers(
+  placed: readonly { left: number; marker: Marker }[],
+  width: number,
+  minGap = 48,
+): MarkerCluster[] {
+  const inside = placed.filter((p) => Number.isFinite(p.left) && p.left >= 0 && p.left <= width);
+  const sorted = [...inside].sort((a, b) => a.left - b.left);
+  const out: { left: number; items: { left: number; marker: Marker }[] }[] = [];
+  for (const p of sorted) {
+    const last = out[out.length - 1];
+    if (last && p.left - last.items[0].left < minGap) last.items.push(p);
+    else out.push({ left: p.left, items: [p] });
+  }
+  return out.map(({ items }) => {
+    const markers = items.map((i) => i.marker);
+    const left = Math.min(width, Math.max(0, items.reduce((a, i) => a + i.left, 0) / items.length));
+    const edits = markers.filter((m) => m.kind === "edit").length;
+    const skipped = markers.length - edits;
+    const label =
+      markers.length === 1
+        ? markers[0].label
+        : [edits ? `${edits} edit${edits > 1 ? "s" : ""}` : "", skipped ? `${skipped} skipped` : ""]
+            .filter(Boolean)
+            .join(", ");
+    return {
+      left,
+      markers,
+      label,
+      detail: markers.map((m) => `step ${m.step}: ${m.label}${m.detail ? ` (${m.detail})` : ""}`).join("\n"),
+    };
+  });
+}
+
+/** Why a chart has nothing to draw, in the words of the config that makes it so. */
+export function emptyReason(def: ChartDef, config: RunConfig | undefined, anyRun: boolean): string {
+  if (!anyRun || !config) return "No run yet: press Start, or open a stored run.";
+  const keys = def.keys.map((k) => k.key);
+  if (keys.includes("actor/kl_ref") && config.rl.kl.coef === 0) return "KL is off: rl.kl.coef = 0";
+  if (keys.includes("filter/kept_frac") && config.filters.list.length === 0)
+    return "No filter: filters.list is empty";
+  if (def.phase === "sft" && config.sft.steps === 0) return "No SFT: sft.steps = 0";
+  if (keys.every((k) => /^(val|dev)\//.test(k)) && config.task.eval_size === 0)
+    return "No evaluation: task.eval_size = 0";
+  if (keys.every((k) => k.startsWith("dev/")) && config.task.dev_size === 0)
+    return "No dev set: task.dev_size = 0";
+  return "No points yet for this run.";
+}
+
+/** Every numeric key the rows carry, with the phase it appears in (RL first). */
+export function metricKeys(
+  rowsOfRuns: readonly (readonly MetricsRow[])[],
+): { key: string; phase: "rl" | "sft" }[] {
+  const phases = new Map<string, Set<string>>();
+  for (const rows of rowsOfRuns)
+    for (const r of rows)
+      for (const [k, v] of Object.entries(r)) {
+        if (k === "step" || k === "time" || k === "phase" || typeof v !== "number") continue;
+        if (!phases.has(k)) phases.set(k, new Set());
+        phases.get(k)?.add(r.phase);
+      }
+  return [...phases]
+    .filter(([, ps]) => ps.has("rl") || ps.has("sft"))
+    .map(([key, ps]) => ({ key, phase: (ps.has("rl") ? "rl" : "sft") as "rl" | "sft" }))
+    .sort((a, b) => a.key.localeCompare(b.key));
+}
+
+/** A chart for any key of the rows (from the picker). */
+export function customChart(key: string, phase: "rl" | "sft"): ChartDef {
+  const rate = /rate|frac|acc|success|ratio/.test(key);
+  return {
+    id: `key:${phase}:${key}`,
+    title: key,
+    row: "added",
+    phase,
+    custom: true,
+    rate,
+    unit: rate ? "fraction" : /length|tokens$/.test(key) ? "tokens" : /_s$/.test(key) ? "s" : undefined,
+    keys: [{ key, label: key }],
+  };
+}
+
+function csvCell(v: unknown): string {
+  const s = v === null || v === undefined ? "" : String(v);
+  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** A chart's data as CSV, one line per (run, step, key) at full resolution, unsmoothed. */
+export function chartCsv(def: ChartDef, runs: readonly RunSeriesInput[]): string {
+  const lines = ["run,seed,key,phase,step,wall_s,value"];
+  for (const run of runs) {
+    const times = wallTimes(run.rows);
+    for (const row of run.rows) {
+      if (row.phase !== def.phase) continue;
+      for (const { key } of def.keys) {
+        const v = metricValue(row, key);
+        if (v === null) continue;
+        const t = times.get(`${row.phase}:${row.step}`);
+        lines.push(
+          [
+            run.name,
+            run.group?.seed ?? "",
+            key,
+            row.phase,
+            row.step,
+            t === undefined ? "" : Number(t.toFixed(3)),
+            v,
+          ]
+            .map(csvCell)
+            .join(","),
+        );
+      }
+    }
+  }
+  return `${lines.join("\n")}\n`;
 }
 
 /** Short number text for labels: 0.0003 -> "3e-4", 0.25 -> "0.25". */
@@ -301,6 +642,6 @@ export function editLabel(path: string, from: unknown, to: unknown): string {
 /** The untrained policy's value: the current run's first point of the chart's baseline key. */
 export function baselineValue(def: ChartDef, data: ChartData): number | null {
   if (!def.baseline) return null;
-  const s = data.series.find((x) => x.current && x.key === def.baseline);
+  const s = data.series.find((x) => x.current && x.key === def.baseline && x.role !== "seed");
   return s?.raw.find((v): v is number => v !== null) ?? null;
 }

@@ -1,7 +1,7 @@
 // Committing a config field: update the form, and while a run goes, edit it live (a live
 // knob, applied at the next step) or ask for a restart (a restart knob). Shared by the
 // config panel and the reward editor.
-import { getPath } from "../config";
+import { getPath, type RunConfig } from "../config";
 import { editLive } from "./bridge";
 import { type FieldSpec, planChange, typeIntoField } from "./configModel";
 import { activeRun, isRunning, useLab } from "./store";
@@ -24,4 +24,17 @@ export function commitField(spec: FieldSpec, text: string) {
     }
   }
   useLab.setState({ form, liveErrors, pendingRestart });
+}
+
+/** The picker's model source into the form: model.pretrained, model.revision and model.sha256 replaced together. */
+export function setModelSource(fields: Pick<RunConfig["model"], "pretrained" | "revision" | "sha256">) {
+  const state = useLab.getState();
+  const old = state.form.config as RunConfig;
+  const config = { ...old, model: { ...old.model, ...fields } };
+  const pending = { ...state.form.pending };
+  for (const k of ["pretrained", "revision", "sha256"]) delete pending[`model.${k}`];
+  const pendingRestart = isRunning(activeRun(state))
+    ? [...new Set([...state.pendingRestart, "model.pretrained"])]
+    : state.pendingRestart;
+  useLab.setState({ form: { ...state.form, config, pending }, pendingRestart });
 }

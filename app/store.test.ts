@@ -103,3 +103,15 @@ describe("try the model: temperature", () => {
     expect(temperatureError("warm")).toMatch(/number/);
   });
 });
+
+describe("multi-seed groups", () => {
+  it("the seeds of a group share the first seed's colour; other runs take the next colour", () => {
+    const group = { id: "g", name: "ci-tiny × 2 seeds (5–6)", firstSeed: 5, size: 2 };
+    let s = initialState();
+    s = { ...s, ...addRun(s, "a", defaultRunConfig(), { ...group, seed: 5 }) };
+    s = { ...s, ...addRun(s, "b", defaultRunConfig(), { ...group, seed: 6 }) };
+    s = { ...s, ...addRun(s, "c", defaultRunConfig()) };
+    expect(s.runs.map((r) => r.color)).toEqual([s.runs[0].color, s.runs[0].color, "#16a34a"]);
+    expect(s.runs.map((r) => r.group?.seed)).toEqual([5, 6, undefined]);
+  });
+});

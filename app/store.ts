@@ -15,7 +15,7 @@ import type {
   SampleRecord,
   StoredRun,
 } from "../workers/api";
-import { editLabel, type Marker } from "./chartData";
+import { type BandMode, editLabel, type Marker, type XAxis } from "./chartData";
 import { type ConfigChange, configDiff, type FormState } from "./configModel";
 import type { Overlay, SampleFilter } from "./tokenModel";
 
@@ -58,6 +58,17 @@ export interface RunRecord {
   visible: boolean;
   diff: ConfigChange[];
   error: string | null;
+  /** One seed of a multi-seed run (config.seeds > 1): the seeds run one after another as a group. */
+  group?: RunGroup;
+}
+
+/** A multi-seed run: `size` seeds from `firstSeed`, this record being seed `seed`. */
+export interface RunGroup {
+  id: string;
+  name: string;
+  seed: number;
+  firstSeed: number;
+  size: number;
 }
 
 export interface RunsSlice {
@@ -82,6 +93,15 @@ export interface FormSlice {
 
 export interface ViewSlice {
   smoothing: number;
+  /** x axis of every chart: RL/SFT step, or wall time since the run's first row. */
+  xAxis: XAxis;
+  /** A multi-seed group's band: mean ± sd, or min..max over its seeds. */
+  band: BandMode;
+  /** Charts added from the picker, by `phase:key`; pinned charts (any id) go first. */
+  addedCharts: string[];
+  pinnedCharts: string[];
+  /** The config drawer on narrow screens. */
+  drawer: boolean;
   logScale: Record<string, boolean>;
   outlierClip: Record<string, boolean>;
   fast: boolean;
@@ -100,7 +120,13 @@ export interface ViewSlice {
   gpu: GpuStatus | undefined;
 }
 
-export type LabState = RunsSlice & FormSlice & ViewSlice;
+/** Pretrained models the picker has seen: config.json by model.pretrained, and the adapter's buffer limits (the memory plan). */
+export interface ModelSlice {
+  modelConfigs: Record<string, unknown>;
+  adapterLimits: { maxBufferSize: number; maxStorageBufferBindingSize: number } | null;
+}
+
+export type LabState = RunsSlice & FormSlice & ViewSlice & ModelSlice;
 
 export function initialState(): LabState {
   const config = defaultRunConfig();
@@ -110,12 +136,19 @@ export function initialState(): LabState {
     activeId: null,
     openId: null,
     form: { config, pending: {} },
+    modelConfigs: {},
+    adapterLimits: null,
     preset: null,
     presetConfig: config,
     pendingRestart: [],
     liveErrors: {},
     notices: [],
     smoothing: 0.6,
+    xAxis: "step",
+    band: "sd",
+    addedCharts: [],
+    pinnedCharts: [],
+    drawer: false,
     logScale: {},
     outlierClip: {},
     fast: false,
@@ -141,7 +174,7 @@ export const useLab = create<LabState>(() => initialState());
 
 // ---- reducers (pure: state in, partial state out) ----
 
-export function addRun(s: LabState, id: string, config: RunConfig): Partial<LabState> {
+export function addRun(s: LabState, id: string, config: RunConfig, group?: RunGroup): Partial<LabState> {
   const prev = s.runs[s.runs.length - 1];
   const n = (prev?.n ?? 0) + 1;
   const run: RunRecord = {
@@ -162,7 +195,11 @@ export function addRun(s: LabState, id: string, config: RunConfig): Partial<LabS
     visible: true,
     diff: prev ? configDiff(prev.config, config) : [],
     error: null,
+    ...(group ? { group } : {}),
   };
+  // The seeds of a group share the first seed's colour.
+  const first = group ? s.runs.find((r) => r.group?.id === group.id) : undefined;
+  if (first) run.color = first.color;
   const runs = [...s.runs, run];
   // Overlay cap: only the newest MAX_OVERLAY runs stay visible.
   const visibleIds = new Set(runs.slice(-MAX_OVERLAY).map((r) => r.id));

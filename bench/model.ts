@@ -14,6 +14,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { launchChromium } from "../e2e/chromium";
+import { memoryPlan, qwen05bConfig } from "../model/memory";
 import { runBigModelBench } from "./bigmodel";
 import type { ModelPageResult, ModelPageSpec } from "./model-page";
 import { serveBenchPage } from "./page";
@@ -145,7 +146,30 @@ export function modelRows(spec: ModelPageSpec, r: ModelPageResult, quick: boolea
       note: `our train step (${trainSize}, ${(r.train.flopsPerStep / 1e9).toFixed(2)} GFLOP/step counted) vs a measured peak: a long loop of our matmul at ${spec.peak.n}^3 (${spec.peak.inner} per submit); ratio = fraction of peak${sw}`,
     }),
   );
+  rows.push(...memoryPlanRows());
   return rows;
+}
+
+/** The memory plan (model/memory.ts, counted, not measured) at Qwen2.5-0.5B's shape, minibatch 8 x 512. */
+export function memoryPlanRows(): BenchRow[] {
+  const shape = { B: 8, T: 512 };
+  const lora = memoryPlan(qwen05bConfig(16), { ...shape, micro: 1, recompute: true, baseDtype: "f16" });
+  const full = memoryPlan(qwen05bConfig(0), { ...shape, micro: 0, recompute: false, baseDtype: "f32" });
+  const gb = (b: number) => b / 1e9;
+  const terms = (p: typeof lora) => p.terms.map((t) => `${t.name} ${gb(t.bytes).toFixed(3)}`).join(", ");
+  return [
+    makeRow({
+      id: "memory_plan_qwen05b_lora16",
+      group: "model",
+      ours: [gb(lora.total)],
+      baseline: [gb(full.total)],
+      unit: "GB",
+      better: "lower",
+      note:
+        `planned bytes at Qwen2.5-0.5B's shape, minibatch 8x512: LoRA r16 on all linear layers, f16 base, micro-batch 1, recomputation (${terms(lora)}; ${lora.notes.join("; ")}) ` +
+        `vs full fine-tune f32, whole minibatch (${terms(full)}); goal: LoRA under 4 GB`,
+    }),
+  ];
 }
 
 export async function runModelBench(opts: {

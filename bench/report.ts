@@ -75,6 +75,11 @@ export function writeReport(rows: BenchRow[], adapter: BenchAdapter, groupsRun: 
   return report;
 }
 
+/** A benchmark figure as the tables print it: 3 significant digits or so. */
+export function fmtBench(x: number): string {
+  return Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toPrecision(3);
+}
+
 export function toMarkdown(report: BenchReport): string {
   const a = report.adapter;
   const lines = [
@@ -83,8 +88,7 @@ export function toMarkdown(report: BenchReport): string {
     "| id | ours | baseline | unit | ratio (x better) | reps | spread | note |",
     "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |",
   ];
-  const f = (x: number) =>
-    Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toPrecision(3);
+  const f = fmtBench;
   for (const r of report.rows) {
     lines.push(
       `| ${r.id} | ${f(r.ours)} | ${f(r.baseline)} | ${r.unit} | ${f(r.ratio)} | ${r.reps} | ${(r.spread * 100).toFixed(0)}% | ${r.note ?? ""} |`,

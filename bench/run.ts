@@ -3,13 +3,15 @@
 // stable shape other tools read), bench/results/<date>.json and latest.md, then prints the
 // table. A group run replaces only its own rows. A group whose module is missing or fails is
 // reported (here and, when it had rows before, as "stale" notes on them) and the others still
-// write their rows; the exit code is then 1.
+// write their rows; the exit code is then 1. Last, the tables of docs/PERFORMANCE.md are
+// regenerated from the result files (bench/doc-tables.ts, also `npm run bench:doc`).
 // Kernels and model run in headless Chromium (the report's adapter); rl in Node (Dawn), whose
 // adapter its rows name in their notes; sandbox on the CPU.
 // The pure parts (arguments, adapter choice, stale rows) are tested by bench/run.test.ts.
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DOC, regenerate } from "./doc-tables";
 import { type BenchAdapter, type BenchRow, RESULTS_DIR, readLatest, toMarkdown, writeReport } from "./report";
 
 export const GROUPS = ["kernels", "model", "sandbox", "rl"] as const;
@@ -146,6 +148,12 @@ async function main(): Promise<number> {
   ].join("\n");
   appendFileSync(join(RESULTS_DIR, "latest.md"), `${summary}\n`);
   console.log(toMarkdown(report) + summary);
+  try {
+    console.error(`[bench] ${DOC}: ${regenerate() ? "tables regenerated" : "tables already up to date"}`);
+  } catch (err) {
+    console.error(`[bench] ${DOC}: tables not regenerated: ${(err as Error).message}`);
+    return 1;
+  }
   return results.some((r) => r.error) ? 1 : 0;
 }
 

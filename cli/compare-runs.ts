@@ -16,7 +16,7 @@ import {
   runSummary,
   type SeedRun,
   type Stat,
-} from "./aggregate.ts";
+} from "../config/aggregate.ts";
 
 const args = process.argv.slice(2);
 const opt = (name: string) => {

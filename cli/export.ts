@@ -2,16 +2,25 @@
 // `npm run export -- verl --link '<share url>' --out DIR`
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
 // `npm run export -- --table`   (the mapping table, as docs/SCALE-OUT.md shows it)
+// `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
+// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR`
+//   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
+//   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
+//   (config.json + model.safetensors). The tiny layernorm/gelu/learned model is GPT-2, the
+//   rmsnorm/swiglu/rope models the Llama family (llama, qwen2, qwen3 by their options); other
+//   mixes are refused with the field named.
 // Writes a run's export (export/index.ts: config.yaml, tool_config.yaml, reward.py,
 // train/val.parquet, run.sh, README.md for verl; train_trl.py and the same data and reward for
 // TRL) to DIR, and prints every part of the run that does not map as a warning. --strict
 // refuses such a run (exit 3) with the list. Tested by export/export.test.ts.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
+import { hfFiles, peftFiles } from "../export/hf";
 import { exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
+import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
 import { configFromLink, readRunInput } from "./link";
 
 interface Args {
@@ -26,6 +35,7 @@ function usage(msg?: string): never {
   if (msg) console.error(`error: ${msg}\n`);
   console.error(
     "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
+      "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR\n" +
       "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
       "       npm run export -- --table",
   );
@@ -70,11 +80,55 @@ async function loadRun(a: Args): Promise<{ config: RunConfig; name: string; sour
   return { config: r.config, name: r.recipe.name, source: path };
 }
 
+/** The trained weights of a run folder (its checkpoint), a bundle with weights, or a checkpoint file. */
+async function loadWeights(path: string): Promise<Checkpoint> {
+  if (!existsSync(path)) throw new Error(`${path} does not exist`);
+  if (statSync(path).isDirectory()) {
+    for (const f of ["checkpoint.safetensors", "weights.safetensors"]) {
+      if (existsSync(join(path, f))) return loadCheckpoint(new Uint8Array(readFileSync(join(path, f))));
+    }
+    throw new Error(`${path} has no checkpoint.safetensors (a run folder of npm run train)`);
+  }
+  const input = await readRunInput(path);
+  if (input?.bundle) {
+    if (!input.bundle.weights) throw new Error(`the bundle ${path} was saved without weights`);
+    return loadCheckpoint(input.bundle.weights);
+  }
+  return loadCheckpoint(new Uint8Array(readFileSync(path)));
+}
+
+async function weightsExport(kind: "peft" | "hf", argv: string[]) {
+  const outAt = argv.indexOf("--out");
+  const out = outAt >= 0 ? argv[outAt + 1] : undefined;
+  const input = argv.find((x, i) => i > 0 && !x.startsWith("--") && argv[i - 1] !== "--out");
+  if (!input) usage(`${kind} needs a run folder, a bundle or a checkpoint`);
+  if (!out) usage("--out DIR is needed");
+  let files: Record<string, Uint8Array>;
+  try {
+    const ck = await loadWeights(input);
+    if (kind === "peft") {
+      if (!ck.adapter)
+        throw new Error(`${input} has no LoRA adapter (model.lora.rank is 0): export hf instead`);
+      files = peftFiles(ck.config, ck.adapter);
+    } else files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
+    process.exit(2);
+  }
+  mkdirSync(out, { recursive: true });
+  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(out, name), bytes);
+  console.log(
+    `exported ${input} as ${kind === "peft" ? "PEFT adapter" : "a Hugging Face model"}: ${Object.keys(files).join(", ")} in ${out}`,
+  );
+}
+
 async function main() {
   if (process.argv.includes("--table")) {
     console.log(mappingTableMarkdown());
     return;
   }
+  const kind = process.argv[2];
+  if (kind === "peft" || kind === "hf") return weightsExport(kind, process.argv.slice(2));
   const a = parseArgs(process.argv.slice(2));
   let run: Awaited<ReturnType<typeof loadRun>>;
   try {

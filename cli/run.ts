@@ -165,8 +165,8 @@ export async function runToFolder(o: FolderRunOptions): Promise<RunLoop> {
       async checkpoint(ck) {
         writeFileSync(join(out, "checkpoint.safetensors"), ck.bytes);
         // Weights alone: what gets published (e.g. public/checkpoints/*-sft.safetensors).
-        const { config, weights } = loadCheckpoint(ck.bytes);
-        writeFileSync(join(out, "weights.safetensors"), saveCheckpoint({ config, weights }));
+        const { config, weights, adapter } = loadCheckpoint(ck.bytes);
+        writeFileSync(join(out, "weights.safetensors"), saveCheckpoint({ config, weights, adapter }));
       },
     },
     { edits: o.edits, resume: o.resume },

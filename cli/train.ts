@@ -27,6 +27,7 @@ import type { RunLoopOptions } from "../rl/runner";
 import type { MetricsRow } from "../rl/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 import { configFromLink, readRunInput } from "./link";
+import { hubReader } from "./model-store";
 import { openRunFolder, runToFolder } from "./run";
 
 interface Args {
@@ -37,6 +38,9 @@ interface Args {
   steps?: number;
   seed?: number;
   seeds?: number;
+  /** model.pretrained: a Hugging Face folder, or hf:owner/name (downloaded once into the model cache). */
+  model?: string;
+  revision?: string;
   backend: "webgpu" | "cpu";
   list: boolean;
   quiet: boolean;
@@ -45,7 +49,7 @@ interface Args {
 function usage(msg?: string): never {
   if (msg) console.error(`error: ${msg}\n`);
   console.error(
-    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--backend webgpu|cpu] [--quiet]\n" +
+    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--model DIR|hf:owner/name [--revision R]] [--backend webgpu|cpu] [--quiet]\n" +
       "       npm run train -- --link '<share url>' [--out DIR]\n" +
       "       npm run train -- --resume <run folder>\n" +
       "       npm run train -- --list",
@@ -70,6 +74,8 @@ function parseArgs(argv: string[]): Args {
     else if (x === "--steps") a.steps = Number(next());
     else if (x === "--seed") a.seed = Number(next());
     else if (x === "--seeds") a.seeds = Number(next());
+    else if (x === "--model") a.model = next();
+    else if (x === "--revision") a.revision = next();
     else if (x === "--backend") {
       const b = next();
       if (b !== "webgpu" && b !== "cpu") usage(`--backend must be webgpu or cpu, not ${b}`);
@@ -120,6 +126,8 @@ async function loadConfig(a: Args): Promise<Loaded> {
   const over: Record<string, unknown> = {};
   if (a.steps !== undefined) over.stop = { max_steps: a.steps };
   if (a.seed !== undefined) over.seed = a.seed;
+  if (a.model !== undefined)
+    over.model = { pretrained: a.model, ...(a.revision ? { revision: a.revision } : {}) };
   const p = parseRunConfig(mergeConfig(base.config, over));
   if (!p.ok) {
     console.error(`error: ${p.errors.map((e) => `${e.path}: ${e.message}`).join("\n")}`);
@@ -191,6 +199,13 @@ async function main() {
   console.error(
     `run ${name} -> ${out}${resume ? ` (resumed at ${resume.at.phase} step ${resume.at.step})` : ""}\nbackend: ${args.backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
   );
+  let fromHub: Awaited<ReturnType<typeof hubReader>> = null;
+  try {
+    fromHub = await hubReader(config, (line) => console.error(line));
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
+    process.exit(2);
+  }
   try {
     await runToFolder({
       config,
@@ -199,7 +214,7 @@ async function main() {
       resume,
       makeModel,
       sandbox,
-      readFile: async (p) => readProjectFile(p),
+      readFile: async (p) => (await fromHub?.(p)) ?? readProjectFile(p),
       on: {
         row(row) {
           if (row.phase === "rl" && row["reward/mean"] === undefined) return; // the final evaluation row

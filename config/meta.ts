@@ -58,6 +58,8 @@ const restart = (group: FieldGroup, help: string, extra: Extra = {}): FieldMeta 
 const opts = (xs: readonly string[]) => ({ options: [...xs] });
 
 // Contexts for activeWhen.
+/** A LoRA run (alpha and targets act only with an adapter). */
+const LORA_ON = { "model.lora.rank": 4 };
 /** A policy that calls its calculator: the committed quick-demo SFT checkpoint, on hard products. */
 const CALLS_TOOLS = {
   "sft.init_checkpoint": "checkpoints/quick-demo-sft.safetensors",
@@ -121,9 +123,34 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "model.positional": restart("model", "Position encoding.", opts(["learned", "rope"])),
   "model.tied_embeddings": restart("model", "Share the input embedding with the output projection."),
   "model.init_std": restart("model", "Std of the normal weight initialisation.", { min: 0, max: 1 }),
+  "model.lora.rank": restart(
+    "model",
+    "LoRA rank: train low-rank adapters on the frozen base instead of every weight (0 = full fine-tuning). verl lora_rank, PEFT r.",
+    { paper: "Hu et al. 2021, LoRA", min: 0, max: 1024 },
+  ),
+  "model.lora.alpha": restart(
+    "model",
+    "LoRA alpha: the adapter's output is scaled by alpha/rank. verl lora_alpha, PEFT lora_alpha.",
+    { paper: "Hu et al. 2021, LoRA", min: 0, activeWhen: LORA_ON },
+  ),
+  "model.lora.targets": restart(
+    "model",
+    "Modules with an adapter (Hugging Face names q_proj..down_proj) or all-linear. verl target_modules, PEFT target_modules.",
+    { paper: "Hu et al. 2021, LoRA", activeWhen: LORA_ON },
+  ),
   "model.pretrained": restart(
     "model",
-    "A Hugging Face model folder (config.json + safetensors): its architecture and weights replace the fields above.",
+    "A Hugging Face model (config.json + safetensors): a folder, hf:owner/name from the Hub, or local:name picked from disk; its architecture and weights replace the fields above.",
+  ),
+  "model.revision": restart(
+    "model",
+    "Hub revision (branch, tag or commit) of an hf: model; a commit pins the weights a link names.",
+  ),
+  "model.sha256": restart("model", "SHA-256 of each file of a local: model (set by the model picker)."),
+  "model.memory_budget_gb": restart(
+    "model",
+    "GPU memory the run may plan for, in GB (WebGPU does not report it): a plan over it is refused before loading.",
+    { min: 0, max: 1024 },
   ),
   "model.tokenizer": restart(
     "model",
@@ -307,6 +334,11 @@ export const FIELD_META: Record<string, FieldMeta> = {
   }),
   "rl.entropy_coef": live("algorithm", "Entropy bonus coefficient (loss -= coef * entropy).", { min: 0 }),
   "rl.epochs": live("algorithm", "Update epochs over each rollout batch.", { min: 1, max: 100 }),
+  "rl.micro_batch_size": live(
+    "algorithm",
+    "Sequences per micro-batch: a minibatch is back-propagated in pieces whose gradients add up (same update, less memory; 0 = whole minibatch). verl ppo_micro_batch_size_per_gpu.",
+    { min: 0 },
+  ),
   "rl.minibatches": live("algorithm", "Minibatches per epoch (must divide the rollout count).", {
     min: 1,
     max: 1024,
@@ -529,6 +561,7 @@ export const FIELD_META: Record<string, FieldMeta> = {
 /** Paths that are one leaf even though their value is an object (free-form records). */
 export const OPAQUE_PATHS: ReadonlySet<string> = new Set([
   "task.options",
+  "model.sha256",
   "rewards.terms.*.options",
   "filters.list.*.options",
   "stop.target",

@@ -61,6 +61,27 @@ export const REFILL_MODES = ["none", "resample", "duplicate"] as const;
 export const TEMPLATE_NAMES = ["inline", "chatml-turns", "model"] as const;
 export const TOKENIZATION_CHECKS = ["strict", "warn", "off"] as const;
 
+export const LORA_TARGET_NAMES = [
+  "q_proj",
+  "k_proj",
+  "v_proj",
+  "o_proj",
+  "gate_proj",
+  "up_proj",
+  "down_proj",
+] as const;
+
+export const LoraSchema = z
+  .object({
+    rank: int(0, 1024).default(0), // verl actor_rollout_ref.model.lora_rank / PEFT r; 0 = full fine-tuning (the demo)
+    alpha: num({ gt: 0 }).default(16), // verl lora_alpha / PEFT lora_alpha (verl's default 16); scale = alpha/rank
+    // PEFT target_modules; "all-linear" = every projection the model has (verl's default target_modules)
+    targets: z
+      .union([z.literal("all-linear"), z.array(z.enum(LORA_TARGET_NAMES)).min(1, "name at least one module")])
+      .default("all-linear"),
+  })
+  .strict();
+
 export const ModelSchema = z
   .object({
     layers: int(1, 64).default(3), // DEMO-RECIPE: 3 layers
@@ -72,7 +93,14 @@ export const ModelSchema = z
     positional: z.enum(["learned", "rope"]).default("learned"), // DEMO-RECIPE: learned absolute positions
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
-    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face folder (config.json + safetensors) whose architecture and weights are used
+    lora: LoraSchema.prefault({}),
+    pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face model (config.json + safetensors) whose architecture and weights are used: a folder path, "hf:<owner>/<name>" (the Hub, at model.revision) or "local:<name>" (files picked in the page, named by model.sha256)
+    revision: z.string().min(1, "must not be empty").default("main"), // the Hub revision (branch, tag or commit) of an "hf:" model; a commit pins the weights a link names
+    sha256: z
+      .record(z.string(), z.string().regex(/^[0-9a-f]{64}$/, "must be 64 hex digits"))
+      .nullable()
+      .default(null), // the files of a "local:" model by SHA-256, so a link names its weights; null for other sources
+    memory_budget_gb: num({ gt: 0, max: 1024 }).default(4), // DESIGN: WebGPU reports no device memory; the plan's total must fit this (4 GB: a laptop GPU)
     tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
   })
   .strict();
@@ -179,6 +207,7 @@ export const RlSchema = z
     entropy_coef: num({ min: 0 }).default(0), // ALGORITHMS §1: verl entropy_coeff 0
     epochs: int(1, 100).default(2), // DEMO-RECIPE: 2 epochs
     minibatches: int(1, 1024).default(2), // DEMO-RECIPE: 2 minibatches
+    micro_batch_size: int(0).default(0), // verl ppo_micro_batch_size_per_gpu (sequences per micro-batch, gradient accumulation); 0 = the whole minibatch; lab choice
     prompts_per_step: int(1).default(8), // DEMO-RECIPE: 8 prompts
     group_size: int(1, 1024).default(8), // DEMO-RECIPE: group 8
     lr: num({ min: 0, max: 1 }).default(3e-4), // DEMO-RECIPE: AdamW lr 3e-4

@@ -57,9 +57,9 @@ describe("bundles without WebGPU", () => {
     expect(await page.getByTestId("step").isDisabled()).toBe(true);
     await page.getByTestId("tab-runs").click();
     const names = page.getByTestId("stored-run-name");
-    await page.locator('input[type="file"]').setInputFiles(file);
+    await page.locator('.import-bundle input[type="file"]').setInputFiles(file);
     await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(1);
-    await page.locator('input[type="file"]').setInputFiles(file);
+    await page.locator('.import-bundle input[type="file"]').setInputFiles(file);
     await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(2);
     const [first, second] = await names.allTextContents();
     expect(first).toMatch(/^#\d+ offline-run \(imported\)$/);

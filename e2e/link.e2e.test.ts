@@ -62,7 +62,9 @@ describe("share links in the app", () => {
     await banner.waitFor({ timeout: 60_000 });
     const bannerText = (await banner.textContent()) ?? "";
     expect(bannerText).toContain("seed=42");
-    expect(bannerText).toContain("1 live edit(s) at steps 1");
+    // Summarised as "<name> + N edits", each edit listed with its phase.
+    expect(await page.getByTestId("link-summary").textContent()).toBe("Shared run: tiny + 1 edit");
+    expect(await page.getByTestId("link-edits").textContent()).toBe("RL step 1: rl.lr → 0.001");
     // The preset picker writes the query; the link stays, and stays after a form edit.
     await page.waitForFunction(() => location.search.includes("preset="), null, { timeout: 60_000 });
     expect(await page.evaluate(() => location.hash)).toBe(hash);

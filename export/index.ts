@@ -127,6 +127,21 @@ const TRL_LOSS: Record<string, string> = {
   "seq-mean-token-sum": "dr_grpo",
 };
 
+/** A minibatch as TRL's per-device batch x gradient accumulation (rl.micro_batch_size when it divides it). */
+function trlBatch(mini: number, micro: number): Record<string, [unknown, string]> {
+  const source = "rl.prompts_per_step x rl.group_size / rl.minibatches";
+  if (micro > 0 && micro < mini && Number.isInteger(mini / micro)) {
+    return {
+      per_device_train_batch_size: [micro, "rl.micro_batch_size"],
+      gradient_accumulation_steps: [mini / micro, `the minibatch (${source}) / rl.micro_batch_size`],
+    };
+  }
+  return {
+    per_device_train_batch_size: [mini, source],
+    gradient_accumulation_steps: [1, "one optimizer step per minibatch"],
+  };
+}
+
 /** GRPOConfig's arguments (name -> [value, lab source]). */
 export function trlConfig(c: RunConfig, name: string): Record<string, [unknown, string]> {
   const r = c.rl;
@@ -149,11 +164,7 @@ export function trlConfig(c: RunConfig, name: string): Record<string, [unknown, 
       c.stop.max_steps * r.minibatches,
       "stop.max_steps x rl.minibatches (TRL counts optimizer steps)",
     ],
-    per_device_train_batch_size: [
-      rollouts / r.minibatches,
-      "rl.prompts_per_step x rl.group_size / rl.minibatches",
-    ],
-    gradient_accumulation_steps: [1, "one optimizer step per minibatch"],
+    ...trlBatch(rollouts / r.minibatches, r.micro_batch_size),
     steps_per_generation: [r.minibatches, "rl.minibatches (one generation feeds them all)"],
     num_generations: [r.group_size, "rl.group_size"],
     num_iterations: [r.epochs, "rl.epochs"],

@@ -41,7 +41,12 @@ const tinyModel = (c: RunConfig) => !pretrainedSource(c);
  * lab's own tiny models have none: verl needs a Hugging Face checkpoint (model.path).
  */
 export function pretrainedSource(c: RunConfig): string | null {
-  if (c.model.pretrained) return c.model.pretrained;
+  const p = c.model.pretrained;
+  // "hf:<owner>/<name>" is a Hub repo id, which verl's model.path takes as it is.
+  if (p?.startsWith("hf:")) return p.slice(3);
+  // "local:<name>": files picked in the page; the person gives verl the folder they came from.
+  if (p?.startsWith("local:")) return p.slice(6);
+  if (p) return p;
   const src = (c.model as Record<string, unknown>).source;
   if (typeof src === "string" && src) return src;
   if (src && typeof src === "object") {
@@ -75,9 +80,34 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "model.positional": unmapped(TINY, tinyModel),
   "model.tied_embeddings": unmapped(TINY, tinyModel),
   "model.init_std": unmapped(TINY, tinyModel),
+  "model.lora.rank": mapped(
+    "actor_rollout_ref.model.lora_rank",
+    "the same rank (0 = full fine-tuning in both); written when > 0",
+  ),
+  "model.lora.alpha": mapped(
+    "actor_rollout_ref.model.lora_alpha",
+    "the same alpha (scale alpha/rank, PEFT's)",
+  ),
+  "model.lora.targets": mapped(
+    "actor_rollout_ref.model.target_modules",
+    "the same Hugging Face module names; all-linear is verl's (PEFT's) all-linear",
+  ),
   "model.pretrained": mapped(
     "actor_rollout_ref.model.path",
     "the Hugging Face model folder the run starts from",
+  ),
+  "model.revision": approx(
+    "actor_rollout_ref.model.path",
+    "verl loads a repo id at the Hub's default revision; another revision must be downloaded first (huggingface-cli download --revision R) and its folder given as model.path",
+    // Only an hf: model's revision other than main differs.
+  ),
+  "model.sha256": unmapped(
+    "the hashes name a local model's files in the lab; verl reads the folder given as model.path and checks nothing",
+    (c) => c.model.sha256 !== null,
+  ),
+  "model.memory_budget_gb": unmapped(
+    "the lab's memory plan for one browser GPU; verl sizes memory with rollout.gpu_memory_utilization and its micro-batch knobs",
+    () => false,
   ),
   "model.tokenizer": approx(
     "actor_rollout_ref.model.path",
@@ -170,6 +200,10 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "rl.minibatches": mapped(
     `${A}.ppo_mini_batch_size, ${A}.ppo_micro_batch_size_per_gpu`,
     "ppo_mini_batch_size = prompts_per_step / minibatches (verl counts prompts and multiplies by rollout.n); the micro batch is a memory knob with no effect on the update",
+  ),
+  "rl.micro_batch_size": approx(
+    `${A}.ppo_micro_batch_size_per_gpu`,
+    "gradient accumulation in both (same update, less memory); written when it divides the per-GPU share of a minibatch, else the largest divisor <= 8 of that share (verl counts per GPU)",
   ),
   "rl.prompts_per_step": mapped("data.train_batch_size", "prompts per step"),
   "rl.group_size": mapped(`${R}.n`, "samples per prompt"),

@@ -80,7 +80,12 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
   const micro = Math.max(1, Math.min(8, rollouts / r.minibatches));
   // verl asserts that the per-GPU share of a minibatch divides by the micro batch.
   const perGpu = (miniPrompts * r.group_size) / GPUS;
-  const trainMicro = Number.isInteger(perGpu) ? gcd(perGpu, 8) : 1;
+  const trainMicro = !Number.isInteger(perGpu)
+    ? 1
+    : r.micro_batch_size > 0 && perGpu % r.micro_batch_size === 0
+      ? r.micro_batch_size
+      : gcd(perGpu, 8);
+  const lora = c.model.lora;
   const klOn = r.kl.coef > 0;
   const klName = verlName("kl", r.kl.estimator);
   const model = pretrainedSource(c);
@@ -110,6 +115,16 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
             ? "model.source"
             : "the lab's tiny model has no Hugging Face checkpoint: set it (run.sh actor_rollout_ref.model.path=...)",
         ),
+        ...(lora.rank > 0
+          ? {
+              lora_rank: from(lora.rank, "model.lora.rank"),
+              lora_alpha: from(lora.alpha, "model.lora.alpha"),
+              target_modules: from(
+                lora.targets === "all-linear" ? "all-linear" : [...lora.targets],
+                "model.lora.targets",
+              ),
+            }
+          : {}),
       },
       actor: {
         optim: {

@@ -73,10 +73,10 @@ export function matmulForwardRef(
   }
 }
 
-/** dinp (N,C) += dout·weight, dweight (OC,C) += doutᵀ·inp, dbias (OC) += Σ_n dout. */
+/** dinp (N,C) += dout·weight, dweight (OC,C) += doutᵀ·inp (null: a frozen weight), dbias (OC) += Σ_n dout. */
 export function matmulBackwardRef(
   dinp: F,
-  dweight: F,
+  dweight: F | null,
   dbias: F | null,
   dout: F,
   inp: F,
@@ -91,12 +91,42 @@ export function matmulBackwardRef(
       const g = dout[n * OC + o];
       if (g === 0) continue; // rows the loss does not reach (padding, unscored tokens)
       const wo = o * C;
-      for (let c = 0; c < C; c++) {
-        dinp[x + c] += g * weight[wo + c];
-        dweight[wo + c] += g * inp[x + c];
-      }
+      for (let c = 0; c < C; c++) dinp[x + c] += g * weight[wo + c];
+      if (dweight) for (let c = 0; c < C; c++) dweight[wo + c] += g * inp[x + c];
       if (dbias) dbias[o] += g;
     }
+  }
+}
+
+// ---------------------------------------------------------------- column blocks (LoRA)
+
+/** out[n, start+j] += scale * src[n, j] for n < N, j < cols; out has rows of `stride` floats. */
+export function columnsAddRef(
+  out: F,
+  src: F,
+  N: number,
+  cols: number,
+  stride: number,
+  start: number,
+  scale: number,
+) {
+  for (let n = 0; n < N; n++) {
+    for (let j = 0; j < cols; j++) out[n * stride + start + j] += scale * src[n * cols + j];
+  }
+}
+
+/** dst[n, j] = scale * src[n, start+j] (N, cols): a column block of a (N, stride) array. */
+export function columnsGatherRef(
+  dst: F,
+  src: F,
+  N: number,
+  cols: number,
+  stride: number,
+  start: number,
+  scale: number,
+) {
+  for (let n = 0; n < N; n++) {
+    for (let j = 0; j < cols; j++) dst[n * cols + j] = scale * src[n * stride + start + j];
   }
 }
 

@@ -151,13 +151,24 @@ export interface PolicyModel {
    * await them after that forward (the fused WebGPU update); otherwise await them at once.
    */
   readonly lateStepResults?: boolean;
+  /** The base weights (the layout). With LoRA they are frozen: step() never writes them. */
   getWeights(): Promise<Float32Array>;
   setWeights(weights: Float32Array): Promise<void>;
+  /** The LoRA adapter (its own layout, model/lora.ts), or null without LoRA. */
+  getAdapter(): Promise<Float32Array | null>;
+  setAdapter(weights: Float32Array): Promise<void>;
+  /** Gradients of the trained parameters: the layout's, or the adapter's with LoRA. */
   getGrads(): Promise<Float32Array>;
+  /** Moments of the trained parameters (same size as getGrads). */
   getOptimizerState(): Promise<OptimizerState>;
   setOptimizerState(state: OptimizerState): Promise<void>;
-  /** An independent copy of the weights (the reference policy); its optimizer state is fresh. */
+  /** An independent copy of the current policy; its optimizer state is fresh (a LoRA copy shares the frozen base). */
   frozenCopy(): Promise<PolicyModel>;
+  /**
+   * The reference policy of KL terms: a frozen copy of the weights now (full fine-tuning), or
+   * the base with the adapter off, sharing the base weights (LoRA, as verl does: no second copy).
+   */
+  referencePolicy(): Promise<PolicyModel>;
   startGeneration(sampling: SamplingOptions): GenerationSession;
   /**
    * Cumulative round trips of the device this model runs on (WebGPU only; models on one

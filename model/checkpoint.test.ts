@@ -2,8 +2,29 @@
 import { describe, expect, it } from "vitest";
 import { loadCheckpoint, saveCheckpoint } from "./checkpoint";
 import { initParams, modelConfig, paramLayout } from "./config";
+import { loraLayout, randomLora } from "./lora";
 
 describe("checkpoint", () => {
+  it("round-trips a LoRA run: base weights, the adapter and the adapter's moments", () => {
+    const config = modelConfig({
+      layers: 2,
+      dModel: 16,
+      heads: 2,
+      context: 8,
+      lora: { rank: 2, alpha: 4, targets: ["q_proj", "down_proj"] },
+    });
+    const weights = initParams(config, paramLayout(config), 3);
+    const adapter = randomLora(loraLayout(config, config.lora), 4);
+    const m = adapter.map((x) => x * 0.5);
+    const v = adapter.map((x) => x * x);
+    const ck = loadCheckpoint(saveCheckpoint({ config, weights, adapter, optimizer: { m, v, step: 3 } }));
+    expect(ck.config.lora).toEqual(config.lora);
+    expect(ck.weights).toEqual(weights);
+    expect(ck.adapter).toEqual(adapter);
+    expect(ck.optimizer?.m).toEqual(m);
+    expect(() => saveCheckpoint({ config, weights })).toThrow(/LoRA but no adapter/);
+  });
+
   it("round-trips weights, optimizer state and config exactly", () => {
     const config = modelConfig({
       layers: 2,

@@ -5,16 +5,22 @@
 // end)} relative to the data), plus "optim.m.<name>" / "optim.v.<name>" when optimizer state
 // is saved, "ref.<name>" when a run's frozen KL reference is saved with it, and __metadata__ (string values only, per the format): the model config as
 // JSON, the optimizer step, and a format tag. The gaps of the flat buffer are not stored.
+// With LoRA (config.lora.rank > 0) the adapter is "lora.<name>" (model/lora.ts layout) and the
+// moments are those of the adapter ("optim.m.lora.<name>"): the base is frozen.
 // PyTorch's safetensors.torch.load_file reads these files (same names as nanoGPT's state dict).
 // Tested by model/checkpoint.test.ts.
 import type { OptimizerState } from "./api";
-import { type ModelConfig, modelConfig, type ParamLayout, paramLayout } from "./config";
+import { type ModelConfig, modelConfig, paramLayout, type TensorSpec } from "./config";
+import { loraLayout } from "./lora";
 
 export const CHECKPOINT_FORMAT = "agentic-rl-lab/model/v1";
 
 export interface Checkpoint {
   config: ModelConfig;
   weights: Float32Array; // flat, the layout's total size
+  /** The LoRA adapter (flat, its layout), when config.lora.rank > 0. */
+  adapter?: Float32Array;
+  /** Moments of the trained parameters: the layout's, or the adapter's with LoRA. */
   optimizer?: OptimizerState;
   /** The frozen reference policy's weights (a run's KL reference), same layout. */
   reference?: Float32Array;
@@ -30,11 +36,32 @@ interface HeaderEntry {
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
+interface Flat {
+  tensors: TensorSpec[];
+  total: number;
+}
+
+/** The base layout, and the adapter's (names prefixed "lora.") with LoRA. */
+function layoutsOf(config: ModelConfig): { base: Flat; lora: Flat | null } {
+  const base = paramLayout(config);
+  if (config.lora.rank === 0) return { base, lora: null };
+  const l = loraLayout(config, config.lora);
+  return {
+    base,
+    lora: { tensors: l.tensors.map((t) => ({ ...t, name: `lora.${t.name}` })), total: l.total },
+  };
+}
+
 export function saveCheckpoint(ck: Checkpoint): Uint8Array {
-  const layout = paramLayout(ck.config);
-  const sources: [string, Float32Array][] = [["", ck.weights]];
-  if (ck.optimizer) sources.push(["optim.m.", ck.optimizer.m], ["optim.v.", ck.optimizer.v]);
-  if (ck.reference) sources.push(["ref.", ck.reference]);
+  const { base, lora } = layoutsOf(ck.config);
+  if (lora && !ck.adapter) throw new Error("saveCheckpoint: the config has LoRA but no adapter was given");
+  if (!lora && ck.adapter) throw new Error("saveCheckpoint: an adapter was given but config.lora.rank is 0");
+  const trained = lora ?? base;
+  const sources: [string, Float32Array, Flat][] = [["", ck.weights, base]];
+  if (lora && ck.adapter) sources.push(["", ck.adapter, lora]);
+  if (ck.optimizer)
+    sources.push(["optim.m.", ck.optimizer.m, trained], ["optim.v.", ck.optimizer.v, trained]);
+  if (ck.reference) sources.push(["ref.", ck.reference, base]);
   const header: Record<string, HeaderEntry | Record<string, string>> = {};
   header.__metadata__ = {
     ...ck.metadata,
@@ -43,10 +70,10 @@ export function saveCheckpoint(ck: Checkpoint): Uint8Array {
     ...(ck.optimizer ? { optimizer_step: String(ck.optimizer.step) } : {}),
   };
   let bytes = 0;
-  for (const [prefix, buf] of sources) {
+  for (const [prefix, buf, layout] of sources) {
     if (buf.length !== layout.total)
       throw new Error(
-        `saveCheckpoint: ${prefix || "weights"} has ${buf.length} floats, expected ${layout.total}`,
+        `saveCheckpoint: ${prefix || (layout === base ? "weights" : "adapter")} has ${buf.length} floats, expected ${layout.total}`,
       );
     for (const t of layout.tensors) {
       header[prefix + t.name] = { dtype: "F32", shape: t.shape, data_offsets: [bytes, bytes + t.size * 4] };
@@ -62,7 +89,7 @@ export function saveCheckpoint(ck: Checkpoint): Uint8Array {
   dv.setBigUint64(0, BigInt(head.length), true);
   out.set(head, 8);
   let at = 8 + head.length;
-  for (const [, buf] of sources) {
+  for (const [, buf, layout] of sources) {
     for (const t of layout.tensors) {
       const src = buf.subarray(t.offset, t.offset + t.size);
       if (LITTLE_ENDIAN) out.set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength), at);
@@ -87,21 +114,25 @@ export function loadCheckpoint(bytes: Uint8Array): Checkpoint {
   if (typeof meta.config !== "string")
     throw new Error("checkpoint has no model config in __metadata__.config");
   const config = modelConfig(JSON.parse(meta.config) as Partial<ModelConfig>);
-  const layout = paramLayout(config);
+  const { base, lora } = layoutsOf(config);
   const dataStart = 8 + headLen;
-  const read = (prefix: string): Float32Array | undefined => {
+  const read = (prefix: string, layout: Flat): Float32Array | undefined => {
     if (!(prefix + layout.tensors[0].name in header)) return undefined;
     return readFlat(header, layout, prefix, bytes, dataStart);
   };
-  const weights = read("")!;
-  if (!weights) throw new Error(`checkpoint lacks tensor ${layout.tensors[0].name}`);
-  const m = read("optim.m.");
-  const v = read("optim.v.");
-  const reference = read("ref.");
+  const weights = read("", base);
+  if (!weights) throw new Error(`checkpoint lacks tensor ${base.tensors[0].name}`);
+  const adapter = lora ? read("", lora) : undefined;
+  if (lora && !adapter)
+    throw new Error(`checkpoint has LoRA in its config but lacks tensor ${lora.tensors[0].name}`);
+  const m = read("optim.m.", lora ?? base);
+  const v = read("optim.v.", lora ?? base);
+  const reference = read("ref.", base);
   const { format: _f, config: _c, optimizer_step, ...rest } = meta;
   const out: Checkpoint = {
     config,
     weights,
+    ...(adapter ? { adapter } : {}),
     optimizer: m && v ? { m, v, step: Number(optimizer_step ?? 0) } : undefined,
     metadata: rest,
   };
@@ -111,7 +142,7 @@ export function loadCheckpoint(bytes: Uint8Array): Checkpoint {
 
 function readFlat(
   header: Record<string, unknown>,
-  layout: ParamLayout,
+  layout: Flat,
   prefix: string,
   bytes: Uint8Array,
   dataStart: number,

@@ -8,7 +8,9 @@
 // per-head q/k norms and which linears carry biases are options of the one network.
 // Also the GPT-2 style seeded initialisation and the seeded PRNG it uses.
 // Tested by model/config.test.ts (layout) and through every model test.
+
 import type { RunConfig } from "../config";
+import type { LoraConfig } from "./lora";
 import { VOCAB_SIZE } from "./tokenizer";
 
 export interface ModelConfig {
@@ -52,6 +54,8 @@ export interface ModelConfig {
   normEps: number;
   /** Base of the rotary frequencies (only with positional "rope"). */
   ropeTheta: number;
+  /** LoRA adapters on the frozen base (model/lora.ts); rank 0: full fine-tuning. Demo: off. */
+  lora: LoraConfig;
   /** Std of the normal initialisation (GPT-2: 0.02); the residual projections get initStd/sqrt(2L). */
   initStd: number;
 }
@@ -77,6 +81,11 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   valueHead: false,
   normEps: 1e-5,
   ropeTheta: 10000,
+  lora: {
+    rank: 0,
+    alpha: 16,
+    targets: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+  },
   initStd: 0.02,
 };
 
@@ -94,11 +103,26 @@ export function modelConfigOf(c: RunConfig, vocab = VOCAB_SIZE): ModelConfig {
     tiedEmbeddings: c.model.tied_embeddings,
     valueHead: c.rl.advantage === "gae",
     initStd: c.model.init_std,
+    lora: loraConfigOf(c, c.model.mlp),
   });
+}
+
+/** RunConfig.model.lora for a model with this MLP ("all-linear": every projection it has; gelu has no gate). */
+export function loraConfigOf(c: RunConfig, mlp: ModelConfig["mlp"]): LoraConfig {
+  const l = c.model.lora;
+  return {
+    rank: l.rank,
+    alpha: l.alpha,
+    targets:
+      l.targets === "all-linear"
+        ? DEFAULT_MODEL_CONFIG.lora.targets.filter((t) => t !== "gate_proj" || mlp === "swiglu")
+        : [...l.targets],
+  };
 }
 
 export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
   const c = { ...DEFAULT_MODEL_CONFIG, ...overrides };
+  c.lora = { ...DEFAULT_MODEL_CONFIG.lora, ...overrides.lora };
   const positive = ["layers", "dModel", "heads", "context", "vocab", "mlpRatio"] as const;
   for (const k of positive) {
     if (!Number.isInteger(c[k]) || c[k] <= 0)

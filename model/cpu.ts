@@ -25,6 +25,8 @@ import {
   attentionBackwardRef,
   attentionForwardRef,
   clipScale,
+  columnsAddRef,
+  columnsGatherRef,
   decodeAttentionRef,
   embeddingBackwardRef,
   embeddingForwardRef,
@@ -70,8 +72,8 @@ import {
   paramLayout,
   paramTensors,
 } from "./config";
-
 import { type HfOptions, loadHfModel, type ModelDir } from "./hf";
+import { initLora, type LoraBaseWeight, type LoraLayout, type LoraTargetSpec, loraLayout } from "./lora";
 
 // The network takes float32 (the model) or float64 (finite-difference checks) arrays.
 type F32 = Float32Array<ArrayBufferLike> | Float64Array<ArrayBufferLike>;
@@ -142,6 +144,53 @@ function ropeForward(c: ModelConfig, qkv: F32, positions: Int32Array, N: number)
 
 function ropeBackward(c: ModelConfig, dqkv: F32, positions: Int32Array, N: number): void {
   if (c.positional === "rope") for (const s of ropeShapes(c, N)) ropeBackwardRef(dqkv, positions, s);
+}
+
+// ---------------------------------------------------------------------------------------
+// LoRA: the adapter's term added into a fused base output, and its backward
+
+/** The adapter weights (its own flat buffer) and which of them the forward uses; null: none. */
+export interface Adapter {
+  layout: LoraLayout;
+  w: F32; // (layout.total)
+}
+
+/** out (N,outStride) columns [rowStart, rowStart+rows) += scale * (inp A^T) B^T, inp (N,inDim). */
+function loraForward(out: F32, inp: F32, s: LoraTargetSpec, ad: Adapter, N: number): void {
+  const r = ad.layout.rank;
+  const A = ad.w.subarray(s.a, s.a + r * s.inDim); // (r,in)
+  const Bm = ad.w.subarray(s.b, s.b + s.rows * r); // (rows,r)
+  const u = allocLike(ad.w, N * r); // (N,r)
+  matmulForwardRef(u, inp, A, null, N, s.inDim, r);
+  const delta = allocLike(ad.w, N * s.rows); // (N,rows)
+  matmulForwardRef(delta, u, Bm, null, N, r, s.rows);
+  columnsAddRef(out, delta, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
+}
+
+/** dinp += the adapter's part of dout's gradient, dA and dB (in dad) += theirs; u is recomputed. */
+function loraBackward(
+  dinp: F32,
+  dad: F32,
+  dout: F32,
+  inp: F32,
+  s: LoraTargetSpec,
+  ad: Adapter,
+  N: number,
+): void {
+  const r = ad.layout.rank;
+  const A = ad.w.subarray(s.a, s.a + r * s.inDim);
+  const Bm = ad.w.subarray(s.b, s.b + s.rows * r);
+  const u = allocLike(ad.w, N * r);
+  matmulForwardRef(u, inp, A, null, N, s.inDim, r);
+  const ddelta = allocLike(ad.w, N * s.rows); // (N,rows) = scale * dout's block
+  columnsGatherRef(ddelta, dout, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
+  const du = allocLike(ad.w, N * r);
+  matmulBackwardRef(du, dad.subarray(s.b, s.b + s.rows * r), null, ddelta, u, Bm, N, r, s.rows);
+  matmulBackwardRef(dinp, dad.subarray(s.a, s.a + r * s.inDim), null, du, inp, A, N, s.inDim, r);
+}
+
+function specsOf(ad: Adapter | null, l: number, w: LoraBaseWeight): LoraTargetSpec[] {
+  return ad ? ad.layout.layers[l].filter((s) => s.weight === w) : [];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -216,8 +265,13 @@ export function checkBatch(c: ModelConfig, batch: ScoreBatch): Int32Array {
   return positions;
 }
 
-/** The whole forward pass over (B,T); returns everything backward needs. */
-export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Activations {
+/** The whole forward pass over (B,T); returns everything backward needs. With an adapter, LoRA adds into q/k/v/o/gate/up/down. */
+export function forward(
+  c: ModelConfig,
+  params: Params,
+  batch: ScoreBatch,
+  ad: Adapter | null = null,
+): Activations {
   const { B, T } = batch;
   const positions = checkBatch(c, batch);
   const N = B * T;
@@ -232,7 +286,10 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
   embeddingForwardRef(encoded, batch.tokens, positions, params.wte, params.wpe, N, C);
   const layers: LayerActs[] = [];
   let residual: F32 = encoded;
-  for (const p of params.layers) {
+  for (const [l, p] of params.layers.entries()) {
+    const lora = (out: F32, inp: F32, w: LoraBaseWeight) => {
+      for (const s of specsOf(ad, l, w)) loraForward(out, inp, s, ad!, N);
+    };
     const a: LayerActs = {
       ln1: f(N * C),
       ln1Mean: f(N),
@@ -254,16 +311,20 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
     };
     normForward(c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
     matmulForwardRef(a.qkvRaw ?? a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV);
+    lora(a.qkvRaw ?? a.qkv, a.ln1, "qkvw");
     if (a.qkvRaw && a.qkRstd && p.qnormw && p.knormw)
       qkNormForwardRef(a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, N, NH, KVH, hs, c.normEps);
     ropeForward(c, a.qkv, positions, N);
     attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, Q, NH, KVH);
     matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, Q, C);
+    lora(a.attproj, a.atty, "projw");
     residualForwardRef(a.res2, a.attproj, residual, N * C);
     normForward(c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
     matmulForwardRef(a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows);
+    lora(a.fch, a.ln2, "fcw");
     mlpActForward(c, a.fchAct, a.fch, N);
     matmulForwardRef(a.fcproj, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
+    lora(a.fcproj, a.fchAct, "fcprojw");
     residualForwardRef(a.res3, a.fcproj, a.res2, N * C);
     layers.push(a);
     residual = a.res3;
@@ -302,13 +363,19 @@ export function forward(c: ModelConfig, params: Params, batch: ScoreBatch): Acti
   };
 }
 
-/** Backward of forward(): ADDS d(loss)/d(params) into grads, given dloss/d(logp, entropy, values). */
+/**
+ * Backward of forward(): ADDS d(loss)/d(params) into grads, given dloss/d(logp, entropy,
+ * values). With an adapter, its gradients are added into `dad` (its layout) and `grads` may be
+ * null: the frozen base gets no gradient (its matmuls compute only the input gradient).
+ */
 export function backward(
   c: ModelConfig,
   params: Params,
-  grads: Params,
+  grads: Params | null,
   acts: Activations,
   g: { dlogp: F32; dentropy?: F32; dvalue?: F32 },
+  ad: Adapter | null = null,
+  dad: F32 | null = null,
 ): void {
   const { B, T } = acts;
   const N = B * T;
@@ -318,6 +385,15 @@ export function backward(
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const V = c.vocab;
   const f = (n: number) => allocLike(params.wte, n);
+  if (ad && !dad) throw new Error("backward: an adapter needs its gradient buffer");
+  // A frozen base: norm weight gradients go to a scratch sink, matmul weight gradients are skipped.
+  const sink = f(C);
+  const dn = (x: F32 | null | undefined): F32 => (grads ? x! : sink.fill(0));
+  const dnb = (has: F32 | null, x: F32 | null | undefined): F32 | null =>
+    has === null ? null : grads ? x! : sink.fill(0);
+  const lora = (l: number, w: LoraBaseWeight, dinp: F32, dout: F32, inp: F32) => {
+    for (const s of specsOf(ad, l, w)) loraBackward(dinp, dad!, dout, inp, s, ad!, N);
+  };
 
   // The head: dlogits (N,V) of sum_n dlogp[n]*logp[n] + dentropy[n]*entropy[n] (logp and
   // entropy are recomputed into scratch by the fused op).
@@ -325,15 +401,26 @@ export function backward(
   const dentropy = g.dentropy ?? f(N);
   logSoftmaxRef(f(N), f(N), dlogits, acts.logits, acts.targets, g.dlogp, dentropy, N, V, acts.invTemp);
   const dlnf = f(N * C);
-  matmulBackwardRef(dlnf, grads.lmHead, null, dlogits, acts.lnf, params.lmHead, N, C, V);
-  if (g.dvalue && params.valuew && grads.valuew && grads.valueb) {
+  matmulBackwardRef(dlnf, grads?.lmHead ?? null, null, dlogits, acts.lnf, params.lmHead, N, C, V);
+  if (g.dvalue && params.valuew && grads?.valuew && grads.valueb) {
     matmulBackwardRef(dlnf, grads.valuew, grads.valueb, g.dvalue, acts.lnf, params.valuew, N, C, 1);
   }
   // dres: the gradient of the residual stream, carried down through the blocks. A residual
   // add passes its gradient unchanged to both inputs, so dres is also d(fcproj) and d(attproj).
   const dres = f(N * C);
   const last = acts.layers.length > 0 ? acts.layers[acts.layers.length - 1].res3 : acts.encoded;
-  normBackward(c, dres, grads.lnfw, grads.lnfb, dlnf, last, params.lnfw, acts.lnfMean, acts.lnfRstd, N);
+  normBackward(
+    c,
+    dres,
+    dn(grads?.lnfw),
+    dnb(params.lnfb, grads?.lnfb),
+    dlnf,
+    last,
+    params.lnfw,
+    acts.lnfMean,
+    acts.lnfRstd,
+    N,
+  );
 
   const dfchAct = f(N * H);
   const dfch = f(N * fcRows);
@@ -343,30 +430,33 @@ export function backward(
   const dqkvRaw = c.qkNorm ? f(N * QKV) : null;
   for (let l = c.layers - 1; l >= 0; l--) {
     const p = params.layers[l];
-    const d = grads.layers[l];
+    const d = grads?.layers[l];
     const a = acts.layers[l];
     const residual = l === 0 ? acts.encoded : acts.layers[l - 1].res3;
     // MLP (dres = d res3 = d fcproj)
     dfchAct.fill(0);
-    matmulBackwardRef(dfchAct, d.fcprojw, d.fcprojb, dres, a.fchAct, p.fcprojw, N, H, C);
+    matmulBackwardRef(dfchAct, d?.fcprojw ?? null, d?.fcprojb ?? null, dres, a.fchAct, p.fcprojw, N, H, C);
+    lora(l, "fcprojw", dfchAct, dres, a.fchAct);
     dfch.fill(0);
     mlpActBackward(c, dfch, dfchAct, a.fch, N);
     dln.fill(0);
-    matmulBackwardRef(dln, d.fcw, d.fcb, dfch, a.ln2, p.fcw, N, C, fcRows);
-    normBackward(c, dres, d.ln2w, d.ln2b, dln, a.res2, p.ln2w, a.ln2Mean, a.ln2Rstd, N);
+    matmulBackwardRef(dln, d?.fcw ?? null, d?.fcb ?? null, dfch, a.ln2, p.fcw, N, C, fcRows);
+    lora(l, "fcw", dln, dfch, a.ln2);
+    normBackward(c, dres, dn(d?.ln2w), dnb(p.ln2b, d?.ln2b), dln, a.res2, p.ln2w, a.ln2Mean, a.ln2Rstd, N);
     // Attention (dres = d res2 = d attproj)
     datty.fill(0);
-    matmulBackwardRef(datty, d.projw, d.projb, dres, a.atty, p.projw, N, Q, C);
+    matmulBackwardRef(datty, d?.projw ?? null, d?.projb ?? null, dres, a.atty, p.projw, N, Q, C);
+    lora(l, "projw", datty, dres, a.atty);
     dqkv.fill(0);
     attentionBackwardRef(dqkv, datty, a.qkv, a.atty, a.attLse, null, B, T, Q, NH, KVH);
     ropeBackward(c, dqkv, acts.positions, N);
     let dproj = dqkv; // d(qkv projection output)
-    if (dqkvRaw && a.qkvRaw && a.qkRstd && p.qnormw && p.knormw && d.qnormw && d.knormw) {
+    if (dqkvRaw && a.qkvRaw && a.qkRstd && p.qnormw && p.knormw) {
       dqkvRaw.fill(0);
       qkNormBackwardRef(
         dqkvRaw,
-        d.qnormw,
-        d.knormw,
+        d ? d.qnormw! : f(hs),
+        d ? d.knormw! : f(hs),
         dqkv,
         a.qkvRaw,
         p.qnormw,
@@ -380,10 +470,11 @@ export function backward(
       dproj = dqkvRaw;
     }
     dln.fill(0);
-    matmulBackwardRef(dln, d.qkvw, d.qkvb, dproj, a.ln1, p.qkvw, N, C, QKV);
-    normBackward(c, dres, d.ln1w, d.ln1b, dln, residual, p.ln1w, a.ln1Mean, a.ln1Rstd, N);
+    matmulBackwardRef(dln, d?.qkvw ?? null, d?.qkvb ?? null, dproj, a.ln1, p.qkvw, N, C, QKV);
+    lora(l, "qkvw", dln, dproj, a.ln1);
+    normBackward(c, dres, dn(d?.ln1w), dnb(p.ln1b, d?.ln1b), dln, residual, p.ln1w, a.ln1Mean, a.ln1Rstd, N);
   }
-  embeddingBackwardRef(grads.wte, grads.wpe, dres, acts.tokens, acts.positions, N, C);
+  if (grads) embeddingBackwardRef(grads.wte, grads.wpe, dres, acts.tokens, acts.positions, N, C);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -433,7 +524,13 @@ export function newKvCache(c: ModelConfig): KvCache {
  * logits (n,V) at those positions. Same ops as forward() on the full sequence, with the
  * attention of each new token over the cache (decodeAttentionRef).
  */
-export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, tokens: number[]): F32 {
+export function forwardCached(
+  c: ModelConfig,
+  params: Params,
+  cache: KvCache,
+  tokens: number[],
+  ad: Adapter | null = null,
+): F32 {
   const n = tokens.length;
   const start = cache.length;
   if (start + n > c.context)
@@ -457,8 +554,12 @@ export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, to
   const fch = f(n * fcRows);
   const act = f(n * H);
   params.layers.forEach((p, l) => {
+    const lora = (out: F32, inp: F32, w: LoraBaseWeight) => {
+      for (const s of specsOf(ad, l, w)) loraForward(out, inp, s, ad!, n);
+    };
     normForward(c, ln, mean, rstd, x, p.ln1w, p.ln1b, n);
     matmulForwardRef(qkvRaw ?? qkv, ln, p.qkvw, p.qkvb, n, C, QKV);
+    lora(qkvRaw ?? qkv, ln, "qkvw");
     if (qkvRaw && p.qnormw && p.knormw)
       qkNormForwardRef(qkv, qkRstd, qkvRaw, p.qnormw, p.knormw, n, NH, KVH, hs, c.normEps);
     ropeForward(c, qkv, positions, n);
@@ -488,11 +589,14 @@ export function forwardCached(c: ModelConfig, params: Params, cache: KvCache, to
       );
     }
     matmulForwardRef(tmp, atty, p.projw, p.projb, n, Q, C);
+    lora(tmp, atty, "projw");
     residualForwardRef(x, x, tmp, n * C);
     normForward(c, ln, mean, rstd, x, p.ln2w, p.ln2b, n);
     matmulForwardRef(fch, ln, p.fcw, p.fcb, n, C, fcRows);
+    lora(fch, ln, "fcw");
     mlpActForward(c, act, fch, n);
     matmulForwardRef(tmp, act, p.fcprojw, p.fcprojb, n, H, C);
+    lora(tmp, act, "fcprojw");
     residualForwardRef(x, x, tmp, n * C);
   });
   normForward(c, ln, mean, rstd, x, params.lnfw, params.lnfb, n);
@@ -543,7 +647,13 @@ class CpuGenerationSession implements GenerationSession {
 
   private feed(seq: number, tokens: number[]): F32 {
     const V = this.model.config.vocab;
-    const logits = forwardCached(this.model.config, this.model.views, this.caches[seq], tokens);
+    const logits = forwardCached(
+      this.model.config,
+      this.model.views,
+      this.caches[seq],
+      tokens,
+      this.model.adapter,
+    );
     return logits.slice((tokens.length - 1) * V);
   }
 
@@ -606,27 +716,59 @@ class CpuGenerationSession implements GenerationSession {
 export class CpuModel implements PolicyModel {
   readonly backend = "cpu" as const;
   readonly layout: ParamLayout;
+  /** The adapter's layout with LoRA (config.lora.rank > 0), else null. */
+  readonly lora: LoraLayout | null;
+  /** Base weights (layout.total); read only when LoRA is on. */
   readonly params: Float32Array;
+  /** Adapter weights (lora.total) with LoRA. */
+  readonly adapterWeights: Float32Array | null;
+  /** Gradients of the trained parameters: the base layout, or the adapter's with LoRA. */
   readonly grads: Float32Array;
   readonly views: Params;
-  private readonly gradViews: Params;
+  private readonly gradViews: Params | null;
   private opt: OptimizerState;
   private acts: Activations | null = null;
+  /** False on the reference view of a LoRA model: the base alone. */
+  private adapterOn = true;
 
   constructor(
     readonly config: ModelConfig,
     weights?: Float32Array,
     seed = 0,
+    adapterWeights?: Float32Array,
+    /** Share these base weights instead of copying (LoRA: the base is never written). */
+    shareBase = false,
   ) {
     this.layout = paramLayout(config);
-    this.params = weights ? Float32Array.from(weights) : initParams(config, this.layout, seed);
+    this.lora = config.lora.rank > 0 ? loraLayout(config, config.lora) : null;
+    this.params = weights
+      ? shareBase
+        ? weights
+        : Float32Array.from(weights)
+      : initParams(config, this.layout, seed);
     if (this.params.length !== this.layout.total) {
       throw new Error(`weights have ${this.params.length} floats, the layout needs ${this.layout.total}`);
     }
-    this.grads = new Float32Array(this.layout.total);
+    if (this.lora) {
+      this.adapterWeights = adapterWeights ? Float32Array.from(adapterWeights) : initLora(this.lora, seed);
+      if (this.adapterWeights.length !== this.lora.total)
+        throw new Error(
+          `adapter has ${this.adapterWeights.length} floats, the LoRA layout needs ${this.lora.total}`,
+        );
+    } else {
+      if (adapterWeights) throw new Error("adapter weights given but config.lora.rank is 0");
+      this.adapterWeights = null;
+    }
+    const trained = this.lora ? this.lora.total : this.layout.total;
+    this.grads = new Float32Array(trained);
     this.views = paramViews(this.params, this.layout);
-    this.gradViews = paramViews(this.grads, this.layout);
-    this.opt = { m: new Float32Array(this.layout.total), v: new Float32Array(this.layout.total), step: 0 };
+    this.gradViews = this.lora ? null : paramViews(this.grads, this.layout);
+    this.opt = { m: new Float32Array(trained), v: new Float32Array(trained), step: 0 };
+  }
+
+  /** The adapter the forward passes use, or null (no LoRA, or the reference view). */
+  get adapter(): Adapter | null {
+    return this.lora && this.adapterOn ? { layout: this.lora, w: this.adapterWeights! } : null;
   }
 
   /** A Hugging Face checkpoint (model/hf.ts): config.json and its safetensors. */
@@ -636,7 +778,7 @@ export class CpuModel implements PolicyModel {
   }
 
   async forwardScore(batch: ScoreBatch, options: { logits?: boolean } = {}): Promise<ScoreResult> {
-    this.acts = forward(this.config, this.views, batch);
+    this.acts = forward(this.config, this.views, batch, this.adapter);
     const a = this.acts;
     return {
       logp: Float32Array.from(a.logp),
@@ -648,15 +790,26 @@ export class CpuModel implements PolicyModel {
 
   async backward(grads: ScoreGrads): Promise<void> {
     if (!this.acts) throw new Error("backward() needs a forwardScore() first");
-    backward(this.config, this.views, this.gradViews, this.acts, grads);
+    if (this.lora && !this.adapterOn)
+      throw new Error("backward(): the reference view of a LoRA model is frozen");
+    backward(
+      this.config,
+      this.views,
+      this.gradViews,
+      this.acts,
+      grads,
+      this.adapter,
+      this.lora ? this.grads : null,
+    );
   }
 
   zeroGrad(): void {
     this.grads.fill(0);
   }
 
+  /** AdamW on the trained parameters: the adapter with LoRA (the base stays bit-identical). */
   async step(hparams: AdamWHparams): Promise<StepResult> {
-    return adamwStep(this.params, this.grads, this.opt, hparams);
+    return adamwStep(this.adapterWeights ?? this.params, this.grads, this.opt, hparams);
   }
 
   async getWeights(): Promise<Float32Array> {
@@ -669,6 +822,18 @@ export class CpuModel implements PolicyModel {
     this.params.set(weights);
   }
 
+  async getAdapter(): Promise<Float32Array | null> {
+    return this.adapterWeights ? this.adapterWeights.slice() : null;
+  }
+
+  async setAdapter(w: Float32Array): Promise<void> {
+    if (!this.lora || !this.adapterWeights)
+      throw new Error("setAdapter: the model has no LoRA (config.lora.rank 0)");
+    if (w.length !== this.lora.total)
+      throw new Error(`setAdapter: ${w.length} floats, the LoRA layout needs ${this.lora.total}`);
+    this.adapterWeights.set(w);
+  }
+
   async getGrads(): Promise<Float32Array> {
     return this.grads.slice();
   }
@@ -678,14 +843,25 @@ export class CpuModel implements PolicyModel {
   }
 
   async setOptimizerState(state: OptimizerState): Promise<void> {
-    if (state.m.length !== this.layout.total || state.v.length !== this.layout.total) {
-      throw new Error(`setOptimizerState: moments must have ${this.layout.total} floats`);
+    const n = this.grads.length;
+    if (state.m.length !== n || state.v.length !== n) {
+      throw new Error(`setOptimizerState: moments must have ${n} floats`);
     }
     this.opt = { m: state.m.slice(), v: state.v.slice(), step: state.step };
   }
 
   async frozenCopy(): Promise<PolicyModel> {
-    return new CpuModel(this.config, this.params);
+    // With LoRA the base never changes: the copy shares it and copies the adapter.
+    const m = new CpuModel(this.config, this.params, 0, this.adapterWeights ?? undefined, this.lora !== null);
+    m.adapterOn = this.adapterOn;
+    return m;
+  }
+
+  async referencePolicy(): Promise<PolicyModel> {
+    if (!this.lora) return this.frozenCopy();
+    const m = new CpuModel(this.config, this.params, 0, this.adapterWeights!, true);
+    m.adapterOn = false;
+    return m;
   }
 
   startGeneration(sampling: SamplingOptions): GenerationSession & { nextLogits(seq: number): Float32Array } {

@@ -5,6 +5,7 @@
 // Used by model/cpu.test.ts, model/gpu.gpu.test.ts, model/hf.test.ts and model/hf.gpu.test.ts.
 import { type ModelConfig, modelConfig, paramLayout } from "./config";
 import { hfTensors } from "./hf";
+import { loraLayout } from "./lora";
 
 export const GOLDEN_MAGIC = 0x4c524c47;
 export const GOLDEN_VERSION = 1;
@@ -41,6 +42,106 @@ interface Entry {
   dtype: "f32" | "i32";
   shape: number[];
   offset: number;
+}
+
+/** The file's JSON header and typed readers of its tensors (any GLRL fixture). */
+export function readGoldenFile(bytes: Uint8Array): {
+  header: Record<string, unknown> & { tensors: Record<string, Entry> };
+  has(name: string): boolean;
+  f32(name: string): Float32Array;
+  i32(name: string): Int32Array;
+} {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const magic = dv.getUint32(0, true);
+  if (magic !== GOLDEN_MAGIC) throw new Error(`golden fixture: bad magic 0x${magic.toString(16)}`);
+  const version = dv.getUint32(4, true);
+  if (version !== GOLDEN_VERSION)
+    throw new Error(`golden fixture: version ${version}, this reader knows ${GOLDEN_VERSION}`);
+  const len = dv.getUint32(8, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + len)));
+  const data = 12 + len + ((4 - (len % 4)) % 4);
+  const entries = header.tensors as Record<string, Entry>;
+  const get = (name: string): { e: Entry; n: number } => {
+    const e = entries[name];
+    if (!e) throw new Error(`golden fixture lacks ${name}`);
+    return { e, n: e.shape.reduce((a, b) => a * b, 1) };
+  };
+  return {
+    header,
+    has: (name) => name in entries,
+    f32: (name) => {
+      const { e, n } = get(name);
+      return Float32Array.from({ length: n }, (_, i) => dv.getFloat32(data + 4 * (e.offset + i), true));
+    },
+    i32: (name) => {
+      const { e, n } = get(name);
+      return Int32Array.from({ length: n }, (_, i) => dv.getInt32(data + 4 * (e.offset + i), true));
+    },
+  };
+}
+
+export interface LoraGolden {
+  config: ModelConfig;
+  B: number;
+  T: number;
+  entCoef: number;
+  hparams: Golden["hparams"];
+  steps: number;
+  tokens: Int32Array;
+  targets: Int32Array;
+  mask: Float32Array;
+  weights: Float32Array; // base, flat, our layout
+  adapter: Float32Array; // flat, the LoRA layout
+  adapterGrads: Float32Array; // flat, the LoRA layout
+  logits: Float32Array; // (B,T,V) with the adapter
+  baseLogits: Float32Array; // (B,T,V) the base alone
+  logp: Float32Array;
+  entropy: Float32Array;
+  loss: number;
+  stepLosses: Float32Array;
+  stepGradNorms: Float32Array;
+}
+
+/** Reader of model/golden/make_lora_golden.py's lora-*.bin. */
+export function readLoraGolden(bytes: Uint8Array): LoraGolden {
+  const g = readGoldenFile(bytes);
+  const h = g.header as unknown as Pick<LoraGolden, "B" | "T" | "entCoef" | "hparams" | "steps"> & {
+    config: Partial<ModelConfig>;
+  };
+  const config = modelConfig(h.config);
+  const layout = paramLayout(config);
+  const lora = loraLayout(config, config.lora);
+  const flat = (prefix: string, tensors: { name: string; offset: number; size: number }[], total: number) => {
+    const out = new Float32Array(total);
+    for (const t of tensors) {
+      const src = g.f32(prefix + t.name);
+      if (src.length !== t.size)
+        throw new Error(`golden ${prefix + t.name}: ${src.length} floats, layout ${t.size}`);
+      out.set(src, t.offset);
+    }
+    return out;
+  };
+  return {
+    config,
+    B: h.B,
+    T: h.T,
+    entCoef: h.entCoef,
+    hparams: h.hparams,
+    steps: h.steps,
+    tokens: g.i32("tokens"),
+    targets: g.i32("targets"),
+    mask: g.f32("mask"),
+    weights: flat("param.", layout.tensors, layout.total),
+    adapter: flat("lora.", lora.tensors, lora.total),
+    adapterGrads: flat("grad.lora.", lora.tensors, lora.total),
+    logits: g.f32("logits"),
+    baseLogits: g.f32("base_logits"),
+    logp: g.f32("logp"),
+    entropy: g.f32("entropy"),
+    loss: g.f32("loss")[0],
+    stepLosses: g.f32("step_losses"),
+    stepGradNorms: g.f32("step_grad_norms"),
+  };
 }
 
 export function readGolden(bytes: Uint8Array): Golden {
@@ -102,7 +203,10 @@ export function readGolden(bytes: Uint8Array): Golden {
 }
 
 /** The golden loss's gradients w.r.t. logp and entropy: -mask/N and -entCoef*mask/N. */
-export function goldenLossGrads(g: Golden): { dlogp: Float32Array; dentropy: Float32Array } {
+export function goldenLossGrads(g: Pick<Golden, "mask" | "entCoef">): {
+  dlogp: Float32Array;
+  dentropy: Float32Array;
+} {
   const n = g.mask.reduce((a, b) => a + b, 0);
   return {
     dlogp: g.mask.map((m) => -m / n),
@@ -110,7 +214,11 @@ export function goldenLossGrads(g: Golden): { dlogp: Float32Array; dentropy: Flo
   };
 }
 
-export function goldenLoss(g: Golden, logp: Float32Array, entropy: Float32Array): number {
+export function goldenLoss(
+  g: Pick<Golden, "mask" | "entCoef">,
+  logp: Float32Array,
+  entropy: Float32Array,
+): number {
   const n = g.mask.reduce((a, b) => a + b, 0);
   let s = 0;
   for (let i = 0; i < logp.length; i++) s -= g.mask[i] * (logp[i] + g.entCoef * entropy[i]);

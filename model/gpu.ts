@@ -26,6 +26,8 @@ import {
   attentionBackward,
   attentionForward,
   clipByNorm,
+  columnsAdd,
+  columnsGather,
   decodeAttention,
   embeddingBackward,
   embeddingForward,
@@ -90,6 +92,8 @@ import { checkBatch, samplerParams } from "./cpu";
 import { decodeRunStepwise } from "./generate";
 import { headChunks, SampleHead, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
+import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
+import { layerActSizes } from "./memory-plan";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
@@ -124,28 +128,87 @@ function arena<K extends string>(rt: Runtime, label: string, sizes: Record<K, nu
   return out;
 }
 
-function layerActSizes(c: ModelConfig, N: number) {
-  const C = c.dModel;
-  const H = mlpHidden(c);
-  const { NH, KVH, Q, QKV } = attnDims(c);
-  return {
-    ln1: N * C,
-    ln1Mean: N,
-    ln1Rstd: N,
-    qkvRaw: c.qkNorm ? N * QKV : 1, // the projection before the q/k norms
-    qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
-    qkv: N * QKV, // q and k after the q/k norms and rope
-    atty: N * Q,
-    lse: NH * N, // (B,NH,T)
-    res2: N * C,
-    ln2: N * C,
-    ln2Mean: N,
-    ln2Rstd: N,
-    fch: N * (c.mlp === "swiglu" ? 2 * H : H),
-    fchAct: N * H,
-    res3: N * C,
-  };
+// ---------------------------------------------------------------------------------------
+// LoRA: the adapter's term added into a fused base output (model/lora.ts, as model/cpu.ts)
+
+/** The adapter's weights: its own flat layout in a FlatBuffer. */
+interface GpuAdapter {
+  layout: LoraLayout;
+  w: FlatBuffer;
 }
+
+/** Scratch for n rows: u (n,r), delta (n,maxRows), du (n,r); sinks for the frozen q/k norms' weight gradients (hs). */
+function loraScratchSizes(lora: LoraLayout | null, n: number, hs = 1) {
+  const r = lora?.rank ?? 0;
+  const rows = Math.max(0, ...(lora?.layers.flat().map((s) => s.rows) ?? []));
+  return { loraU: n * r, loraDelta: n * rows, loraDu: n * r, loraSinkQ: hs, loraSinkK: hs };
+}
+type LoraScratch = Record<keyof ReturnType<typeof loraScratchSizes>, View>;
+
+/** out columns of each target on weight `w` of layer l += scale * (inp A^T) B^T. */
+function loraForward(
+  rt: Runtime,
+  rec: Recorder,
+  ad: GpuAdapter | null,
+  sc: LoraScratch | null,
+  l: number,
+  w: LoraBaseWeight,
+  out: View,
+  inp: View,
+  N: number,
+) {
+  if (!ad || !sc) return;
+  const r = ad.layout.rank;
+  for (const s of ad.layout.layers[l]) {
+    if (s.weight !== w) continue;
+    const A = ad.w.view(s.a, r * s.inDim); // (r,in)
+    const Bm = ad.w.view(s.b, s.rows * r); // (rows,r)
+    matmulForward(rt, rec, sc.loraU, inp, A, null, N, s.inDim, r); // (N,r)
+    matmulForward(rt, rec, sc.loraDelta, sc.loraU, Bm, null, N, r, s.rows); // (N,rows)
+    columnsAdd(rt, rec, out, sc.loraDelta, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
+  }
+}
+
+/** dinp += the adapter's input gradient; dA, dB (in dad, the adapter's layout) += theirs. u is recomputed. */
+function loraBackward(
+  rt: Runtime,
+  rec: Recorder,
+  ad: GpuAdapter | null,
+  dad: FlatBuffer | null,
+  sc: LoraScratch | null,
+  l: number,
+  w: LoraBaseWeight,
+  dinp: View,
+  dout: View,
+  inp: View,
+  N: number,
+) {
+  if (!ad || !dad || !sc) return;
+  const r = ad.layout.rank;
+  for (const s of ad.layout.layers[l]) {
+    if (s.weight !== w) continue;
+    const A = ad.w.view(s.a, r * s.inDim);
+    const Bm = ad.w.view(s.b, s.rows * r);
+    matmulForward(rt, rec, sc.loraU, inp, A, null, N, s.inDim, r);
+    columnsGather(rt, rec, sc.loraDelta, dout, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
+    zero(rt, rec, sc.loraDu, N * r);
+    matmulBackward(
+      rt,
+      rec,
+      sc.loraDu,
+      dad.view(s.b, s.rows * r),
+      null,
+      sc.loraDelta,
+      sc.loraU,
+      Bm,
+      N,
+      r,
+      s.rows,
+    );
+    matmulBackward(rt, rec, dinp, dad.view(s.a, r * s.inDim), null, sc.loraDu, inp, A, N, s.inDim, r);
+  }
+}
+
 type LayerActs = Record<keyof ReturnType<typeof layerActSizes>, View>;
 
 /**
@@ -196,10 +259,14 @@ class TrainBuffers {
   B = 0;
   T = 0;
 
+  /** LoRA scratch (null without an adapter). */
+  readonly lora: LoraScratch | null;
+
   constructor(
     rt: Runtime,
     c: ModelConfig,
     readonly capacity: number,
+    lora: LoraLayout | null = null,
   ) {
     const N = capacity;
     const C = c.dModel;
@@ -243,10 +310,12 @@ class TrainBuffers {
       dfchAct: N * H,
       attScratch: NH * N,
     });
+    this.lora = lora ? arena(rt, "train-lora", loraScratchSizes(lora, N, attnDims(c).hs)) : null;
   }
 
   destroy(): void {
     const bufs = new Set<GPUBuffer>([this.io.tokens.buffer, this.grad.dres.buffer]);
+    if (this.lora) bufs.add(this.lora.loraU.buffer);
     for (const l of this.layers) bufs.add(l.ln1.buffer);
     for (const b of bufs) b.destroy();
     this.head.destroy();
@@ -277,7 +346,7 @@ function normBackward(
   rec: Recorder,
   c: ModelConfig,
   dinp: View,
-  dw: View,
+  dw: View | null,
   db: View | null,
   dout: View,
   inp: View,
@@ -344,6 +413,7 @@ function blockForward(
   pos: View,
   N: number,
   attention: () => void,
+  lora: (out: View, inp: View, w: LoraBaseWeight) => void = () => {},
 ) {
   const C = c.dModel;
   const H = mlpHidden(c);
@@ -352,17 +422,24 @@ function blockForward(
   normForward(rt, rec, c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
   if (p.qnormw && p.knormw) {
     matmulForward(rt, rec, a.qkvRaw, a.ln1, p.qkvw, p.qkvb, N, C, QKV); // (N,QKV)
+    lora(a.qkvRaw, a.ln1, "qkvw");
     qkNormForward(rt, rec, a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, qkNormShape(c, N));
-  } else matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV); // (N,QKV)
+  } else {
+    matmulForward(rt, rec, a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV); // (N,QKV)
+    lora(a.qkv, a.ln1, "qkvw");
+  }
   if (c.positional === "rope") rope(rt, rec, c, a.qkv, pos, N, false);
   attention(); // a.atty (N,Q) from a.qkv
   matmulForward(rt, rec, tmp, a.atty, p.projw, p.projb, N, Q, C);
+  lora(tmp, a.atty, "projw");
   residualForward(rt, rec, a.res2, residual, tmp, N * C);
   normForward(rt, rec, c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
   matmulForward(rt, rec, a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows); // (N,H) or (N,2H)
+  lora(a.fch, a.ln2, "fcw");
   if (c.mlp === "gelu") geluForward(rt, rec, a.fchAct, a.fch, N * H);
   else swigluForward(rt, rec, a.fchAct, a.fch, N, H);
   matmulForward(rt, rec, tmp, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
+  lora(tmp, a.fchAct, "fcprojw");
   residualForward(rt, rec, a.res3, a.res2, tmp, N * C);
 }
 
@@ -373,6 +450,7 @@ function forwardPass(
   p: ParamViews,
   tb: TrainBuffers,
   copyLogits?: View,
+  ad: GpuAdapter | null = null,
 ) {
   const rec = enc;
   const { B, T } = tb;
@@ -384,8 +462,18 @@ function forwardPass(
   let residual = io.encoded;
   p.layers.forEach((lp, l) => {
     const a = tb.layers[l];
-    blockForward(rt, rec, c, lp, a, residual, io.tmp, io.pos, N, () =>
-      attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, Q, NH, KVH),
+    blockForward(
+      rt,
+      rec,
+      c,
+      lp,
+      a,
+      residual,
+      io.tmp,
+      io.pos,
+      N,
+      () => attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, Q, NH, KVH),
+      (out, inp, w) => loraForward(rt, rec, ad, tb.lora, l, w, out, inp, N),
     );
     residual = a.res3;
   });
@@ -407,15 +495,20 @@ function forwardPass(
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }
 
-/** Adds d(loss)/d(params) into g, with io.wlp/went/dvalue holding dloss/d(logp, entropy, value). */
+/**
+ * Adds d(loss)/d(params) into g, with io.wlp/went/dvalue holding dloss/d(logp, entropy, value).
+ * g null: a frozen base (LoRA), whose ops compute only input gradients; the adapter's go to dad.
+ */
 function backwardPass(
   rt: Runtime,
   rec: Recorder,
   c: ModelConfig,
   p: ParamViews,
-  g: ParamViews,
+  g: ParamViews | null,
   tb: TrainBuffers,
   hasValue: boolean,
+  ad: GpuAdapter | null = null,
+  dad: FlatBuffer | null = null,
 ) {
   const { B, T } = tb;
   const N = B * T;
@@ -426,43 +519,97 @@ function backwardPass(
   const { io, grad: d } = tb;
   zero(rt, rec, d.dln, N * C); // dlnf
   // dlogits chunk by chunk (recomputing the logits unless the batch was one chunk) -> dlnf, dlmHead
-  tb.head.backward(rec, d.dln, g.lmHead, io.lnf, p.lmHead, io.targets, io.wlp, io.went, N, tb.invTemp);
-  if (hasValue && p.valuew && g.valuew && g.valueb) {
+  tb.head.backward(
+    rec,
+    d.dln,
+    g?.lmHead ?? null,
+    io.lnf,
+    p.lmHead,
+    io.targets,
+    io.wlp,
+    io.went,
+    N,
+    tb.invTemp,
+  );
+  if (hasValue && p.valuew && g?.valuew && g.valueb) {
     matmulBackward(rt, rec, d.dln, g.valuew, g.valueb, io.dvalue, io.lnf, p.valuew, N, C, 1);
   }
   const last = c.layers > 0 ? tb.layers[c.layers - 1].res3 : io.encoded;
   zero(rt, rec, d.dres, N * C); // d/d residual stream
-  normBackward(rt, rec, c, d.dres, g.lnfw, g.lnfb, d.dln, last, p.lnfw, io.lnfMean, io.lnfRstd, N);
+  normBackward(
+    rt,
+    rec,
+    c,
+    d.dres,
+    g?.lnfw ?? null,
+    g?.lnfb ?? null,
+    d.dln,
+    last,
+    p.lnfw,
+    io.lnfMean,
+    io.lnfRstd,
+    N,
+  );
   for (let l = c.layers - 1; l >= 0; l--) {
     const lp = p.layers[l];
-    const lg = g.layers[l];
+    const lg = g?.layers[l] ?? null;
     const a = tb.layers[l];
+    const lora = (w: LoraBaseWeight, dinp: View, dout: View, inp: View) =>
+      loraBackward(rt, rec, ad, dad, tb.lora, l, w, dinp, dout, inp, N);
     const residual = l === 0 ? io.encoded : tb.layers[l - 1].res3;
     // MLP: dres is d/d res3 and d/d (MLP output).
     zero(rt, rec, d.dfchAct, N * H);
-    matmulBackward(rt, rec, d.dfchAct, lg.fcprojw, lg.fcprojb, d.dres, a.fchAct, lp.fcprojw, N, H, C);
+    matmulBackward(
+      rt,
+      rec,
+      d.dfchAct,
+      lg?.fcprojw ?? null,
+      lg?.fcprojb ?? null,
+      d.dres,
+      a.fchAct,
+      lp.fcprojw,
+      N,
+      H,
+      C,
+    );
+    lora("fcprojw", d.dfchAct, d.dres, a.fchAct);
     zero(rt, rec, d.dfch, N * fcRows);
     if (c.mlp === "gelu") geluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N * H);
     else swigluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N, H);
     zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg.fcw, lg.fcb, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
-    normBackward(rt, rec, c, d.dres, lg.ln2w, lg.ln2b, d.dln, a.res2, lp.ln2w, a.ln2Mean, a.ln2Rstd, N);
+    matmulBackward(rt, rec, d.dln, lg?.fcw ?? null, lg?.fcb ?? null, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
+    lora("fcw", d.dln, d.dfch, a.ln2);
+    normBackward(
+      rt,
+      rec,
+      c,
+      d.dres,
+      lg?.ln2w ?? null,
+      lg?.ln2b ?? null,
+      d.dln,
+      a.res2,
+      lp.ln2w,
+      a.ln2Mean,
+      a.ln2Rstd,
+      N,
+    );
     // Attention: dres is now d/d res2 and d/d (attention output).
     zero(rt, rec, d.datty, N * Q);
-    matmulBackward(rt, rec, d.datty, lg.projw, lg.projb, d.dres, a.atty, lp.projw, N, Q, C);
+    matmulBackward(rt, rec, d.datty, lg?.projw ?? null, lg?.projb ?? null, d.dres, a.atty, lp.projw, N, Q, C);
+    lora("projw", d.datty, d.dres, a.atty);
     zero(rt, rec, d.dqkv, N * QKV);
     attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, Q, NH, KVH);
     if (c.positional === "rope") rope(rt, rec, c, d.dqkv, io.pos, N, true);
     let dproj = d.dqkv; // d(qkv projection output)
-    if (lp.qnormw && lp.knormw && lg.qnormw && lg.knormw) {
+    if (lp.qnormw && lp.knormw) {
       zero(rt, rec, d.dqkvRaw, N * QKV);
       const s = qkNormShape(c, N);
       qkNormBackward(
         rt,
         rec,
         d.dqkvRaw,
-        lg.qnormw,
-        lg.knormw,
+        lg?.qnormw ?? tb.lora!.loraSinkQ, // a frozen base: the q/k norm weights' gradients go to a sink
+        lg?.knormw ?? tb.lora!.loraSinkK,
         d.dqkv,
         a.qkvRaw,
         lp.qnormw,
@@ -474,9 +621,24 @@ function backwardPass(
       dproj = d.dqkvRaw;
     }
     zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg.qkvw, lg.qkvb, dproj, a.ln1, lp.qkvw, N, C, QKV);
-    normBackward(rt, rec, c, d.dres, lg.ln1w, lg.ln1b, d.dln, residual, lp.ln1w, a.ln1Mean, a.ln1Rstd, N);
+    matmulBackward(rt, rec, d.dln, lg?.qkvw ?? null, lg?.qkvb ?? null, dproj, a.ln1, lp.qkvw, N, C, QKV);
+    lora("qkvw", d.dln, dproj, a.ln1);
+    normBackward(
+      rt,
+      rec,
+      c,
+      d.dres,
+      lg?.ln1w ?? null,
+      lg?.ln1b ?? null,
+      d.dln,
+      residual,
+      lp.ln1w,
+      a.ln1Mean,
+      a.ln1Rstd,
+      N,
+    );
   }
+  if (!g) return; // a frozen base: no embedding gradients
   if (tb.wteGroups) embeddingBackward(rt, rec, g.wte, d.dres, tb.wteGroups, C);
   if (g.wpe && tb.wpeGroups) embeddingBackward(rt, rec, g.wpe, d.dres, tb.wpeGroups, C);
 }
@@ -529,6 +691,7 @@ class GpuGenerationSession implements GenerationSession {
     | "rowStep",
     View
   > | null = null;
+  private loraScratch: LoraScratch | null = null;
   /**
    * Inputs of up to `slots` feed steps recorded into one encoder (tokens, pos, slot, lens, each
    * (slots, aB)), the window's sampler counters (W, aB) and its sampled tokens and log-probs
@@ -596,6 +759,11 @@ class GpuGenerationSession implements GenerationSession {
       rowStep: B,
     });
     this.buffers.push(this.step.tokens.buffer);
+    const ad = this.model.adapter;
+    if (ad) {
+      this.loraScratch = arena(rt, "decode-lora", loraScratchSizes(ad.layout, B));
+      this.buffers.push(this.loraScratch.loraU.buffer);
+    }
     this.head = new SampleHead(rt, c.vocab, C, B);
     const hidden = rt.buffer(B * C, "decode-hidden");
     this.buffers.push(hidden);
@@ -738,13 +906,28 @@ class GpuGenerationSession implements GenerationSession {
     const C = c.dModel;
     embeddingForward(rt, enc, s.x, inp.tokens, inp.pos, p.wte, p.wpe, B, C); // (B,C)
     let residual = s.x;
+    const ad = this.model.adapter;
     p.layers.forEach((lp, l) => {
-      blockForward(rt, enc, c, lp, s, residual, s.tmp, inp.pos, B, () => {
-        const { NH, KVH, Q } = attnDims(c);
-        const [k, v] = [this.kcache[l], this.vcache[l]];
-        kvCacheWrite(rt, enc, k, v, s.qkv, inp.slot, B, c.context, Q, NH, undefined, KVH);
-        decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
-      });
+      const lora = (out: View, inp0: View, w: LoraBaseWeight) =>
+        loraForward(rt, enc, ad, this.loraScratch, l, w, out, inp0, B);
+      blockForward(
+        rt,
+        enc,
+        c,
+        lp,
+        s,
+        residual,
+        s.tmp,
+        inp.pos,
+        B,
+        () => {
+          const { NH, KVH, Q } = attnDims(c);
+          const [k, v] = [this.kcache[l], this.vcache[l]];
+          kvCacheWrite(rt, enc, k, v, s.qkv, inp.slot, B, c.context, Q, NH, undefined, KVH);
+          decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
+        },
+        lora,
+      );
       // The next block may read res3 as its residual: no dispatch binds it with the res3 it writes.
       residual = s.res3;
     });
@@ -952,11 +1135,22 @@ class GpuGenerationSession implements GenerationSession {
 export class GpuModel implements PolicyModel {
   readonly backend = "webgpu" as const;
   readonly layout: ParamLayout;
-  /** The parameters: one flat layout in one buffer, or several past the buffer limit. */
+  /** The adapter's layout with LoRA (config.lora.rank > 0), else null. */
+  readonly lora: LoraLayout | null;
+  /** The parameters: one flat layout in one buffer, or several past the buffer limit (frozen with LoRA). */
   readonly paramStore: FlatBuffer;
   readonly params: ParamViews;
-  /** Gradients and Adam moments, made on first use (a frozen reference model never needs them). */
-  private optim: { grads: FlatBuffer; m: FlatBuffer; v: FlatBuffer; views: ParamViews } | null = null;
+  /** The LoRA adapter's weights (its own flat layout), with LoRA. */
+  readonly adapterStore: FlatBuffer | null;
+  /**
+   * Gradients and Adam moments of the trained parameters (the layout's, or the adapter's with
+   * LoRA: no base gradients then), made on first use (a frozen reference model never needs them).
+   */
+  private optim: { grads: FlatBuffer; m: FlatBuffer; v: FlatBuffer; views: ParamViews | null } | null = null;
+  /** False on the reference view of a LoRA model: the base alone. */
+  private adapterOn = true;
+  /** The base belongs to another model (a LoRA copy or reference view shares it). */
+  private readonly sharesBase: boolean;
   /** [flat start, length] windows of the flat buffers under the binding limit, cut at normChunk. */
   private readonly windows: [number, number][];
   private readonly normChunk: number;
@@ -998,24 +1192,48 @@ export class GpuModel implements PolicyModel {
     return this.updatePath === "fused";
   }
 
-  /** weights: the flat layout, or "zeros" to fill later (fromHf); default: initParams(seed). */
+  /**
+   * weights: the flat layout, or "zeros" to fill later (fromHf); default: initParams(seed).
+   * options.adapter: the LoRA adapter (default initLora(seed)); shareBase: use that model's base
+   * store (LoRA only: the base is frozen); adapterOn false: the base alone (the reference view).
+   */
   constructor(
     readonly rt: Runtime,
     readonly config: ModelConfig,
     weights?: Float32Array | "zeros",
     seed = 0,
+    options: { adapter?: Float32Array; shareBase?: GpuModel; adapterOn?: boolean } = {},
   ) {
     this.layout = paramLayout(config);
+    this.lora = config.lora.rank > 0 ? loraLayout(config, config.lora) : null;
     const n = this.layout.total;
-    this.paramStore = paramStore(rt, this.layout, "params");
-    this.params = paramViews(this.paramStore, this.layout);
-    if (weights !== "zeros") {
-      const w = weights ?? initParams(config, this.layout, seed);
-      if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-      this.paramStore.upload(rt, w);
+    this.sharesBase = options.shareBase !== undefined;
+    if (options.shareBase) {
+      if (!this.lora) throw new Error("GpuModel: only a LoRA model shares its (frozen) base");
+      this.paramStore = options.shareBase.paramStore;
+    } else {
+      this.paramStore = paramStore(rt, this.layout, "params");
+      if (weights !== "zeros") {
+        const w = weights ?? initParams(config, this.layout, seed);
+        if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
+        this.paramStore.upload(rt, w);
+      }
     }
-    this.normChunk = normChunk(n, rt.bindingFloats);
-    this.windows = this.paramStore.windows(rt.bindingFloats, this.normChunk);
+    this.params = paramViews(this.paramStore, this.layout);
+    if (this.lora) {
+      const a = options.adapter ?? initLora(this.lora, seed);
+      if (a.length !== this.lora.total)
+        throw new Error(`adapter has ${a.length} floats, the LoRA layout needs ${this.lora.total}`);
+      this.adapterStore = this.trainedStore("lora");
+      this.adapterStore.upload(rt, a);
+    } else {
+      if (options.adapter) throw new Error("adapter weights given but config.lora.rank is 0");
+      this.adapterStore = null;
+    }
+    this.adapterOn = options.adapterOn ?? true;
+    const trained = this.adapterStore ?? this.paramStore;
+    this.normChunk = normChunk(trained.total, rt.bindingFloats);
+    this.windows = trained.windows(rt.bindingFloats, this.normChunk);
     const parts = normParts(
       this.windows.map(([, len]) => len),
       this.normChunk,
@@ -1030,21 +1248,40 @@ export class GpuModel implements PolicyModel {
     config: ModelConfig,
     weights?: Float32Array,
     seed = 0,
+    adapter?: Float32Array,
   ): Promise<GpuModel> {
-    return new GpuModel(new Runtime(device), config, weights, seed);
+    return new GpuModel(new Runtime(device), config, weights, seed, { adapter });
+  }
+
+  /** A flat store of the trained parameters' layout: the adapter's with LoRA, else the base's. */
+  private trainedStore(label: string): FlatBuffer {
+    if (!this.lora) return paramStore(this.rt, this.layout, label);
+    return new FlatBuffer(
+      this.rt,
+      this.lora.total,
+      label,
+      this.lora.tensors.map((t) => t.offset),
+    );
   }
 
   private get opt() {
     if (!this.optim) {
-      const grads = paramStore(this.rt, this.layout, "grads");
+      const grads = this.trainedStore("grads");
       this.optim = {
         grads,
-        m: paramStore(this.rt, this.layout, "adam-m"),
-        v: paramStore(this.rt, this.layout, "adam-v"),
-        views: paramViews(grads, this.layout),
+        m: this.trainedStore("adam-m"),
+        v: this.trainedStore("adam-v"),
+        views: this.lora ? null : paramViews(grads, this.layout),
       };
     }
     return this.optim;
+  }
+
+  /** The adapter the passes use, or null (no LoRA, or the reference view). */
+  get adapter(): GpuAdapter | null {
+    return this.lora && this.adapterOn && this.adapterStore
+      ? { layout: this.lora, w: this.adapterStore }
+      : null;
   }
 
   /** Bytes of logits the training head holds (0 before the first forwardScore). */
@@ -1078,7 +1315,7 @@ export class GpuModel implements PolicyModel {
       this.train?.destroy();
       // Rounded up so that slowly growing batches do not reallocate every step.
       const capacity = Math.min(Math.ceil(N / 1024) * 1024, 2 ** Math.ceil(Math.log2(N)));
-      this.train = new TrainBuffers(this.rt, this.config, capacity);
+      this.train = new TrainBuffers(this.rt, this.config, capacity, this.lora);
     }
     this.train.B = B;
     this.train.T = T;
@@ -1106,7 +1343,7 @@ export class GpuModel implements PolicyModel {
     // Raw logits only when asked (tests, inspection): a (N,V) buffer the head copies each chunk into.
     const copy = options.logits ? view(this.rt.buffer(N * V, "score-logits"), 0, N * V) : undefined;
     const enc = this.rt.device.createCommandEncoder();
-    forwardPass(this.rt, enc, this.config, this.params, tb, copy);
+    forwardPass(this.rt, enc, this.config, this.params, tb, copy, this.adapter);
     // The steps waiting for their norm get it from this readback (final before this submit).
     const waiting = this.stepWaiting.splice(0);
     if (waiting.length > 0) {
@@ -1159,6 +1396,8 @@ export class GpuModel implements PolicyModel {
     const tb = this.train;
     if (!tb || !this.hasForward) throw new Error("backward() needs a forwardScore() first");
     if (this.backwardPending) this.flushGradWork(); // two backwards accumulate: the first goes now
+    if (this.lora && !this.adapterOn)
+      throw new Error("backward(): the reference view of a LoRA model is frozen");
     const N = tb.B * tb.T;
     this.rt.upload(tb.io.wlp, grads.dlogp);
     this.rt.upload(tb.io.went, grads.dentropy ?? new Float32Array(N));
@@ -1169,7 +1408,18 @@ export class GpuModel implements PolicyModel {
       return;
     }
     const enc = this.rt.device.createCommandEncoder();
-    backwardPass(this.rt, enc, this.config, this.params, this.opt.views, tb, Boolean(grads.dvalue));
+    const o = this.opt;
+    backwardPass(
+      this.rt,
+      enc,
+      this.config,
+      this.params,
+      o.views,
+      tb,
+      Boolean(grads.dvalue),
+      this.adapter,
+      this.lora ? o.grads : null,
+    );
     this.rt.submit(enc);
   }
 
@@ -1196,7 +1446,17 @@ export class GpuModel implements PolicyModel {
     this.zeroPending = false;
     if (this.backwardPending && this.train) {
       const hasValue = this.backwardPending.hasValue;
-      backwardPass(this.rt, enc, this.config, this.params, this.opt.views, this.train, hasValue);
+      backwardPass(
+        this.rt,
+        enc,
+        this.config,
+        this.params,
+        this.opt.views,
+        this.train,
+        hasValue,
+        this.adapter,
+        this.lora ? this.opt.grads : null,
+      );
     }
     this.backwardPending = null;
   }
@@ -1239,8 +1499,10 @@ export class GpuModel implements PolicyModel {
       for (const g of gw) clipByNorm(this.rt, enc, g, this.misc.norm, g.size / 4, h.maxGradNorm);
     this.optStep++;
     const hp = this.adamwHp(h);
+    // The trained parameters: the adapter with LoRA (the base is never written).
+    const target = this.adapterStore ?? this.paramStore;
     for (const w of this.windows) {
-      const p = this.window(this.paramStore, w);
+      const p = this.window(target, w);
       const [gv, mv, vv] = [this.window(grads, w), this.window(m, w), this.window(v, w)];
       adamw(this.rt, enc, p, gv, mv, vv, w[1], hp, this.misc.norm);
     }
@@ -1296,8 +1558,9 @@ export class GpuModel implements PolicyModel {
       for (const g of gw) clipByNorm(this.rt, enc, g, this.misc.norm, g.size / 4, h.maxGradNorm);
     this.optStep++;
     const hp = this.adamwHp(h);
+    const target = this.adapterStore ?? this.paramStore;
     for (const w of this.windows) {
-      const p = this.window(this.paramStore, w);
+      const p = this.window(target, w);
       adamw(this.rt, enc, p, this.window(grads, w), this.window(m, w), this.window(v, w), w[1], hp);
     }
     this.rt.submit(enc);
@@ -1318,6 +1581,20 @@ export class GpuModel implements PolicyModel {
     this.paramStore.upload(this.rt, weights);
   }
 
+  async getAdapter(): Promise<Float32Array | null> {
+    this.flushGradWork();
+    await this.settleSteps();
+    return this.adapterStore ? this.adapterStore.read(this.rt) : null;
+  }
+
+  async setAdapter(w: Float32Array): Promise<void> {
+    if (!this.lora || !this.adapterStore)
+      throw new Error("setAdapter: the model has no LoRA (config.lora.rank 0)");
+    if (w.length !== this.lora.total)
+      throw new Error(`setAdapter: ${w.length} floats, the LoRA layout needs ${this.lora.total}`);
+    this.adapterStore.upload(this.rt, w);
+  }
+
   async getGrads(): Promise<Float32Array> {
     this.flushGradWork();
     await this.settleSteps();
@@ -1334,7 +1611,7 @@ export class GpuModel implements PolicyModel {
   async setOptimizerState(state: OptimizerState): Promise<void> {
     this.flushGradWork();
     await this.settleSteps();
-    const n = this.layout.total;
+    const n = this.lora ? this.lora.total : this.layout.total;
     if (state.m.length !== n || state.v.length !== n)
       throw new Error(`setOptimizerState: moments must have ${n} floats`);
     this.opt.m.upload(this.rt, state.m);
@@ -1343,7 +1620,22 @@ export class GpuModel implements PolicyModel {
   }
 
   async frozenCopy(): Promise<PolicyModel> {
-    return new GpuModel(this.rt, this.config, await this.getWeights());
+    if (!this.lora) return new GpuModel(this.rt, this.config, await this.getWeights());
+    // The base never changes under LoRA: the copy shares it and copies the adapter.
+    return new GpuModel(this.rt, this.config, undefined, 0, {
+      adapter: (await this.getAdapter())!,
+      shareBase: this,
+      adapterOn: this.adapterOn,
+    });
+  }
+
+  async referencePolicy(): Promise<PolicyModel> {
+    if (!this.lora) return this.frozenCopy();
+    return new GpuModel(this.rt, this.config, undefined, 0, {
+      adapter: new Float32Array(this.lora.total),
+      shareBase: this,
+      adapterOn: false,
+    });
   }
 
   startGeneration(
@@ -1360,7 +1652,8 @@ export class GpuModel implements PolicyModel {
     this.normLog.buffer.destroy();
     this.train?.destroy();
     this.train = null;
-    this.paramStore.destroy();
+    if (!this.sharesBase) this.paramStore.destroy();
+    this.adapterStore?.destroy();
     if (this.optim) for (const b of [this.optim.grads, this.optim.m, this.optim.v]) b.destroy();
     this.optim = null;
     this.misc.norm.buffer.destroy();

@@ -89,7 +89,8 @@ export interface Collected {
   /** groupId -> filter decision; "abort" -> why refilling gave up */
   decisions: Map<string, string>;
   keptFracs: number[];
-  zeroStdGroups: number;
+  /** groups over all rounds whose rewards were all equal, and those that were all correct / all wrong */
+  zeroStd: ZeroStdCounts;
   groupsSeen: number;
   timing: { rollout: number; tool: number; reward: number };
 }
@@ -103,7 +104,7 @@ export async function collectGroups(ctx: TrainerContext, step: number): Promise<
   const all: RewardedTrajectory[] = [];
   const decisions = new Map<string, string>();
   const keptFracs: number[] = [];
-  let zeroStdGroups = 0;
+  const zeroStd: ZeroStdCounts = { zeroStd: 0, allCorrect: 0, allWrong: 0 };
   let groupsSeen = 0;
   for (let round = 0; ; ) {
     const rng = createRng(`${c.seed}:rl:${step}:${round}`);
@@ -123,13 +124,7 @@ export async function collectGroups(ctx: TrainerContext, step: number): Promise<
     all.push(...rewarded);
     const groups = chunk(rewarded, c.rl.group_size);
     groupsSeen += groups.length;
-    zeroStdGroups += groups.filter(
-      (g) =>
-        std(
-          g.map((t) => t.reward),
-          "population",
-        ) === 0,
-    ).length;
+    addZeroStd(zeroStd, groups);
     const fr = applyFilters(groups.map(filterGroupOf), c.filters.list);
     keptFracs.push(fr.metrics["filter/kept_frac"]);
     groups.forEach((g, gi) => {
@@ -162,7 +157,39 @@ export async function collectGroups(ctx: TrainerContext, step: number): Promise<
       kept[gi].map((t) => ({ ...t, groupId: `${t.groupId}#${k}` })),
     );
   }
-  return { batch: trainGroups.flat(), all, decisions, keptFracs, zeroStdGroups, groupsSeen, timing };
+  return { batch: trainGroups.flat(), all, decisions, keptFracs, zeroStd, groupsSeen, timing };
+}
+
+/**
+ * Zero-variance groups (every reward equal: no GRPO signal), split by why: all of the group
+ * correct (the task is solved for that prompt) or all wrong (nothing to learn from). The
+ * echo trap reads differently in each: a policy that repeats a solved answer fills the
+ * first, one that repeats a failing one fills the second. A zero-variance group of mixed
+ * correctness (a reward that ignores correctness) counts in neither.
+ */
+export interface ZeroStdCounts {
+  zeroStd: number;
+  allCorrect: number;
+  allWrong: number;
+}
+
+export function addZeroStd(
+  into: ZeroStdCounts,
+  groups: { reward: number; correct: boolean }[][],
+): ZeroStdCounts {
+  for (const g of groups) {
+    if (
+      std(
+        g.map((t) => t.reward),
+        "population",
+      ) !== 0
+    )
+      continue;
+    into.zeroStd++;
+    if (g.every((t) => t.correct)) into.allCorrect++;
+    else if (g.every((t) => !t.correct)) into.allWrong++;
+  }
+  return into;
 }
 
 function chunk<T>(xs: T[], n: number): T[][] {

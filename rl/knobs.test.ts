@@ -49,19 +49,25 @@ const BASE: RunConfig = mergeConfig(defaultRunConfig(), {
 /** Fields the walk does not change, each with why. */
 const EXEMPT: Record<string, string> = {
   version: "the schema version: not a knob (migrateConfig sets it; any other value is refused)",
+  seeds:
+    "acts above the engine: npm run train (and the page) run seed, seed+1, ... as separate runs, each with seeds: 1 in its loop; cli/seeds.test.ts checks the runs",
   // A model's own tokenizer and chat template: each needs Qwen3's 151,669-id tokenizer (and,
   // for a pretrained folder, a model with as many rows), too large for this walk's tiny runs;
   // their own tests run them.
   "model.pretrained":
     "needs a Hugging Face folder whose vocabulary covers the tokenizer; rl/chat-run.test.ts writes a tiny Qwen3 one and checks the run takes its architecture and weights",
+  "model.revision":
+    'acts only with an "hf:" model.pretrained, fetched from the Hub into the page\'s cache; model/source.test.ts and e2e/model.e2e.test.ts (a fake Hub) check it names the files',
+  "model.sha256":
+    'acts only with a "local:" model.pretrained, picked in the page; model/source.test.ts and e2e/model.e2e.test.ts check a link with it finds (or misses) the files',
+  "model.memory_budget_gb":
+    "acts before loading (a plan over the budget is refused, the run never starts); model/memory-plan.test.ts and rl/session.test.ts check the refusal and its numbers",
   "model.tokenizer":
     "a real tokenizer makes the model 151,669 rows wide; rl/chat-run.test.ts checks the lab model takes its vocabulary and the run its chat format",
   "task.tool_prompt":
     'acts only with task.template "model" and a template that ignores tools; model/chat.test.ts checks both values on one',
   "task.tokenization_check":
     'acts only with task.template "model"; model/chat.test.ts (strict, warn, off) and rl/chat-run.test.ts (strict, warn from the config) check it',
-  seeds:
-    "acts above the engine: npm run train (and the page) run seed, seed+1, ... as separate runs, each with seeds: 1 in its loop; cli/seeds.test.ts checks the runs",
 };
 
 /** The value a field is changed to, where the walk's generic rule (flip, next option, +1, x2, /2) does not fit. */
@@ -69,6 +75,7 @@ const CHANGE: Record<string, unknown> = {
   "task.name": "word-problems",
   "task.options": { hardFraction: 0 },
   "task.buckets": ["hard"],
+  "model.lora.targets": ["q_proj"],
   "sft.betas": [0.5, 0.9],
   "sft.grad_clip": 0.01,
   "sft.init_checkpoint": "checkpoints/quick-demo-sft.safetensors",

@@ -1,7 +1,11 @@
 // The minibatch loop every update shares (SFT, the RL update, value pretraining): epochs x
 // minibatches of pack -> forward -> per-token loss gradients -> backward -> AdamW, stopping at
 // the first non-finite loss or gradient norm (a step's norm is looked at after the next forward,
-// so on the GPU it comes back with that forward's readback). Also scoring without gradients (old, reference
+// so on the GPU it comes back with that forward's readback). A minibatch may be split into
+// micro-batches (gradient accumulation, verl's ppo_micro_batch_size_per_gpu): every micro-batch
+// is scored first, the loss and its per-token gradients are computed on the whole minibatch,
+// then each micro-batch's forward is recomputed and its slice of the gradients is
+// back-propagated, adding into the gradient buffer. Also scoring without gradients (old, reference
 // and value estimates) and a step that moves only some tensors (value pretraining).
 // Tested through rl/trainer.test.ts, rl/vapo.test.ts and rl/registry-run.test.ts.
 import type { AdamWHparams, PolicyModel, StepResult } from "../model/api";
@@ -38,11 +42,13 @@ export interface MinibatchPlan {
   rows: SeqRow[];
   /** rows per minibatch */
   size: number;
+  /** Rows per micro-batch (gradient accumulation); 0 or >= size: the whole minibatch at once. */
+  microSize?: number;
   epochs: number;
   context: number;
   /** The row order of an epoch (called once per epoch, in order). */
   order(epoch: number): number[];
-  /** The loss of rows idx (index: where their response tokens sit in the packed batch). */
+  /** The loss of rows idx (index: where their response tokens sit in their packed (micro-)batch, -1 past the context). */
   loss(idx: number[], scores: RowScores, index: Int32Array[]): MinibatchGrads;
   /** The optimizer step after backward. */
   step(): PromiseLike<StepResult>;
@@ -95,6 +101,19 @@ export async function trainMinibatches(policy: PolicyModel, plan: MinibatchPlan)
     const order = plan.order(epoch);
     for (let s = 0; s < order.length && !skipped; s += plan.size) {
       const idx = order.slice(s, s + plan.size);
+      if (plan.microSize && plan.microSize < idx.length) {
+        const r = await microBatched(policy, plan, idx);
+        tokens += r.tokens;
+        for (const [k, v] of Object.entries(r.metrics)) push(k, v);
+        if (r.skipped) {
+          skipped = r.skipped;
+          break;
+        }
+        const st = await plan.step();
+        if (st.skipped) skipped = `non-finite gradient norm at ${plan.where}; update skipped`;
+        else push(plan.gradNormKey, st.gradNorm);
+        continue;
+      }
       const { batch, index } = packSequences(
         idx.map((i) => plan.rows[i]),
         plan.context,
@@ -125,6 +144,62 @@ export async function trainMinibatches(policy: PolicyModel, plan: MinibatchPlan)
   const metrics: Record<string, number> = {};
   for (const [k, v] of acc) metrics[k] = mean(v);
   return { metrics, skipped, tokens };
+}
+
+/** One minibatch as micro-batches: score all, loss on the whole, then recompute + backward each (gradients add). */
+async function microBatched(
+  policy: PolicyModel,
+  plan: MinibatchPlan,
+  idx: number[],
+): Promise<{ tokens: number; metrics: Record<string, number>; skipped?: string }> {
+  const micro = plan.microSize!;
+  const packs: ReturnType<typeof packSequences>[] = [];
+  for (let i = 0; i < idx.length; i += micro) {
+    packs.push(
+      packSequences(
+        idx.slice(i, i + micro).map((r) => plan.rows[r]),
+        plan.context,
+        plan.temperature,
+      ),
+    );
+  }
+  const scores: RowScores = { logp: [], entropy: [] };
+  const index: Int32Array[] = [];
+  let tokens = 0;
+  for (const p of packs) {
+    const sc = scoresOf(await policy.forwardScore(p.batch), p.index);
+    scores.logp.push(...sc.logp);
+    scores.entropy.push(...sc.entropy);
+    if (sc.values) {
+      scores.values ??= [];
+      scores.values.push(...sc.values);
+    }
+    index.push(...p.index);
+  }
+  const g = plan.loss(idx, scores, index);
+  if (!Number.isFinite(g.loss))
+    return {
+      tokens,
+      metrics: g.metrics,
+      skipped: `non-finite ${plan.lossName ?? "loss"} at ${plan.where}; update skipped`,
+    };
+  policy.zeroGrad();
+  let row = 0;
+  for (const p of packs) {
+    const n = p.index.length;
+    const size = p.batch.B * p.batch.T;
+    const part = (x: readonly ArrayLike<number>[] | undefined) =>
+      x ? scatterRows(x.slice(row, row + n), p.index, size) : undefined;
+    tokens += size;
+    await policy.forwardScore(p.batch); // recompute: the model keeps one forward's activations
+    await policy.backward({
+      dlogp: part(g.dlogp) ?? new Float32Array(size),
+      dentropy: part(g.dentropy),
+      dvalue: part(g.dvalue),
+    });
+    row += n;
+  }
+  return { tokens, metrics: g.metrics };
 }
 
 /**

@@ -448,6 +448,8 @@ const ADDED_SINCE_FIXTURES = new Set([
   "rollout/is_ratio_min",
   "rollout/is_ratio_max",
   "rollout/trunc_dropped_frac",
+  "groups/zero_std_frac_all_correct",
+  "groups/zero_std_frac_all_wrong",
 ]);
 
 function expectSameRun(got: readonly MetricsRow[], want: readonly MetricsRow[], added = new Set<string>()) {

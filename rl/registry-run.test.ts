@@ -185,6 +185,8 @@ const ROLLOUT_KEYS = [
   "response_length/mean",
   "filter/kept_frac",
   "groups/zero_std_frac",
+  "groups/zero_std_frac_all_correct",
+  "groups/zero_std_frac_all_wrong",
   "actor/lr",
   "timing/rollout_s",
   "timing/train_s",

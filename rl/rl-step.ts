@@ -48,7 +48,12 @@ export async function rlStep(
   const row: MetricsRow = { step, phase: "rl", time: ctx.clock() };
   Object.assign(row, rolloutMetrics(all));
   putFinite(row, "filter/kept_frac", mean(got.keptFracs));
-  putFinite(row, "groups/zero_std_frac", got.groupsSeen ? got.zeroStdGroups / got.groupsSeen : Number.NaN);
+  // Each a fraction of every group rolled out this step (all rounds); the two splits sum to
+  // zero_std_frac unless a reward gives equal values to right and wrong answers.
+  const ofSeen = (n: number) => (got.groupsSeen ? n / got.groupsSeen : Number.NaN);
+  putFinite(row, "groups/zero_std_frac", ofSeen(got.zeroStd.zeroStd));
+  putFinite(row, "groups/zero_std_frac_all_correct", ofSeen(got.zeroStd.allCorrect));
+  putFinite(row, "groups/zero_std_frac_all_wrong", ofSeen(got.zeroStd.allWrong));
   if (update) Object.assign(row, update.metrics);
   row["actor/lr"] = rlLr(ctx.config, step);
   const tokens = all.reduce((s, t) => s + t.traj.tokens.length, 0) + (update?.tokens ?? 0);
@@ -135,6 +140,7 @@ async function rlUpdate(
   const res = await trainMinibatches(policy, {
     rows,
     size: mbSize,
+    microSize: r.micro_batch_size,
     epochs: r.epochs,
     context: c.model.context,
     order: () => rng.shuffle(batch.map((_, i) => i)),

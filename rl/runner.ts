@@ -173,6 +173,7 @@ export class RunLoop {
     const tr = this.trainer;
     const ck = loadCheckpoint(r.checkpoint);
     await tr.policy.setWeights(ck.weights);
+    if (ck.adapter) await tr.policy.setAdapter(ck.adapter);
     if (ck.optimizer) await tr.policy.setOptimizerState(ck.optimizer);
     const saved = ck.metadata?.[META_STATE];
     const sftDone = r.at.phase === "sft" ? r.at.step : tr.config.sft.steps;
@@ -210,6 +211,7 @@ export class RunLoop {
     const bytes = saveCheckpoint({
       config: p.config,
       weights: await p.getWeights(),
+      adapter: (await p.getAdapter()) ?? undefined,
       optimizer: await p.getOptimizerState(),
       reference,
       metadata: {

@@ -8,8 +8,9 @@
 import type { RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
 import { loadCheckpoint } from "../model/checkpoint";
-import { initParams, type ModelConfig, paramLayout } from "../model/config";
+import { initParams, loraConfigOf, type ModelConfig, modelConfig, paramLayout } from "../model/config";
 import { loadHfWeights, type ModelDir, readHfConfig } from "../model/hf";
+import { type PlanLimits, planOfConfig, planRefusal } from "../model/memory-plan";
 import { blobSource } from "../model/safetensors";
 import type { SandboxRunner } from "../sandbox/types";
 import { chatFormatOf, modelConfigOf, runTaskOf } from "./setup";
@@ -19,6 +20,10 @@ export interface SessionDeps {
   makeModel(config: ModelConfig, weights: Float32Array | undefined, seed: number): Promise<PolicyModel>;
   sandbox: SandboxRunner;
   readFile(path: string): Promise<Uint8Array>;
+  /** A file as a Blob read lazily (the page's model cache), or null where it does not exist; readFile otherwise. */
+  openFile?(path: string): Promise<Blob | null>;
+  /** The adapter's buffer limits the memory plan checks (none: only the budget is checked). */
+  limits?: PlanLimits;
   clock?: () => number;
   onActivity?: TrainerDeps["onActivity"];
 }
@@ -30,16 +35,21 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
   let weights: Float32Array | undefined;
   const pretrained = config.model.pretrained;
   if (pretrained) {
-    const dir = readFileModelDir(pretrained, deps.readFile);
-    mc = await readHfConfig(dir, { context: config.model.context, valueHead: config.rl.advantage === "gae" });
+    const dir = readFileModelDir(pretrained, deps);
+    const hf = await readHfConfig(dir, {
+      context: config.model.context,
+      valueHead: config.rl.advantage === "gae",
+    });
+    mc = modelConfig({ ...hf, lora: loraConfigOf(config, hf.mlp) });
     if (mc.vocab < chat.tokenizer.vocabSize)
       throw new Error(
         `model.pretrained: ${pretrained}/config.json has vocab_size ${mc.vocab}, fewer rows than the tokenizer's ${chat.tokenizer.vocabSize} ids`,
       );
+    checkPlan(config, mc, deps.limits);
     const w = new Float32Array(paramLayout(mc).total);
     await loadHfWeights(dir, mc, (offset, data) => w.set(data, offset));
     weights = w;
-  }
+  } else checkPlan(config, mc, deps.limits);
   const init = config.sft.init_checkpoint;
   if (init) {
     let bytes: Uint8Array;
@@ -104,12 +114,32 @@ function adaptValueHead(
   return out;
 }
 
-// A model folder read through the session's readFile (fetch in the browser, fs in Node).
-function readFileModelDir(path: string, readFile: (path: string) => Promise<Uint8Array>): ModelDir {
+// The memory plan (model/memory-plan.ts) before any weight is loaded: a run that does not fit
+// is refused with its terms and what to change.
+function checkPlan(config: RunConfig, mc: ModelConfig, limits?: PlanLimits): void {
+  const none = {
+    maxBufferSize: Number.POSITIVE_INFINITY,
+    maxStorageBufferBindingSize: Number.POSITIVE_INFINITY,
+  };
+  const plan = planOfConfig(config, mc, limits ?? none);
+  if (!plan.fits)
+    throw new Error(
+      planRefusal(plan, config.model.pretrained ? `model.pretrained: ${config.model.pretrained}` : "model"),
+    );
+}
+
+// A model folder read through the session's openFile (the page's model cache) or readFile
+// (fetch in the browser, fs in Node).
+function readFileModelDir(path: string, deps: Pick<SessionDeps, "readFile" | "openFile">): ModelDir {
   const base = path.replace(/\/+$/, "");
+  const readFile = deps.readFile;
   return {
     name: base,
     open: async (file) => {
+      if (deps.openFile) {
+        const blob = await deps.openFile(`${base}/${file}`);
+        return blob ? blobSource(blob, `${base}/${file}`) : null;
+      }
       let bytes: Uint8Array;
       try {
         bytes = await readFile(`${base}/${file}`);

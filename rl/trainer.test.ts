@@ -61,6 +61,8 @@ describe("Trainer (CPU model)", () => {
       "tool/call_rate",
       "tool/calls_mean",
       "groups/zero_std_frac",
+      "groups/zero_std_frac_all_correct",
+      "groups/zero_std_frac_all_wrong",
       "perf/tokens_per_s",
       "timing/rollout_s",
       "timing/train_s",
@@ -73,6 +75,11 @@ describe("Trainer (CPU model)", () => {
     }
     for (const r of rows)
       for (const v of Object.values(r)) if (typeof v === "number") expect(Number.isFinite(v)).toBe(true);
+    for (const r of rl.filter((x) => "groups/zero_std_frac" in x)) {
+      const split =
+        Number(r["groups/zero_std_frac_all_correct"]) + Number(r["groups/zero_std_frac_all_wrong"]);
+      expect(split).toBeLessThanOrEqual(Number(r["groups/zero_std_frac"]) + 1e-12);
+    }
   });
 
   it("evaluates the dev set beside the held-out set when task.dev_size is set", async () => {

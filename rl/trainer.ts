@@ -150,7 +150,11 @@ export class Trainer {
       valuePretrainFinished: this.valuePretrainFinished,
       rlStep: this.rlStepIndex,
       advState: structuredClone(this.advState),
-      reference: this.reference ? await this.reference.getWeights() : undefined,
+      // With LoRA the reference is the frozen base itself (policy.referencePolicy): nothing to save.
+      reference:
+        this.reference && (await this.deps.policy.getAdapter()) === null
+          ? await this.reference.getWeights()
+          : undefined,
     };
   }
 
@@ -183,7 +187,7 @@ export class Trainer {
       clock: this.clock,
       activity: (a) => onActivity?.(a),
       reference: async () => {
-        this.reference ??= await policy.frozenCopy();
+        this.reference ??= await policy.referencePolicy();
         return this.reference;
       },
     };

@@ -3,8 +3,11 @@
 // through app/engine.ts and receives pushes through the callbacks it subscribes with.
 import type { ConfigEdit, RunConfig } from "../config";
 import type { AdapterSummary } from "../kernels/device";
+import type { CacheEntry, DownloadProgress } from "../model/hub";
+import type { ModelSource } from "../model/source";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import type { SmokeReport } from "../sandbox/smoke";
+import type { ModelInfo, ModelOptions } from "./model-cache";
 import type { CheckpointInfo, LoadedRun, RunMeta, StorageUsage } from "./store";
 
 /** A stored run as listRuns() gives it: its record and where its newest checkpoint is (null: none). */
@@ -19,10 +22,15 @@ export interface InterruptedRun {
 
 export type {
   AdapterSummary,
+  CacheEntry,
   CheckpointInfo,
   ConfigEdit,
+  DownloadProgress,
   LoadedRun,
   MetricsRow,
+  ModelInfo,
+  ModelOptions,
+  ModelSource,
   RunConfig,
   SampleRecord,
   SmokeReport,
@@ -147,6 +155,18 @@ export interface TrainerApi {
   storageUsage(): Promise<StorageUsage | null>;
   /** Destroys the GPU device (testing device loss: the run resumes from its last checkpoint). */
   loseDevice(): Promise<void>;
+  /** A model source's files and sizes (one Hub request the first time, none once cached) and its cache state. */
+  modelInfo(source: ModelSource, options?: ModelOptions): Promise<ModelInfo>;
+  /** Downloads a Hub model into the cache (resuming what an earlier download left), with progress. */
+  downloadModel(
+    source: ModelSource,
+    onProgress: (p: DownloadProgress) => void,
+    options?: ModelOptions,
+  ): Promise<ModelInfo>;
+  /** Stores picked files (hashed in the worker) and returns the local source that names them. */
+  addLocalModel(name: string, files: { path: string; blob: Blob }[]): Promise<ModelSource>;
+  listModelCache(): Promise<CacheEntry[]>;
+  clearModelCache(): Promise<void>;
   /** Checks the worker's sandbox pool (tools, limits, hard kill) and measures calls/s. */
   sandboxSmoke(calls?: number): Promise<SmokeReport>;
 }

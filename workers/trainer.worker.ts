@@ -1,7 +1,8 @@
 // The trainer's web worker: owns the GPUDevice, the sandbox pool and the running Trainer,
 // and serves the TrainerApi of workers/api.ts over comlink. Wiring only: the engine is rl/,
-// model/, kernels/ and sandbox/. Files named by a config (init checkpoints) are fetched from
-// the app's public folder.
+// model/, kernels/ and sandbox/. Files named by a config (init checkpoints, model folders) are
+// fetched from the app's public folder; hf: and local: models come from the model cache
+// (workers/model-cache.ts), which this worker also fills (downloads, picked files).
 import * as Comlink from "comlink";
 import type { ConfigEdit, RunConfig } from "../config";
 import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kernels/device";
@@ -34,6 +35,14 @@ import type {
   TrainerApi,
   TryResult,
 } from "./api";
+import {
+  addLocalModel,
+  cachedFiles,
+  clearModelCache,
+  downloadModel,
+  listModelCache,
+  modelInfo,
+} from "./model-cache";
 import { MemoryRunStore, openStoredRun, type RecordStore, recordingEvents } from "./run-record";
 import { openRunStore, type RunStore, StorageFullError } from "./store";
 
@@ -258,10 +267,13 @@ async function startRun(
       });
     });
   const record = recordingEvents(store, id, (w) => void persist(w));
+  const files = cachedFiles(config, fetchFile);
   const trainer = await createTrainer(config, {
     makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
     sandbox: getSandbox(),
-    readFile: fetchFile,
+    readFile: files.readFile,
+    openFile: files.openFile,
+    limits: device.limits,
     onActivity: (activity) => {
       if (current) pushProgress(current, { activity });
     },
@@ -565,6 +577,12 @@ const api: TrainerApi = {
     const g = await gpu;
     g?.device.destroy();
   },
+
+  modelInfo: (source, options) => modelInfo(source, options),
+  downloadModel: (source, onProgress, options) => downloadModel(source, onProgress, options),
+  addLocalModel: (name, files) => addLocalModel(name, files),
+  listModelCache: () => listModelCache(),
+  clearModelCache: () => clearModelCache(),
 
   sandboxSmoke(calls?: number) {
     return sandboxSmoke(getSandbox(), calls);

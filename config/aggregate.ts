@@ -2,7 +2,7 @@
 // more runs of one recipe with different seeds; for each metric and RL step it gives the mean
 // and sd (or min-max) over seeds, the paired difference between two arms over the seeds they
 // share, and the binomial standard error of an accuracy measured on n held-out problems.
-// Pure functions over metrics rows; tested by cli/aggregate.test.ts.
+// Pure functions over metrics rows; tested by config/aggregate.test.ts. In config/ so that the page (app/) and the CLI share it.
 
 export interface Row {
   step: number;
@@ -75,6 +75,23 @@ export function aggregateArm(runs: SeedRun[], key: string): ArmStep[] {
     const s = stat(maps.map((m) => m.get(step) as number));
     return { step, stat: s, ...(size ? { se: binomialSE(s.mean, size) } : {}) };
   });
+}
+
+/**
+ * Per step: the metric over the seeds that have reached it (a group still running has fewer
+ * seeds at its later steps; `stat.n` says how many). The page draws this as a group's mean
+ * and band while seeds run one after another.
+ */
+export function aggregateAvailable(runs: SeedRun[], key: string): ArmStep[] {
+  const maps = runs.map((r) => valuesByStep(r.rows, key));
+  const steps = new Set<number>();
+  for (const m of maps) for (const s of m.keys()) steps.add(s);
+  return [...steps]
+    .sort((a, b) => a - b)
+    .map((step) => ({
+      step,
+      stat: stat(maps.filter((m) => m.has(step)).map((m) => m.get(step) as number)),
+    }));
 }
 
 export interface PairedStep {

@@ -1,6 +1,14 @@
 // The multi-seed aggregation behind `npm run compare`, on hand-computed numbers.
 import { describe, expect, it } from "vitest";
-import { aggregateArm, binomialSE, pairedDifference, runSummary, type SeedRun, stat } from "./aggregate.ts";
+import {
+  aggregateArm,
+  aggregateAvailable,
+  binomialSE,
+  pairedDifference,
+  runSummary,
+  type SeedRun,
+  stat,
+} from "./aggregate.ts";
 
 const run = (seed: number, acc: number[], gn: number[] = []): SeedRun => ({
   seed,
@@ -20,6 +28,18 @@ describe("aggregation over seeds", () => {
     expect(s.sd).toBeCloseTo(0.1495, 4); // sqrt(0.11175 / 5)
     expect([s.min, s.max]).toEqual([0.44, 0.75]);
     expect(stat([3]).sd).toBe(0);
+  });
+
+  it("available seeds per step: a group still running has fewer seeds at its last steps", () => {
+    const a = aggregateAvailable([run(0, [0.2, 0.4, 0.6]), run(1, [0.4])], "val/acc");
+    expect(a.map((x) => [x.step, x.stat.n])).toEqual([
+      [0, 2],
+      [5, 1],
+      [10, 1],
+    ]);
+    expect(a[0].stat.mean).toBeCloseTo(0.3, 12);
+    expect(a[0].stat.sd).toBeCloseTo(Math.SQRT2 * 0.1, 12);
+    expect(a[1].stat.sd).toBe(0);
   });
 
   it("binomial SE: sqrt(p(1-p)/n)", () => {

@@ -1,0 +1,318 @@
+// The Model section's picker and memory plan. A pretrained model by Hugging Face repo id and
+// revision (its files and size shown before anything downloads; the download's progress bar;
+// resumed where an interrupted one stopped; cached, so the second open makes no request), or
+// local files / a folder; the cache's contents and a way to clear it. A run (or a link) naming a
+// model that is not cached says so and offers the download. The worker does all reading,
+// hashing and fetching (workers/model-cache.ts); the page holds no weights or tokenizer.
+// The memory plan (model/memory-plan.ts) is recomputed as the config changes.
+import { useCallback, useEffect, useMemo, useState } from "react";
+import type { RunConfig } from "../config";
+import { modelConfigOf } from "../model/config";
+import { hfModelConfig } from "../model/hf";
+import { DEFAULT_LIMITS, formatBytes, planOfConfig } from "../model/memory-plan";
+import { type ModelSource, parseModelSource, sourceFields, sourceLabel } from "../model/source";
+import type { CacheEntry, DownloadProgress, ModelInfo } from "../workers/api";
+import {
+  addLocalModelFiles,
+  clearModelCache,
+  downloadHubModel,
+  listModelCache,
+  loadAdapterLimits,
+  modelInfoOf,
+} from "./bridge";
+import { setModelSource } from "./formActions";
+import { useLab } from "./store";
+
+type DirHandle = {
+  name: string;
+  values(): AsyncIterable<{ kind: string; name: string; getFile?: () => Promise<File> }>;
+};
+const dirPicker = (globalThis as { showDirectoryPicker?: () => Promise<DirHandle> }).showDirectoryPicker;
+
+function useRunSource(): { source: ModelSource | null; error: string | null } {
+  const model = useLab((s) => (s.form.config as RunConfig).model);
+  return useMemo(() => {
+    if (!model?.pretrained) return { source: null, error: null };
+    try {
+      return { source: parseModelSource(model.pretrained, model), error: null };
+    } catch (err) {
+      return { source: null, error: (err as Error).message };
+    }
+  }, [model]);
+}
+
+export function ModelPicker() {
+  const { source, error: sourceError } = useRunSource();
+  const [repo, setRepo] = useState("HuggingFaceTB/SmolLM2-135M-Instruct");
+  const [revision, setRevision] = useState("main");
+  const [info, setInfo] = useState<ModelInfo | null>(null);
+  const [runInfo, setRunInfo] = useState<ModelInfo | null>(null);
+  const [progress, setProgress] = useState<DownloadProgress | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [cache, setCache] = useState<CacheEntry[] | null>(null);
+  const refreshCache = useCallback(
+    () => listModelCache().then(setCache, (e: Error) => setError(e.message)),
+    [],
+  );
+
+  // The run's own source (from a link, a recipe or this picker): cached, or what is missing.
+  useEffect(() => {
+    setRunInfo(null);
+    if (!source || source.kind === "folder") return;
+    modelInfoOf(source).then(setRunInfo, (e: Error) => setError(e.message));
+  }, [source]);
+  useEffect(() => void refreshCache(), [refreshCache]);
+
+  const act = async (f: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await f();
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+      void refreshCache();
+    }
+  };
+  const hub = (): ModelSource & { kind: "hub" } => ({
+    kind: "hub",
+    repo: repo.trim(),
+    revision: revision.trim() || "main",
+  });
+  const check = () => act(async () => setInfo(await modelInfoOf(hub())));
+  const download = (s: ModelSource) =>
+    act(async () => {
+      setProgress(null);
+      const got = await downloadHubModel(s, setProgress);
+      setInfo(got);
+      if (source && sourceLabel(source) === sourceLabel(s)) setRunInfo(got);
+      else if (s.kind === "hub") setModelSource(sourceFields({ ...s, revision: got.commit ?? s.revision }));
+    });
+  const pickFiles = (name: string, files: { path: string; blob: Blob }[]) =>
+    act(async () => {
+      const s = await addLocalModelFiles(name, files);
+      setModelSource(sourceFields(s));
+    });
+  const onFiles = (list: FileList | null) => {
+    if (!list?.length) return;
+    const files = [...list].map((f) => ({ path: f.name, blob: f as Blob }));
+    const rel = (list[0] as File & { webkitRelativePath?: string }).webkitRelativePath;
+    void pickFiles(rel ? rel.split("/")[0] : list[0].name.replace(/\.[^.]*$/, "") || "picked", files);
+  };
+  const onDirectory = async () => {
+    if (!dirPicker) return;
+    const dir = await dirPicker();
+    const files: { path: string; blob: Blob }[] = [];
+    for await (const e of dir.values())
+      if (e.kind === "file" && e.getFile) files.push({ path: e.name, blob: await e.getFile() });
+    void pickFiles(dir.name, files);
+  };
+
+  return (
+    <div className="model-picker" data-testid="model-picker">
+      {sourceError && (
+        <div className="field-error" role="alert">
+          {sourceError}
+        </div>
+      )}
+      {source && source.kind !== "folder" && (
+        <RunModelState source={source} info={runInfo} busy={busy} onDownload={() => download(source)} />
+      )}
+      <div className="picker-row">
+        <input
+          aria-label="Hugging Face repo id"
+          data-testid="hub-repo"
+          value={repo}
+          onChange={(e) => setRepo(e.target.value)}
+          placeholder="owner/name"
+        />
+        <input
+          aria-label="Revision"
+          data-testid="hub-revision"
+          value={revision}
+          onChange={(e) => setRevision(e.target.value)}
+          size={8}
+        />
+        <button type="button" data-testid="hub-check" disabled={busy} onClick={check}>
+          Check size
+        </button>
+      </div>
+      {info && (
+        <div className="picker-info" data-testid="hub-info">
+          {info.label}: {info.files.length} files, {formatBytes(info.total)}
+          {info.state.state === "cached"
+            ? " (cached)"
+            : info.state.state === "partial"
+              ? " (partly downloaded)"
+              : ""}
+          {info.architecture && <span className="muted"> · {info.architecture}</span>}{" "}
+          {info.state.state === "cached" ? (
+            <button
+              type="button"
+              data-testid="hub-use"
+              onClick={() =>
+                setModelSource(sourceFields({ ...hub(), revision: info.commit ?? hub().revision }))
+              }
+            >
+              Use
+            </button>
+          ) : (
+            <button type="button" data-testid="hub-download" disabled={busy} onClick={() => download(hub())}>
+              Download {formatBytes(info.total)}
+            </button>
+          )}
+        </div>
+      )}
+      {progress && (
+        <div className="picker-progress">
+          <progress data-testid="hub-progress" value={progress.done} max={progress.total} />{" "}
+          <span data-testid="hub-progress-text">
+            {formatBytes(progress.done)} / {formatBytes(progress.total)} ({progress.file})
+          </span>
+        </div>
+      )}
+      <div className="picker-row">
+        <label>
+          Local files{" "}
+          <input type="file" multiple data-testid="local-files" onChange={(e) => onFiles(e.target.files)} />
+        </label>
+        <label>
+          Folder{" "}
+          <input
+            type="file"
+            data-testid="local-folder"
+            onChange={(e) => onFiles(e.target.files)}
+            {...({ webkitdirectory: "" } as Record<string, string>)}
+          />
+        </label>
+        {dirPicker && (
+          <button type="button" onClick={() => void onDirectory()}>
+            Choose folder…
+          </button>
+        )}
+      </div>
+      {error && (
+        <div className="field-error" role="alert" data-testid="model-error">
+          {error}
+        </div>
+      )}
+      <details className="model-cache" data-testid="model-cache">
+        <summary>
+          Model cache:{" "}
+          {cache ? `${cache.length} models, ${formatBytes(cache.reduce((a, e) => a + e.bytes, 0))}` : "…"}
+        </summary>
+        <ul>
+          {cache?.map((e) => (
+            <li key={e.id} data-testid="cache-entry">
+              {e.id} · {formatBytes(e.bytes)}
+              {e.complete ? "" : " (incomplete)"}
+            </li>
+          ))}
+        </ul>
+        <button type="button" data-testid="cache-clear" onClick={() => act(clearModelCache)}>
+          Clear the model cache
+        </button>
+      </details>
+    </div>
+  );
+}
+
+function RunModelState({
+  source,
+  info,
+  busy,
+  onDownload,
+}: {
+  source: ModelSource;
+  info: ModelInfo | null;
+  busy: boolean;
+  onDownload: () => void;
+}) {
+  if (!info) return <div className="picker-info">{sourceLabel(source)}: looking in the cache…</div>;
+  if (info.state.state === "cached")
+    return (
+      <div className="picker-info" data-testid="run-model" data-state="cached">
+        This run's model {info.label} is cached ({formatBytes(info.total)}).
+      </div>
+    );
+  if (source.kind === "local")
+    return (
+      <div className="banner banner-error" role="alert" data-testid="run-model" data-state="missing">
+        This run's model {info.label} is not in this browser: pick its files (
+        {(info.state.missing ?? []).join(", ")}).
+      </div>
+    );
+  return (
+    <div className="banner" role="alert" data-testid="run-model" data-state={info.state.state}>
+      This run's model {info.label} is not downloaded ({formatBytes(info.total)}
+      {info.state.state === "partial" ? ", partly downloaded" : ""}).{" "}
+      <button type="button" data-testid="run-model-download" disabled={busy} onClick={onDownload}>
+        Download {formatBytes(info.total)}
+      </button>
+    </div>
+  );
+}
+
+/** The memory plan of the form's config, each term listed, as the person edits. */
+export function MemoryPlanView() {
+  const config = useLab((s) => s.form.config) as RunConfig;
+  const configs = useLab((s) => s.modelConfigs);
+  const limits = useLab((s) => s.adapterLimits);
+  useEffect(() => void loadAdapterLimits().catch(() => {}), []);
+  const plan = useMemo(() => {
+    try {
+      const p = config.model.pretrained;
+      if (p) {
+        const json = configs[p];
+        if (json === undefined)
+          return { note: `the plan needs ${p}'s config.json: check or pick the model above` };
+        return {
+          plan: planOfConfig(
+            config,
+            hfModelConfig(json, `${p}/config.json`, { context: config.model.context }),
+            limits ?? DEFAULT_LIMITS,
+          ),
+        };
+      }
+      if (config.model.tokenizer)
+        return { note: "the plan needs the tokenizer's vocabulary: it is shown once the run starts" };
+      return { plan: planOfConfig(config, modelConfigOf(config), limits ?? DEFAULT_LIMITS) };
+    } catch (err) {
+      return { note: (err as Error).message };
+    }
+  }, [config, configs, limits]);
+  if (!plan.plan)
+    return (
+      <div className="memory-plan muted" data-testid="memory-plan">
+        Memory plan: {plan.note}
+      </div>
+    );
+  const p = plan.plan;
+  return (
+    <div className="memory-plan" data-testid="memory-plan" data-fits={p.fits ? "1" : "0"}>
+      <table>
+        <tbody>
+          {p.terms.map((t) => (
+            <tr key={t.key} data-term={t.key} title={t.why}>
+              <td>{t.label}</td>
+              <td className="num">{formatBytes(t.bytes)}</td>
+            </tr>
+          ))}
+          <tr className="total">
+            <td>Total (budget {formatBytes(p.budget)})</td>
+            <td className="num" data-testid="memory-total">
+              {formatBytes(p.total)}
+            </td>
+          </tr>
+        </tbody>
+      </table>
+      {!p.fits && (
+        <div className="field-error" role="alert" data-testid="memory-refused">
+          Does not fit: {p.problems.join("; ")}. Change: {p.advice.join("; ")}.
+        </div>
+      )}
+    </div>
+  );
+}

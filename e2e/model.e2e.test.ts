@@ -1,0 +1,217 @@
+// e2e: pretrained models in the page, one browser context for every check (the model cache is
+// the context's Cache Storage). A tiny Qwen3 with a cut-down real Qwen3 tokenizer (e2e/tiny-hf.ts):
+//   1. a link naming local files that are not in this browser says so; the same model picked
+//      as local files through the picker, the run started: two RL steps, then "try the model";
+//   2. a fake Hub (context.route: the model-info API and /resolve with Range) serves the model by
+//      repo id: a link naming it offers the download (size first); the first download is cut
+//      off mid-way and the second resumes, fetching only what is missing;
+//   3. a second open of that link loads the model and runs with zero requests to the Hub.
+// Run: `npx vitest run --project e2e e2e/model.e2e.test.ts`.
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { formatBytes } from "../model/memory-plan";
+import { launchChromium } from "./chromium";
+import { tinyHfModel } from "./tiny-hf";
+
+const baseUrl = inject("baseUrl");
+const REPO = "acme/tiny-qwen3";
+const COMMIT = "fedcba9876543210fedcba9876543210fedcba98";
+// A run small enough for a software GPU: no SFT, one prompt x 2 samples, two RL steps.
+const RUN = [
+  "preset=ci-tiny",
+  "sft.init_checkpoint=null",
+  "sft.steps=0",
+  "rl.prompts_per_step=1",
+  "rl.group_size=2",
+  "rl.minibatches=1",
+  "rl.epochs=1",
+  "rl.kl.coef=0",
+  "task.template=model",
+  "task.tokenization_check=warn",
+  "task.eval_size=1",
+  "task.eval_every=0",
+  "model.context=512",
+  "sampling.max_new_tokens=8",
+  "stop.max_steps=2",
+].join("&");
+
+let browser: Browser;
+let context: BrowserContext;
+let files: Record<string, Buffer>;
+let dir: string;
+const hubRequests: string[] = [];
+let cut: string | null = null;
+
+beforeAll(async () => {
+  files = tinyHfModel();
+  dir = join(mkdtempSync(join(tmpdir(), "lab-model-")), "tiny-qwen3");
+  mkdirSync(dir, { recursive: true });
+  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+  browser = await launchChromium();
+  context = await browser.newContext();
+  // The fake Hub.
+  await context.route("https://huggingface.co/**", async (route) => {
+    const req = route.request();
+    const url = new URL(req.url());
+    const range = (await req.allHeaders()).range ?? "";
+    hubRequests.push(`${req.method()} ${url.pathname}${range ? ` ${range}` : ""}`);
+    const cors = { "access-control-allow-origin": "*", "access-control-allow-headers": "range" };
+    if (req.method() === "OPTIONS") return route.fulfill({ status: 204, headers: cors });
+    if (
+      url.pathname === `/api/models/${REPO}/revision/main` ||
+      url.pathname === `/api/models/${REPO}/revision/${COMMIT}`
+    ) {
+      const siblings = [
+        { rfilename: "README.md", size: 10 },
+        ...Object.entries(files).map(([rfilename, b]) => ({ rfilename, size: b.length })),
+      ];
+      return route.fulfill({
+        status: 200,
+        headers: { ...cors, "content-type": "application/json" },
+        body: JSON.stringify({ id: REPO, sha: COMMIT, siblings }),
+      });
+    }
+    const m = new RegExp(`^/${REPO}/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
+    const body = m ? files[m[1]] : undefined;
+    if (!body) return route.fulfill({ status: 404, headers: cors });
+    if (cut && m?.[1] === cut) {
+      cut = null;
+      return route.abort("connectionreset");
+    }
+    const r = /^bytes=(\d+)-(\d+)$/.exec(range);
+    if (!r) return route.fulfill({ status: 200, headers: cors, body });
+    const [a, b] = [Number(r[1]), Number(r[2])];
+    return route.fulfill({
+      status: 206,
+      headers: { ...cors, "content-range": `bytes ${a}-${b}/${body.length}` },
+      body: body.subarray(a, b + 1),
+    });
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function open(query: string): Promise<Page> {
+  const page = await context.newPage();
+  page.on("pageerror", (e) => console.error("pageerror", e.message));
+  await page.goto(`${baseUrl}?${query}`);
+  await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
+  await page.locator('details[data-group="model"]').evaluate((el) => {
+    (el as HTMLDetailsElement).open = true;
+  });
+  return page;
+}
+
+async function runToDone(page: Page): Promise<void> {
+  await expect.poll(() => page.getByTestId("config-errors").count()).toBe(0);
+  await page.getByTestId("start").click();
+  await expect
+    .poll(
+      async () => {
+        const err = await page.getByTestId("app-error").allTextContents();
+        if (err.length) throw new Error(`the run failed: ${err.join("; ")}`);
+        return page.getByTestId("progress").getAttribute("data-phase");
+      },
+      { timeout: 240_000, interval: 500 },
+    )
+    .toBe("done");
+  // Steps 0 and 1, then the final evaluation row.
+  expect(Number(await page.getByTestId("latest-row").getAttribute("data-step"))).toBeGreaterThanOrEqual(1);
+}
+
+describe("pretrained models in the page", () => {
+  it("says a link's local model is missing; loads one from local files, runs two RL steps and generates", async () => {
+    const gone = `model.pretrained=local:gone&model.sha256=${encodeURIComponent(JSON.stringify({ "config.json": "a".repeat(64) }))}`;
+    const missing = await open(`${RUN}&${gone}`);
+    const banner = missing.getByTestId("run-model");
+    await expect.poll(() => banner.getAttribute("data-state"), { timeout: 30_000 }).toBe("missing");
+    expect(await banner.textContent()).toContain(
+      "This run's model local:gone (1 files) is not in this browser: pick its files (config.json)",
+    );
+    await missing.close();
+
+    const page = await open(RUN);
+    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
+    await expect
+      .poll(() => page.locator('[data-path="model.pretrained"]').inputValue(), { timeout: 60_000 })
+      .toMatch(/^local:/);
+    // The plan, from the picked config.json, as the config panel shows it.
+    await expect
+      .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
+      .toBe("1");
+    expect(await page.getByTestId("memory-plan").locator("tr[data-term]").count()).toBe(7);
+    await runToDone(page);
+    await page.getByTestId("tab-try").click();
+    await page.getByTestId("try-prompt").fill("What is 12*7?");
+    await page.getByTestId("try-generate").click();
+    await page
+      .locator('[data-testid="try-output"], [data-testid="try-error"]')
+      .first()
+      .waitFor({ timeout: 120_000 });
+    expect(await page.getByTestId("try-error").allTextContents()).toEqual([]);
+    expect(await page.locator('[data-testid="try-output"] [data-testid="token"]').count()).toBeGreaterThan(0);
+    await page.close();
+  });
+
+  it("a link naming a Hub model offers the download; an interrupted download resumes; the second open makes no request", async () => {
+    const link = `${RUN}&model.pretrained=hf:${REPO}&model.revision=main`;
+    const page = await open(link);
+    const state = page.getByTestId("run-model");
+    await expect.poll(() => state.getAttribute("data-state"), { timeout: 30_000 }).toBe("missing");
+    const total = Object.values(files).reduce((a, b) => a + b.length, 0);
+    expect(hubRequests.length).toBeGreaterThan(0);
+    expect(hubRequests.every((r) => r === `GET /api/models/${REPO}/revision/main`)).toBe(true);
+    expect(await state.textContent()).toContain(`is not downloaded (${formatBytes(total)})`);
+
+    // The weights' request drops: the files before them stay cached.
+    hubRequests.length = 0;
+    cut = "model.safetensors";
+    await page.getByTestId("run-model-download").click();
+    await expect
+      .poll(() => page.getByTestId("model-error").textContent(), { timeout: 30_000 })
+      .toContain("model.safetensors bytes 0-");
+    expect(await page.getByTestId("model-error").textContent()).toContain("downloading again resumes here");
+    const first = [...hubRequests];
+    expect(first.some((r) => r.includes("/config.json bytes=0-"))).toBe(true);
+    // Resume: only what is missing is fetched.
+    hubRequests.length = 0;
+    await page.getByTestId("run-model-download").click();
+    await expect.poll(() => state.getAttribute("data-state"), { timeout: 30_000 }).toBe("cached");
+    const size = files["model.safetensors"].length;
+    const rest = Object.keys(files).filter((f) => !first.some((r) => r.includes(`/${f} `)));
+    expect(hubRequests.filter((r) => !r.includes("/api/")).sort()).toEqual(
+      [
+        `GET /${REPO}/resolve/${COMMIT}/model.safetensors bytes=0-${size - 1}`,
+        ...rest.map((f) => `GET /${REPO}/resolve/${COMMIT}/${f} bytes=0-${files[f].length - 1}`),
+      ].sort(),
+    );
+    await page.getByTestId("model-cache").evaluate((el) => {
+      (el as HTMLDetailsElement).open = true;
+    });
+    await expect
+      .poll(() => page.getByTestId("cache-entry").allTextContents())
+      .toContain(`hf:${REPO}@main · ${formatBytes(total)}`);
+    await page.close();
+
+    // The second open: the model loads and trains from the cache alone.
+    hubRequests.length = 0;
+    const again = await open(link);
+    await expect
+      .poll(() => again.getByTestId("run-model").getAttribute("data-state"), { timeout: 30_000 })
+      .toBe("cached");
+    await runToDone(again);
+    expect(hubRequests).toEqual([]);
+    // Clearing the cache: the link's model is missing again.
+    await again.getByTestId("model-cache").evaluate((el) => {
+      (el as HTMLDetailsElement).open = true;
+    });
+    await again.getByTestId("cache-clear").click();
+    await expect.poll(() => again.getByTestId("cache-entry").count()).toBe(0);
+    await again.close();
+  });
+});

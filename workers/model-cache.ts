@@ -1,0 +1,174 @@
+// The page's model cache: model/hub.ts's ByteStore over the Cache Storage API (one cache,
+// "lab-models-v1"), which a dedicated worker can use and which survives reloads; and the worker's
+// model calls (sizes, download with progress, picked files, list and clear), so that tokenizers
+// and weights are read in the trainer worker, never on the page's main thread.
+// Tested by e2e/model.e2e.test.ts.
+
+import type { RunConfig } from "../config";
+import { hfModelConfig } from "../model/hf";
+import {
+  addLocalFiles,
+  type ByteStore,
+  type CacheEntry,
+  type CacheState,
+  CHUNK_BYTES,
+  clearCache,
+  type DownloadProgress,
+  downloadHub,
+  hubModelInfo,
+  listCache,
+  memoryByteStore,
+  openCached,
+  sourceState,
+} from "../model/hub";
+import { type ModelSource, parseModelSource, sourceLabel } from "../model/source";
+
+const CACHE_NAME = "lab-models-v1";
+const ORIGIN = "https://lab-model-cache.invalid/";
+
+const keyUrl = (key: string) => ORIGIN + key.split("/").map(encodeURIComponent).join("/");
+const urlKey = (url: string) => new URL(url).pathname.slice(1).split("/").map(decodeURIComponent).join("/");
+
+/** Cache Storage as a ByteStore; a memory store where the browser gives none (opaque origins). */
+export function cacheStorageStore(): ByteStore {
+  if (typeof caches === "undefined") return memoryByteStore();
+  const open = () => caches.open(CACHE_NAME);
+  return {
+    get: async (k) => {
+      const r = await (await open()).match(keyUrl(k));
+      return r ? r.blob() : null;
+    },
+    put: async (k, b) =>
+      (await open()).put(keyUrl(k), new Response(b, { headers: { "content-length": String(b.size) } })),
+    delete: async (k) => void (await (await open()).delete(keyUrl(k))),
+    keys: async () => (await (await open()).keys()).map((r) => urlKey(r.url)),
+  };
+}
+
+let store: ByteStore | undefined;
+export function modelStore(): ByteStore {
+  store ??= cacheStorageStore();
+  return store;
+}
+
+/** What the picker shows about a source before (and after) downloading it. */
+export interface ModelInfo {
+  label: string;
+  files: { path: string; size: number }[];
+  total: number;
+  state: CacheState;
+  /** The Hub commit the revision resolved to. */
+  commit?: string;
+  /** config.json, parsed, once it is available (the config panel's memory plan reads it). */
+  config?: unknown;
+  /** config.json's architecture in words, or why it is not supported. */
+  architecture?: string;
+}
+
+export interface ModelOptions {
+  /** The Hub's address (tests serve a fake one). */
+  endpoint?: string;
+  chunkBytes?: number;
+}
+
+async function configOf(s: ModelSource): Promise<{ config?: unknown; architecture?: string }> {
+  const blob = await openCached(s, "config.json", modelStore()).catch(() => null);
+  if (!blob) return {};
+  const config = JSON.parse(await blob.text());
+  try {
+    const mc = hfModelConfig(config);
+    return { config, architecture: `${mc.layers} layers, width ${mc.dModel}, vocabulary ${mc.vocab}` };
+  } catch (err) {
+    return { config, architecture: (err as Error).message };
+  }
+}
+
+export async function modelInfo(s: ModelSource, opts: ModelOptions = {}): Promise<ModelInfo> {
+  const st = modelStore();
+  const state = await sourceState(s, st);
+  if (s.kind === "hub") {
+    const m = await hubModelInfo(s.repo, s.revision, st, { endpoint: opts.endpoint });
+    const files = m.files.map((f) => ({ path: f.path, size: f.size }));
+    return {
+      label: sourceLabel(s),
+      files,
+      total: files.reduce((a, f) => a + f.size, 0),
+      state,
+      commit: m.commit,
+      ...(await configOf(s)),
+    };
+  }
+  if (s.kind === "local") {
+    const files = Object.keys(s.sha256).map((path) => ({ path, size: 0 }));
+    return { label: sourceLabel(s), files, total: state.bytes, state, ...(await configOf(s)) };
+  }
+  throw new Error(`${s.path}: a folder model is read from the app's files, not the model cache`);
+}
+
+export async function downloadModel(
+  s: ModelSource,
+  onProgress: (p: DownloadProgress) => void,
+  opts: ModelOptions = {},
+): Promise<ModelInfo> {
+  if (s.kind !== "hub") throw new Error(`${sourceLabel(s)}: only Hub models are downloaded`);
+  const m = await hubModelInfo(s.repo, s.revision, modelStore(), { endpoint: opts.endpoint });
+  await downloadHub(m, modelStore(), {
+    endpoint: opts.endpoint,
+    chunkBytes: opts.chunkBytes ?? CHUNK_BYTES,
+    onProgress,
+  });
+  return modelInfo(s, opts);
+}
+
+export async function addLocalModel(
+  name: string,
+  files: { path: string; blob: Blob }[],
+): Promise<ModelSource> {
+  return addLocalFiles(
+    name,
+    new Map(files.map((f) => [f.path.split("/").pop() as string, f.blob])),
+    modelStore(),
+  );
+}
+
+export const listModelCache = (): Promise<CacheEntry[]> => listCache(modelStore());
+export const clearModelCache = (): Promise<void> => clearCache(modelStore());
+
+/**
+ * The run's file readers: paths under an hf: or local: model.pretrained / model.tokenizer come
+ * from the model cache (an error naming the model when it is not there), others from `fallback`.
+ */
+export function cachedFiles(
+  config: RunConfig,
+  fallback: (path: string) => Promise<Uint8Array>,
+): { readFile(path: string): Promise<Uint8Array>; openFile(path: string): Promise<Blob | null> } {
+  const roots = [config.model.pretrained, config.model.tokenizer].filter(
+    (p): p is string => p !== null && (p.startsWith("hf:") || p.startsWith("local:")),
+  );
+  const resolve = (path: string): { s: ModelSource; file: string } | null => {
+    for (const r of roots)
+      if (path.startsWith(`${r}/`))
+        return { s: parseModelSource(r, config.model), file: path.slice(r.length + 1) };
+    return null;
+  };
+  const openFile = async (path: string): Promise<Blob | null> => {
+    const hit = resolve(path);
+    if (!hit) {
+      try {
+        return new Blob([(await fallback(path)) as Uint8Array<ArrayBuffer>]);
+      } catch {
+        return null;
+      }
+    }
+    return openCached(hit.s, hit.file, modelStore());
+  };
+  return {
+    openFile,
+    readFile: async (path) => {
+      if (!resolve(path)) return fallback(path);
+      const b = await openFile(path);
+      if (!b) throw new Error(`${path}: the model has no such file`);
+      return new Uint8Array(await b.arrayBuffer());
+    },
+  };
+}
