@@ -18,36 +18,11 @@ import { Runtime } from "../kernels/runtime";
 import { modelConfig } from "../model/config";
 import { GpuModel } from "../model/gpu";
 import { hfModelConfig } from "../model/hf";
+import { SMOLLM2_135M } from "../model/hf-configs";
 import { type BenchRow, makeRow } from "./report";
 
 /** SmolLM2-135M's config.json (HuggingFaceTB/SmolLM2-135M), read by the lab's own HF config reader. */
-export const SMOLLM2_135M_CONFIG = {
-  architectures: ["LlamaForCausalLM"],
-  attention_bias: false,
-  attention_dropout: 0.0,
-  bos_token_id: 0,
-  eos_token_id: 0,
-  hidden_act: "silu",
-  hidden_size: 576,
-  initializer_range: 0.041666666666666664,
-  intermediate_size: 1536,
-  is_llama_config: true,
-  max_position_embeddings: 8192,
-  mlp_bias: false,
-  model_type: "llama",
-  num_attention_heads: 9,
-  num_hidden_layers: 30,
-  num_key_value_heads: 3,
-  pretraining_tp: 1,
-  rms_norm_eps: 1e-5,
-  rope_interleaved: false,
-  rope_scaling: null,
-  rope_theta: 100000,
-  tie_word_embeddings: true,
-  torch_dtype: "bfloat16",
-  use_cache: true,
-  vocab_size: 49152,
-};
+export const SMOLLM2_135M_CONFIG = SMOLLM2_135M;
 const SHAPE_NOTE =
   "SmolLM2-135M's shape from its config.json (d576 L30, 9 heads of 64 over 3 KV heads, intermediate 1536, vocab 49152, tied), random weights";
 

@@ -21,94 +21,12 @@ import {
   type ModelDir,
   readHfConfig,
 } from "./hf";
+import { QWEN3_06B, QWEN25_05B, SMOLLM2_135M } from "./hf-configs";
 import { nodeModelDir } from "./hf-node";
 import { bytesSource, toFloat32 } from "./safetensors";
 
 const HF = new URL("./golden/hf/", import.meta.url).pathname;
 const FAMILIES = ["llama", "qwen2", "qwen3"] as const;
-
-// The published config.json of each target (fields as on the Hub).
-const SMOLLM2_135M = {
-  architectures: ["LlamaForCausalLM"],
-  attention_bias: false,
-  attention_dropout: 0.0,
-  bos_token_id: 0,
-  eos_token_id: 0,
-  hidden_act: "silu",
-  hidden_size: 576,
-  initializer_range: 0.041666666666666664,
-  intermediate_size: 1536,
-  is_llama_config: true,
-  max_position_embeddings: 8192,
-  mlp_bias: false,
-  model_type: "llama",
-  num_attention_heads: 9,
-  num_hidden_layers: 30,
-  num_key_value_heads: 3,
-  pretraining_tp: 1,
-  rms_norm_eps: 1e-5,
-  rope_interleaved: false,
-  rope_scaling: null,
-  rope_theta: 100000,
-  tie_word_embeddings: true,
-  torch_dtype: "bfloat16",
-  transformers_version: "4.40.1",
-  use_cache: true,
-  vocab_size: 49152,
-};
-const QWEN25_05B = {
-  architectures: ["Qwen2ForCausalLM"],
-  attention_dropout: 0.0,
-  bos_token_id: 151643,
-  eos_token_id: 151643,
-  hidden_act: "silu",
-  hidden_size: 896,
-  initializer_range: 0.02,
-  intermediate_size: 4864,
-  max_position_embeddings: 32768,
-  max_window_layers: 24,
-  model_type: "qwen2",
-  num_attention_heads: 14,
-  num_hidden_layers: 24,
-  num_key_value_heads: 2,
-  rms_norm_eps: 1e-6,
-  rope_theta: 1000000.0,
-  sliding_window: 32768,
-  tie_word_embeddings: true,
-  torch_dtype: "bfloat16",
-  transformers_version: "4.40.1",
-  use_cache: true,
-  use_sliding_window: false,
-  vocab_size: 151936,
-};
-const QWEN3_06B = {
-  architectures: ["Qwen3ForCausalLM"],
-  attention_bias: false,
-  attention_dropout: 0.0,
-  bos_token_id: 151643,
-  eos_token_id: 151645,
-  head_dim: 128,
-  hidden_act: "silu",
-  hidden_size: 1024,
-  initializer_range: 0.02,
-  intermediate_size: 3072,
-  max_position_embeddings: 40960,
-  max_window_layers: 28,
-  model_type: "qwen3",
-  num_attention_heads: 16,
-  num_hidden_layers: 28,
-  num_key_value_heads: 8,
-  rms_norm_eps: 1e-6,
-  rope_scaling: null,
-  rope_theta: 1000000,
-  sliding_window: null,
-  tie_word_embeddings: true,
-  torch_dtype: "bfloat16",
-  transformers_version: "4.51.0",
-  use_cache: true,
-  use_sliding_window: false,
-  vocab_size: 151936,
-};
 
 describe("config.json -> ModelConfig", () => {
   it("SmolLM2-135M: GQA 9/3, head size 64, tied, 134,515,008 parameters", () => {

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
 import { HEAD_CHUNK_BYTES } from "./head";
 import { hfModelConfig } from "./hf";
+import { QWEN25_05B, SMOLLM2_135M } from "./hf-configs";
 import {
   GB,
   memoryPlan,
@@ -17,35 +18,9 @@ import {
 } from "./memory-plan";
 
 // HuggingFaceTB/SmolLM2-135M-Instruct config.json (the fields that shape memory).
-const SMOLLM2 = {
-  model_type: "llama",
-  hidden_size: 576,
-  intermediate_size: 1536,
-  num_hidden_layers: 30,
-  num_attention_heads: 9,
-  num_key_value_heads: 3,
-  vocab_size: 49152,
-  max_position_embeddings: 8192,
-  rms_norm_eps: 1e-5,
-  rope_theta: 100000,
-  tie_word_embeddings: true,
-  hidden_act: "silu",
-};
-// Qwen/Qwen2.5-0.5B-Instruct config.json.
-const QWEN25 = {
-  model_type: "qwen2",
-  hidden_size: 896,
-  intermediate_size: 4864,
-  num_hidden_layers: 24,
-  num_attention_heads: 14,
-  num_key_value_heads: 2,
-  vocab_size: 151936,
-  max_position_embeddings: 32768,
-  rms_norm_eps: 1e-6,
-  rope_theta: 1000000,
-  tie_word_embeddings: true,
-  hidden_act: "silu",
-};
+// The published configs (model/hf-configs.ts), read by the lab's own config reader.
+const SMOLLM2 = SMOLLM2_135M;
+const QWEN25 = QWEN25_05B;
 
 // 8 sequences of 512 tokens per minibatch (N = 4096 rows), 16 decoded at once.
 const RUN: PlanRun = { trainRows: 8, seqLen: 512, decodeRows: 16, reference: false };
