@@ -64,6 +64,12 @@ function readRun(dir: string): SeedRun {
     evalSize = c.task?.eval_size;
     devSize = c.task?.dev_size;
   }
+  // run.json (written by npm run train since it was added): the backend, as rows agree per adapter only.
+  const made = join(dir, "run.json");
+  const backend = existsSync(made)
+    ? (JSON.parse(readFileSync(made, "utf8")).backend as string)
+    : "unrecorded";
+  backends.add(backend);
   return { seed, rows, evalSize, devSize };
 }
 
@@ -86,10 +92,11 @@ const bandText = (s: Stat) =>
       ? `${f(s.mean)} ± ${f(s.sd)}`
       : `${f(s.mean)} [${f(s.min)}, ${f(s.max)}]`;
 
+const backends = new Set<string>();
 const arms = dirs.map((d) => ({ name: basename(d), runs: readArm(d) }));
 const [baseline] = arms;
 console.log(
-  `arms: ${arms.map((a) => `${a.name} (${a.runs.length} seed${a.runs.length > 1 ? "s" : ""}: ${a.runs.map((r) => r.seed).join(", ")})`).join("; ")}`,
+  `backend: ${[...backends].join(", ")}${backends.size > 1 ? " (mixed: rows agree per adapter only)" : ""}\narms: ${arms.map((a) => `${a.name} (${a.runs.length} seed${a.runs.length > 1 ? "s" : ""}: ${a.runs.map((r) => r.seed).join(", ")})`).join("; ")}`,
 );
 console.log(
   `band: ${band === "sd" ? "mean ± sd over seeds" : "mean [min, max] over seeds"}; paired differences are arm - ${baseline.name} over shared seeds\n`,

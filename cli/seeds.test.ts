@@ -49,6 +49,9 @@ describe("npm run train --seeds", () => {
     for (const s of [40, 41]) {
       expect(existsSync(join(out, `seed-${s}`, "metrics.jsonl"))).toBe(true);
       expect(JSON.parse(readFileSync(join(out, `seed-${s}`, "config.json"), "utf8")).seed).toBe(s);
+      const made = JSON.parse(readFileSync(join(out, `seed-${s}`, "run.json"), "utf8"));
+      expect(made).toMatchObject({ backend: "cpu", adapter: "CPU reference model" });
+      expect(made.starts[0].command).toContain(`--seed ${s}`);
     }
     expect(existsSync(join(out, "seed-42"))).toBe(false);
     const cmp = spawnSync(
@@ -61,6 +64,7 @@ describe("npm run train --seeds", () => {
     );
     expect(cmp.status, cmp.stderr).toBe(0);
     expect(cmp.stdout).toContain("arm (2 seeds: 40, 41)");
+    expect(cmp.stdout).toContain("backend: cpu\n");
     expect(cmp.stdout).toMatch(/\| 0 \| \d\.\d{3} ± \d\.\d{3} \(SE \d\.\d{3}\) \|/);
   }, 180_000);
 });

@@ -7,12 +7,13 @@
 // The same engine as the browser, headless in Node: WebGPU through Dawn (lavapipe or
 // SwiftShader here), QuickJS in worker_threads. Prints a progress bar with ETA and the key
 // metrics, and writes the run to a folder: config.json, metrics.jsonl (one row per step,
-// DESIGN.md's names), samples.jsonl, events.jsonl, edits.jsonl, checkpoint.safetensors
+// DESIGN.md's names), samples.jsonl, events.jsonl, edits.jsonl, run.json (how it was made:
+// backend, adapter, command, commit, one entry per start or resume), checkpoint.safetensors
 // (weights, optimizer state and the run's point, to resume) and weights.safetensors (weights
 // only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/runner.ts's,
 // the folder is cli/run.ts's.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type ConfigEdit, mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { RECIPES } from "../config/presets";
@@ -199,6 +200,7 @@ async function main() {
   console.error(
     `run ${name} -> ${out}${resume ? ` (resumed at ${resume.at.phase} step ${resume.at.step})` : ""}\nbackend: ${args.backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
   );
+  recordHowMade(out, args.backend, adapterText, !!resume);
   let fromHub: Awaited<ReturnType<typeof hubReader>> = null;
   try {
     fromHub = await hubReader(config, (line) => console.error(line));
@@ -250,6 +252,28 @@ async function main() {
     );
   if (firstVal["val/acc"] !== undefined) lines.push(`val/acc at RL step 0: ${fmt(firstVal["val/acc"])}`);
   console.error(lines.join("\n"));
+}
+
+/**
+ * run.json: what made the folder (the backend and adapter, since "same seed, same rows" holds
+ * per adapter only; the command; the commit), one entry per start and per resume.
+ */
+function recordHowMade(out: string, backend: string, adapter: string, resumed: boolean) {
+  const path = join(out, "run.json");
+  const prior =
+    resumed && existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as { starts?: unknown[] }) : {};
+  const git = spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" });
+  const entry = {
+    at: new Date().toISOString(),
+    kind: resumed ? "resume" : "start",
+    backend,
+    adapter,
+    command: `npm run train -- ${process.argv.slice(2).join(" ")}`,
+    commit: git.status === 0 ? git.stdout.trim() : null,
+    node: process.version,
+  };
+  const starts = [...(prior.starts ?? []), entry];
+  writeFileSync(path, `${JSON.stringify({ backend, adapter, starts }, null, 2)}\n`);
 }
 
 /**
