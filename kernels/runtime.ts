@@ -26,6 +26,11 @@
 //   parameter buffers, the embedding, the head's logits) are bound in windows (`windows`, and
 //   `FlatBuffer` for a flat array split over several buffers). Tests lower both limits through
 //   RuntimeOptions so the windowed paths run at tiny sizes.
+// - Row reductions (norms, the log-softmax head, the grad norm) use subgroup operations where the
+//   device can (`subgroups`, see kernels/reduce.ts), a workgroup tree elsewhere.
+
+import { canUseSubgroups } from "./device";
+import { withReductions } from "./reduce";
 
 export interface View {
   buffer: GPUBuffer;
@@ -157,6 +162,13 @@ export class Runtime {
   readonly software: boolean;
 
   /**
+   * Reduce rows with subgroupAdd/subgroupMax (kernels/reduce-subgroup.wgsl) instead of a tree in
+   * workgroup memory. True where the device has `subgroups` (and the subgroup_id builtin); tests
+   * and side-by-side benchmarks turn it off to run the fallback on the same device.
+   */
+  subgroups: boolean;
+
+  /**
    * Run A·Bᵀ with at most 8 rows (decoding) as matvec.wgsl instead of the tiled matmul, whose
    * 64-row tiles waste 63/64 of their work at batch 1. On by default; benchmarks and tests turn
    * it off to compare.
@@ -188,6 +200,17 @@ export class Runtime {
     const text = `${info?.vendor} ${info?.architecture} ${info?.description}`;
     this.unrolled = /swiftshader/i.test(text);
     this.software = /swiftshader|llvmpipe|lavapipe|software/i.test(text);
+    this.subgroups = canUseSubgroups(device);
+    const sizes = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
+    this.subgroupSizes = [sizes?.subgroupMinSize ?? 0, sizes?.subgroupMaxSize ?? 0];
+  }
+
+  /** [min, max] subgroup size of the adapter (0 when it does not say). */
+  readonly subgroupSizes: [number, number];
+
+  /** A reducing kernel's source with this runtime's wgSum/wgSum2/wgMax (kernels/reduce.ts). */
+  reducing(src: string): string {
+    return withReductions(src, this.subgroups, this.subgroupSizes[0]);
   }
 
   /** Use each op's fixed workgroup size from before rowWorkgroup (side-by-side benchmarks). */
