@@ -108,5 +108,10 @@ export function gradNorm(rt: Runtime, rec: Recorder, out: View, scratch: View, g
  */
 export function clipByNorm(rt: Runtime, rec: Recorder, grads: View, norm: View, n: number, maxNorm: number) {
   const u = normParams(rt, n, 0, 0, maxNorm);
-  rt.dispatch(rec, rt.pipeline(rt.reducing(src), "clip", { WG }), [grads, null, norm, u], [Math.ceil(n / WG)]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(rt.reducing(src), "clip", { WG }),
+    [grads, null, norm, u],
+    [Math.ceil(n / WG)],
+  );
 }

@@ -21,7 +21,10 @@ export function withReductions(src: string, subgroups: boolean, minSubgroupSize 
     const enables = lines.filter((l) => /^\s*enable\s/.test(l));
     const rest = lines.filter((l) => !/^\s*enable\s/.test(l));
     const prelude = subgroups
-      ? subgroupSrc.replace("const REDUCE_MIN_SUBGROUP = 0u;", `const REDUCE_MIN_SUBGROUP = ${minSubgroupSize >>> 0}u;`)
+      ? subgroupSrc.replace(
+          "const REDUCE_MIN_SUBGROUP = 0u;",
+          `const REDUCE_MIN_SUBGROUP = ${minSubgroupSize >>> 0}u;`,
+        )
       : workgroupSrc;
     const preEnables = prelude.split("\n").filter((l) => /^\s*enable\s/.test(l));
     const preRest = prelude.split("\n").filter((l) => !/^\s*enable\s/.test(l));

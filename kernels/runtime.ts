@@ -231,6 +231,19 @@ export class Runtime {
     return wg;
   }
 
+  /**
+   * Threads of a row reduction through kernels/reduce.ts (norms, log-softmax head): rowWorkgroup,
+   * except on a software adapter with subgroups, where it is one subgroup (lavapipe's 8): there a
+   * workgroup runs on one CPU thread, its lanes are the SIMD lanes, and a single-subgroup
+   * reduction has no barrier at all (LayerNorm forward + backward at 1920x48: about 2x faster
+   * than 16 threads with the tree; the log-softmax head at V 107: about 3-5x).
+   */
+  reductionWorkgroup(n: number, before: number): number {
+    const min = this.subgroupSizes[0];
+    if (!this.legacyWorkgroups && this.subgroups && this.software && min >= 4 && min <= 256) return min;
+    return this.rowWorkgroup(n, before);
+  }
+
   /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */
   buffer(n: number, label?: string, extraUsage = 0): GPUBuffer {
     const size = Math.max(16, alignFloats(n) * 4);

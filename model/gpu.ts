@@ -1180,12 +1180,14 @@ export class GpuModel implements PolicyModel {
 
   /**
    * The engine as it was before round trips were counted: one token per decode submit, the
-   * legacy update, and the fixed workgroup sizes of the row reductions (on this model's runtime).
+   * legacy update, the fixed workgroup sizes of the row reductions and no subgroups (on this
+   * model's runtime).
    */
   selectLegacyRoundTrips(): void {
     this.decodeWindow = 1;
     this.updatePath = "legacy";
     this.rt.legacyWorkgroups = true;
+    this.rt.subgroups = false;
   }
 
   get lateStepResults(): boolean {
