@@ -232,6 +232,12 @@ export class Runtime {
   }
 
   /**
+   * Fixes the threads of every reductionWorkgroup (a power of two <= 256): tests set it to run the
+   * reductions over several subgroups where the default is one.
+   */
+  reductionThreads: number | undefined;
+
+  /**
    * Threads of a row reduction through kernels/reduce.ts (norms, log-softmax head): rowWorkgroup,
    * except on a software adapter with subgroups, where it is one subgroup (lavapipe's 8): there a
    * workgroup runs on one CPU thread, its lanes are the SIMD lanes, and a single-subgroup
@@ -239,6 +245,7 @@ export class Runtime {
    * than 16 threads with the tree; the log-softmax head at V 107: about 3-5x).
    */
   reductionWorkgroup(n: number, before: number): number {
+    if (this.reductionThreads) return this.reductionThreads;
     const min = this.subgroupSizes[0];
     if (!this.legacyWorkgroups && this.subgroups && this.software && min >= 4 && min <= 256) return min;
     return this.rowWorkgroup(n, before);
