@@ -116,6 +116,22 @@ export function countersSince(after: RuntimeCounters, before: RuntimeCounters): 
   };
 }
 
+/** The tiled matmul's workgroup (x, y threads) where nothing was tuned. */
+export const DEFAULT_MATMUL_TILE: readonly [number, number] = [8, 8];
+
+const tiles = new WeakMap<GPUDevice, readonly [number, number]>();
+
+/** SwiftShader: a Runtime on this device starts with `unrolled` set. */
+export function runsUnrolled(device: GPUDevice): boolean {
+  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`);
+}
+
+/** Makes `tile` the matmul workgroup of every Runtime made on `device` from now on (autotune.ts). */
+export function setDeviceMatmulTile(device: GPUDevice, tile: readonly [number, number]): void {
+  tiles.set(device, tile);
+}
+
 const ARENA_CHUNK = 64 * 1024;
 const UNIFORM_SLOT = 256;
 /** Uploads and readbacks move at most this many bytes per writeBuffer / staging buffer. */
@@ -154,9 +170,10 @@ export class Runtime {
 
   /**
    * Threads (x, y) of a tiled-matmul workgroup (matmul.wgsl: each thread an 8x8 block of out, so
-   * a (8y, 8x) tile); see kernels/matmul.ts for how it is chosen.
+   * a (8y, 8x) tile): the device's autotuned shape (kernels/autotune.ts, set by
+   * tuneMatmulTile before the model is made), else 8x8. Results do not depend on it.
    */
-  matmulTile: [number, number] = [8, 8];
+  matmulTile: [number, number];
 
   /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
   readonly software: boolean;
@@ -198,9 +215,10 @@ export class Runtime {
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     const text = `${info?.vendor} ${info?.architecture} ${info?.description}`;
-    this.unrolled = /swiftshader/i.test(text);
+    this.unrolled = runsUnrolled(device);
     this.software = /swiftshader|llvmpipe|lavapipe|software/i.test(text);
     this.subgroups = canUseSubgroups(device);
+    this.matmulTile = [...(tiles.get(device) ?? DEFAULT_MATMUL_TILE)] as [number, number];
     const sizes = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
     this.subgroupSizes = [sizes?.subgroupMinSize ?? 0, sizes?.subgroupMaxSize ?? 0];
   }

@@ -20,6 +20,7 @@
 // Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling),
 // model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding) and
 // model/windowed.gpu.test.ts (everything under a lowered binding and buffer limit).
+import { tuneMatmulTile } from "../kernels/autotune";
 import {
   adamw,
   alignFloats,
@@ -1252,6 +1253,7 @@ export class GpuModel implements PolicyModel {
     seed = 0,
     adapter?: Float32Array,
   ): Promise<GpuModel> {
+    await tuneMatmulTile(device); // the matmul tile of this adapter, measured once (kernels/autotune.ts)
     return new GpuModel(new Runtime(device), config, weights, seed, { adapter });
   }
 
@@ -1296,6 +1298,7 @@ export class GpuModel implements PolicyModel {
    * tensor into the parameter buffer, so host memory peaks near one tensor.
    */
   static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {
+    rt.matmulTile = [...(await tuneMatmulTile(rt.device)).tile];
     const config = await readHfConfig(dir, opts);
     const model = new GpuModel(rt, config, "zeros");
     await loadHfWeights(dir, config, (offset, data) => model.writeWeights(offset, data));
