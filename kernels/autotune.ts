@@ -1,6 +1,6 @@
 // The tiled matmul's workgroup shape per adapter (as the llama.cpp and ONNX Runtime WebGPU
-// backends pick theirs): at the first model on a device, each shape of MATMUL_TILES runs a few
-// timed dispatches of TUNE_SHAPE and the fastest wins (chooseTile; the default 8x8 unless another
+// backends pick theirs): at the first model on a device, each shape of MATMUL_TILES runs five
+// timed dispatches of TUNE_SHAPE (in turn with the others) and the fastest median wins (chooseTile; the default 8x8 unless another
 // is clearly faster). The choice is cached per adapter description in memory, and in the browser
 // in IndexedDB (Node: memory only, a process measures once), and becomes the `matmulTile` of every
 // Runtime made on that device afterwards. The shape changes which thread computes which block of
@@ -145,34 +145,31 @@ export function clearTileMemory(): void {
   memory.clear();
 }
 
-/** ms of `reps` dispatches of TUNE_SHAPE at each candidate, after one untimed (it compiles). */
-export async function measureTiles(device: GPUDevice, reps = 3): Promise<{ tile: Tile; ms: number[] }[]> {
+/**
+ * ms of `reps` dispatches of TUNE_SHAPE at each candidate, after one untimed each (it compiles);
+ * the reps go round the candidates in turn, so a change in load hits them alike.
+ */
+export async function measureTiles(device: GPUDevice, reps = 5): Promise<{ tile: Tile; ms: number[] }[]> {
   const rt = new Runtime(device); // its own counters: no model's counts include these
   const { M, N, K } = TUNE_SHAPE;
-  const seedData = (n: number, k: number) =>
+  const fill = (n: number, k: number) =>
     Float32Array.from({ length: n }, (_, i) => ((i * k) % 17) / 17 - 0.5);
-  const a = rt.tensor(seedData(M * K, 7));
-  const b = rt.tensor(seedData(N * K, 11));
+  const a = rt.tensor(fill(M * K, 7));
+  const b = rt.tensor(fill(N * K, 11));
   const out = rt.tensor(M * N);
-  const once = async () => {
+  const once = async (tile: Tile) => {
+    rt.matmulTile = [tile[0], tile[1]];
+    const t0 = performance.now();
     const enc = device.createCommandEncoder();
     matmul(rt, enc, out, a, b, null, TUNE_SHAPE);
     rt.submit(enc);
     await device.queue.onSubmittedWorkDone();
+    return performance.now() - t0;
   };
-  const times: { tile: Tile; ms: number[] }[] = [];
+  const times = MATMUL_TILES.map((tile) => ({ tile, ms: [] as number[] }));
   try {
-    for (const tile of MATMUL_TILES) {
-      rt.matmulTile = [tile[0], tile[1]];
-      await once();
-      const ms: number[] = [];
-      for (let i = 0; i < reps; i++) {
-        const t0 = performance.now();
-        await once();
-        ms.push(performance.now() - t0);
-      }
-      times.push({ tile, ms });
-    }
+    for (const t of times) await once(t.tile);
+    for (let r = 0; r < reps; r++) for (const t of times) t.ms.push(await once(t.tile));
   } finally {
     for (const v of [a, b, out]) v.buffer.destroy();
   }

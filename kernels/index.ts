@@ -7,6 +7,7 @@
 // `rt.submit(enc)` submits and recycles the uniform arena. Integer inputs (tokens, targets) are
 // int32, positions/masks/lengths uint32. Everything is deterministic (no atomics).
 export * from "./attention";
+export * from "./autotune";
 export * from "./columns";
 export * from "./device";
 export * from "./embedding";

@@ -29,6 +29,7 @@ import {
   clipByNorm,
   columnsAdd,
   columnsGather,
+  DEFAULT_MATMUL_TILE,
   decodeAttention,
   embeddingBackward,
   embeddingForward,
@@ -1181,14 +1182,15 @@ export class GpuModel implements PolicyModel {
 
   /**
    * The engine as it was before round trips were counted: one token per decode submit, the
-   * legacy update, the fixed workgroup sizes of the row reductions and no subgroups (on this
-   * model's runtime).
+   * legacy update, the fixed workgroup sizes of the row reductions, no subgroups and the 8x8
+   * matmul tile (on this model's runtime).
    */
   selectLegacyRoundTrips(): void {
     this.decodeWindow = 1;
     this.updatePath = "legacy";
     this.rt.legacyWorkgroups = true;
     this.rt.subgroups = false;
+    this.rt.matmulTile = [...DEFAULT_MATMUL_TILE];
   }
 
   get lateStepResults(): boolean {
