@@ -29,7 +29,7 @@ export const MATMUL_TILES: readonly Tile[] = [
 export const TUNE_SHAPE = { M: 256, N: 256, K: 256, transB: true } as const;
 
 /** Another shape must beat the default's median by this fraction to replace it (timing noise). */
-export const TUNE_MARGIN = 0.05;
+export const TUNE_MARGIN = 0.1;
 
 export interface TileChoice {
   tile: Tile;
