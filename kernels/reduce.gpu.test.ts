@@ -2,8 +2,8 @@
 // workgroup tree, on a device requested without `subgroups`) against the CPU references, for
 // every kernel that uses them: LayerNorm, RMSNorm, the q/k norm, the log-softmax head and the
 // grad norm, forward and backward, at row lengths 1, odd, not multiples of the subgroup or the
-// workgroup, and large; with one subgroup per row (lavapipe's default) and with 64 and 256
-// threads (8 and 32 subgroups of 8). Lavapipe has `subgroups`, so the subgroup path runs here.
+// workgroup, and large; with one subgroup per row (lavapipe's default) and with 64 threads (8
+// subgroups of 8). Lavapipe has `subgroups`, so the subgroup path runs here.
 // Run: npx vitest run --project gpu kernels/reduce
 import { beforeAll, describe, expect, it } from "vitest";
 import { createGpu } from "./device";
@@ -16,24 +16,19 @@ import * as R from "./reference";
 import { Runtime } from "./runtime";
 import { assertClose, gpuRuntime, randInt, randn, TOL } from "./testing";
 
-/** name, runtime: the subgroup path at its default and at wider workgroups, and the fallback. */
-let configs: [string, Runtime][];
+/** name, runtime, threads: the subgroup path at its default and over 8 subgroups, the fallback. */
+let configs: [string, Runtime, number | undefined][];
 let fallback: Runtime;
 
 beforeAll(async () => {
   const rt = await gpuRuntime();
-  const wide = (threads: number) => {
-    const r = new Runtime(rt.device);
-    r.reductionThreads = threads;
-    return r;
-  };
   const plain = (await createGpu(await nodeGpu(), { optionalFeatures: [] })).device;
   fallback = new Runtime(plain);
+  // one runtime for both subgroup configs, so the kernels that do not reduce compile once
   configs = [
-    ["subgroups", rt],
-    ["subgroups, 64 threads", wide(64)],
-    ["subgroups, 256 threads", wide(256)],
-    ["fallback", fallback],
+    ["subgroups", rt, undefined],
+    ["subgroups, 64 threads", rt, 64],
+    ["fallback", fallback, undefined],
   ];
 });
 
@@ -171,11 +166,16 @@ async function norm2(rt: Runtime, n: number): Promise<Float32Array[]> {
 /** Each config against the reference (inside `f`), then each against the fallback. */
 async function everywhere(label: string, f: (rt: Runtime) => Promise<Float32Array[]>) {
   const base = await f(fallback);
-  for (const [name, rt] of configs) {
+  for (const [name, rt, threads] of configs) {
     if (rt === fallback) continue;
-    const got = await f(rt).catch((e: Error) => {
-      throw new Error(`${label}, ${name}: ${e.message}`);
-    });
+    rt.reductionThreads = threads;
+    const got = await f(rt)
+      .catch((e: Error) => {
+        throw new Error(`${label}, ${name}: ${e.message}`);
+      })
+      .finally(() => {
+        rt.reductionThreads = undefined;
+      });
     got.forEach((x, i) => {
       assertClose(`${label}, ${name} vs the fallback [${i}]`, x, base[i], { atol: 1e-4, rtol: 1e-4 });
     });

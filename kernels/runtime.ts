@@ -26,6 +26,7 @@
 //   parameter buffers, the embedding, the head's logits) are bound in windows (`windows`, and
 //   `FlatBuffer` for a flat array split over several buffers). Tests lower both limits through
 //   RuntimeOptions so the windowed paths run at tiny sizes.
+// - Pipelines are cached per device (every Runtime on it shares them).
 // - Row reductions (norms, the log-softmax head, the grad norm) use subgroup operations where the
 //   device can (`subgroups`, see kernels/reduce.ts), a workgroup tree elsewhere.
 
@@ -121,6 +122,12 @@ export const DEFAULT_MATMUL_TILE: readonly [number, number] = [8, 8];
 
 const tiles = new WeakMap<GPUDevice, readonly [number, number]>();
 
+/** Each device's compiled shaders and pipelines, for all its Runtimes (tests make many). */
+const compiled = new WeakMap<
+  GPUDevice,
+  { pipelines: Map<string, GPUComputePipeline>; modules: Map<string, GPUShaderModule> }
+>();
+
 /** SwiftShader: a Runtime on this device starts with `unrolled` set. */
 export function runsUnrolled(device: GPUDevice): boolean {
   const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
@@ -145,8 +152,9 @@ export interface RuntimeOptions {
 }
 
 export class Runtime {
-  private pipelines = new Map<string, GPUComputePipeline>();
-  private modules = new Map<string, GPUShaderModule>();
+  /** Shared by every Runtime on the device (pipelines are immutable): made once per device. */
+  private pipelines: Map<string, GPUComputePipeline>;
+  private modules: Map<string, GPUShaderModule>;
   private chunks: GPUBuffer[] = [];
   private chunk = 0;
   private used = 0;
@@ -212,6 +220,13 @@ export class Runtime {
       "maxBindingBytes",
     );
     this.maxBufferBytes = lim(options.maxBufferBytes, device.limits.maxBufferSize, "maxBufferBytes");
+    let cache = compiled.get(device);
+    if (!cache) {
+      cache = { pipelines: new Map(), modules: new Map() };
+      compiled.set(device, cache);
+    }
+    this.pipelines = cache.pipelines;
+    this.modules = cache.modules;
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     const text = `${info?.vendor} ${info?.architecture} ${info?.description}`;
