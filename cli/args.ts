@@ -1,7 +1,8 @@
 // The CLI's argument reading, once for `npm run train` and `npm run export`: flags (--quiet),
 // options that take the next argument as their value (--out DIR), and positionals in order.
 // An option without its value and an option not in the lists go to the command's usage(),
-// which prints the message and the usage and exits 2. Tested by cli/args.test.ts.
+// which prints the message and the usage and exits 2 (usageExit makes one). Tested by
+// cli/args.test.ts.
 
 export interface ArgSpec {
   /** Options without a value ("--quiet"). */
@@ -37,4 +38,13 @@ export function parseCliArgs(
     else out.positionals.push(x);
   }
   return out;
+}
+
+/** A command's usage(): prints "error: <msg>" (when given) and the usage text to stderr, then exits 2. */
+export function usageExit(text: string): (msg?: string) => never {
+  return (msg) => {
+    if (msg) console.error(`error: ${msg}\n`);
+    console.error(text);
+    process.exit(2);
+  };
 }

@@ -21,7 +21,7 @@ import { hfFiles, peftFiles } from "../export/hf";
 import { exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
-import { parseCliArgs } from "./args";
+import { parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
 
 interface Args {
@@ -32,16 +32,12 @@ interface Args {
   strict: boolean;
 }
 
-function usage(msg?: string): never {
-  if (msg) console.error(`error: ${msg}\n`);
-  console.error(
-    "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
-      "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR\n" +
-      "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
-      "       npm run export -- --table",
-  );
-  process.exit(2);
-}
+const usage: (msg?: string) => never = usageExit(
+  "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
+    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR\n" +
+    "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
+    "       npm run export -- --table",
+);
 
 function parseArgs(argv: string[]): Args {
   const p = parseCliArgs(argv, { flags: ["--strict"], values: ["--out", "--link"] }, usage);

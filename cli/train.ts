@@ -27,7 +27,7 @@ import { listRegistries } from "../rl/algos/registry";
 import type { RunLoopOptions } from "../rl/runner";
 import type { MetricsRow } from "../rl/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
-import { parseCliArgs } from "./args";
+import { parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
 import { hubReader } from "./model-store";
 import { openRunFolder, runToFolder } from "./run";
@@ -48,16 +48,12 @@ interface Args {
   quiet: boolean;
 }
 
-function usage(msg?: string): never {
-  if (msg) console.error(`error: ${msg}\n`);
-  console.error(
-    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--model DIR|hf:owner/name [--revision R]] [--backend webgpu|cpu] [--quiet]\n" +
-      "       npm run train -- --link '<share url>' [--out DIR]\n" +
-      "       npm run train -- --resume <run folder>\n" +
-      "       npm run train -- --list",
-  );
-  process.exit(2);
-}
+const usage: (msg?: string) => never = usageExit(
+  "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--model DIR|hf:owner/name [--revision R]] [--backend webgpu|cpu] [--quiet]\n" +
+    "       npm run train -- --link '<share url>' [--out DIR]\n" +
+    "       npm run train -- --resume <run folder>\n" +
+    "       npm run train -- --list",
+);
 
 function parseArgs(argv: string[]): Args {
   const p = parseCliArgs(
