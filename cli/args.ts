@@ -1,8 +1,8 @@
-// The CLI's argument reading, once for `npm run train`, `npm run export` and `npm run compare`: flags (--quiet),
-// options that take the next argument as their value (--out DIR), and positionals in order.
-// An option without its value and an option not in the lists go to the command's usage(),
-// which prints the message and the usage and exits 2 (usageExit makes one). Tested by
-// cli/args.test.ts.
+// The CLI's argument reading, once for `npm run train`, `npm run export` and `npm run compare`:
+// flags (--quiet), options that take the next argument as their value (--out DIR), and
+// positionals in order. An option without its value and an option not in the lists go to the
+// command's usage(), which prints the message and the usage and exits 2 (usageExit makes one).
+// Tested by cli/args.test.ts.
 
 export interface ArgSpec {
   /** Options without a value ("--quiet"). */
