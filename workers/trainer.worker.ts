@@ -542,12 +542,15 @@ const api: TrainerApi = {
     const store = await getStore();
     if (!store) return [];
     const out: InterruptedRun[] = [];
+    const refs = groupRefs(await store.listGroups());
     for (const r of await store.listRuns()) {
       if (r.status !== "running" && r.status !== "paused") continue;
       if (run?.id === r.id || (await lockHeld(runLock(r.id)))) continue;
       await store.updateRun(r.id, { status: "interrupted" });
+      const group = refs.get(r.id);
       out.push({
-        run: { ...r, status: "interrupted" },
+        // A seed of a group resumes in its group.
+        run: { ...r, status: "interrupted", ...(group ? { group } : {}) },
         checkpoint: (await store.latestCheckpointPoint(r.id)) ?? null,
       });
     }
