@@ -311,14 +311,12 @@ describe("RunStore in Chromium", () => {
           const summary = { phase: "rl", step: 0, rows: 1, metrics: { "reward/mean": 0.5 } };
           const run = { id: "old", name: "#1 old", config, createdAt: 1, updatedAt: 1, status: "done" };
           req.transaction?.objectStore("runs").put({ ...run, source: "local", summary });
-          req.transaction
-            ?.objectStore("metrics")
-            .put({
-              runId: "old",
-              rank: 2,
-              step: 0,
-              row: { step: 0, phase: "rl", time: 0, "reward/mean": 0.5 },
-            });
+          req.transaction?.objectStore("metrics").put({
+            runId: "old",
+            rank: 2,
+            step: 0,
+            row: { step: 0, phase: "rl", time: 0, "reward/mean": 0.5 },
+          });
         };
         req.onsuccess = () => {
           req.result.close();
