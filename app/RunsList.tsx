@@ -165,7 +165,13 @@ function StoredGroupRow({ members, activeIds }: { members: StoredRun[]; activeId
     <tr className="group-head" data-testid="stored-group" data-group={g.id} data-seeds={members.length}>
       <td>
         <span data-testid="stored-group-name">{g.name}</span>{" "}
-        <span className="muted">seeds {members.map((m) => m.group?.seed).join(", ")}</span>
+        <span className="muted">
+          seeds{" "}
+          {members
+            .map((m) => m.group?.seed ?? 0)
+            .sort((a, b) => a - b)
+            .join(", ")}
+        </span>
       </td>
       <td>
         {members.length} of {g.size} seeds stored, {done} done
