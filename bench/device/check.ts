@@ -346,7 +346,7 @@ function merge(oursPath: string, torchPath: string, resultsDir: string): string 
   const path = join(resultsDir, `gpu-${ours.adapter.name}.json`);
   writeFileSync(
     path,
-    `${JSON.stringify({ date: ours.date, adapter: ours.adapter, limits: ours.adapterLimits, seconds: ours.seconds, rows }, null, 1)}\n`,
+    `${JSON.stringify({ date: ours.date, adapter: ours.adapter, matmulTile: ours.matmulTile, limits: ours.adapterLimits, seconds: ours.seconds, rows }, null, 1)}\n`,
   );
   for (const r of rows)
     console.log(
