@@ -1,16 +1,18 @@
 // The tiled matmul's workgroup shape per adapter (as the llama.cpp and ONNX Runtime WebGPU
-// backends pick theirs): at the first model on a device, each shape of MATMUL_TILES runs five
-// timed dispatches of TUNE_SHAPE (in turn with the others) and the fastest median wins (chooseTile; the default 8x8 unless another
-// is clearly faster). The choice is cached per adapter description in memory, and in the browser
-// in IndexedDB (Node: memory only, a process measures once), and becomes the `matmulTile` of every
-// Runtime made on that device afterwards. The shape changes which thread computes which block of
-// out, never the order of the K sum, so results are bit-identical whatever is chosen.
+// backends pick theirs): at the first model on a device, each shape of MATMUL_TILES is timed five
+// times at tuneShape (in turn with the others) and the fastest median wins (chooseTile; the
+// default 8x8 unless another is clearly faster). The choice is cached per adapter description in
+// memory, and in the browser in IndexedDB (Node: memory only, a process measures once), and
+// becomes the `matmulTile` of every Runtime made on that device afterwards. The shape changes
+// which thread computes which block of out, never the order of the K sum, so results are
+// bit-identical whatever is chosen.
 // Override: `override` ("16x8"), or LAB_MATMUL_TILE in Node (the test projects set 8x8 so each
 // test file does not spend a second measuring). SwiftShader runs the unrolled kernels
 // (matmul-gen.ts), whose shape is fixed: nothing is measured there.
 // The measuring runs on a Runtime of its own, so a model's counters (submits, readbacks,
 // dispatches) never include it. Tested by kernels/autotune.gpu.test.ts.
 import { matmul } from "./matmul";
+import type { MatmulShape } from "./reference";
 import { DEFAULT_MATMUL_TILE, Runtime, runsUnrolled, setDeviceMatmulTile } from "./runtime";
 
 export type Tile = readonly [number, number];
@@ -25,8 +27,18 @@ export const MATMUL_TILES: readonly Tile[] = [
   [8, 4],
 ];
 
-/** A linear layer's form (A·Bᵀ) at a size every candidate tiles several times over. */
-export const TUNE_SHAPE = { M: 256, N: 256, K: 256, transB: true } as const;
+/**
+ * A linear layer's form (A·Bᵀ) at a size every candidate tiles many times over: 1024³ (a
+ * pretrained model's layer at a few hundred tokens) on a GPU, 256³ on a software adapter, where
+ * that already takes 10-30 ms.
+ */
+export function tuneShape(software: boolean): MatmulShape {
+  const n = software ? 256 : 1024;
+  return { M: n, N: n, K: n, transB: true };
+}
+
+/** Each timing records enough dispatches in one submit to last about this long (submit latency). */
+export const TUNE_TARGET_MS = 10;
 
 /** Another shape must beat the default's median by this fraction to replace it (timing noise). */
 export const TUNE_MARGIN = 0.1;
@@ -146,30 +158,36 @@ export function clearTileMemory(): void {
 }
 
 /**
- * ms of `reps` dispatches of TUNE_SHAPE at each candidate, after one untimed each (it compiles);
- * the reps go round the candidates in turn, so a change in load hits them alike.
+ * ms per dispatch of tuneShape at each candidate, `reps` timings each, after one untimed (it
+ * compiles). A timing is one submit of as many dispatches as make the default last about
+ * TUNE_TARGET_MS (at most 32: on a GPU one 1024³ product takes well under a millisecond, less
+ * than a submit's round trip), the same count for every candidate; the reps go round the
+ * candidates in turn, so a change in load hits them alike.
  */
 export async function measureTiles(device: GPUDevice, reps = 5): Promise<{ tile: Tile; ms: number[] }[]> {
   const rt = new Runtime(device); // its own counters: no model's counts include these
-  const { M, N, K } = TUNE_SHAPE;
+  const shape = tuneShape(rt.software);
+  const { M, N, K } = shape;
   const fill = (n: number, k: number) =>
     Float32Array.from({ length: n }, (_, i) => ((i * k) % 17) / 17 - 0.5);
   const a = rt.tensor(fill(M * K, 7));
   const b = rt.tensor(fill(N * K, 11));
   const out = rt.tensor(M * N);
-  const once = async (tile: Tile) => {
+  const timed = async (tile: Tile, count: number) => {
     rt.matmulTile = [tile[0], tile[1]];
     const t0 = performance.now();
     const enc = device.createCommandEncoder();
-    matmul(rt, enc, out, a, b, null, TUNE_SHAPE);
+    for (let i = 0; i < count; i++) matmul(rt, enc, out, a, b, null, shape);
     rt.submit(enc);
     await device.queue.onSubmittedWorkDone();
-    return performance.now() - t0;
+    return (performance.now() - t0) / count;
   };
   const times = MATMUL_TILES.map((tile) => ({ tile, ms: [] as number[] }));
   try {
-    for (const t of times) await once(t.tile);
-    for (let r = 0; r < reps; r++) for (const t of times) t.ms.push(await once(t.tile));
+    for (const t of times) await timed(t.tile, 1);
+    const one = await timed(MATMUL_TILES[0], 1);
+    const count = Math.min(32, Math.max(1, Math.round(TUNE_TARGET_MS / Math.max(one, 1e-3))));
+    for (let r = 0; r < reps; r++) for (const t of times) t.ms.push(await timed(t.tile, count));
   } finally {
     for (const v of [a, b, out]) v.buffer.destroy();
   }
