@@ -47,9 +47,15 @@ const HINT =
   "Use a recent Chrome or Edge on a machine with a GPU (chrome://gpu shows whether WebGPU is on); " +
   "on Linux, start Chrome with --enable-unsafe-webgpu.";
 
+/**
+ * The optional features the engine enables when the adapter has them: shader-f16 (the f16
+ * weight matmul of a LoRA model's frozen base, kernels/matmul.ts; without it the base stays f32).
+ */
+export const ENGINE_FEATURES: GPUFeatureName[] = ["shader-f16"];
+
 export interface CreateGpuOptions {
   powerPreference?: GPUPowerPreference;
-  /** Optional features to enable when the adapter has them (e.g. "shader-f16"). */
+  /** Optional features to enable when the adapter has them; default ENGINE_FEATURES ([] for none). */
   optionalFeatures?: GPUFeatureName[];
 }
 
@@ -83,7 +89,7 @@ export async function createGpu(gpu: GPU | undefined, options: CreateGpuOptions 
     }
     requiredLimits[name] = has;
   }
-  const features = (options.optionalFeatures ?? []).filter((f) => adapter.features.has(f));
+  const features = (options.optionalFeatures ?? ENGINE_FEATURES).filter((f) => adapter.features.has(f));
   let device: GPUDevice;
   try {
     device = await adapter.requestDevice({ requiredLimits, requiredFeatures: features });

@@ -10,6 +10,7 @@ export * from "./attention";
 export * from "./columns";
 export * from "./device";
 export * from "./embedding";
+export * from "./half";
 export * from "./logsoftmax";
 export * from "./matmul";
 export * from "./norm";
