@@ -299,13 +299,14 @@ export const HF_READ_CHUNK = 1 << 22;
  * (offset in floats into the flat layout; a piece never crosses a tensor's end): the CPU copies
  * it into its array, the GPU uploads it into its parameter buffer. Host memory peaks near one
  * piece. Tensors the config does not use (a stored lm_head of a tied model, rotary caches) are
- * skipped.
+ * skipped, and so are those `only` (when given) refuses (a second pass over some tensors).
  */
 export async function loadHfWeights(
   dir: ModelDir,
   config: ModelConfig,
   write: (offset: number, data: Float32Array) => void | Promise<void>,
   chunk = HF_READ_CHUNK,
+  only?: (t: HfTensor) => boolean,
 ): Promise<void> {
   const fileOf = await weightFiles(dir);
   const opened = new Map<string, SafetensorsFile>();
@@ -320,6 +321,7 @@ export async function loadHfWeights(
     return f;
   };
   for (const t of hfTensors(config)) {
+    if (only && !only(t)) continue;
     const file = await open(fileOf(t.name));
     const e = file.tensors.get(t.name);
     if (!e) throw new Error(`${file.source.name}: missing tensor ${t.name}`);
