@@ -25,6 +25,7 @@ import {
   type ParamLayout,
   paramLayout,
 } from "./config";
+import type { LoraConfig } from "./lora";
 import {
   type ByteSource,
   blobSource,
@@ -45,6 +46,10 @@ export interface HfOptions {
   context?: number;
   /** Add the lab's value head (PPO's critic), initialised to zero. Default false. */
   valueHead?: boolean;
+  /** LoRA on the loaded base (ModelConfig.lora). Default: none. */
+  lora?: Partial<LoraConfig>;
+  /** Storage of the frozen base's linear weights (ModelConfig.baseDtype; f16 needs LoRA). Default f32. */
+  baseDtype?: ModelConfig["baseDtype"];
 }
 
 export const HF_DEFAULT_CONTEXT = 2048;
@@ -176,6 +181,8 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
     valueHead: opts.valueHead ?? false,
     normEps: num("rms_norm_eps", 1e-6),
     ropeTheta,
+    ...(opts.lora ? { lora: opts.lora as LoraConfig } : {}),
+    ...(opts.baseDtype ? { baseDtype: opts.baseDtype } : {}),
   });
 }
 
