@@ -141,7 +141,11 @@ export const FIELD_META: Record<string, FieldMeta> = {
   "model.dtype": restart(
     "model",
     "Storage of the frozen base's linear weights under LoRA: f16 halves them (f32 math and accumulation; norms, embeddings and the head stay f32; a tensor beyond f16's range stays f32). Needs model.lora.rank > 0; without shader-f16 the values are f16-rounded in f32 storage. verl/FSDP model_dtype (mixed precision), transformers torch_dtype.",
-    { paper: "Micikevicius et al. 2018, Mixed Precision Training", activeWhen: LORA_ON },
+    {
+      ...opts(["f32", "f16"]),
+      paper: "Micikevicius et al. 2018, Mixed Precision Training",
+      activeWhen: LORA_ON,
+    },
   ),
   "model.pretrained": restart(
     "model",
