@@ -241,6 +241,11 @@ export class GpuBase {
     return out;
   }
 
+  /** GPUBuffers holding the base (the stores' segments and the kept tensors'). */
+  get bufferCount(): number {
+    return this.f32.segments.length + (this.half?.segments.length ?? 0) + this.kept.size;
+  }
+
   report(requested: "f32" | "f16"): BaseStorage {
     let bytes = (this.f32.total + (this.half?.total ?? 0)) * 4;
     for (const k of this.kept.values()) bytes += (k.buf?.total ?? 0) * 4;

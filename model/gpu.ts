@@ -12,7 +12,8 @@
 // logits of a batch never exist whole. A forward (or backward) is one command encoder and one submit; a
 // forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
 // 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
-// Right padding only (causal attention, no key mask): padding after a token never changes it.
+// The base weights are held by model/gpu-base.ts (an f16 base's linear weights as HalfViews, read
+// by the f16 matmul). Right padding only (causal attention, no key mask): padding after a token never changes it.
 // Generation: per-layer KV caches (B, context, KV); a "feed step" pushes one token for each
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
 // through the network and keeps the final normed hidden state of those rows; decode() feeds,

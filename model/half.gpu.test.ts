@@ -118,6 +118,36 @@ for (const variant of ["gpt", "qwen2"]) {
   });
 }
 
+describe("an f16 base under a small buffer limit", () => {
+  it("its stores are cut into several buffers and give the same logits and weights", async () => {
+    const c = modelConfig({
+      layers: 2,
+      dModel: 64,
+      heads: 2,
+      context: 16,
+      vocab: 40,
+      baseDtype: "f16",
+      lora: { rank: 2, alpha: 4, targets: ["q_proj", "down_proj"] },
+    });
+    const w = new CpuModel(c, undefined, 5).params;
+    const batch: ScoreBatch = {
+      B: 1,
+      T: 7,
+      tokens: Int32Array.from([1, 5, 9, 3, 7, 2, 11]),
+      targets: Int32Array.from([5, 9, 3, 7, 2, 11, 4]),
+    };
+    const m = new GpuModel(rt, c, w, 0);
+    const small = new Runtime(device, { maxBindingBytes: 48 * 1024, maxBufferBytes: 48 * 1024 });
+    const win = new GpuModel(small, c, w, 0);
+    expect(win.base.bufferCount).toBeGreaterThan(m.base.bufferCount + 2);
+    const a = await m.forwardScore(batch, { logits: true });
+    const b = await win.forwardScore(batch, { logits: true });
+    assertClose("windowed f16 logits", b.logits!, a.logits!, SAME);
+    expect(bitEqual(await win.getWeights(), await m.getWeights())).toBe(true);
+    for (const x of [m, win]) x.dispose();
+  });
+});
+
 describe("a weight beyond f16's range", () => {
   const g = load("qwen2");
   const cfg = f16(g.config);

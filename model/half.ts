@@ -53,14 +53,15 @@ export interface BaseStorage {
   bytes: number;
 }
 
-/** The report's one line: "base weights f16 (96 tensors, 1.26 GB); kept f32: ... (max |x| ...)". */
+/** The report's one line: "base weights f16: 96 linear weights f16-rounded, 1260.34 MB stored; kept f32 ...". */
 export function describeStorage(s: BaseStorage): string {
   const kept =
     s.keptF32.length > 0
       ? `; kept f32 (beyond f16's range 65504): ${s.keptF32.map((k) => `${k.name} (max |x| ${k.maxAbs})`).join(", ")}`
       : "";
   const why = s.reason ? ` (${s.reason})` : "";
-  return `base weights ${s.storage}${why}: ${s.halfTensors} linear weights ${s.requested === "f16" ? "rounded to f16" : "in f32"}, ${(s.bytes / 1e6).toFixed(1)} MB${kept}`;
+  const what = s.requested === "f16" ? `${s.halfTensors} linear weights f16-rounded, ` : "";
+  return `base weights ${s.storage}${why}: ${what}${(s.bytes / 1e6).toFixed(2)} MB stored${kept}`;
 }
 
 /**
