@@ -8,7 +8,9 @@ import { roundHalf } from "../kernels/half";
 import { bitEqual, randn } from "../kernels/testing";
 import { modelConfig, paramLayout } from "./config";
 import { CpuModel } from "./cpu";
-import { describeStorage, halfTensors } from "./half";
+import { describeStorage, halfFloats, halfTensors } from "./half";
+import { hfModelConfig } from "./hf";
+import { QWEN25_05B } from "./hf-configs";
 import type { LoraConfig } from "./lora";
 
 const lora = { rank: 2, alpha: 4, targets: ["q_proj", "v_proj", "down_proj"] as LoraConfig["targets"] };
@@ -33,6 +35,12 @@ describe("f16 base on the CPU model", () => {
       expect(bitEqual(got, half.has(t.name) ? src.map(roundHalf) : src), t.name).toBe(true);
     }
     expect(m.baseStorage()).toMatchObject({ requested: "f16", storage: "f32", halfTensors: 8, keptF32: [] });
+  });
+
+  it("at Qwen2.5-0.5B's shape the f16 tensors are 72% of the base's values", () => {
+    const q = paramLayout(hfModelConfig(QWEN25_05B, "config.json", { lora: { rank: 16 }, baseDtype: "f16" }));
+    expect(halfFloats(q)).toBe(24 * (1152 * 896 + 896 * 896 + 2 * 4864 * 896 + 896 * 4864));
+    expect(halfFloats(q) / q.count).toBeCloseTo(0.724, 3);
   });
 
   it("keeps a tensor with a value beyond 65504 (or not finite) exact and names it; setWeights decides again", async () => {

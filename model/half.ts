@@ -2,7 +2,7 @@
 // rounding both backends apply on load, and the report of what was stored how.
 //
 // The f16 tensors are each layer's four linear weights (c_attn = q|k|v, c_proj, c_fc = gate|up,
-// mlp c_proj: 73% of Qwen2.5-0.5B's parameters); norms, biases, the token and position tables
+// mlp c_proj: 72% of Qwen2.5-0.5B's parameters); norms, biases, the token and position tables
 // and the head stay f32 (the embedding and the chunked head read f32 rows). A tensor with a value
 // beyond f16's range (|x| > 65504, or not finite) stays f32, exact, and the report names it.
 // Both backends round the same values the same way (kernels/half.ts, round to nearest even), so
@@ -23,6 +23,14 @@ export function halfBase(c: ModelConfig): boolean {
 /** The tensors of the layout an f16 base stores as f16 (unless out of range). */
 export function halfTensors(layout: ParamLayout): TensorSpec[] {
   return layout.tensors.filter((t) => HALF_NAME.test(t.name));
+}
+
+/**
+ * Values an f16 base stores in f16 (before any tensor is found beyond range), for the memory
+ * plan: the base takes (layout.count - n) * 4 + n * 2 bytes (plus alignment), not count * 2.
+ */
+export function halfFloats(layout: ParamLayout): number {
+  return halfTensors(layout).reduce((a, t) => a + t.size, 0);
 }
 
 /** Whether f16 can hold this tensor's values (every |x| <= 65504); else it stays f32. */
