@@ -20,7 +20,6 @@ import {
 import type { PolicyModel } from "../model/api";
 import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
 import type { ModelConfig } from "../model/config";
-import { describeStorage } from "../model/half";
 import { phasedEdits, type RunEventRecord } from "../rl/bundle";
 import { checkpointPoint, type RunEvents, RunLoop, type RunLoopOptions } from "../rl/runner";
 import { createTrainer } from "../rl/session";
@@ -39,11 +38,7 @@ export interface FolderRunOptions {
   /** Continue the run in `out` from its checkpoint (see openRunFolder). */
   resume?: RunLoopOptions["resume"];
   /** Progress, events and the loop itself (to pause or stop it), for the caller to print. */
-  on?: Pick<RunEvents, "row" | "event"> & {
-    loop?(loop: RunLoop): void;
-    /** A line about the loaded model (an f16 base: what is stored how). */
-    note?(line: string): void;
-  };
+  on?: Pick<RunEvents, "row" | "event"> & { loop?(loop: RunLoop): void };
 }
 
 const FILES = ["metrics.jsonl", "samples.jsonl", "events.jsonl", "edits.jsonl"] as const;
@@ -152,8 +147,6 @@ export async function runToFolder(o: FolderRunOptions): Promise<RunLoop> {
     readFile: o.readFile,
     clock: o.clock,
   });
-  const storage = trainer.policy.baseStorage?.();
-  if (storage && storage.requested === "f16") o.on?.note?.(describeStorage(storage));
   const loop = new RunLoop(
     trainer,
     {

@@ -218,7 +218,6 @@ async function main() {
       sandbox,
       readFile: async (p) => (await fromHub?.(p)) ?? readProjectFile(p),
       on: {
-        note: (line) => console.error(line),
         row(row) {
           if (row.phase === "rl" && row["reward/mean"] === undefined) return; // the final evaluation row
           done++;
