@@ -184,9 +184,11 @@ export class GpuBase {
     const first = r - 2 * w0; // 1: the piece starts in a word's high half
     for (let i = 0; i < n; i++) halves[first + i] = halfBits(data[i]);
     const endsMid = (r + n) % 2 === 1;
-    // A word a piece fills only half of keeps the other half another piece wrote.
+    // A word a piece fills only half of keeps the other half another piece wrote; the words it
+    // fills whole forget what earlier pieces left there.
     if (first === 1) halves[0] = (this.edges.get(base + w0) ?? 0) & 0xffff;
     if (endsMid) halves[halves.length - 1] = (this.edges.get(base + w1 - 1) ?? 0) >>> 16;
+    for (const w of this.edges.keys()) if (w >= base + w0 && w < base + w1) this.edges.delete(w);
     if (first === 1) this.edges.set(base + w0, words[0]);
     if (endsMid) this.edges.set(base + w1 - 1, words[words.length - 1]);
     this.half!.write(this.rt, base + w0, new Float32Array(words.buffer));
