@@ -219,7 +219,13 @@ function trends(name: string, base: SeedRun[], arm: SeedRun[]): string[] {
       (r) => ends(arm.find((x) => x.seed === r.seed)!, key).change - ends(r, key).change,
     );
     lines.push(
-      `| ${key} | ${pm(b.map((x) => x.first), 3)} | ${cell(b.map((x) => x.change))} | ${pm(a.map((x) => x.first), 3)} | ${cell(a.map((x) => x.change))} | ${cell(diffs)} |`,
+      `| ${key} | ${pm(
+        b.map((x) => x.first),
+        3,
+      )} | ${cell(b.map((x) => x.change))} | ${pm(
+        a.map((x) => x.first),
+        3,
+      )} | ${cell(a.map((x) => x.change))} | ${cell(diffs)} |`,
     );
   }
   return lines;
