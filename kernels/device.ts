@@ -49,14 +49,18 @@ const HINT =
   "Use a recent Chrome or Edge on a machine with a GPU (chrome://gpu shows whether WebGPU is on); " +
   "on Linux, start Chrome with --enable-unsafe-webgpu.";
 
-/** The optional features the engine uses where the adapter has them (kernels fall back without). */
-export const OPTIONAL_FEATURES: GPUFeatureName[] = ["subgroups"];
+/**
+ * The optional features the engine enables when the adapter has them: shader-f16 (the f16
+ * weight matmul of a LoRA model's frozen base, kernels/matmul.ts; without it the base stays f32)
+ * and subgroups (the row reductions, kernels/reduce.ts; without it a workgroup tree).
+ */
+export const ENGINE_FEATURES: GPUFeatureName[] = ["shader-f16", "subgroups"];
 
 export interface CreateGpuOptions {
   powerPreference?: GPUPowerPreference;
   /**
-   * Optional features to enable when the adapter has them; default OPTIONAL_FEATURES. Tests pass
-   * a list without one to get the fallback kernels on a device that lacks it.
+   * Optional features to enable when the adapter has them; default ENGINE_FEATURES ([] for none:
+   * tests get the fallback kernels on a device that lacks them).
    */
   optionalFeatures?: GPUFeatureName[];
 }
@@ -106,7 +110,7 @@ export async function createGpu(gpu: GPU | undefined, options: CreateGpuOptions 
     }
     requiredLimits[name] = has;
   }
-  const features = (options.optionalFeatures ?? OPTIONAL_FEATURES).filter((f) => adapter.features.has(f));
+  const features = (options.optionalFeatures ?? ENGINE_FEATURES).filter((f) => adapter.features.has(f));
   let device: GPUDevice;
   try {
     device = await adapter.requestDevice({ requiredLimits, requiredFeatures: features });

@@ -11,6 +11,7 @@ export * from "./autotune";
 export * from "./columns";
 export * from "./device";
 export * from "./embedding";
+export * from "./half";
 export * from "./logsoftmax";
 export * from "./matmul";
 export * from "./norm";

@@ -2,7 +2,7 @@
 // rank 16 on all linear layers, the model's chat template with Hermes calls, micro-batches of 1)
 // runs headless for two RL steps with its model.pretrained swapped for a tiny Qwen2 folder
 // written here (Qwen's 151,669-row vocabulary, GQA, q/k/v biases) and Qwen3's real tokenizer
-// standing in for Qwen2.5's: the adapter trains, the base stays bit-identical.
+// standing in for Qwen2.5's: the adapter trains, the base (f16-rounded: model.dtype f16) stays bit-identical.
 // Run: npx vitest run --project train rl/qwen-calculator.train.test.ts (about a minute: Qwen's vocabulary on the CPU model)
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -60,6 +60,7 @@ describe("qwen-calculator recipe", () => {
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
     const config: RunConfig = parsed.config;
     expect(config.model.lora).toEqual({ rank: 16, alpha: 32, targets: "all-linear" });
+    expect(config.model.dtype).toBe("f16");
     expect(config.rl.micro_batch_size).toBe(1);
     const tr = await createTrainer(config, {
       makeModel: async (mc, w, seed) => new CpuModel(mc, w, seed),
@@ -77,6 +78,8 @@ describe("qwen-calculator recipe", () => {
       "up_proj",
       "down_proj",
     ]);
+    // the f16 base: its linear weights rounded to f16 on load (the CPU model stores them in f32)
+    expect(policy.baseStorage()).toMatchObject({ requested: "f16", halfTensors: 4, keptF32: [] });
     const base = await policy.getWeights();
     const adapter = (await policy.getAdapter())!;
     for (let s = 0; s < 2; s++) {
