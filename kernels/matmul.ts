@@ -147,8 +147,8 @@ export function matmul(
   // The f16 variant is the tiled kernel's (SwiftShader, the unrolled kernels' adapter, has no shader-f16).
   const unrolledHere = rt.unrolled && !half;
   const code = half ? halfSource(src) : unrolledHere ? unrolledSource(s) : src;
-  // the tiled kernel's workgroup shape comes from the runtime's table (matmulTile)
-  const [wx, wy] = unrolledHere ? [WG_X, WG_Y] : rt.matmulTile;
+  // the tiled kernel's workgroup shape: the runtime's table (matmulTile), fitted to a narrow N
+  const [wx, wy] = unrolledHere ? [WG_X, WG_Y] : rt.matmulTileFor(s.N);
   const pipeline = rt.pipeline(code, "main", { WG_X: wx, WG_Y: wy });
   const u = rt.uniform(
     packUniform([

@@ -161,6 +161,14 @@ export class Runtime {
   /** Idle MAP_READ staging buffers by size (powers of two from 256 bytes). */
   private staging = new Map<number, GPUBuffer[]>();
 
+  /**
+   * Per-dispatch GPU time (timestamp-query), on only while a profiling script asks for it
+   * (startProfile / readProfile; bench/profile-update.ts): every dispatch recorded into an
+   * encoder gets its own timed pass. Null: off (no cost, no extra queries).
+   */
+  private profile: { sets: GPUQuerySet[]; labels: string[]; groups: [number, number, number][] } | null =
+    null;
+
   /** Cumulative round trips since this Runtime was made (read, never reset: take differences). */
   readonly counters: RuntimeCounters = zeroCounters();
 
@@ -236,6 +244,24 @@ export class Runtime {
     this.matmulTile = [...(tiles.get(device) ?? DEFAULT_MATMUL_TILE)] as [number, number];
     const sizes = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
     this.subgroupSizes = [sizes?.subgroupMinSize ?? 0, sizes?.subgroupMaxSize ?? 0];
+  }
+
+  /**
+   * The tiled matmul's threads (x, y) for an out of N columns (the new path): matmulTile, except
+   * where its tiles would pad N by more than a tenth, leaving those columns' threads idle; then
+   * N is cut into ceil(N/64) equal column blocks, each one workgroup of ceil(width/8) x 8 threads
+   * (N = 48: 6x8, a 64x48 tile). The quick-demo update's matmuls have N of 48-192 at 2560 rows,
+   * where the 16x8 that the autotune picks at 256³ on lavapipe ran up to 2x slower than a fitted
+   * tile (kernels/dev/update-shapes.ts). legacyWorkgroups: matmulTile always. Which thread
+   * computes which block of out changes, never the order of the K sum: results are bit-identical.
+   */
+  matmulTileFor(N: number): [number, number] {
+    const [tx, ty] = this.matmulTile;
+    const span = 8 * tx;
+    // padded columns under a tenth of N: keep the tuned tile
+    if (this.legacyWorkgroups || Math.ceil(N / span) * span - N <= N / 10) return [tx, ty];
+    const width = Math.ceil(N / Math.ceil(N / 64));
+    return [Math.ceil(width / 8), 8];
   }
 
   /** [min, max] subgroup size of the adapter (0 when it does not say). */
@@ -474,6 +500,62 @@ export class Runtime {
     return p;
   }
 
+  /** Starts timing every dispatch recorded into an encoder (needs the timestamp-query feature). */
+  startProfile(): void {
+    if (!this.device.features.has("timestamp-query"))
+      throw new Error("startProfile: the device was made without the timestamp-query feature");
+    this.profile = { sets: [], labels: [], groups: [] };
+  }
+
+  /** The timed-pass descriptor of one dispatch while profiling (undefined otherwise). */
+  private timedPass(label: string, groups: [number, number, number]): GPUComputePassDescriptor | undefined {
+    const p = this.profile;
+    if (!p) return undefined;
+    const i = p.labels.length % (PROFILE_SET / 2);
+    if (i === 0) p.sets.push(this.device.createQuerySet({ type: "timestamp", count: PROFILE_SET }));
+    p.labels.push(label);
+    p.groups.push(groups);
+    const querySet = p.sets[p.sets.length - 1];
+    return {
+      timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 },
+    };
+  }
+
+  /** Stops profiling and reads every timed dispatch since startProfile back (after the work is submitted). */
+  async readProfile(): Promise<ProfiledDispatch[]> {
+    const p = this.profile;
+    if (!p) throw new Error("readProfile: startProfile was not called");
+    this.profile = null;
+    const out: ProfiledDispatch[] = [];
+    for (let s = 0; s < p.sets.length; s++) {
+      const bytes = PROFILE_SET * 8;
+      const resolve = this.device.createBuffer({
+        size: bytes,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
+      const read = this.device.createBuffer({
+        size: bytes,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      });
+      const enc = this.device.createCommandEncoder();
+      enc.resolveQuerySet(p.sets[s], 0, PROFILE_SET, resolve, 0);
+      enc.copyBufferToBuffer(resolve, 0, read, 0, bytes);
+      this.device.queue.submit([enc.finish()]);
+      await read.mapAsync(GPUMapMode.READ);
+      const t = new BigUint64Array(read.getMappedRange().slice(0));
+      read.unmap();
+      read.destroy();
+      resolve.destroy();
+      p.sets[s].destroy();
+      const n = Math.min(PROFILE_SET / 2, p.labels.length - s * (PROFILE_SET / 2));
+      for (let i = 0; i < n; i++) {
+        const k = s * (PROFILE_SET / 2) + i;
+        out.push({ label: p.labels[k], groups: p.groups[k], ns: Number(t[2 * i + 1] - t[2 * i]) });
+      }
+    }
+    return out;
+  }
+
   /**
    * Records one dispatch. `bindings[i]` goes to @binding(i) of group 0 (null: a binding this entry
    * point does not use); `groups` may exceed 65535 in x, it is then folded into y.
@@ -510,13 +592,26 @@ export class Runtime {
       x = 65535;
     }
     const isPass = "dispatchWorkgroups" in rec;
-    const pass = isPass ? (rec as GPUComputePassEncoder) : (rec as GPUCommandEncoder).beginComputePass();
+    const pass = isPass
+      ? (rec as GPUComputePassEncoder)
+      : (rec as GPUCommandEncoder).beginComputePass(this.timedPass(pipeline.label, [x, y, z]));
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y, z);
     this.counters.dispatches++;
     if (!isPass) pass.end();
   }
+}
+
+const PROFILE_SET = 4096;
+
+export interface ProfiledDispatch {
+  /** The entry point. */
+  label: string;
+  /** Workgroups dispatched (x, y, z). */
+  groups: [number, number, number];
+  /** GPU time of its pass, ns. */
+  ns: number;
 }
 
 /** [start, length) pieces of [0, n) (floats) of at most `max` floats each, every start a multiple of `unit`. */
