@@ -1,6 +1,7 @@
 // The matmul tile autotune (kernels/autotune.ts) on the GPU: every candidate shape gives the
 // reference's products (and the default's, bit for bit: the shape never reorders the K sum) on
-// odd shapes in each form; tuneMatmulTile measures once and then uses its cache (memory, then a
+// odd shapes in each form, and so does the tile fitted to a narrow N (Runtime.matmulTileFor);
+// tuneMatmulTile measures once and then uses its cache (memory, then a
 // store), honours an override, hands the choice to Runtimes made afterwards, and its measuring
 // dispatches never show in another Runtime's counters. Chooser unit tests: autotune.test.ts.
 // Run: npx vitest run --project gpu kernels/autotune
@@ -32,6 +33,7 @@ describe("every candidate tile", () => {
   it("gives the reference's products in every form, bit-identical to the default's", async () => {
     const rt = await gpuRuntime();
     rt.unrolled = false;
+    rt.legacyWorkgroups = true; // each candidate as is, not fitted to a narrow N
     for (const [i, s] of SHAPES.entries()) {
       const batch = s.batch ?? 1;
       const shape = { ...s, strideA: s.M * s.K, strideB: s.K * s.N, strideOut: s.M * s.N };
@@ -58,6 +60,46 @@ describe("every candidate tile", () => {
         expect(bitEqual(got, first), `${tileName(tile)} vs ${tileName(MATMUL_TILES[0])}`).toBe(true);
       }
     }
+    rt.legacyWorkgroups = false;
+    rt.matmulTile = [...DEFAULT_MATMUL_TILE];
+  });
+});
+
+describe("the tile fitted to a narrow N (new path)", () => {
+  it("gives the reference's products, bit-identical to the tuned tile's, at N = 13, 48, 107, 144", async () => {
+    const rt = await gpuRuntime();
+    rt.unrolled = false;
+    rt.matmulTile = [16, 8];
+    const shapes: MatmulShape[] = [
+      { M: 70, N: 13, K: 29, transB: true },
+      { M: 130, N: 48, K: 20 },
+      { M: 66, N: 107, K: 9, transB: true, accumulate: true },
+      { M: 21, N: 144, K: 150, transA: true, accumulate: true },
+    ];
+    expect(shapes.map((s) => rt.matmulTileFor(s.N).join("x"))).toEqual(["2x8", "6x8", "7x8", "6x8"]);
+    for (const [i, s] of shapes.entries()) {
+      const [a, b, out0] = [randn(s.M * s.K, i), randn(s.K * s.N, i + 1), randn(s.M * s.N, i + 2)];
+      const ref = out0.slice();
+      matmulRef(ref, a, b, null, s);
+      const [ga, gb] = [rt.tensor(a), rt.tensor(b)];
+      const run = async (legacy: boolean) => {
+        rt.legacyWorkgroups = legacy;
+        const out = rt.tensor(out0);
+        const enc = rt.device.createCommandEncoder();
+        matmul(rt, enc, out, ga, gb, null, s);
+        rt.submit(enc);
+        return (await rt.read(out)).subarray(0, ref.length);
+      };
+      const fitted = await run(false);
+      const tuned = await run(true);
+      rt.legacyWorkgroups = false;
+      assertClose(`fitted ${JSON.stringify(s)}`, fitted, ref, { atol: TOL.fwd.atol * Math.sqrt(s.K) });
+      expect(bitEqual(fitted, tuned), `fitted vs 16x8 at N = ${s.N}`).toBe(true);
+    }
+    expect(rt.matmulTileFor(256)).toEqual([16, 8]);
+    rt.legacyWorkgroups = true;
+    expect(rt.matmulTileFor(48)).toEqual([16, 8]);
+    rt.legacyWorkgroups = false;
     rt.matmulTile = [...DEFAULT_MATMUL_TILE];
   });
 });

@@ -18,10 +18,12 @@ const lse = rt.tensor(new Float32Array(B * NH * T));
 const dout = rt.tensor(randn(B * T * C, 2));
 const dqkv = rt.tensor(new Float32Array(B * T * 3 * C));
 const scratch = rt.tensor(new Float32Array(B * NH * T));
-const variants = (process.argv[2] ?? "loop,unrolled,loop").split(",");
-for (const v of variants) {
-  rt.unrolled = v === "unrolled";
-  for (let rep = 0; rep < 2; rep++) {
+const variants = (process.argv[2] ?? "legacy,constant").split(",");
+const best = new Map<string, number[]>();
+for (let rep = 0; rep < 6; rep++) {
+  for (const v of variants) {
+    rt.unrolled = v === "unrolled";
+    rt.legacyWorkgroups = v === "legacy";
     const enc = device.createCommandEncoder();
     rt.startProfile();
     for (let i = 0; i < 2; i++) {
@@ -30,7 +32,13 @@ for (const v of variants) {
     }
     rt.submit(enc);
     const p = await rt.readProfile();
-    console.log(v, p.map((d) => `${d.label} ${(d.ns / 1e6).toFixed(1)}`).join(", "));
+    const ms = p.map((d) => d.ns / 1e6);
+    const b = best.get(v) ?? ms;
+    best.set(
+      v,
+      b.map((x, i) => Math.min(x, ms[i])),
+    );
   }
 }
+for (const [v, ms] of best) console.log(v.padEnd(9), "min ms:", ms.map((x) => x.toFixed(1)).join(" "));
 device.destroy();
