@@ -1,6 +1,6 @@
-// Times the tiled matmul at the quick-demo update's shapes (d48, 4x MLP, vocab 107, 2560 rows) per
-// workgroup shape, from timestamp queries: how the update's matmuls were tuned (bench/profile-update.ts
-// is the whole-update profile).
+// Times the tiled matmul at the quick-demo update's shapes (d48, 4x MLP, vocab 107, 2560 rows) with
+// the tuned tile as is (legacyWorkgroups) and fitted to a narrow N (Runtime.matmulTileFor), in turn,
+// from timestamp queries (bench/profile-update.ts is the whole-update profile).
 // Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/update-shapes.ts
 import { createGpu, ENGINE_FEATURES } from "../device";
 import { matmul } from "../matmul";
