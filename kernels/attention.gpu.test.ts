@@ -1,9 +1,9 @@
-// GPU tests: causal attention forward/backward vs reference.ts (T=7, head size 24; T=9, head
-// size 6; left- and right-padded masks, large logits), determinism, and decode attention over a KV cache written
+// GPU tests: causal attention forward/backward vs reference.ts (T=7, head size 24, left- and
+// right-padded masks, large logits), determinism, and decode attention over a KV cache written
 // by kvCacheWrite, checked against the reference and against full attention at the last position;
 // grouped-query attention (6 query heads over 2 or 1 key/value heads) forward, backward and decode.
 // Run: npx vitest run --project gpu kernels/attention
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { attentionBackward, attentionForward, decodeAttention, kvCacheWrite } from "./attention";
 import * as R from "./reference";
 import type { Runtime } from "./runtime";
@@ -49,28 +49,19 @@ async function attnCase(
   return got;
 }
 
-// every kernel whatever the adapter: attention.wgsl's loops bounded by the uniform head size (the
-// legacy path, legacyWorkgroups) and by the constant MAX_HS (the new path), and attention-gen.ts's
-// unrolled ones
-type Kernel = "uniform-bound" | "constant-bound" | "unrolled";
-let kernel: Kernel = "constant-bound";
+// both kernels whatever the adapter: attention.wgsl's loops and attention-gen.ts's unrolled ones
+let unrolled = false;
 async function runtime(): Promise<Runtime> {
   const rt = await gpuRuntime();
-  rt.unrolled = kernel === "unrolled";
-  rt.legacyWorkgroups = kernel === "uniform-bound";
+  rt.unrolled = unrolled;
   return rt;
 }
 
-describe.each(["uniform-bound", "constant-bound", "unrolled"] as const)("attention (%s)", (k) => {
+describe.each([false, true])("attention (unrolled %s)", (u) => {
   beforeAll(() => {
-    kernel = k;
-  });
-  afterAll(async () => {
-    (await gpuRuntime()).legacyWorkgroups = false;
+    unrolled = u;
   });
   it("T=7, head size 24, no mask", async () => void (await attnCase(await runtime(), 2, 7, 48, 2, null, 1)));
-  it("T=9, head size 6 (not a multiple of 4: the uniform bound)", async () =>
-    void (await attnCase(await runtime(), 3, 9, 12, 2, null, 1)));
   it("left and right padding masks, a fully masked query", async () => {
     const T = 7;
     const mask = new Uint32Array(3 * T).fill(1);

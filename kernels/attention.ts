@@ -18,23 +18,6 @@ function shader(C: number, NH: number): string {
   return src.replace("const MAX_HS = 128u;", `const MAX_HS = ${Math.min(hs, MAX_HEAD_SIZE)}u;`);
 }
 
-const constant = new Map<number, string>();
-
-/**
- * attention.wgsl with MAX_HS = hs and its per-thread head loops bounded by that constant
- * instead of the uniform p.hs (the same iterations, since hs = MAX_HS): the compiler can then
- * unroll them and keep q, acc, dq, dk, dv in registers. The new path's kernel where hs is a
- * multiple of 4 (the legacy path, legacyWorkgroups, keeps the uniform bound).
- */
-function constantBound(hs: number): string {
-  let code = constant.get(hs);
-  if (!code) {
-    code = shader(hs, 1).replaceAll("d < p.hs;", "d < MAX_HS;");
-    constant.set(hs, code);
-  }
-  return code;
-}
-
 const unrolled = new Map<number, string>();
 const unrolledDecode = new Map<number, string>();
 
@@ -45,7 +28,6 @@ const unrolledDecode = new Map<number, string>();
  */
 function trainShader(rt: Runtime, C: number, NH: number): string {
   const hs = C / NH;
-  if (!rt.unrolled && !rt.legacyWorkgroups && hs % 4 === 0) return constantBound(hs);
   if (!rt.unrolled || hs % 4 !== 0) return shader(C, NH);
   let code = unrolled.get(hs);
   if (!code) {

@@ -1,5 +1,5 @@
 // Times causal attention forward + backward at the quick-demo update's shape (B 32, T 80, C 48,
-// NH 2) for the loop kernel, its constant-bound form and the unrolled one, from timestamp queries.
+// NH 2) per kernel variant, from timestamp queries (min of 6 interleaved runs).
 // Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/attention-shapes.ts
 import { attentionBackward, attentionForward } from "../attention";
 import { createGpu, ENGINE_FEATURES } from "../device";
@@ -18,12 +18,11 @@ const lse = rt.tensor(new Float32Array(B * NH * T));
 const dout = rt.tensor(randn(B * T * C, 2));
 const dqkv = rt.tensor(new Float32Array(B * T * 3 * C));
 const scratch = rt.tensor(new Float32Array(B * NH * T));
-const variants = (process.argv[2] ?? "legacy,constant").split(",");
+const variants = (process.argv[2] ?? "loop,unrolled").split(",");
 const best = new Map<string, number[]>();
 for (let rep = 0; rep < 6; rep++) {
   for (const v of variants) {
     rt.unrolled = v === "unrolled";
-    rt.legacyWorkgroups = v === "legacy";
     const enc = device.createCommandEncoder();
     rt.startProfile();
     for (let i = 0; i < 2; i++) {
