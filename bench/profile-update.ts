@@ -25,6 +25,8 @@ const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEAT
 const sandbox = createNodeSandboxPool({ size: 2 });
 let model: GpuModel | null = null;
 let profiling = false;
+/** Wall ms spent awaiting the model's forwardScore and backward in the current step. */
+const awaited = { forwardScore: 0, backward: 0 };
 const trainer = await createTrainer(r.config, {
   makeModel: async (mc, w, seed) => {
     const m = await GpuModel.create(gpu.device, mc, w, seed);
@@ -32,12 +34,21 @@ const trainer = await createTrainer(r.config, {
       model = m;
       if (legacy) m.selectLegacyRoundTrips();
       const fs = m.forwardScore.bind(m);
-      m.forwardScore = (batch, options) => {
+      m.forwardScore = async (batch, options) => {
         if (!profiling) {
           m.rt.startProfile();
           profiling = true;
         }
-        return fs(batch, options);
+        const t0 = performance.now();
+        const r = await fs(batch, options);
+        awaited.forwardScore += performance.now() - t0;
+        return r;
+      };
+      const bw = m.backward.bind(m);
+      m.backward = async (grads) => {
+        const t0 = performance.now();
+        await bw(grads);
+        awaited.backward += performance.now() - t0;
       };
     }
     return m;
@@ -48,6 +59,8 @@ const trainer = await createTrainer(r.config, {
 let last: ProfiledDispatch[] = [];
 for (let s = 0; s < steps; s++) {
   profiling = false;
+  awaited.forwardScore = 0;
+  awaited.backward = 0;
   const t0 = performance.now();
   const { row } = await trainer.rlStep();
   const wall = (performance.now() - t0) / 1000;
@@ -59,7 +72,7 @@ for (let s = 0; s < steps; s++) {
     .join(" ");
   const gpuS = last.reduce((a, d) => a + d.ns, 0) / 1e9;
   console.log(
-    `step ${s}: wall ${wall.toFixed(2)} s, update GPU ${gpuS.toFixed(2)} s over ${last.length} dispatches; ${timing}`,
+    `step ${s}: wall ${wall.toFixed(2)} s, update GPU ${gpuS.toFixed(2)} s over ${last.length} dispatches; awaiting forwardScore ${(awaited.forwardScore / 1000).toFixed(2)} s, backward ${(awaited.backward / 1000).toFixed(2)} s; ${timing}`,
   );
 }
 const by = new Map<string, { ns: number; n: number; shapes: Map<string, number> }>();
