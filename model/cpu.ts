@@ -223,6 +223,9 @@ interface LayerActs {
   res3: F32; // (N,C) residual after the MLP
 }
 
+/** What forward() keeps of a layer: everything, or only its output with recomputation. */
+type SavedLayer = LayerActs | Pick<LayerActs, "res3">;
+
 export interface Activations {
   B: number;
   T: number;
@@ -230,7 +233,8 @@ export interface Activations {
   targets: Int32Array;
   positions: Int32Array;
   encoded: F32; // (N,C)
-  layers: LayerActs[];
+  /** Per layer; with recomputation only each layer's output (backward re-runs the layer). */
+  layers: SavedLayer[];
   lnf: F32; // (N,C)
   lnfMean: F32; // (N)
   lnfRstd: F32; // (N)
@@ -265,68 +269,91 @@ export function checkBatch(c: ModelConfig, batch: ScoreBatch): Int32Array {
   return positions;
 }
 
-/** The whole forward pass over (B,T); returns everything backward needs. With an adapter, LoRA adds into q/k/v/o/gate/up/down. */
-export function forward(
+/** Layer l's forward from its input `residual` (N,C): every activation its backward reads. */
+function layerForward(
   c: ModelConfig,
-  params: Params,
-  batch: ScoreBatch,
-  ad: Adapter | null = null,
-): Activations {
-  const { B, T } = batch;
-  const positions = checkBatch(c, batch);
+  p: Params["layers"][number],
+  residual: F32,
+  positions: Int32Array,
+  B: number,
+  T: number,
+  l: number,
+  ad: Adapter | null,
+): LayerActs {
   const N = B * T;
   const C = c.dModel;
   const { NH, KVH, hs, Q, QKV } = attnDims(c);
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+  const f = (n: number) => allocLike(residual, n);
+  const lora = (out: F32, inp: F32, w: LoraBaseWeight) => {
+    for (const s of specsOf(ad, l, w)) loraForward(out, inp, s, ad!, N);
+  };
+  const a: LayerActs = {
+    ln1: f(N * C),
+    ln1Mean: f(N),
+    ln1Rstd: f(N),
+    qkvRaw: c.qkNorm ? f(N * QKV) : null,
+    qkRstd: c.qkNorm ? f(N * (NH + KVH)) : null,
+    qkv: f(N * QKV),
+    atty: f(N * Q),
+    attLse: f(B * NH * T),
+    attproj: f(N * C),
+    res2: f(N * C),
+    ln2: f(N * C),
+    ln2Mean: f(N),
+    ln2Rstd: f(N),
+    fch: f(N * fcRows),
+    fchAct: f(N * H),
+    fcproj: f(N * C),
+    res3: f(N * C),
+  };
+  normForward(c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
+  matmulForwardRef(a.qkvRaw ?? a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV);
+  lora(a.qkvRaw ?? a.qkv, a.ln1, "qkvw");
+  if (a.qkvRaw && a.qkRstd && p.qnormw && p.knormw)
+    qkNormForwardRef(a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, N, NH, KVH, hs, c.normEps);
+  ropeForward(c, a.qkv, positions, N);
+  attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, Q, NH, KVH);
+  matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, Q, C);
+  lora(a.attproj, a.atty, "projw");
+  residualForwardRef(a.res2, a.attproj, residual, N * C);
+  normForward(c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
+  matmulForwardRef(a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows);
+  lora(a.fch, a.ln2, "fcw");
+  mlpActForward(c, a.fchAct, a.fch, N);
+  matmulForwardRef(a.fcproj, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
+  lora(a.fcproj, a.fchAct, "fcprojw");
+  residualForwardRef(a.res3, a.fcproj, a.res2, N * C);
+  return a;
+}
+
+/**
+ * The whole forward pass over (B,T); returns everything backward needs. With an adapter, LoRA
+ * adds into q/k/v/o/gate/up/down. recompute: keep only each layer's output (backward re-runs
+ * each layer from its input: the same ops on the same inputs, the same bits).
+ */
+export function forward(
+  c: ModelConfig,
+  params: Params,
+  batch: ScoreBatch,
+  ad: Adapter | null = null,
+  recompute = false,
+): Activations {
+  const { B, T } = batch;
+  const positions = checkBatch(c, batch);
+  const N = B * T;
+  const C = c.dModel;
   const V = c.vocab;
   const f = (n: number) => allocLike(params.wte, n);
 
   const encoded = f(N * C); // (N,C)
   embeddingForwardRef(encoded, batch.tokens, positions, params.wte, params.wpe, N, C);
-  const layers: LayerActs[] = [];
+  const layers: SavedLayer[] = [];
   let residual: F32 = encoded;
   for (const [l, p] of params.layers.entries()) {
-    const lora = (out: F32, inp: F32, w: LoraBaseWeight) => {
-      for (const s of specsOf(ad, l, w)) loraForward(out, inp, s, ad!, N);
-    };
-    const a: LayerActs = {
-      ln1: f(N * C),
-      ln1Mean: f(N),
-      ln1Rstd: f(N),
-      qkvRaw: c.qkNorm ? f(N * QKV) : null,
-      qkRstd: c.qkNorm ? f(N * (NH + KVH)) : null,
-      qkv: f(N * QKV),
-      atty: f(N * Q),
-      attLse: f(B * NH * T),
-      attproj: f(N * C),
-      res2: f(N * C),
-      ln2: f(N * C),
-      ln2Mean: f(N),
-      ln2Rstd: f(N),
-      fch: f(N * fcRows),
-      fchAct: f(N * H),
-      fcproj: f(N * C),
-      res3: f(N * C),
-    };
-    normForward(c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
-    matmulForwardRef(a.qkvRaw ?? a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV);
-    lora(a.qkvRaw ?? a.qkv, a.ln1, "qkvw");
-    if (a.qkvRaw && a.qkRstd && p.qnormw && p.knormw)
-      qkNormForwardRef(a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, N, NH, KVH, hs, c.normEps);
-    ropeForward(c, a.qkv, positions, N);
-    attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, Q, NH, KVH);
-    matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, Q, C);
-    lora(a.attproj, a.atty, "projw");
-    residualForwardRef(a.res2, a.attproj, residual, N * C);
-    normForward(c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
-    matmulForwardRef(a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows);
-    lora(a.fch, a.ln2, "fcw");
-    mlpActForward(c, a.fchAct, a.fch, N);
-    matmulForwardRef(a.fcproj, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
-    lora(a.fcproj, a.fchAct, "fcprojw");
-    residualForwardRef(a.res3, a.fcproj, a.res2, N * C);
-    layers.push(a);
+    const a = layerForward(c, p, residual, positions, B, T, l, ad);
+    layers.push(recompute ? { res3: a.res3 } : a);
     residual = a.res3;
   }
   const lnf = f(N * C);
@@ -431,8 +458,9 @@ export function backward(
   for (let l = c.layers - 1; l >= 0; l--) {
     const p = params.layers[l];
     const d = grads?.layers[l];
-    const a = acts.layers[l];
     const residual = l === 0 ? acts.encoded : acts.layers[l - 1].res3;
+    const saved = acts.layers[l];
+    const a = "ln1" in saved ? saved : layerForward(c, p, residual, acts.positions, B, T, l, ad);
     // MLP (dres = d res3 = d fcproj)
     dfchAct.fill(0);
     matmulBackwardRef(dfchAct, d?.fcprojw ?? null, d?.fcprojb ?? null, dres, a.fchAct, p.fcprojw, N, H, C);
@@ -728,6 +756,8 @@ export class CpuModel implements PolicyModel {
   private readonly gradViews: Params | null;
   private opt: OptimizerState;
   private acts: Activations | null = null;
+  /** Per-layer activation recomputation: forward keeps each layer's output, backward re-runs the layer. */
+  recompute = false;
   /** False on the reference view of a LoRA model: the base alone. */
   private adapterOn = true;
 
@@ -778,7 +808,7 @@ export class CpuModel implements PolicyModel {
   }
 
   async forwardScore(batch: ScoreBatch, options: { logits?: boolean } = {}): Promise<ScoreResult> {
-    this.acts = forward(this.config, this.views, batch, this.adapter);
+    this.acts = forward(this.config, this.views, batch, this.adapter, this.recompute);
     const a = this.acts;
     return {
       logp: Float32Array.from(a.logp),
@@ -854,6 +884,7 @@ export class CpuModel implements PolicyModel {
     // With LoRA the base never changes: the copy shares it and copies the adapter.
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights ?? undefined, this.lora !== null);
     m.adapterOn = this.adapterOn;
+    m.recompute = this.recompute;
     return m;
   }
 
@@ -861,6 +892,7 @@ export class CpuModel implements PolicyModel {
     if (!this.lora) return this.frozenCopy();
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights!, true);
     m.adapterOn = false;
+    m.recompute = this.recompute;
     return m;
   }
 
