@@ -93,7 +93,14 @@ import { decodeRunStepwise } from "./generate";
 import { headChunks, SampleHead, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
-import { layerActSizes } from "./memory-plan";
+import {
+  layerActSizes,
+  loraScratchSizes,
+  NORM_LOG,
+  trainCapacity,
+  trainGradSizes,
+  trainIoSizes,
+} from "./memory-plan";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
@@ -137,12 +144,6 @@ interface GpuAdapter {
   w: FlatBuffer;
 }
 
-/** Scratch for n rows: u (n,r), delta (n,maxRows), du (n,r); sinks for the frozen q/k norms' weight gradients (hs). */
-function loraScratchSizes(lora: LoraLayout | null, n: number, hs = 1) {
-  const r = lora?.rank ?? 0;
-  const rows = Math.max(0, ...(lora?.layers.flat().map((s) => s.rows) ?? []));
-  return { loraU: n * r, loraDelta: n * rows, loraDu: n * r, loraSinkQ: hs, loraSinkK: hs };
-}
 type LoraScratch = Record<keyof ReturnType<typeof loraScratchSizes>, View>;
 
 /** out columns of each target on weight `w` of layer l += scale * (inp A^T) B^T. */
@@ -275,33 +276,12 @@ class TrainBuffers {
     /** Per-layer activation recomputation: one shared layer arena + each layer's output. */
     readonly recompute = false,
   ) {
+    // The arenas' sizes are the memory plan's (model/memory-plan.ts), so the plan is what this allocates.
     const N = capacity;
     const C = c.dModel;
-    const H = mlpHidden(c);
-    const { NH, Q, QKV } = attnDims(c);
     const a = alignFloats(N);
     this.outAt = { logp: 0, entropy: a, values: 2 * a, norm: 3 * a };
-    this.io = arena(rt, "train-io", {
-      tokens: N,
-      targets: N,
-      pos: N,
-      wlp: N,
-      went: N,
-      dvalue: N,
-      encoded: N * C,
-      tmp: N * C,
-      lnf: N * C,
-      lnfMean: N,
-      lnfRstd: N,
-      values: N,
-      out: 3 * a + NORM_LOG,
-      wteKeys: N,
-      wteStarts: N + 1,
-      wteOrder: N,
-      wpeKeys: N,
-      wpeStarts: N + 1,
-      wpeOrder: N,
-    });
+    this.io = arena(rt, "train-io", trainIoSizes(c, N, NORM_LOG));
     if (recompute) {
       const shared = arena(rt, "train-layer", layerActSizes(c, N));
       this.layers = Array.from({ length: c.layers }, (_, l) => ({
@@ -313,17 +293,10 @@ class TrainBuffers {
         arena(rt, `train-layer-${l}`, layerActSizes(c, N)),
       );
     this.head = new TrainHead(rt, c.vocab, C, N);
-    this.grad = arena(rt, "train-grad", {
-      dres: N * C,
-      dln: N * C,
-      datty: N * Q,
-      dqkv: N * QKV,
-      dqkvRaw: c.qkNorm ? N * QKV : 1,
-      qkScratch: c.qkNorm ? qkNormScratchSize(qkNormShape(c, N)) : 1,
-      dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
-      dfchAct: N * H,
-      attScratch: NH * N,
-    });
+    const grad = trainGradSizes(c, N);
+    if (c.qkNorm && grad.qkScratch !== qkNormScratchSize(qkNormShape(c, N)))
+      throw new Error("model/memory-plan.ts trainGradSizes: qkScratch differs from kernels/qknorm.ts");
+    this.grad = arena(rt, "train-grad", grad);
     this.lora = lora ? arena(rt, "train-lora", loraScratchSizes(lora, N, attnDims(c).hs)) : null;
   }
 
@@ -686,9 +659,6 @@ function backwardPass(
 
 // ---------------------------------------------------------------------------------------
 // Generation: KV caches and feed steps of one token per sequence
-
-/** step() results a model can hold before one readback brings their norms (a ring of norms). */
-const NORM_LOG = 64;
 
 const NO_SLOT = 0xffffffff; // kvCacheWrite skips slots >= Tmax: rows without input write nothing
 
@@ -1366,7 +1336,7 @@ export class GpuModel implements PolicyModel {
     if (!this.train || this.train.capacity < N || this.train.recompute !== this.recompute) {
       this.train?.destroy();
       // Rounded up so that slowly growing batches do not reallocate every step.
-      const capacity = Math.min(Math.ceil(N / 1024) * 1024, 2 ** Math.ceil(Math.log2(N)));
+      const capacity = trainCapacity(N);
       this.train = new TrainBuffers(this.rt, this.config, capacity, this.lora, this.recompute);
     }
     this.train.B = B;

@@ -13,6 +13,7 @@ import { coupledGrads } from "../rl/minibatch-testing";
 import { type ModelConfig, modelConfig } from "./config";
 import { GpuModel } from "./gpu";
 import { loraLayout, randomLora } from "./lora";
+import { memoryPlan } from "./memory-plan";
 
 let device: GPUDevice;
 let rt: Runtime;
@@ -67,6 +68,24 @@ describe("per-layer recomputation on the GPU model", () => {
         // one shared layer arena instead of one per layer
         expect(m.trainBytes).toBeLessThan(plain.trainBytes);
         plain.dispose();
+        m.dispose();
+      }
+    });
+
+    it(`allocates what the memory plan's activation and scratch terms say, on and off (${name})`, async () => {
+      const [B, T] = [3, 11]; // 33 rows: buffers for 64
+      const tokens = Int32Array.from({ length: B * T }, (_, i) => (i * 5) % c.vocab);
+      const batch = { B, T, tokens, targets: tokens.map((t) => (t + 1) % c.vocab) };
+      for (const recompute of [false, true]) {
+        const m = new GpuModel(rt, c, undefined, 3);
+        m.recompute = recompute;
+        await m.forwardScore(batch);
+        const plan = memoryPlan(c, { trainRows: B, seqLen: T, decodeRows: 1, reference: false, recompute });
+        const planned = plan.terms
+          .filter((t) => t.key === "activations" || t.key === "scratch")
+          .reduce((a, t) => a + t.bytes, 0);
+        expect(m.trainBytes, `recompute ${recompute}`).toBe(planned);
+        expect(m.headBytes).toBe(plan.terms.find((t) => t.key === "head-logits")!.bytes);
         m.dispose();
       }
     });
