@@ -549,7 +549,8 @@ export function newKvCache(c: ModelConfig): KvCache {
 
 /**
  * Feeds n tokens at positions length..length+n-1 to one sequence's cache and returns the
- * logits (n,V) at those positions. Same ops as forward() on the full sequence, with the
+ * logits (V) at the last of them (what the next token is sampled from; as the WebGPU session,
+ * the head runs for that row only). Same ops as forward() on the full sequence, with the
  * attention of each new token over the cache (decodeAttentionRef).
  */
 export function forwardCached(
@@ -628,8 +629,8 @@ export function forwardCached(
     residualForwardRef(x, x, tmp, n * C);
   });
   normForward(c, ln, mean, rstd, x, params.lnfw, params.lnfb, n);
-  const logits = f(n * c.vocab); // (n,V)
-  matmulForwardRef(logits, ln, params.lmHead, null, n, C, c.vocab);
+  const logits = f(c.vocab); // (V) of the last row
+  matmulForwardRef(logits, ln.subarray((n - 1) * C, n * C), params.lmHead, null, 1, C, c.vocab);
   cache.length = start + n;
   return logits;
 }
@@ -674,15 +675,7 @@ class CpuGenerationSession implements GenerationSession {
   }
 
   private feed(seq: number, tokens: number[]): F32 {
-    const V = this.model.config.vocab;
-    const logits = forwardCached(
-      this.model.config,
-      this.model.views,
-      this.caches[seq],
-      tokens,
-      this.model.adapter,
-    );
-    return logits.slice((tokens.length - 1) * V);
+    return forwardCached(this.model.config, this.model.views, this.caches[seq], tokens, this.model.adapter);
   }
 
   private flush(seq: number, extra: number[] = []): void {
