@@ -7,19 +7,17 @@
 //    per new token, context 256, batch 16, same dims;
 //  - decode_batch_<B>: KV-cache decode tokens/s at batch B vs batch 1 (how decoding scales);
 //  - train_step_frac_of_peak: our train step's GFLOP/s vs a long loop of our matmul (1024^3);
-//  - smollm2_train_step, smollm2_decode_kv, head_logits_peak_bytes_151936: the large-model rows
-//    (bench/bigmodel.ts), in Node through Dawn, the same sizes in --quick and full runs.
+//  - smollm2_train_step, smollm2_decode_kv, head_logits_peak_bytes_151936,
+//    qwen05b_lora16_train_step: the large-model rows (bench/bigmodel.ts), in Node through Dawn,
+//    the same sizes in --quick and full runs;
+//  - memory_plan_qwen05b_lora16: the memory plan (counted) at Qwen2.5-0.5B's shape.
 // --quick uses smaller sizes on SwiftShader (named in each row's note); the full run the real ones.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/model.ts [--full] [--out rows.json]
 import { rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { launchChromium } from "../e2e/chromium";
-import { type ModelConfig, modelConfig } from "../model/config";
-import { hfModelConfig } from "../model/hf";
-import { QWEN25_05B } from "../model/hf-configs";
-import { LORA_TARGETS } from "../model/lora";
 import { type MemoryPlan, memoryPlan } from "../model/memory-plan";
-import { runBigModelBench } from "./bigmodel";
+import { qwen05bShape, runBigModelBench } from "./bigmodel";
 import type { ModelPageResult, ModelPageSpec } from "./model-page";
 import { serveBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow, median } from "./report";
@@ -152,12 +150,6 @@ export function modelRows(spec: ModelPageSpec, r: ModelPageResult, quick: boolea
   );
   rows.push(...memoryPlanRows());
   return rows;
-}
-
-/** Qwen2.5-0.5B's shape (its config.json through model/hf.ts) at `context`, with LoRA rank `rank` on all seven targets (0: none). */
-export function qwen05bShape(rank: number, context = 512): ModelConfig {
-  const mc = hfModelConfig(QWEN25_05B, "Qwen2.5-0.5B config.json", { context });
-  return modelConfig({ ...mc, lora: { rank, alpha: 2 * Math.max(1, rank), targets: [...LORA_TARGETS] } });
 }
 
 /** The memory plan (model/memory-plan.ts, counted, not measured) at Qwen2.5-0.5B's shape, minibatch 8 x 512. */
