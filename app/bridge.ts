@@ -138,6 +138,7 @@ export async function startRun(
             paused: opts.paused,
             edits: opts.edits,
             source: opts.source,
+            group: opts.group,
             name: opts.name ?? (opts.source === "link" ? "shared link" : (st.preset ?? "custom")),
           },
       Comlink.proxy(listener),
@@ -376,9 +377,24 @@ export async function downloadWeights(runId: string, kind: "peft" | "hf", name: 
   return file;
 }
 
-/** Continues a stored run from its last checkpoint (its kept rows come back first). */
+/** Continues a stored run from its last checkpoint (its kept rows come back first), in its group. */
 export async function resumeStoredRun(run: StoredRun): Promise<void> {
-  await startRun(run.config, { resume: run });
+  await startRun(run.config, { resume: run, group: run.group });
+}
+
+/** Opens every stored seed of a multi-seed group: the charts draw their mean with a band. */
+export async function openStoredGroup(runIds: readonly string[]): Promise<void> {
+  for (const id of runIds) await openStoredRun(id);
+}
+
+/** Deletes a multi-seed group and its stored seeds. */
+export async function deleteStoredGroup(groupId: string): Promise<void> {
+  try {
+    await getTrainer().deleteGroup(groupId);
+  } catch (err) {
+    report(err);
+  }
+  await refreshStoredRuns();
 }
 
 export async function importBundleFile(file: File): Promise<void> {

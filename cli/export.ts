@@ -26,6 +26,7 @@ import { mappingTableMarkdown } from "../export/mapping";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
+import { parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
 import { fsByteStore } from "./model-store";
 
@@ -37,36 +38,26 @@ interface Args {
   strict: boolean;
 }
 
-function usage(msg?: string): never {
-  if (msg) console.error(`error: ${msg}\n`);
-  console.error(
-    "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
-      "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR]\n" +
-      "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
-      "       npm run export -- --table",
-  );
-  process.exit(2);
-}
+const usage: (msg?: string) => never = usageExit(
+  "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
+    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR]\n" +
+    "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
+    "       npm run export -- --table",
+);
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { strict: false };
-  for (let i = 0; i < argv.length; i++) {
-    const x = argv[i];
-    const next = () => {
-      const v = argv[++i];
-      if (v === undefined) usage(`${x} needs a value`);
-      return v;
-    };
-    if (x === "--strict") a.strict = true;
-    else if (x === "--out") a.out = next();
-    else if (x === "--link") a.link = next();
-    else if (x.startsWith("--")) usage(`unknown option ${x}`);
-    else if (!a.target) {
-      if (x !== "verl" && x !== "trl") usage(`the target is verl or trl, not ${x}`);
-      a.target = x;
-    } else if (a.input) usage(`one run at a time (got ${a.input} and ${x})`);
-    else a.input = x;
-  }
+  const p = parseCliArgs(argv, { flags: ["--strict"], values: ["--out", "--link"] }, usage);
+  const [target, ...inputs] = p.positionals;
+  if (target !== undefined && target !== "verl" && target !== "trl")
+    usage(`the target is verl or trl, not ${target}`);
+  if (inputs.length > 1) usage(`one run at a time (got ${inputs[0]} and ${inputs[1]})`);
+  const a: Args = {
+    target,
+    input: inputs[0],
+    link: p.values.get("--link"),
+    out: p.values.get("--out"),
+    strict: p.flags.has("--strict"),
+  };
   if (!a.target) usage("a target (verl or trl) is needed");
   if (!a.input && !a.link) usage("a recipe file, a bundle or --link is needed");
   if (!a.out) usage("--out DIR is needed");
@@ -139,16 +130,12 @@ function sourceReader(
 }
 
 async function weightsExport(kind: "peft" | "hf", argv: string[]) {
-  const outAt = argv.indexOf("--out");
-  const out = outAt >= 0 ? argv[outAt + 1] : undefined;
-  const input = argv.find(
-    (x, i) => i > 0 && !x.startsWith("--") && argv[i - 1] !== "--out" && argv[i - 1] !== "--tokenizer",
-  );
+  const p = parseCliArgs(argv.slice(1), { flags: [], values: ["--out", "--tokenizer"] }, usage);
+  const out = p.values.get("--out");
+  const input = p.positionals[0];
   if (!input) usage(`${kind} needs a run folder, a bundle or a checkpoint`);
   if (!out) usage("--out DIR is needed");
-  const tokAt = argv.indexOf("--tokenizer");
-  const tokenizerArg = tokAt >= 0 ? argv[tokAt + 1] : undefined;
-  if (tokAt >= 0 && !tokenizerArg) usage("--tokenizer needs a folder");
+  const tokenizerArg = p.values.get("--tokenizer");
   let files: Record<string, Uint8Array>;
   let note = "";
   try {
