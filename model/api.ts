@@ -138,7 +138,8 @@ export interface PolicyModel {
    * Per-layer activation recomputation (gradient checkpointing; RunConfig
    * model.gradient_checkpointing): forwardScore keeps each layer's output only and backward
    * re-runs each layer's forward before its backward. Same gradients, less memory, one more
-   * forward. Both backends have it; false by default.
+   * forward. Both backends have it; false by default, true on frozen copies and the reference
+   * (they only score, so they keep one layer's arena).
    */
   recompute?: boolean;
   /** Forward over a batch; keeps what backward needs until the next forwardScore. */

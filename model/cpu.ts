@@ -877,7 +877,7 @@ export class CpuModel implements PolicyModel {
     // With LoRA the base never changes: the copy shares it and copies the adapter.
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights ?? undefined, this.lora !== null);
     m.adapterOn = this.adapterOn;
-    m.recompute = this.recompute;
+    m.recompute = true; // a frozen copy scores: each layer's output kept only (a backward would still be exact)
     return m;
   }
 
@@ -885,7 +885,7 @@ export class CpuModel implements PolicyModel {
     if (!this.lora) return this.frozenCopy();
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights!, true);
     m.adapterOn = false;
-    m.recompute = this.recompute;
+    m.recompute = true; // it only scores (as frozenCopy)
     return m;
   }
 

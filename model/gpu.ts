@@ -1650,7 +1650,9 @@ export class GpuModel implements PolicyModel {
           adapterOn: this.adapterOn,
         })
       : new GpuModel(this.rt, this.config, await this.getWeights());
-    m.recompute = this.recompute;
+    // A frozen copy scores (the KL reference, try-the-model): the recomputation layout holds one
+    // layer's arena instead of all, and a backward, if one came, would still be exact.
+    m.recompute = true;
     return m;
   }
 
@@ -1661,7 +1663,7 @@ export class GpuModel implements PolicyModel {
       shareBase: this,
       adapterOn: false,
     });
-    m.recompute = this.recompute;
+    m.recompute = true; // it only scores (as frozenCopy)
     return m;
   }
 

@@ -94,8 +94,10 @@ describe("memory plan", () => {
     expect(term(plan, "kv-cache")).toBe(2 * 24 * 16 * 512 * 2 * 64 * 4);
     // 110 rows of 151936 logits fit a 64 MiB chunk.
     expect(term(plan, "head-logits")).toBe(2 * 110 * 151936 * 4);
-    // The KL reference: a frozen copy of the weights, and its own scoring buffers (the policy's sizes).
-    const scoring = term(plan, "activations")! + term(plan, "scratch")! + term(plan, "head-logits")!;
+    // The KL reference: a frozen copy of the weights, and its own scoring buffers (the policy's
+    // sizes in the recomputation layout: a frozen copy only scores).
+    const rec = memoryPlan(mc, { ...RUN, recompute: true }, undefined, 100 * GB);
+    const scoring = term(rec, "activations")! + term(rec, "scratch")! + term(rec, "head-logits")!;
     expect(term(plan, "reference")).toBe(P * 4 + scoring);
     // The embedding (151936 x 896 f32, 544.5 MB) is one tensor, never cut between buffers: over
     // WebGPU's default 256 MiB maxBufferSize.

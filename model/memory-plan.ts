@@ -382,7 +382,7 @@ export function memoryPlan(
     // on first use). LoRA: the base with the adapter off, sharing the base buffer (no weights).
     // Either is a model of its own, whose scoring allocates its own training buffers and head.
     const refN = trainCapacity(Math.min(run.referenceRows || rows, run.trainRows) * T);
-    const ref = trainBuffers(c, refN, lora, recompute);
+    const ref = trainBuffers(c, refN, lora, true); // frozen copies keep the recomputation layout (model/gpu.ts)
     const refHead = chunkRowsOf(refN);
     const buffers = [
       ...(lora ? [] : [{ name: "ref-params", bytes: P * F32, binding: largestBase, windowed: true }]),
@@ -395,7 +395,7 @@ export function memoryPlan(
       key: "reference",
       label: "Reference policy (KL)",
       bytes: sum(buffers.map((b) => b.bytes)),
-      why: `${lora ? "the base with the adapter off (shares the base weights)" : "a frozen copy of the weights (f32)"}, and its own scoring buffers for ${refN.toLocaleString("en")} rows`,
+      why: `${lora ? "the base with the adapter off (shares the base weights)" : "a frozen copy of the weights (f32)"}, and its own scoring buffers for ${refN.toLocaleString("en")} rows (one layer's arena: it only scores)`,
       buffers,
     });
   }

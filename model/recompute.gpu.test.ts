@@ -86,6 +86,14 @@ describe("per-layer recomputation on the GPU model", () => {
           .reduce((a, t) => a + t.bytes, 0);
         expect(m.trainBytes, `recompute ${recompute}`).toBe(planned);
         expect(m.headBytes).toBe(plan.terms.find((t) => t.key === "head-logits")!.bytes);
+        if (recompute && c.lora.rank > 0) {
+          // The reference (the base, adapter off) shares the weights and scores in the recomputation layout.
+          const ref = (await m.referencePolicy()) as GpuModel;
+          await ref.forwardScore(batch);
+          const kl = memoryPlan(c, { trainRows: B, seqLen: T, decodeRows: 1, reference: true });
+          expect(ref.trainBytes + ref.headBytes).toBe(kl.terms.find((t) => t.key === "reference")!.bytes);
+          ref.dispose();
+        }
         m.dispose();
       }
     });
