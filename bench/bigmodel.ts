@@ -11,7 +11,8 @@
 //    on V and the limits, not on the width);
 //  - qwen05b_lora16_train_step: the adapter's train-step tokens/s (forwardScore + backward +
 //    clipped AdamW on the adapter) at Qwen2.5-0.5B's shape (its config.json: 494M parameters)
-//    with random weights, LoRA rank 16 on all seven targets, f32 base, batch 1 x 64 tokens, one
+//    with random weights, LoRA rank 16 on all seven targets, f32 base (the row's note says how
+//    the base was stored), batch 1 x 64 tokens, one
 //    timed step after a warm-up step (only the warm-up, said so, when it alone took over 4
 //    minutes: the row stays within 10), with the training buffers it allocated against the
 //    memory plan's figure.
@@ -23,6 +24,7 @@ import { nodeGpu } from "../kernels/node-gpu";
 import { Runtime } from "../kernels/runtime";
 import { type ModelConfig, modelConfig } from "../model/config";
 import { GpuModel } from "../model/gpu";
+import { describeStorage } from "../model/half";
 import { hfModelConfig } from "../model/hf";
 import { QWEN25_05B, SMOLLM2_135M } from "../model/hf-configs";
 import { LORA_TARGETS } from "../model/lora";
@@ -46,10 +48,14 @@ function seededTokens(n: number, V: number, seed: number): Int32Array {
 
 const secs = (t0: number) => (performance.now() - t0) / 1000;
 
-/** Qwen2.5-0.5B's shape (its config.json through model/hf.ts) at `context`, with LoRA rank `rank` on all seven targets (0: none). */
-export function qwen05bShape(rank: number, context = 512): ModelConfig {
+/** Qwen2.5-0.5B's shape (its config.json through model/hf.ts) at `context`, with LoRA rank `rank` on all seven targets (0: none) and a base dtype. */
+export function qwen05bShape(rank: number, context = 512, baseDtype: "f32" | "f16" = "f32"): ModelConfig {
   const mc = hfModelConfig(QWEN25_05B, "Qwen2.5-0.5B config.json", { context });
-  return modelConfig({ ...mc, lora: { rank, alpha: 2 * Math.max(1, rank), targets: [...LORA_TARGETS] } });
+  return modelConfig({
+    ...mc,
+    lora: { rank, alpha: 2 * Math.max(1, rank), targets: [...LORA_TARGETS] },
+    baseDtype,
+  });
 }
 
 /** The adapter's train-step row of model `c` (LoRA on) at batch 1 x T on `rt`. */
@@ -78,6 +84,7 @@ export async function adapterTrainStepRow(
   const warm = await trainStep();
   const timed = warm.s > 240 ? null : await trainStep();
   const trainBytes = model.trainBytes;
+  const storage = describeStorage(model.baseStorage());
   model.dispose();
   const plan = memoryPlan(c, { trainRows: 1, seqLen: T, decodeRows: 1, reference: false });
   const planned = plan.terms
@@ -94,7 +101,7 @@ export async function adapterTrainStepRow(
     baseline: [T / s],
     unit: "tokens/s",
     better: "higher",
-    note: `${shapeNote}; LoRA rank ${c.lora.rank} on ${c.lora.targets.join("/")}, f32 base (frozen), AdamW on the adapter; batch 1 x ${T}, ${steps}; init ${initS.toFixed(0)} s; training buffers ${(trainBytes / 1e6).toFixed(1)} MB allocated, ${(planned / 1e6).toFixed(1)} MB planned; ours only; ${adapterNote}`,
+    note: `${shapeNote}; LoRA rank ${c.lora.rank} on ${c.lora.targets.join("/")}, frozen base, AdamW on the adapter; ${storage}; batch 1 x ${T}, ${steps}; init ${initS.toFixed(0)} s; training buffers ${(trainBytes / 1e6).toFixed(1)} MB allocated, ${(planned / 1e6).toFixed(1)} MB planned; ours only; ${adapterNote}`,
   });
 }
 

@@ -157,8 +157,8 @@ export function memoryPlanRows(): BenchRow[] {
   const shape = { trainRows: 8, seqLen: 512, decodeRows: 8, reference: true };
   const big = { maxBufferSize: 2 ** 31, maxStorageBufferBindingSize: 2 ** 31 };
   const lora = memoryPlan(
-    qwen05bShape(16),
-    { ...shape, microBatchRows: 1, recompute: true, baseDtype: "f16" },
+    qwen05bShape(16, 512, "f16"),
+    { ...shape, microBatchRows: 1, recompute: true },
     big,
   );
   const full = memoryPlan(qwen05bShape(0), shape, big);

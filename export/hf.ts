@@ -167,7 +167,7 @@ export function hfGpt2Files(
 ): Record<string, Uint8Array> {
   gpt2Check(config);
   const merged = adapter ? mergeLora(config, weights, adapter) : weights;
-  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 } });
+  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 }, baseDtype: "f32" });
   const layout = paramLayout(base);
   const tensors: NamedTensor[] = [];
   for (const t of layout.tensors) {
@@ -372,7 +372,7 @@ export function llamaConfigJson(c: ModelConfig, family: HfFamily): Record<string
 }
 
 function llamaFiles(config: ModelConfig, merged: Float32Array, family: HfFamily): Record<string, Uint8Array> {
-  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 } });
+  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 }, baseDtype: "f32" });
   const tensors = hfTensors(base).map((t) => ({
     name: t.name,
     shape: t.shape,

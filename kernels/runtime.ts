@@ -26,6 +26,12 @@
 //   parameter buffers, the embedding, the head's logits) are bound in windows (`windows`, and
 //   `FlatBuffer` for a flat array split over several buffers). Tests lower both limits through
 //   RuntimeOptions so the windowed paths run at tiny sizes.
+// - Pipelines are cached per device (every Runtime on it shares them).
+// - Row reductions (norms, the log-softmax head, the grad norm) use subgroup operations where the
+//   device can (`subgroups`, see kernels/reduce.ts), a workgroup tree elsewhere.
+
+import { canUseSubgroups } from "./device";
+import { withReductions } from "./reduce";
 
 export interface View {
   buffer: GPUBuffer;
@@ -111,6 +117,28 @@ export function countersSince(after: RuntimeCounters, before: RuntimeCounters): 
   };
 }
 
+/** The tiled matmul's workgroup (x, y threads) where nothing was tuned. */
+export const DEFAULT_MATMUL_TILE: readonly [number, number] = [8, 8];
+
+const tiles = new WeakMap<GPUDevice, readonly [number, number]>();
+
+/** Each device's compiled shaders and pipelines, for all its Runtimes (tests make many). */
+const compiled = new WeakMap<
+  GPUDevice,
+  { pipelines: Map<string, GPUComputePipeline>; modules: Map<string, GPUShaderModule> }
+>();
+
+/** SwiftShader: a Runtime on this device starts with `unrolled` set. */
+export function runsUnrolled(device: GPUDevice): boolean {
+  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`);
+}
+
+/** Makes `tile` the matmul workgroup of every Runtime made on `device` from now on (autotune.ts). */
+export function setDeviceMatmulTile(device: GPUDevice, tile: readonly [number, number]): void {
+  tiles.set(device, tile);
+}
+
 const ARENA_CHUNK = 64 * 1024;
 const UNIFORM_SLOT = 256;
 /** Uploads and readbacks move at most this many bytes per writeBuffer / staging buffer. */
@@ -124,8 +152,9 @@ export interface RuntimeOptions {
 }
 
 export class Runtime {
-  private pipelines = new Map<string, GPUComputePipeline>();
-  private modules = new Map<string, GPUShaderModule>();
+  /** Shared by every Runtime on the device (pipelines are immutable): made once per device. */
+  private pipelines: Map<string, GPUComputePipeline>;
+  private modules: Map<string, GPUShaderModule>;
   private chunks: GPUBuffer[] = [];
   private chunk = 0;
   private used = 0;
@@ -149,12 +178,20 @@ export class Runtime {
 
   /**
    * Threads (x, y) of a tiled-matmul workgroup (matmul.wgsl: each thread an 8x8 block of out, so
-   * a (8y, 8x) tile); see kernels/matmul.ts for how it is chosen.
+   * a (8y, 8x) tile): the device's autotuned shape (kernels/autotune.ts, set by
+   * tuneMatmulTile before the model is made), else 8x8. Results do not depend on it.
    */
-  matmulTile: [number, number] = [8, 8];
+  matmulTile: [number, number];
 
   /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
   readonly software: boolean;
+
+  /**
+   * Reduce rows with subgroupAdd/subgroupMax (kernels/reduce-subgroup.wgsl) instead of a tree in
+   * workgroup memory. True where the device has `subgroups` (and the subgroup_id builtin); tests
+   * and side-by-side benchmarks turn it off to run the fallback on the same device.
+   */
+  subgroups: boolean;
 
   /**
    * Run A·Bᵀ with at most 8 rows (decoding) as matvec.wgsl instead of the tiled matmul, whose
@@ -183,11 +220,30 @@ export class Runtime {
       "maxBindingBytes",
     );
     this.maxBufferBytes = lim(options.maxBufferBytes, device.limits.maxBufferSize, "maxBufferBytes");
+    let cache = compiled.get(device);
+    if (!cache) {
+      cache = { pipelines: new Map(), modules: new Map() };
+      compiled.set(device, cache);
+    }
+    this.pipelines = cache.pipelines;
+    this.modules = cache.modules;
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     const text = `${info?.vendor} ${info?.architecture} ${info?.description}`;
-    this.unrolled = /swiftshader/i.test(text);
+    this.unrolled = runsUnrolled(device);
     this.software = /swiftshader|llvmpipe|lavapipe|software/i.test(text);
+    this.subgroups = canUseSubgroups(device);
+    this.matmulTile = [...(tiles.get(device) ?? DEFAULT_MATMUL_TILE)] as [number, number];
+    const sizes = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
+    this.subgroupSizes = [sizes?.subgroupMinSize ?? 0, sizes?.subgroupMaxSize ?? 0];
+  }
+
+  /** [min, max] subgroup size of the adapter (0 when it does not say). */
+  readonly subgroupSizes: [number, number];
+
+  /** A reducing kernel's source with this runtime's wgSum/wgSum2/wgMax (kernels/reduce.ts). */
+  reducing(src: string): string {
+    return withReductions(src, this.subgroups, this.subgroupSizes[0]);
   }
 
   /** Use each op's fixed workgroup size from before rowWorkgroup (side-by-side benchmarks). */
@@ -206,6 +262,26 @@ export class Runtime {
     let wg = lo;
     while (wg * 2 <= n / 3 && wg < 256) wg *= 2;
     return wg;
+  }
+
+  /**
+   * Fixes the threads of every reductionWorkgroup (a power of two <= 256): tests set it to run the
+   * reductions over several subgroups where the default is one.
+   */
+  reductionThreads: number | undefined;
+
+  /**
+   * Threads of a row reduction through kernels/reduce.ts (norms, log-softmax head): rowWorkgroup,
+   * except on a software adapter with subgroups, where it is one subgroup (lavapipe's 8): there a
+   * workgroup runs on one CPU thread, its lanes are the SIMD lanes, and a single-subgroup
+   * reduction has no barrier at all (LayerNorm forward + backward at 1920x48: about 2x faster
+   * than 16 threads with the tree; the log-softmax head at V 107: about 3-5x).
+   */
+  reductionWorkgroup(n: number, before: number): number {
+    if (this.reductionThreads) return this.reductionThreads;
+    const min = this.subgroupSizes[0];
+    if (!this.legacyWorkgroups && this.subgroups && this.software && min >= 4 && min <= 256) return min;
+    return this.rowWorkgroup(n, before);
   }
 
   /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */

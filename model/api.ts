@@ -11,6 +11,7 @@
 // Tested through model/cpu.test.ts and model/gpu.gpu.test.ts.
 import type { RuntimeCounters } from "../kernels/runtime";
 import type { ModelConfig, ParamLayout } from "./config";
+import type { BaseStorage } from "./half";
 
 /** B sequences of T tokens, right-padded (causal attention: padding after a token never changes it). */
 export interface ScoreBatch {
@@ -183,5 +184,7 @@ export interface PolicyModel {
    * device share them): the RL step reports their differences per phase as perf/*.
    */
   perf?(): RuntimeCounters;
+  /** How the base weights are stored (ModelConfig.baseDtype f16: which tensors, which kept f32, why). */
+  baseStorage?(): BaseStorage;
   dispose(): void;
 }

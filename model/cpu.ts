@@ -72,6 +72,7 @@ import {
   paramLayout,
   paramTensors,
 } from "./config";
+import { type BaseStorage, halfBase, halfTensors, type KeptF32, roundHalfBase } from "./half";
 import { type HfOptions, loadHfModel, type ModelDir } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, type LoraTargetSpec, loraLayout } from "./lora";
 
@@ -753,6 +754,8 @@ export class CpuModel implements PolicyModel {
   recompute = false;
   /** False on the reference view of a LoRA model: the base alone. */
   private adapterOn = true;
+  /** f16 base tensors kept f32 (beyond f16's range). */
+  private keptF32: KeptF32[];
 
   constructor(
     readonly config: ModelConfig,
@@ -772,6 +775,8 @@ export class CpuModel implements PolicyModel {
     if (this.params.length !== this.layout.total) {
       throw new Error(`weights have ${this.params.length} floats, the layout needs ${this.layout.total}`);
     }
+    // An f16 base (model/half.ts): the linear weights rounded to f16 once, here (a shared base already is).
+    this.keptF32 = halfBase(config) && !shareBase ? roundHalfBase(this.layout, this.params) : [];
     if (this.lora) {
       this.adapterWeights = adapterWeights ? Float32Array.from(adapterWeights) : initLora(this.lora, seed);
       if (this.adapterWeights.length !== this.lora.total)
@@ -843,6 +848,21 @@ export class CpuModel implements PolicyModel {
     if (weights.length !== this.layout.total)
       throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
     this.params.set(weights);
+    if (halfBase(this.config)) this.keptF32 = roundHalfBase(this.layout, this.params);
+  }
+
+  /** How the base is stored: an f16 base's values are rounded to f16 and held in f32 here. */
+  baseStorage(): BaseStorage {
+    const n = halfBase(this.config) ? halfTensors(this.layout).length - this.keptF32.length : 0;
+    return {
+      requested: this.config.baseDtype,
+      storage: "f32",
+      reason:
+        this.config.baseDtype === "f16" ? "the CPU backend holds f32 arrays (of the f16-rounded values)" : "",
+      halfTensors: n,
+      keptF32: this.keptF32,
+      bytes: this.params.byteLength,
+    };
   }
 
   async getAdapter(): Promise<Float32Array | null> {
@@ -878,6 +898,7 @@ export class CpuModel implements PolicyModel {
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights ?? undefined, this.lora !== null);
     m.adapterOn = this.adapterOn;
     m.recompute = true; // a frozen copy scores: each layer's output kept only (a backward would still be exact)
+    m.keptF32 = this.keptF32;
     return m;
   }
 
@@ -886,6 +907,7 @@ export class CpuModel implements PolicyModel {
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights!, true);
     m.adapterOn = false;
     m.recompute = true; // it only scores (as frozenCopy)
+    m.keptF32 = this.keptF32;
     return m;
   }
 

@@ -12,7 +12,8 @@
 // logits of a batch never exist whole. A forward (or backward) is one command encoder and one submit; a
 // forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
 // 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
-// Right padding only (causal attention, no key mask): padding after a token never changes it.
+// The base weights are held by model/gpu-base.ts (an f16 base's linear weights as HalfViews, read
+// by the f16 matmul). Right padding only (causal attention, no key mask): padding after a token never changes it.
 // Generation: per-layer KV caches (B, context, KV); a "feed step" pushes one token for each
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
 // through the network and keeps the final normed hidden state of those rows; decode() feeds,
@@ -20,6 +21,7 @@
 // Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling),
 // model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding) and
 // model/windowed.gpu.test.ts (everything under a lowered binding and buffer limit).
+import { tuneMatmulTile } from "../kernels/autotune";
 import {
   adamw,
   alignFloats,
@@ -28,6 +30,7 @@ import {
   clipByNorm,
   columnsAdd,
   columnsGather,
+  DEFAULT_MATMUL_TILE,
   decodeAttention,
   embeddingBackward,
   embeddingForward,
@@ -90,6 +93,8 @@ import {
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
 import { decodeRunStepwise } from "./generate";
+import { GpuBase } from "./gpu-base";
+import type { BaseStorage } from "./half";
 import { headChunks, SampleHead, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
@@ -1148,9 +1153,8 @@ export class GpuModel implements PolicyModel {
   readonly layout: ParamLayout;
   /** The adapter's layout with LoRA (config.lora.rank > 0), else null. */
   readonly lora: LoraLayout | null;
-  /** The parameters: one flat layout in one buffer, or several past the buffer limit (frozen with LoRA). */
-  readonly paramStore: FlatBuffer;
-  readonly params: ParamViews;
+  /** The base weights as stored (model/gpu-base.ts: f32, or the f16 base of a LoRA model). */
+  readonly base: GpuBase;
   /** The LoRA adapter's weights (its own flat layout), with LoRA. */
   readonly adapterStore: FlatBuffer | null;
   /**
@@ -1197,12 +1201,15 @@ export class GpuModel implements PolicyModel {
 
   /**
    * The engine as it was before round trips were counted: one token per decode submit, the
-   * legacy update, and the fixed workgroup sizes of the row reductions (on this model's runtime).
+   * legacy update, the fixed workgroup sizes of the row reductions, no subgroups and the 8x8
+   * matmul tile (on this model's runtime).
    */
   selectLegacyRoundTrips(): void {
     this.decodeWindow = 1;
     this.updatePath = "legacy";
     this.rt.legacyWorkgroups = true;
+    this.rt.subgroups = false;
+    this.rt.matmulTile = [...DEFAULT_MATMUL_TILE];
   }
 
   get lateStepResults(): boolean {
@@ -1227,16 +1234,15 @@ export class GpuModel implements PolicyModel {
     this.sharesBase = options.shareBase !== undefined;
     if (options.shareBase) {
       if (!this.lora) throw new Error("GpuModel: only a LoRA model shares its (frozen) base");
-      this.paramStore = options.shareBase.paramStore;
+      this.base = options.shareBase.base;
     } else {
-      this.paramStore = paramStore(rt, this.layout, "params");
+      this.base = new GpuBase(rt, config, this.layout);
       if (weights !== "zeros") {
         const w = weights ?? initParams(config, this.layout, seed);
         if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-        this.paramStore.upload(rt, w);
+        this.base.upload(w);
       }
     }
-    this.params = paramViews(this.paramStore, this.layout);
     if (this.lora) {
       const a = options.adapter ?? initLora(this.lora, seed);
       if (a.length !== this.lora.total)
@@ -1259,6 +1265,21 @@ export class GpuModel implements PolicyModel {
     this.normLog = view(rt.buffer(NORM_LOG, "norm-log"), 0, NORM_LOG);
   }
 
+  /** The base's f32 store: the flat layout in one buffer, or several past the buffer limit (frozen with LoRA). */
+  get paramStore(): FlatBuffer {
+    return this.base.f32;
+  }
+
+  /** The named views of the base's tensors (f16 ones as HalfViews, read by the f16 matmul). */
+  get params(): ParamViews {
+    return this.base.views();
+  }
+
+  /** How the base weights are stored (model/half.ts). */
+  baseStorage(): BaseStorage {
+    return this.base.report(this.config.baseDtype);
+  }
+
   /** A model on a fresh device from navigator.gpu (browser) or Dawn (Node): see kernels/device.ts. */
   static async create(
     device: GPUDevice,
@@ -1267,6 +1288,7 @@ export class GpuModel implements PolicyModel {
     seed = 0,
     adapter?: Float32Array,
   ): Promise<GpuModel> {
+    await tuneMatmulTile(device); // the matmul tile of this adapter, measured once (kernels/autotune.ts)
     return new GpuModel(new Runtime(device), config, weights, seed, { adapter });
   }
 
@@ -1316,9 +1338,16 @@ export class GpuModel implements PolicyModel {
    * tensor into the parameter buffer, so host memory peaks near one tensor.
    */
   static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {
+    rt.matmulTile = [...(await tuneMatmulTile(rt.device)).tile];
     const config = await readHfConfig(dir, opts);
     const model = new GpuModel(rt, config, "zeros");
-    await loadHfWeights(dir, config, (offset, data) => model.writeWeights(offset, data));
+    const write = (offset: number, data: Float32Array) => model.writeWeights(offset, data);
+    await loadHfWeights(dir, config, write);
+    // An f16 tensor found beyond f16's range after some of it went in rounded: read it again, f32.
+    if (model.base.hasStale) {
+      await loadHfWeights(dir, config, write, undefined, (t) => model.base.isStale(t.offset));
+      model.base.clearStale();
+    }
     return model;
   }
 
@@ -1328,7 +1357,7 @@ export class GpuModel implements PolicyModel {
       throw new Error(
         `writeWeights: [${offset}, ${offset + data.length}) is outside the layout's ${this.layout.total}`,
       );
-    this.paramStore.write(this.rt, offset, data);
+    this.base.write(offset, data);
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {
@@ -1592,7 +1621,7 @@ export class GpuModel implements PolicyModel {
   async getWeights(): Promise<Float32Array> {
     this.flushGradWork();
     await this.settleSteps();
-    return this.paramStore.read(this.rt);
+    return this.base.read();
   }
 
   async setWeights(weights: Float32Array): Promise<void> {
@@ -1600,7 +1629,7 @@ export class GpuModel implements PolicyModel {
     await this.settleSteps();
     if (weights.length !== this.layout.total)
       throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
-    this.paramStore.upload(this.rt, weights);
+    this.base.upload(weights);
   }
 
   async getAdapter(): Promise<Float32Array | null> {
@@ -1681,7 +1710,7 @@ export class GpuModel implements PolicyModel {
     this.normLog.buffer.destroy();
     this.train?.destroy();
     this.train = null;
-    if (!this.sharesBase) this.paramStore.destroy();
+    if (!this.sharesBase) this.base.destroy();
     this.adapterStore?.destroy();
     if (this.optim) for (const b of [this.optim.grads, this.optim.m, this.optim.v]) b.destroy();
     this.optim = null;

@@ -110,41 +110,38 @@ describe("memory plan", () => {
     // A smaller head chunk: 16 MiB holds 27 rows.
     const chunked = memoryPlan(mc, { ...RUN, headChunkBytes: 16 * 2 ** 20 }, undefined, 100 * GB);
     expect(term(chunked, "head-logits")).toBe(2 * 27 * 151936 * 4);
-    // LoRA r16 on all seven targets with an f16 base: the matrices 2 bytes each (norms and biases
-    // f32), gradients and moments over the adapter only. Per layer the adapter is r x (in + out)
-    // for q (896+896), k and v (896+128 each), o (896+896), gate and up (896+4864 each), down (4864+896).
+    // LoRA r16 on all seven targets with an f16 base (model/half.ts: each layer's four linear
+    // weights in f16, packed two to a word; the embedding/head, norms and biases f32), gradients
+    // and moments over the adapter only. Per layer the adapter is r x (in + out) for q (896+896),
+    // k and v (896+128 each), o (896+896), gate and up (896+4864 each), down (4864+896).
     const loraMc = modelConfig({ ...mc, lora: { rank: 16, alpha: 32, targets: [...ALL] } });
     const A = 24 * 16 * (2 * 1792 + 2 * 1024 + 3 * 5760);
     expect(A).toBe(8_798_208);
     expect(loraParamCount(loraMc, loraMc.lora)).toBe(A);
-    const lora = memoryPlan(loraMc, { ...RUN, baseDtype: "f16" }, undefined, 100 * GB);
-    const vectors = 896 + 24 * (896 + 2 * 128 + 2 * 896); // q/k/v biases, two norms a layer, the final norm
-    expect(term(lora, "weights")).toBe((P - vectors) * 2 + vectors * 4);
+    const f16Mc = modelConfig({ ...loraMc, baseDtype: "f16" });
+    const lora = memoryPlan(f16Mc, RUN, undefined, 100 * GB);
+    // Linear weights a layer: c_attn 1152 x 896, c_proj 896 x 896, c_fc 9728 x 896, mlp c_proj 896 x 4864.
+    const halves = 24 * (1152 * 896 + 896 * 896 + 9728 * 896 + 896 * 4864);
+    expect(term(lora, "weights")).toBe((P - halves) * 4 + halves * 2);
+    expect(term(memoryPlan(loraMc, RUN, undefined, 100 * GB), "weights")).toBe(P * 4);
     expect(term(lora, "adapter")).toBe(A * 4);
     expect(term(lora, "gradients")).toBe(A * 4);
     expect(term(lora, "optimizer")).toBe(2 * A * 4);
-    // A tensor kept in f32 (the f16 helper's loader reports it): counted at 4 bytes, and said.
-    const kept = memoryPlan(
-      loraMc,
-      {
-        ...RUN,
-        baseDtype: "f16",
-        keptF32: [{ name: "h.3.mlp.c_proj.weight", reason: "a weight of 7e4 is beyond f16" }],
-      },
-      undefined,
-      100 * GB,
-    );
-    expect(term(kept, "weights")! - term(lora, "weights")!).toBe(896 * 4864 * 2);
+    // A tensor kept in f32 (beyond f16's range, as the model's baseStorage() reports it): an f32
+    // buffer of its own beside its f16 slot (model/gpu-base.ts), and said.
+    const keptF32 = [{ name: "h.3.mlp.c_proj.weight", maxAbs: 70000 }];
+    const kept = memoryPlan(f16Mc, { ...RUN, keptF32 }, undefined, 100 * GB);
+    expect(term(kept, "weights")! - term(lora, "weights")!).toBe(896 * 4864 * 4);
     expect(kept.notes.join("\n")).toContain(
-      "h.3.mlp.c_proj.weight kept in f32 in the f16 base: a weight of 7e4",
+      "h.3.mlp.c_proj.weight kept in f32 in the f16 base: a value of 70000 is beyond f16's range",
     );
-    expect(() =>
-      memoryPlan(loraMc, { ...RUN, baseDtype: "f16", keptF32: [{ name: "nope", reason: "x" }] }),
-    ).toThrow("keptF32 names nope");
-    // Full fine-tuning trains f32 weights: f16 does not apply, and the plan says so.
-    const full16 = memoryPlan(mc, { ...RUN, baseDtype: "f16" }, undefined, 100 * GB);
-    expect(term(full16, "weights")).toBe(P * 4);
-    expect(full16.notes.join()).toContain("LoRA");
+    expect(() => memoryPlan(f16Mc, { ...RUN, keptF32: [{ name: "wte", maxAbs: 1e5 }] })).toThrow(
+      "keptF32 names wte, which is not an f16 tensor",
+    );
+    // No shader-f16: the f16-rounded values stored in f32, and said.
+    const noHalf = memoryPlan(f16Mc, { ...RUN, halfStorage: false }, undefined, 100 * GB);
+    expect(term(noHalf, "weights")).toBe(P * 4);
+    expect(noHalf.notes.join()).toContain("shader-f16");
     // Micro-batches of 2 sequences: activations of 1024 rows (a quarter); recomputation keeps less still.
     const micro = memoryPlan(mc, { ...RUN, microBatchRows: 2 }, undefined, 100 * GB);
     expect(term(micro, "activations")).toBeLessThan(term(plan, "activations")! / 3.9);
@@ -164,9 +161,9 @@ describe("memory plan", () => {
 
   it("Qwen2.5-0.5B at 8 x 512: LoRA r16 + f16 base + micro-batches of 1 + recomputation under the 4 GB goal; the full fine-tune is not", () => {
     const mc = hfModelConfig(QWEN25, "config.json", { context: 512 });
-    const loraMc = modelConfig({ ...mc, lora: { rank: 16, alpha: 32, targets: [...ALL] } });
+    const loraMc = modelConfig({ ...mc, lora: { rank: 16, alpha: 32, targets: [...ALL] }, baseDtype: "f16" });
     const shape = { ...RUN, reference: true };
-    const lora = memoryPlan(loraMc, { ...shape, microBatchRows: 1, recompute: true, baseDtype: "f16" });
+    const lora = memoryPlan(loraMc, { ...shape, microBatchRows: 1, recompute: true });
     const full = memoryPlan(mc, shape);
     expect(lora.total).toBeLessThan(4 * GB);
     expect(full.total).toBeGreaterThan(4 * GB);

@@ -16,10 +16,10 @@
 // scratch terms against the bytes GpuModel allocates, recomputation on and off.
 //
 // Inputs beyond the shape (PlanRun): micro-batches (activations for that many rows),
-// recomputation (one layer's arena plus each layer's output), the base dtype (f16 halves the
-// frozen base's matrices; norms and biases stay f32) with `keptF32`, the tensors an f16 base
-// keeps in f32 and why (a weight beyond f16's range, reported by the loader), and the head's
-// chunk size. LoRA comes with the model config (c.lora).
+// recomputation (one layer's arena plus each layer's output), `halfStorage` and `keptF32` for an
+// f16 base (whether the adapter stores f16, and the tensors kept in f32 beyond f16's range, as
+// the model's baseStorage() reports them after loading), and the head's chunk size. LoRA and the
+// base dtype come with the model config (c.lora, c.baseDtype: model/half.ts's tensors in f16).
 // Tested by model/memory-plan.test.ts (SmolLM2-135M and Qwen2.5-0.5B shapes by hand, LoRA, f16,
 // micro-batches, recomputation, the 4 GB goal) and model/recompute.gpu.test.ts (measured).
 import type { RunConfig } from "../config";
@@ -32,6 +32,7 @@ import {
   modelConfig,
   paramLayout,
 } from "./config";
+import { halfBase, halfTensors, type KeptF32 } from "./half";
 import { type LoraLayout, loraLayout } from "./lora";
 
 const F32 = 4;
@@ -122,12 +123,6 @@ export function trainCapacity(n: number): number {
   return Math.min(Math.ceil(n / 1024) * 1024, 2 ** Math.ceil(Math.log2(Math.max(1, n))));
 }
 
-/** A tensor an f16 base keeps in f32, and why (e.g. a weight beyond f16's range). */
-export interface KeptF32 {
-  name: string;
-  reason: string;
-}
-
 /** The run's shape as far as memory goes. */
 export interface PlanRun {
   /** Sequences in one forward/backward (an SFT batch, an RL minibatch or micro-batch). */
@@ -144,9 +139,9 @@ export interface PlanRun {
   referenceRows?: number;
   /** Per-layer recomputation (model.gradient_checkpointing): one layer's arena + each layer's output. */
   recompute?: boolean;
-  /** Storage of the frozen base's matrices under LoRA (full fine-tuning trains f32 weights); default f32. */
-  baseDtype?: "f32" | "f16";
-  /** With an f16 base: tensors kept in f32 (their names in the layout) and why. */
+  /** With an f16 base (ModelConfig.baseDtype): the adapter has shader-f16, so f16 tensors are stored f16; default true. */
+  halfStorage?: boolean;
+  /** With an f16 base: tensors kept in f32, beyond f16's range (the model's baseStorage().keptF32, after loading). */
   keptF32?: KeptF32[];
   /** Bytes one logits chunk holds at most (model/head.ts); default HEAD_CHUNK_BYTES. */
   headChunkBytes?: number;
@@ -250,6 +245,7 @@ export function memoryPlan(
   const layout = paramLayout(c);
   const lora = c.lora.rank > 0 ? loraLayout(c, c.lora) : null;
   const P = layout.total; // floats of the flat layout (aligned tensors)
+  const largestF32 = Math.max(...layout.tensors.map((t) => t.size));
   const notes: string[] = [];
   const C = c.dModel;
   const { KV } = attnDims(c);
@@ -262,30 +258,59 @@ export function memoryPlan(
   const recompute = run.recompute ?? false;
   const terms: PlanTerm[] = [];
 
-  // Base weights: f32, or under LoRA an f16 base (matrices in f16, norms, biases and keptF32 in f32).
-  const f16 = run.baseDtype === "f16" && lora !== null;
-  if (run.baseDtype === "f16" && !lora)
-    notes.push("an f16 base applies to a frozen base (LoRA) only: full fine-tuning trains f32 weights");
-  const kept = new Map((run.keptF32 ?? []).map((k) => [k.name, k.reason]));
+  // Base weights: the f32 layout, or an f16 base (model/half.ts, LoRA only) as model/gpu-base.ts
+  // stores it on a device with shader-f16: each layer's linear weights packed two to a word, the
+  // rest packed f32, and an f32 buffer for each f16 tensor kept f32 (beyond f16's range).
+  const half = halfBase(c);
+  const halfNames = new Set(half ? halfTensors(layout).map((t) => t.name) : []);
+  const kept = new Map((run.keptF32 ?? []).map((k) => [k.name, k]));
   for (const k of kept.keys())
-    if (!layout.byName.has(k)) throw new Error(`memory plan: keptF32 names ${k}, which is not in the layout`);
-  const bytesOf = (t: { name: string; shape: number[] }) =>
-    f16 && t.shape.length === 2 && !kept.has(t.name) ? 2 : F32;
-  const baseBytes = f16
-    ? sum(layout.tensors.map((t) => Math.ceil((t.size * bytesOf(t)) / 256) * 256))
-    : P * F32;
-  const largestBase = Math.max(...layout.tensors.map((t) => t.size * bytesOf(t)));
-  const halves = layout.tensors.filter((t) => bytesOf(t) === 2).reduce((a, t) => a + t.size, 0);
-  if (f16) for (const [name, reason] of kept) notes.push(`${name} kept in f32 in the f16 base: ${reason}`);
-  const params = { name: "params", bytes: baseBytes, binding: largestBase, windowed: true };
+    if (!halfNames.has(k))
+      throw new Error(
+        `memory plan: keptF32 names ${k}, which is not an f16 tensor of the layout (model/half.ts)`,
+      );
+  const f16 = half && (run.halfStorage ?? true);
+  if (half && !f16)
+    notes.push("no shader-f16 on this adapter: the f16-rounded base is stored in f32 (model/gpu-base.ts)");
+  const weights: PlanBuffer[] = [];
+  let halves = 0;
+  if (f16) {
+    const t32 = layout.tensors.filter((t) => !halfNames.has(t.name));
+    const t16 = layout.tensors.filter((t) => halfNames.has(t.name));
+    halves = t16.reduce((a, t) => a + t.size, 0);
+    const f32Floats = sum(t32.map((t) => align(t.size)));
+    const f16Floats = sum(t16.map((t) => align(Math.ceil(t.size / 2))));
+    weights.push(
+      {
+        name: "params",
+        bytes: f32Floats * F32,
+        binding: Math.max(...t32.map((t) => t.size)) * F32,
+        windowed: true,
+      },
+      {
+        name: "params-f16",
+        bytes: f16Floats * F32,
+        binding: Math.max(...t16.map((t) => Math.ceil(t.size / 2))) * F32,
+        windowed: true,
+      },
+    );
+    for (const k of kept.values()) {
+      const t = layout.byName.get(k.name)!;
+      weights.push(buf(`params-f32-${k.name}`, t.size, t.size, true));
+      notes.push(
+        `${k.name} kept in f32 in the f16 base: a value of ${k.maxAbs} is beyond f16's range (65504)`,
+      );
+    }
+  } else weights.push({ name: "params", bytes: P * F32, binding: largestF32 * F32, windowed: true });
+  const baseBytes = sum(weights.map((w) => w.bytes));
   terms.push({
     key: "weights",
     label: lora ? "Base weights (frozen)" : "Weights",
     bytes: baseBytes,
     why: f16
-      ? `${halves.toLocaleString("en")} matrix weights x 2 bytes (f16) + ${(layout.count - halves).toLocaleString("en")} norm, bias${kept.size ? " and kept-f32" : ""} weights x 4 (f32)`
-      : `${layout.count.toLocaleString("en")} parameters x 4 bytes (f32)`,
-    buffers: [params],
+      ? `${halves.toLocaleString("en")} linear weights x 2 bytes (f16) + ${(layout.count - halves).toLocaleString("en")} embedding, norm and bias weights x 4 (f32)${kept.size ? `, ${kept.size} tensor(s) kept f32` : ""}`
+      : `${layout.count.toLocaleString("en")} parameters x 4 bytes (f32)${half ? ", f16-rounded values" : ""}`,
+    buffers: weights,
   });
   const trainedLayout = lora ?? layout;
   const trainable = trainedLayout.total;
@@ -385,7 +410,7 @@ export function memoryPlan(
     const ref = trainBuffers(c, refN, lora, true); // frozen copies keep the recomputation layout (model/gpu.ts)
     const refHead = chunkRowsOf(refN);
     const buffers = [
-      ...(lora ? [] : [{ name: "ref-params", bytes: P * F32, binding: largestBase, windowed: true }]),
+      ...(lora ? [] : [{ name: "ref-params", bytes: P * F32, binding: largestF32 * F32, windowed: true }]),
       ...ref.activations.map((b) => ({ ...b, name: `ref-${b.name}` })),
       ...ref.scratch.map((b) => ({ ...b, name: `ref-${b.name}` })),
       buf("ref-head-logits", refHead * V),
@@ -449,7 +474,7 @@ const ADVICE: Record<string, string> = {
  * The run shape of a RunConfig: the largest batch any phase runs forward/backward (an SFT batch,
  * or an RL minibatch's micro-batch: rl/rl-step.ts scores and trains in micro-batches when
  * rl.micro_batch_size is set), the largest decode batch, the reference's rows, recomputation.
- * The base dtype is f32 (model.dtype sets it once the f16 base lands).
+ * The base dtype comes with the model config (planOfConfig: model.dtype).
  */
 export function planRunOf(config: RunConfig): PlanRun {
   const rl = config.rl;
@@ -472,7 +497,7 @@ export function planOfConfig(
   mc: ModelConfig,
   limits: PlanLimits = DEFAULT_LIMITS,
 ): MemoryPlan {
-  const withLora = modelConfig({ ...mc, lora: loraConfigOf(config, mc.mlp) });
+  const withLora = modelConfig({ ...mc, lora: loraConfigOf(config, mc.mlp), baseDtype: config.model.dtype });
   return memoryPlan(withLora, planRunOf(config), limits, config.model.memory_budget_gb * GB);
 }
 

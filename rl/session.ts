@@ -40,7 +40,7 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
       context: config.model.context,
       valueHead: config.rl.advantage === "gae",
     });
-    mc = modelConfig({ ...hf, lora: loraConfigOf(config, hf.mlp) });
+    mc = modelConfig({ ...hf, lora: loraConfigOf(config, hf.mlp), baseDtype: config.model.dtype });
     if (mc.vocab < chat.tokenizer.vocabSize)
       throw new Error(
         `model.pretrained: ${pretrained}/config.json has vocab_size ${mc.vocab}, fewer rows than the tokenizer's ${chat.tokenizer.vocabSize} ids`,
