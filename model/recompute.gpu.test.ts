@@ -3,7 +3,7 @@
 // non-recomputed ones bit for bit (the same ops on the same inputs), with and without LoRA,
 // micro-batches on, for a gpt-like and a qwen3-like model (GQA, q/k norms, rope, swiglu);
 // the training buffers it allocates are fewer, and the memory plan's activation term
-// (model/memory-plan.ts) is what the model allocates, on and off.
+// (model/memory-plan.ts) is what the model allocates, on and off; so is its f16 base term.
 // Run: npx vitest run --project gpu model/recompute.gpu.test.ts
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpu } from "../kernels/device";
@@ -49,6 +49,28 @@ const cases: [string, ModelConfig][] = [
   ["qwen3-like, full model", modelConfig({ ...tiny, ...QWEN3ISH, lora: { rank: 0, alpha: 4, targets: [] } })],
   ["qwen3-like, LoRA", modelConfig({ ...tiny, ...QWEN3ISH, lora: { rank: 2, alpha: 4, targets: [...ALL] } })],
 ];
+
+describe("the memory plan's base weights on the GPU model", () => {
+  it("an f16 base takes what the plan's weights term says (f16 storage where the device has shader-f16, else f32)", () => {
+    const c = modelConfig({
+      ...tiny,
+      ...QWEN3ISH,
+      lora: { rank: 2, alpha: 4, targets: [...ALL] },
+      baseDtype: "f16",
+    });
+    const m = new GpuModel(rt, c, undefined, 3);
+    const s = m.baseStorage();
+    const plan = memoryPlan(c, {
+      trainRows: 1,
+      seqLen: 4,
+      decodeRows: 1,
+      reference: false,
+      halfStorage: s.storage === "f16",
+    });
+    expect(s.bytes).toBe(plan.terms.find((t) => t.key === "weights")!.bytes);
+    m.dispose();
+  });
+});
 
 describe("per-layer recomputation on the GPU model", () => {
   for (const [name, c] of cases) {
