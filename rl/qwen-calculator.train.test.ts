@@ -54,7 +54,7 @@ describe("qwen-calculator recipe", () => {
         task: { eval_size: 0, eval_every: 0 },
         // entropy keeps a gradient on the adapter even when both samples earn the same reward
         rl: { prompts_per_step: 1, group_size: 2, minibatches: 1, entropy_coef: 0.01 },
-        sampling: { max_new_tokens: 4 },
+        sampling: { max_new_tokens: 6 },
         stop: { max_steps: 2 },
       }),
     );
