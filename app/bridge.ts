@@ -364,7 +364,7 @@ export async function downloadWeights(runId: string, kind: "peft" | "hf", name: 
     const source = hf.tokenizerSource(b.run.config);
     if (source) {
       const found = await getTrainer().modelFiles(b.run.config, source, hf.TOKENIZER_FILES);
-      Object.assign(files, await hf.tokenizerFiles(source, async (n) => found[n] ?? null));
+      Object.assign(files, (await hf.tokenizerFiles(source, async (n) => found[n] ?? null)).files);
     }
   }
   const file = `${name.replace(/[^\w.-]+/g, "_")}-${kind}.zip`;

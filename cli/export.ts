@@ -147,8 +147,11 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
     } else {
       files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
       const source = tokenizerArg ?? (config ? tokenizerSource(config) : null);
-      if (source) Object.assign(files, await tokenizerFiles(source, sourceReader(source, config)));
-      else
+      if (source) {
+        const tok = await tokenizerFiles(source, sourceReader(source, config));
+        Object.assign(files, tok.files);
+        if (tok.note) note = ` (${tok.note})`;
+      } else
         note = config
           ? " (no tokenizer files: the run used the lab's character tokenizer)"
           : " (no tokenizer files: a bare checkpoint names no source; add --tokenizer DIR)";

@@ -482,22 +482,23 @@ export function tokenizerSource(config: RunConfig): string | null {
 }
 
 /**
- * TOKENIZER_FILES as the source has them, read by `read` (null: the source lacks that file).
- * The tokenizer itself (tokenizer.json, or a slow tokenizer's vocab) must be there: a merged
- * folder without one would not load in transformers.
+ * TOKENIZER_FILES as the source has them, read by `read` (null: the source lacks that file),
+ * and a note when it has no tokenizer (tokenizer.json, or a slow tokenizer's vocab): a merged
+ * folder without one does not load in transformers' AutoTokenizer (a pretrained folder without
+ * tokenizer files ran on the lab's character tokenizer).
  */
 export async function tokenizerFiles(
   source: string,
   read: (name: string) => Promise<Uint8Array | null>,
-): Promise<Record<string, Uint8Array>> {
-  const out: Record<string, Uint8Array> = {};
+): Promise<{ files: Record<string, Uint8Array>; note: string }> {
+  const files: Record<string, Uint8Array> = {};
   for (const name of TOKENIZER_FILES) {
     const bytes = await read(name);
-    if (bytes) out[name] = bytes;
+    if (bytes) files[name] = bytes;
   }
-  if (!out["tokenizer.json"] && !out["vocab.json"] && !out["tokenizer.model"])
-    throw new Error(
-      `export hf: ${source} has no tokenizer.json (nor vocab.json or tokenizer.model) to copy into the merged folder`,
-    );
-  return out;
+  const note =
+    files["tokenizer.json"] || files["vocab.json"] || files["tokenizer.model"]
+      ? ""
+      : `${source} has no tokenizer.json (nor vocab.json or tokenizer.model): the merged folder has no tokenizer`;
+  return { files, note };
 }
