@@ -135,6 +135,14 @@ export interface PolicyModel {
   readonly config: ModelConfig;
   readonly layout: ParamLayout;
   readonly backend: "cpu" | "webgpu";
+  /**
+   * Per-layer activation recomputation (gradient checkpointing; RunConfig
+   * model.gradient_checkpointing): forwardScore keeps each layer's output only and backward
+   * re-runs each layer's forward before its backward. Same gradients, less memory, one more
+   * forward. Both backends have it; false by default, true on frozen copies and the reference
+   * (they only score, so they keep one layer's arena).
+   */
+  recompute?: boolean;
   /** Forward over a batch; keeps what backward needs until the next forwardScore. */
   forwardScore(batch: ScoreBatch, options?: { logits?: boolean }): Promise<ScoreResult>;
   /** Backward of the last forwardScore; ADDS into the gradient buffer. */

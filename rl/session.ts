@@ -85,6 +85,7 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
     else weights = adaptValueHead(mc, ck.weights, ck.config, config.seed);
   }
   const policy = await deps.makeModel(mc, weights, config.seed);
+  if (config.model.gradient_checkpointing) policy.recompute = true;
   const trainer = new Trainer(config, {
     policy,
     task,

@@ -174,6 +174,11 @@ export interface TrainerApi {
   /** Stores picked files (hashed in the worker) and returns the local source that names them. */
   addLocalModel(name: string, files: { path: string; blob: Blob }[]): Promise<ModelSource>;
   listModelCache(): Promise<CacheEntry[]>;
+  /**
+   * Files `names` of a run's model folder `root` (an hf:/local: source in the model cache, or a
+   * path the app serves), those that exist: the HF download copies the tokenizer files through.
+   */
+  modelFiles(config: RunConfig, root: string, names: readonly string[]): Promise<Record<string, Uint8Array>>;
   clearModelCache(): Promise<void>;
   /** Checks the worker's sandbox pool (tools, limits, hard kill) and measures calls/s. */
   sandboxSmoke(calls?: number): Promise<SmokeReport>;

@@ -602,6 +602,15 @@ const api: TrainerApi = {
   downloadModel: (source, onProgress, options) => downloadModel(source, onProgress, options),
   addLocalModel: (name, files) => addLocalModel(name, files),
   listModelCache: () => listModelCache(),
+  async modelFiles(config, root, names) {
+    const files = cachedFiles(config, fetchFile);
+    const out: Record<string, Uint8Array> = {};
+    for (const n of names) {
+      const b = await files.openFile(`${root}/${n}`);
+      if (b) out[n] = new Uint8Array(await b.arrayBuffer());
+    }
+    return out;
+  },
   clearModelCache: () => clearModelCache(),
 
   sandboxSmoke(calls?: number) {
