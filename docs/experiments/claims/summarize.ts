@@ -18,12 +18,15 @@ import {
   type SeedRun,
   stat,
   valuesByStep,
-} from "../../../cli/aggregate.ts";
+} from "../../../config/aggregate.ts";
 
 const DIR = dirname(fileURLToPath(import.meta.url));
 
-/** Each claim: its arm, the baseline its preset declares (`contrast.baseline`), the training metrics its text is about. */
-const CLAIMS: Record<string, { arm: string; baseline: string; train: string[] }> = {
+/**
+ * Each claim: its arm, the baseline its preset declares (`contrast.baseline`), the training
+ * metrics its text is about, and the held-out metrics (val/acc and val/acc/hard unless it says).
+ */
+const CLAIMS: Record<string, { arm: string; baseline: string; train: string[]; held?: string[] }> = {
   "no-tool": {
     arm: "claim-no-tool",
     baseline: "quick-demo",
@@ -54,6 +57,12 @@ const CLAIMS: Record<string, { arm: string; baseline: string; train: string[] }>
     arm: "claim-cispo",
     baseline: "quick-demo",
     train: ["actor/grad_norm", "actor/pg_clipfrac", "actor/ppo_kl"],
+  },
+  toolrl: {
+    arm: "claim-toolrl",
+    baseline: "claim-toolrl-exact",
+    train: ["tool/success_rate", "acc/mean", "reward/mean", "groups/zero_std_frac", "actor/entropy"],
+    held: ["val/acc", "val/acc_sampled", "val/tool_call_rate"],
   },
 };
 
@@ -97,7 +106,7 @@ function heldOut(name: string, base: SeedRun[], arm: SeedRun[], key: string): st
         .filter((v): v is number => v !== undefined);
       if (xs.length === 0) return "-";
       const se =
-        key === "val/acc" && runs[0].evalSize
+        key.startsWith("val/acc") && !key.startsWith("val/acc/") && runs[0].evalSize
           ? ` (SE ${f(binomialSE(stat(xs).mean, runs[0].evalSize))})`
           : "";
       return `${pm(xs)}${se}; ${xs.map((x) => f(x)).join(", ")}`;
@@ -179,6 +188,7 @@ for (const name of wanted.length ? wanted : Object.keys(CLAIMS)) {
   console.log(
     `## ${name}: ${c.arm} (seeds ${arm.map((r) => r.seed).join(", ")}) vs ${c.baseline} (seeds ${base.map((r) => r.seed).join(", ")})\n`,
   );
-  for (const key of ["val/acc", "val/acc/hard"]) console.log(`${heldOut(name, base, arm, key).join("\n")}\n`);
+  for (const key of c.held ?? ["val/acc", "val/acc/hard"])
+    console.log(`${heldOut(name, base, arm, key).join("\n")}\n`);
   console.log(`${training(name, base, arm).join("\n")}\n`);
 }
