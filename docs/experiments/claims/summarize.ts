@@ -61,7 +61,7 @@ const CLAIMS: Record<string, { arm: string; baseline: string; train: string[]; h
   toolrl: {
     arm: "claim-toolrl",
     baseline: "claim-toolrl-exact",
-    train: ["tool/success_rate", "acc/mean", "reward/mean", "groups/zero_std_frac", "actor/entropy"],
+    train: ["tool/success_rate", "acc/mean", "groups/zero_std_frac", "actor/entropy"],
     held: ["val/acc", "val/acc_sampled", "val/tool_call_rate"],
   },
 };
