@@ -46,6 +46,9 @@ export default defineConfig({
           root: ".",
           include: ["**/*.gpu.test.ts"],
           exclude: ["**/node_modules/**"],
+          // a fixed matmul tile (kernels/autotune.ts): no test file spends a second measuring;
+          // the autotune's own tests and rl/round-trips measure anyway
+          env: { LAB_MATMUL_TILE: "8x8" },
           fileParallelism: false,
           testTimeout: 300_000,
           hookTimeout: 300_000,
@@ -58,6 +61,7 @@ export default defineConfig({
           root: ".",
           include: ["**/*.train.test.ts"],
           exclude: ["**/node_modules/**"],
+          env: { LAB_MATMUL_TILE: "8x8" },
           fileParallelism: false,
           testTimeout: 900_000,
           hookTimeout: 300_000,

@@ -308,6 +308,11 @@ export function MemoryPlanView() {
           </tr>
         </tbody>
       </table>
+      {p.notes.map((n) => (
+        <div key={n} className="muted">
+          {n}
+        </div>
+      ))}
       {!p.fits && (
         <div className="field-error" role="alert" data-testid="memory-refused">
           Does not fit: {p.problems.join("; ")}. Change: {p.advice.join("; ")}.

@@ -1,14 +1,18 @@
 // Every run of the session: its colour, status, steps, what changed from the previous run
 // (a diff of leaf paths), final metrics; open (inspector, try), overlay on the charts
 // (compare), delete. The seeds of a multi-seed run sit under one group row (how many seeds
-// have finished, the mean ± sd of the final metrics over them).
+// have finished, the mean ± sd of the final metrics over them), in the session and among the
+// stored runs (the group is stored with its seeds, so it survives a reload: "Open group"
+// loads every seed, drawn as the mean with a band).
 import { useEffect, useState } from "react";
 import { stat } from "../config/aggregate";
 import type { StoredRun } from "../workers/api";
 import {
+  deleteStoredGroup,
   deleteStoredRun,
   exportStoredRun,
   importBundleFile,
+  openStoredGroup,
   openStoredRun,
   refreshStoredRuns,
   resumeStoredRun,
@@ -16,7 +20,7 @@ import {
 } from "./bridge";
 import { fmtNum } from "./chartData";
 import { formatDiff } from "./configModel";
-import { deleteRun, isRunning, lastValues, type RunRecord, runName, useLab } from "./store";
+import { deleteRun, isRunning, lastValues, type RunRecord, runName, useLab, withGroups } from "./store";
 
 const FINAL_KEYS = ["reward/mean", "acc/mean", "val/acc", "tool/success_rate"];
 
@@ -50,16 +54,10 @@ function SessionRuns() {
         </tr>
       </thead>
       <tbody>
-        {[...runs].reverse().flatMap((r, i, all) => {
+        {withGroups([...runs].reverse()).flatMap(({ run: r, head: group }) => {
           const last = lastValues(r.rows);
           const lastRl = [...r.rows].reverse().find((x) => x.phase === "rl");
-          const head =
-            r.group && all[i - 1]?.group?.id !== r.group.id ? (
-              <GroupRow
-                key={`group:${r.group.id}`}
-                members={all.filter((x) => x.group?.id === r.group?.id)}
-              />
-            ) : null;
+          const head = group ? <GroupRow key={`group:${group.group.id}`} members={group.members} /> : null;
           const row = (
             <tr
               key={r.id}
@@ -125,6 +123,19 @@ function SessionRuns() {
   );
 }
 
+/** The final metrics of a group's seeds, as mean ± sd (the mean alone over one seed). */
+function MeanCells({ finals }: { finals: Record<string, number>[] }) {
+  return FINAL_KEYS.map((k) => {
+    const vs = finals.map((f) => f[k]).filter((v): v is number => v !== undefined);
+    const st = stat(vs);
+    return (
+      <td key={k}>
+        {vs.length === 0 ? "–" : vs.length === 1 ? fmtNum(st.mean) : `${fmtNum(st.mean)} ± ${fmtNum(st.sd)}`}
+      </td>
+    );
+  });
+}
+
 /** A multi-seed run's row: its name, seeds finished of all, final metrics as mean ± sd. */
 function GroupRow({ members }: { members: RunRecord[] }) {
   const g = members[0].group;
@@ -139,20 +150,53 @@ function GroupRow({ members }: { members: RunRecord[] }) {
       <td>{running ? `seed ${members.length} of ${g.size}` : `${done} of ${g.size} seeds done`}</td>
       <td />
       <td className="muted">seeds one after another</td>
-      {FINAL_KEYS.map((k) => {
-        const vs = members.map((m) => lastValues(m.rows)[k]).filter((v): v is number => v !== undefined);
-        const st = stat(vs);
-        return (
-          <td key={k}>
-            {vs.length === 0
-              ? "–"
-              : vs.length === 1
-                ? fmtNum(st.mean)
-                : `${fmtNum(st.mean)} ± ${fmtNum(st.sd)}`}
-          </td>
-        );
-      })}
+      <MeanCells finals={members.map((m) => lastValues(m.rows))} />
       <td />
+    </tr>
+  );
+}
+
+/** A stored multi-seed run's row: seeds stored of all, final metrics as mean ± sd; open or delete them all. */
+function StoredGroupRow({ members, activeIds }: { members: StoredRun[]; activeIds: Set<string | null> }) {
+  const g = members[0].group;
+  if (!g) return null;
+  const done = members.filter((m) => m.status === "done").length;
+  return (
+    <tr className="group-head" data-testid="stored-group" data-group={g.id} data-seeds={members.length}>
+      <td>
+        <span data-testid="stored-group-name">{g.name}</span>{" "}
+        <span className="muted">
+          seeds{" "}
+          {members
+            .map((m) => m.group?.seed ?? 0)
+            .sort((a, b) => a - b)
+            .join(", ")}
+        </span>
+      </td>
+      <td>
+        {members.length} of {g.size} seeds stored, {done} done
+      </td>
+      <td />
+      <td />
+      <MeanCells finals={members.map((m) => m.summary.metrics)} />
+      <td className="run-actions">
+        <button
+          type="button"
+          data-testid="stored-group-open"
+          onClick={() => void openStoredGroup([...members].reverse().map((m) => m.id))}
+          title="Load every seed into the charts: their mean with a band"
+        >
+          Open group
+        </button>
+        <button
+          type="button"
+          disabled={members.some((m) => activeIds.has(m.id))}
+          onClick={() => void deleteStoredGroup(g.id)}
+          title="Delete the group and all its seeds from this browser"
+        >
+          Delete group
+        </button>
+      </td>
     </tr>
   );
 }
@@ -211,8 +255,16 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
         </tr>
       </thead>
       <tbody>
-        {stored.map((r) => (
-          <tr key={r.id} data-testid="stored-run">
+        {withGroups(stored).flatMap(({ run: r, head }) => [
+          ...(head
+            ? [<StoredGroupRow key={`group:${head.group.id}`} members={head.members} activeIds={activeIds} />]
+            : []),
+          <tr
+            key={r.id}
+            data-testid="stored-run"
+            data-group={r.group?.id ?? ""}
+            className={r.group ? "group-member" : ""}
+          >
             <td>
               <span data-testid="stored-run-name">{r.name}</span>{" "}
               <span className="muted">{r.source !== "local" ? `(${r.source})` : ""}</span>
@@ -261,8 +313,8 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
                 Delete
               </button>
             </td>
-          </tr>
-        ))}
+          </tr>,
+        ])}
       </tbody>
     </table>
   );

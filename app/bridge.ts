@@ -138,6 +138,7 @@ export async function startRun(
             paused: opts.paused,
             edits: opts.edits,
             source: opts.source,
+            group: opts.group,
             name: opts.name ?? (opts.source === "link" ? "shared link" : (st.preset ?? "custom")),
           },
       Comlink.proxy(listener),
@@ -337,7 +338,7 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
 /**
  * Downloads a run's latest weights in Hugging Face formats as a zip: "peft" = the LoRA adapter
  * (adapter_config.json + adapter_model.safetensors), "hf" = the model with the adapter merged
- * (export/hf.ts, loaded on demand). Throws (for the caller to show) when the run has no
+ * (export/hf.ts, loaded on demand) with the source model's tokenizer files. Throws (for the caller to show) when the run has no
  * checkpoint yet or its model has no Hugging Face architecture.
  */
 export async function downloadWeights(runId: string, kind: "peft" | "hf", name: string): Promise<string> {
@@ -357,7 +358,15 @@ export async function downloadWeights(runId: string, kind: "peft" | "hf", name: 
     if (!ck.adapter)
       throw new Error("the run trains every weight (model.lora.rank 0): download the HF model");
     files = hf.peftFiles(ck.config, ck.adapter);
-  } else files = hf.hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+  } else {
+    files = hf.hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+    // The source model's tokenizer, chat template and generation files, read in the worker.
+    const source = hf.tokenizerSource(b.run.config);
+    if (source) {
+      const found = await getTrainer().modelFiles(b.run.config, source, hf.TOKENIZER_FILES);
+      Object.assign(files, (await hf.tokenizerFiles(source, async (n) => found[n] ?? null)).files);
+    }
+  }
   const file = `${name.replace(/[^\w.-]+/g, "_")}-${kind}.zip`;
   const url = URL.createObjectURL(new Blob([zipFiles(files) as BlobPart], { type: "application/zip" }));
   const a = document.createElement("a");
@@ -368,9 +377,24 @@ export async function downloadWeights(runId: string, kind: "peft" | "hf", name: 
   return file;
 }
 
-/** Continues a stored run from its last checkpoint (its kept rows come back first). */
+/** Continues a stored run from its last checkpoint (its kept rows come back first), in its group. */
 export async function resumeStoredRun(run: StoredRun): Promise<void> {
-  await startRun(run.config, { resume: run });
+  await startRun(run.config, { resume: run, group: run.group });
+}
+
+/** Opens every stored seed of a multi-seed group: the charts draw their mean with a band. */
+export async function openStoredGroup(runIds: readonly string[]): Promise<void> {
+  for (const id of runIds) await openStoredRun(id);
+}
+
+/** Deletes a multi-seed group and its stored seeds. */
+export async function deleteStoredGroup(groupId: string): Promise<void> {
+  try {
+    await getTrainer().deleteGroup(groupId);
+  } catch (err) {
+    report(err);
+  }
+  await refreshStoredRuns();
 }
 
 export async function importBundleFile(file: File): Promise<void> {

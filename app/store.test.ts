@@ -1,7 +1,8 @@
 // The store's reducers for run names and phases (app/store.ts), and the try panel's
 // temperature check: one name per run (the worker's), a stopped run stays stopped while its
-// last step reports in, a stored run opens under its stored name and status, and a
-// temperature outside [0, 2] is named.
+// last step reports in, a stored run opens under its stored name and status (and in its
+// multi-seed group), a runs table puts a group's seeds under one head, and a temperature
+// outside [0, 2] is named.
 import { describe, expect, it } from "vitest";
 import { defaultRunConfig } from "../config";
 import type { LoadedRun, RunProgress } from "../workers/api";
@@ -12,8 +13,10 @@ import {
   initialState,
   type LabState,
   pushError,
+  type RunGroup,
   runName,
   setWorkerId,
+  withGroups,
 } from "./store";
 import { temperatureError } from "./TryModelPanel";
 
@@ -65,6 +68,64 @@ describe("run names", () => {
     expect(a.runs[0].phase).toBe("stopped");
     const b = { ...s, ...addLoadedRun(s, loaded("done")) };
     expect(b.runs[0].phase).toBe("done");
+  });
+});
+
+describe("multi-seed groups after a reload", () => {
+  const g = (seed: number, id = "g1"): RunGroup => ({
+    id,
+    name: "ci-tiny × 2 seeds (5–6)",
+    seed,
+    firstSeed: 5,
+    size: 2,
+  });
+
+  it("a stored seed opens in its group, sharing the colour of the seed opened before it", () => {
+    const loaded = (id: string, group?: RunGroup): LoadedRun => ({
+      run: {
+        id,
+        name: `#1 ${id}`,
+        config: defaultRunConfig(),
+        createdAt: 0,
+        updatedAt: 0,
+        status: "done",
+        source: "local",
+        summary: { rows: 0, metrics: {} },
+      },
+      ...(group ? { group } : {}),
+      edits: [],
+      rows: [],
+      samples: [],
+      events: [],
+    });
+    let s = initialState();
+    s = { ...s, ...addLoadedRun(s, loaded("a", g(5))) };
+    s = { ...s, ...addLoadedRun(s, loaded("b", g(6))) };
+    s = { ...s, ...addLoadedRun(s, loaded("c")) };
+    expect(s.runs.map((r) => r.group?.seed)).toEqual([5, 6, undefined]);
+    expect(s.runs[1].color).toBe(s.runs[0].color);
+    expect(s.runs[2].color).not.toBe(s.runs[0].color);
+  });
+
+  it("a runs table puts a group's members together under one head, at its first member's place", () => {
+    const runs = [
+      { id: "x" },
+      { id: "s6", group: g(6) },
+      { id: "y" },
+      { id: "s5", group: g(5) },
+      { id: "t1", group: g(1, "g2") },
+    ];
+    const rows = withGroups(runs);
+    expect(rows.map((r) => r.run.id)).toEqual(["x", "s6", "s5", "y", "t1"]);
+    expect(rows.map((r) => r.head?.members.map((m) => m.id))).toEqual([
+      undefined,
+      ["s6", "s5"],
+      undefined,
+      undefined,
+      ["t1"],
+    ]);
+    expect(rows[1].head?.group.id).toBe("g1");
+    expect(withGroups([])).toEqual([]);
   });
 });
 

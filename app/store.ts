@@ -10,6 +10,7 @@ import type {
   LoadedRun,
   MetricsRow,
   RunEvent,
+  RunGroupRef,
   RunPhase,
   RunProgress,
   SampleRecord,
@@ -62,14 +63,8 @@ export interface RunRecord {
   group?: RunGroup;
 }
 
-/** A multi-seed run: `size` seeds from `firstSeed`, this record being seed `seed`. */
-export interface RunGroup {
-  id: string;
-  name: string;
-  seed: number;
-  firstSeed: number;
-  size: number;
-}
+/** A multi-seed run: `size` seeds from `firstSeed`, this record being seed `seed` (stored with the run). */
+export type RunGroup = RunGroupRef;
 
 export interface RunsSlice {
   runs: RunRecord[];
@@ -304,7 +299,7 @@ export function addLoadedRun(s: LabState, loaded: LoadedRun): Partial<LabState> 
   const id = `stored:${loaded.run.id}`;
   const without = { ...s, runs: s.runs.filter((r) => r.id !== id) };
   const activeId = s.activeId;
-  let next: LabState = { ...without, ...addRun(without, id, loaded.run.config) };
+  let next: LabState = { ...without, ...addRun(without, id, loaded.run.config, loaded.group) };
   const byStep = new Map<number, SampleRecord[]>();
   for (const x of loaded.samples) byStep.set(x.step, [...(byStep.get(x.step) ?? []), x]);
   next = {
@@ -340,6 +335,31 @@ export function deleteRun(s: LabState, id: string): Partial<LabState> {
     activeId: s.activeId === id ? null : s.activeId,
     openId: s.openId === id ? (runs[runs.length - 1]?.id ?? null) : s.openId,
   };
+}
+
+/**
+ * A runs table's order: each run once, a group's members together at its first member's place,
+ * the first of them carrying the group's head (the group and all its members in the list).
+ */
+export function withGroups<T extends { id: string; group?: RunGroup }>(
+  runs: readonly T[],
+): { run: T; head?: { group: RunGroup; members: T[] } }[] {
+  const members = new Map<string, T[]>();
+  for (const r of runs) if (r.group) members.set(r.group.id, [...(members.get(r.group.id) ?? []), r]);
+  const out: { run: T; head?: { group: RunGroup; members: T[] } }[] = [];
+  for (const r of runs) {
+    const group = r.group;
+    const all = group && members.get(group.id);
+    if (!group) out.push({ run: r });
+    else if (all) {
+      // The whole group here; its later members are already placed.
+      members.delete(group.id);
+      all.forEach((m, i) => {
+        out.push(i === 0 ? { run: m, head: { group, members: all } } : { run: m });
+      });
+    }
+  }
+  return out;
 }
 
 export function toggleVisible(s: LabState, id: string): Partial<LabState> {

@@ -8,17 +8,27 @@
 //  - head_logits_peak_bytes_151936: the bytes of logits the training head holds (its logits and
 //    dlogits chunk buffers) when scoring 8 x 512 tokens at vocabulary 151,936, against the (N,V)
 //    logits and dlogits of the unchunked head; measured on a 1-layer d64 model (the chunk depends
-//    on V and the limits, not on the width).
-// The train-step row has no side-by-side baseline (ours only: baseline = ours, ratio 1).
+//    on V and the limits, not on the width);
+//  - qwen05b_lora16_train_step: the adapter's train-step tokens/s (forwardScore + backward +
+//    clipped AdamW on the adapter) at Qwen2.5-0.5B's shape (its config.json: 494M parameters)
+//    with random weights, LoRA rank 16 on all seven targets, f32 base (the row's note says how
+//    the base was stored), batch 1 x 64 tokens, one
+//    timed step after a warm-up step (only the warm-up, said so, when it alone took over 4
+//    minutes: the row stays within 10), with the training buffers it allocated against the
+//    memory plan's figure.
+// The train-step rows have no side-by-side baseline (ours only: baseline = ours, ratio 1).
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/bigmodel.ts
 import { fileURLToPath } from "node:url";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { Runtime } from "../kernels/runtime";
-import { modelConfig } from "../model/config";
+import { type ModelConfig, modelConfig } from "../model/config";
 import { GpuModel } from "../model/gpu";
+import { describeStorage } from "../model/half";
 import { hfModelConfig } from "../model/hf";
-import { SMOLLM2_135M } from "../model/hf-configs";
+import { QWEN25_05B, SMOLLM2_135M } from "../model/hf-configs";
+import { LORA_TARGETS } from "../model/lora";
+import { memoryPlan } from "../model/memory-plan";
 import { type BenchRow, makeRow } from "./report";
 
 /** SmolLM2-135M's config.json (HuggingFaceTB/SmolLM2-135M), read by the lab's own HF config reader. */
@@ -37,6 +47,63 @@ function seededTokens(n: number, V: number, seed: number): Int32Array {
 }
 
 const secs = (t0: number) => (performance.now() - t0) / 1000;
+
+/** Qwen2.5-0.5B's shape (its config.json through model/hf.ts) at `context`, with LoRA rank `rank` on all seven targets (0: none) and a base dtype. */
+export function qwen05bShape(rank: number, context = 512, baseDtype: "f32" | "f16" = "f32"): ModelConfig {
+  const mc = hfModelConfig(QWEN25_05B, "Qwen2.5-0.5B config.json", { context });
+  return modelConfig({
+    ...mc,
+    lora: { rank, alpha: 2 * Math.max(1, rank), targets: [...LORA_TARGETS] },
+    baseDtype,
+  });
+}
+
+/** The adapter's train-step row of model `c` (LoRA on) at batch 1 x T on `rt`. */
+export async function adapterTrainStepRow(
+  rt: Runtime,
+  c: ModelConfig,
+  id: string,
+  shapeNote: string,
+  adapterNote: string,
+  T = 64,
+): Promise<BenchRow> {
+  let t0 = performance.now();
+  const model = new GpuModel(rt, c, undefined, 1);
+  const initS = secs(t0);
+  const batch = { B: 1, T, tokens: seededTokens(T, c.vocab, 7), targets: seededTokens(T, c.vocab, 8) };
+  const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
+  const trainStep = async () => {
+    const t = performance.now();
+    model.zeroGrad();
+    const out = await model.forwardScore(batch);
+    await model.backward({ dlogp: new Float32Array(T).fill(-1 / T) });
+    await model.step(h);
+    return { s: secs(t), loss: -out.logp.reduce((a, b) => a + b, 0) / T };
+  };
+  t0 = performance.now();
+  const warm = await trainStep();
+  const timed = warm.s > 240 ? null : await trainStep();
+  const trainBytes = model.trainBytes;
+  const storage = describeStorage(model.baseStorage());
+  model.dispose();
+  const plan = memoryPlan(c, { trainRows: 1, seqLen: T, decodeRows: 1, reference: false });
+  const planned = plan.terms
+    .filter((t) => t.key === "activations" || t.key === "scratch")
+    .reduce((a, t) => a + t.bytes, 0);
+  const s = timed?.s ?? warm.s;
+  const steps = timed
+    ? `one timed step (${timed.s.toFixed(1)} s) after a warm-up step (${warm.s.toFixed(1)} s, with pipeline compiles); loss ${warm.loss.toFixed(2)} -> ${timed.loss.toFixed(2)}`
+    : `the warm-up step only (${warm.s.toFixed(1)} s, pipeline compiles included: over 4 minutes, so no second step)`;
+  return makeRow({
+    id,
+    group: "model",
+    ours: [T / s],
+    baseline: [T / s],
+    unit: "tokens/s",
+    better: "higher",
+    note: `${shapeNote}; LoRA rank ${c.lora.rank} on ${c.lora.targets.join("/")}, frozen base, AdamW on the adapter; ${storage}; batch 1 x ${T}, ${steps}; init ${initS.toFixed(0)} s; training buffers ${(trainBytes / 1e6).toFixed(1)} MB allocated, ${(planned / 1e6).toFixed(1)} MB planned; ours only; ${adapterNote}`,
+  });
+}
 
 export async function runBigModelBench(): Promise<{ rows: BenchRow[]; adapterNote: string }> {
   const gpu = await createGpu(await nodeGpu());
@@ -146,6 +213,17 @@ export async function runBigModelBench(): Promise<{ rows: BenchRow[]; adapterNot
         better: "lower",
         note: `logits + dlogits chunk buffers the training head allocates to score ${B} x ${TT} tokens at vocab ${V} (${mb(ours)}; goal under 256 MB at any batch) vs the unchunked head's (N,V) logits and dlogits (${mb(unchunked)}); measured on a 1-layer d64 model, forward over the batch in ${scoreS.toFixed(0)} s; ${adapterNote}`,
       }),
+    );
+
+    // ---- the adapter's train step at Qwen2.5-0.5B's shape, LoRA r16 on all seven targets, batch 1 x 64
+    rows.push(
+      await adapterTrainStepRow(
+        rt,
+        qwen05bShape(16, 256),
+        "qwen05b_lora16_train_step",
+        "Qwen2.5-0.5B's shape from its config.json (d896 L24, 14 heads of 64 over 2 KV heads, intermediate 4864, vocab 151936, tied, q/k/v biases), random weights",
+        adapterNote,
+      ),
     );
   } finally {
     device.destroy();

@@ -7,15 +7,17 @@
 //    per new token, context 256, batch 16, same dims;
 //  - decode_batch_<B>: KV-cache decode tokens/s at batch B vs batch 1 (how decoding scales);
 //  - train_step_frac_of_peak: our train step's GFLOP/s vs a long loop of our matmul (1024^3);
-//  - smollm2_train_step, smollm2_decode_kv, head_logits_peak_bytes_151936: the large-model rows
-//    (bench/bigmodel.ts), in Node through Dawn, the same sizes in --quick and full runs.
+//  - smollm2_train_step, smollm2_decode_kv, head_logits_peak_bytes_151936,
+//    qwen05b_lora16_train_step: the large-model rows (bench/bigmodel.ts), in Node through Dawn,
+//    the same sizes in --quick and full runs;
+//  - memory_plan_qwen05b_lora16: the memory plan (counted) at Qwen2.5-0.5B's shape.
 // --quick uses smaller sizes on SwiftShader (named in each row's note); the full run the real ones.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/model.ts [--full] [--out rows.json]
 import { rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { launchChromium } from "../e2e/chromium";
-import { memoryPlan, qwen05bConfig } from "../model/memory";
-import { runBigModelBench } from "./bigmodel";
+import { type MemoryPlan, memoryPlan } from "../model/memory-plan";
+import { qwen05bShape, runBigModelBench } from "./bigmodel";
 import type { ModelPageResult, ModelPageSpec } from "./model-page";
 import { serveBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow, median } from "./report";
@@ -150,13 +152,18 @@ export function modelRows(spec: ModelPageSpec, r: ModelPageResult, quick: boolea
   return rows;
 }
 
-/** The memory plan (model/memory.ts, counted, not measured) at Qwen2.5-0.5B's shape, minibatch 8 x 512. */
+/** The memory plan (model/memory-plan.ts, counted, not measured) at Qwen2.5-0.5B's shape, minibatch 8 x 512. */
 export function memoryPlanRows(): BenchRow[] {
-  const shape = { B: 8, T: 512 };
-  const lora = memoryPlan(qwen05bConfig(16), { ...shape, micro: 1, recompute: true, baseDtype: "f16" });
-  const full = memoryPlan(qwen05bConfig(0), { ...shape, micro: 0, recompute: false, baseDtype: "f32" });
+  const shape = { trainRows: 8, seqLen: 512, decodeRows: 8, reference: true };
+  const big = { maxBufferSize: 2 ** 31, maxStorageBufferBindingSize: 2 ** 31 };
+  const lora = memoryPlan(
+    qwen05bShape(16, 512, "f16"),
+    { ...shape, microBatchRows: 1, recompute: true },
+    big,
+  );
+  const full = memoryPlan(qwen05bShape(0), shape, big);
   const gb = (b: number) => b / 1e9;
-  const terms = (p: typeof lora) => p.terms.map((t) => `${t.name} ${gb(t.bytes).toFixed(3)}`).join(", ");
+  const terms = (p: MemoryPlan) => p.terms.map((t) => `${t.key} ${gb(t.bytes).toFixed(3)}`).join(", ");
   return [
     makeRow({
       id: "memory_plan_qwen05b_lora16",
@@ -166,8 +173,8 @@ export function memoryPlanRows(): BenchRow[] {
       unit: "GB",
       better: "lower",
       note:
-        `planned bytes at Qwen2.5-0.5B's shape, minibatch 8x512: LoRA r16 on all linear layers, f16 base, micro-batch 1, recomputation (${terms(lora)}; ${lora.notes.join("; ")}) ` +
-        `vs full fine-tune f32, whole minibatch (${terms(full)}); goal: LoRA under 4 GB`,
+        `planned bytes at Qwen2.5-0.5B's shape, minibatch 8x512, 8 decoded at once, KL reference: LoRA r16 on all linear layers, f16 base, micro-batch 1, per-layer recomputation (${terms(lora)}) ` +
+        `vs full fine-tune f32, whole minibatch, no recomputation (${terms(full)}); goal: LoRA under 4 GB`,
     }),
   ];
 }

@@ -24,6 +24,10 @@ export interface BenchAdapter {
   vendor: string;
   architecture: string;
   description: string;
+  /** The matmul tile the run used and where it came from (kernels/autotune.ts), e.g. "8x8 (measured)". */
+  matmulTile?: string;
+  /** Whether the row reductions ran with subgroups (kernels/reduce.ts). */
+  subgroups?: boolean;
 }
 
 export interface BenchReport {

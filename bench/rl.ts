@@ -20,7 +20,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { parseRecipeFile } from "../config/recipe-file";
-import { createGpu } from "../kernels/device";
+import { describeTileChoice, deviceTileChoice } from "../kernels/autotune";
+import { canUseSubgroups, createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { modelConfig } from "../model/config";
 import { decodeRun } from "../model/generate";
@@ -117,7 +118,15 @@ async function measureSteps(recipe: Recipe, quick: boolean): Promise<Measured> {
     for (let i = 0; i < steps; i++) rlRows.push((await trainer.rlStep()).row);
     if (quick) await timeEval();
     trainer.policy.dispose();
-    return { adapter: { vendor, architecture, description }, sftStepS, rlRows, evalS, fromCheckpoint };
+    const matmulTile = describeTileChoice(deviceTileChoice(gpu.device));
+    const subgroups = canUseSubgroups(gpu.device);
+    return {
+      adapter: { vendor, architecture, description, matmulTile, subgroups },
+      sftStepS,
+      rlRows,
+      evalS,
+      fromCheckpoint,
+    };
   } finally {
     await sandbox.close();
     gpu.device.destroy();
@@ -264,7 +273,8 @@ export async function runRlBench(opts: {
   const what =
     `${recipe.name} (${recipe.source}; d${c.model.d_model} L${c.model.layers}, ${c.rl.prompts_per_step}x${c.rl.group_size} rollouts, ` +
     `${c.rl.epochs} epochs x ${c.rl.minibatches} minibatches${m.fromCheckpoint ? ", from its SFT checkpoint" : ", random init"}); ` +
-    `${calls.toFixed(2)} tool calls and ${len.toFixed(0)} response tokens a trajectory; steps after the first`;
+    `${calls.toFixed(2)} tool calls and ${len.toFixed(0)} response tokens a trajectory; steps after the first; ` +
+    `matmul tile ${m.adapter.matmulTile}, subgroup reductions ${m.adapter.subgroups ? "on" : "off"} (legacy: 8x8, off)`;
   const parts: [string, string, string][] = [
     ["rl_step_rollout_s", "timing/rollout_s", "decoding (KV cache, batched) less tool time"],
     ["rl_step_tool_s", "timing/tool_s", "sandbox calls (QuickJS pool, 2 workers)"],
@@ -385,7 +395,9 @@ const argv = process.argv;
 if (argv[1] && fileURLToPath(import.meta.url) === argv[1]) {
   const t0 = Date.now();
   const { rows, adapter } = await runRlBench({ quick: !argv.includes("--full") });
-  console.log(`adapter: ${adapter.vendor} ${adapter.architecture} ${adapter.description}`);
+  console.log(
+    `adapter: ${adapter.vendor} ${adapter.architecture} ${adapter.description}; matmul tile ${adapter.matmulTile}; subgroups ${adapter.subgroups ? "on" : "off"}`,
+  );
   for (const r of rows)
     console.log(
       `${r.id.padEnd(30)} ours ${r.ours.toFixed(3)} ${r.unit}  baseline ${r.baseline.toFixed(3)}  ratio ${r.ratio.toFixed(3)}x  (${r.note})`,

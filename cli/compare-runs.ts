@@ -17,12 +17,15 @@ import {
   type SeedRun,
   type Stat,
 } from "../config/aggregate.ts";
+import { parseCliArgs } from "./args.ts";
 
-const args = process.argv.slice(2);
-const opt = (name: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
+const USAGE = "usage: npm run compare -- <arm dir>... [--keys k1,k2] [--upto N] [--band sd|minmax]";
+const args = parseCliArgs(
+  process.argv.slice(2),
+  { flags: [], values: ["--keys", "--upto", "--band"] },
+  (msg) => fail(`error: ${msg}\n${USAGE}`),
+);
+const opt = (name: string) => args.values.get(name);
 const upto = opt("--upto") !== undefined ? Number(opt("--upto")) : Number.POSITIVE_INFINITY;
 const band = opt("--band") ?? "sd";
 if (band !== "sd" && band !== "minmax") fail(`--band must be sd or minmax, not ${band}`);
@@ -30,10 +33,8 @@ const keys = (
   opt("--keys") ??
   "val/acc,val/acc/hard,val/tool_call_rate_sampled,dev/acc,reward/mean,tool/call_rate,actor/grad_norm,actor/entropy_post_tool"
 ).split(",");
-const valued = new Set(["--keys", "--upto", "--band"]);
-const dirs = args.filter((a, i) => !a.startsWith("--") && !valued.has(args[i - 1]));
-if (dirs.length === 0)
-  fail("usage: npm run compare -- <arm dir>... [--keys k1,k2] [--upto N] [--band sd|minmax]");
+const dirs = args.positionals;
+if (dirs.length === 0) fail(USAGE);
 
 function fail(msg: string): never {
   console.error(msg);

@@ -3,10 +3,12 @@
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
 // `npm run export -- --table`   (the mapping table, as docs/SCALE-OUT.md shows it)
 // `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
-// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR`
+// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR]`
 //   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
 //   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
-//   (config.json + model.safetensors). The tiny layernorm/gelu/learned model is GPT-2, the
+//   (config.json + model.safetensors) and the source model's tokenizer, chat template and
+//   generation_config files copied through (from the run's model.tokenizer or model.pretrained:
+//   a folder, or an hf: model in the CLI's model cache; --tokenizer DIR names the folder). The tiny layernorm/gelu/learned model is GPT-2, the
 //   rmsnorm/swiglu/rope models the Llama family (llama, qwen2, qwen3 by their options); other
 //   mixes are refused with the field named.
 // Writes a run's export (export/index.ts: config.yaml, tool_config.yaml, reward.py,
@@ -14,14 +16,19 @@
 // TRL) to DIR, and prints every part of the run that does not map as a warning. --strict
 // refuses such a run (exit 3) with the list. Tested by export/export.test.ts.
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { parseRunConfig } from "../config/migrate";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
-import { hfFiles, peftFiles } from "../export/hf";
+import { hfFiles, peftFiles, tokenizerFiles, tokenizerSource } from "../export/hf";
 import { exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
+import { openCached } from "../model/hub";
+import { parseModelSource } from "../model/source";
+import { parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
+import { fsByteStore } from "./model-store";
 
 interface Args {
   target?: Target;
@@ -31,36 +38,26 @@ interface Args {
   strict: boolean;
 }
 
-function usage(msg?: string): never {
-  if (msg) console.error(`error: ${msg}\n`);
-  console.error(
-    "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
-      "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR\n" +
-      "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
-      "       npm run export -- --table",
-  );
-  process.exit(2);
-}
+const usage: (msg?: string) => never = usageExit(
+  "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
+    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR]\n" +
+    "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
+    "       npm run export -- --table",
+);
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { strict: false };
-  for (let i = 0; i < argv.length; i++) {
-    const x = argv[i];
-    const next = () => {
-      const v = argv[++i];
-      if (v === undefined) usage(`${x} needs a value`);
-      return v;
-    };
-    if (x === "--strict") a.strict = true;
-    else if (x === "--out") a.out = next();
-    else if (x === "--link") a.link = next();
-    else if (x.startsWith("--")) usage(`unknown option ${x}`);
-    else if (!a.target) {
-      if (x !== "verl" && x !== "trl") usage(`the target is verl or trl, not ${x}`);
-      a.target = x;
-    } else if (a.input) usage(`one run at a time (got ${a.input} and ${x})`);
-    else a.input = x;
-  }
+  const p = parseCliArgs(argv, { flags: ["--strict"], values: ["--out", "--link"] }, usage);
+  const [target, ...inputs] = p.positionals;
+  if (target !== undefined && target !== "verl" && target !== "trl")
+    usage(`the target is verl or trl, not ${target}`);
+  if (inputs.length > 1) usage(`one run at a time (got ${inputs[0]} and ${inputs[1]})`);
+  const a: Args = {
+    target,
+    input: inputs[0],
+    link: p.values.get("--link"),
+    out: p.values.get("--out"),
+    strict: p.flags.has("--strict"),
+  };
   if (!a.target) usage("a target (verl or trl) is needed");
   if (!a.input && !a.link) usage("a recipe file, a bundle or --link is needed");
   if (!a.out) usage("--out DIR is needed");
@@ -80,37 +77,85 @@ async function loadRun(a: Args): Promise<{ config: RunConfig; name: string; sour
   return { config: r.config, name: r.recipe.name, source: path };
 }
 
-/** The trained weights of a run folder (its checkpoint), a bundle with weights, or a checkpoint file. */
-async function loadWeights(path: string): Promise<Checkpoint> {
+/** A run folder's config.json (read only: the folder is left as it is). */
+function runFolderConfig(path: string): RunConfig {
+  const parsed = parseRunConfig(JSON.parse(readFileSync(path, "utf8")));
+  if (!parsed.ok)
+    throw new Error(`${path}: ${parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);
+  return parsed.config;
+}
+
+/** The trained weights of a run folder (its checkpoint), a bundle with weights, or a checkpoint file; the run's config where it has one. */
+async function loadWeights(path: string): Promise<{ ck: Checkpoint; config: RunConfig | null }> {
   if (!existsSync(path)) throw new Error(`${path} does not exist`);
   if (statSync(path).isDirectory()) {
+    const config = existsSync(join(path, "config.json")) ? runFolderConfig(join(path, "config.json")) : null;
     for (const f of ["checkpoint.safetensors", "weights.safetensors"]) {
-      if (existsSync(join(path, f))) return loadCheckpoint(new Uint8Array(readFileSync(join(path, f))));
+      if (existsSync(join(path, f)))
+        return { ck: loadCheckpoint(new Uint8Array(readFileSync(join(path, f)))), config };
     }
     throw new Error(`${path} has no checkpoint.safetensors (a run folder of npm run train)`);
   }
   const input = await readRunInput(path);
   if (input?.bundle) {
     if (!input.bundle.weights) throw new Error(`the bundle ${path} was saved without weights`);
-    return loadCheckpoint(input.bundle.weights);
+    return { ck: loadCheckpoint(input.bundle.weights), config: input.config };
   }
-  return loadCheckpoint(new Uint8Array(readFileSync(path)));
+  return { ck: loadCheckpoint(new Uint8Array(readFileSync(path))), config: null };
+}
+
+/**
+ * A reader of the tokenizer source's files: a folder (as the run named it: under public/ or the
+ * cwd, like npm run train), or an hf: model from the CLI's model cache (no download here).
+ */
+function sourceReader(
+  source: string,
+  config: RunConfig | null,
+): (name: string) => Promise<Uint8Array | null> {
+  if (source.startsWith("local:"))
+    throw new Error(
+      `${source} is a model picked in the page, which the CLI cannot read: name its folder with --tokenizer DIR`,
+    );
+  if (source.startsWith("hf:")) {
+    const s = parseModelSource(source, config?.model ?? { revision: "main", sha256: null });
+    const store = fsByteStore();
+    return async (name) => {
+      const b = await openCached(s, name, store).catch(() => null);
+      return b ? new Uint8Array(await b.arrayBuffer()) : null;
+    };
+  }
+  const dir = [resolve("public", source), resolve(source)].find((d) => existsSync(d));
+  if (!dir) throw new Error(`the tokenizer folder ${source} is not in public/ or ${process.cwd()}`);
+  return async (name) => (existsSync(join(dir, name)) ? new Uint8Array(readFileSync(join(dir, name))) : null);
 }
 
 async function weightsExport(kind: "peft" | "hf", argv: string[]) {
-  const outAt = argv.indexOf("--out");
-  const out = outAt >= 0 ? argv[outAt + 1] : undefined;
-  const input = argv.find((x, i) => i > 0 && !x.startsWith("--") && argv[i - 1] !== "--out");
+  const p = parseCliArgs(argv.slice(1), { flags: [], values: ["--out", "--tokenizer"] }, usage);
+  const out = p.values.get("--out");
+  const input = p.positionals[0];
   if (!input) usage(`${kind} needs a run folder, a bundle or a checkpoint`);
   if (!out) usage("--out DIR is needed");
+  const tokenizerArg = p.values.get("--tokenizer");
   let files: Record<string, Uint8Array>;
+  let note = "";
   try {
-    const ck = await loadWeights(input);
+    const { ck, config } = await loadWeights(input);
     if (kind === "peft") {
       if (!ck.adapter)
         throw new Error(`${input} has no LoRA adapter (model.lora.rank is 0): export hf instead`);
       files = peftFiles(ck.config, ck.adapter);
-    } else files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+    } else {
+      files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+      const source = tokenizerArg ?? (config ? tokenizerSource(config) : null);
+      if (source) {
+        const tok = await tokenizerFiles(source, sourceReader(source, config));
+        Object.assign(files, tok.files);
+        if (tok.note) note = ` (${tok.note})`;
+      } else
+        note = config
+          ? " (no tokenizer files: the run used the lab's character tokenizer)"
+          : " (no tokenizer files: a bare checkpoint names no source; add --tokenizer DIR)";
+    }
   } catch (err) {
     console.error(`error: ${(err as Error).message}`);
     process.exit(2);
@@ -118,7 +163,7 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
   mkdirSync(out, { recursive: true });
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(out, name), bytes);
   console.log(
-    `exported ${input} as ${kind === "peft" ? "PEFT adapter" : "a Hugging Face model"}: ${Object.keys(files).join(", ")} in ${out}`,
+    `exported ${input} as ${kind === "peft" ? "PEFT adapter" : "a Hugging Face model"}: ${Object.keys(files).join(", ")} in ${out}${note}`,
   );
 }
 

@@ -10,7 +10,7 @@ import { type ConfigEdit, parseRunConfig, type RunConfig } from "../config";
 import { decodeLink } from "../config/link";
 import { decodeBundle, looksLikeBundle, type RunBundle, type RunEventRecord } from "../rl/bundle";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
-import { folderEdits } from "./run";
+import { folderEdits, readJsonl } from "./run";
 
 /** What a link or a bundle gives the CLI to run. */
 export interface RunInput {
@@ -50,24 +50,6 @@ export async function readRunInput(arg: string): Promise<RunInput | null> {
   if (!looksLikeBundle(bytes)) return null;
   const bundle = await readBundle(bytes, arg);
   return { config: bundle.config, edits: bundle.edits, name: bundle.name, source: "bundle", bundle };
-}
-
-function readJsonl<T>(path: string): T[] {
-  if (!existsSync(path)) return [];
-  const out: T[] = [];
-  const lines = readFileSync(path, "utf8").split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
-    if (!line) continue;
-    try {
-      out.push(JSON.parse(line) as T);
-    } catch (e) {
-      // A crashed run can leave a half-written last line; anything else is an error.
-      if (i >= lines.length - 2) break;
-      throw new Error(`${path}:${i + 1}: not JSON (${(e as Error).message})`);
-    }
-  }
-  return out;
 }
 
 /**

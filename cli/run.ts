@@ -43,7 +43,8 @@ export interface FolderRunOptions {
 
 const FILES = ["metrics.jsonl", "samples.jsonl", "events.jsonl", "edits.jsonl"] as const;
 
-function readJsonl<T>(path: string): T[] {
+/** A JSON-lines file's records ([] when it does not exist); a half-written last line (a crash) is dropped. */
+export function readJsonl<T>(path: string): T[] {
   if (!existsSync(path)) return [];
   const out: T[] = [];
   const lines = readFileSync(path, "utf8").split("\n");

@@ -27,6 +27,7 @@ import { listRegistries } from "../rl/algos/registry";
 import type { RunLoopOptions } from "../rl/runner";
 import type { MetricsRow } from "../rl/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
+import { parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
 import { hubReader } from "./model-store";
 import { openRunFolder, runToFolder } from "./run";
@@ -47,44 +48,52 @@ interface Args {
   quiet: boolean;
 }
 
-function usage(msg?: string): never {
-  if (msg) console.error(`error: ${msg}\n`);
-  console.error(
-    "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--model DIR|hf:owner/name [--revision R]] [--backend webgpu|cpu] [--quiet]\n" +
-      "       npm run train -- --link '<share url>' [--out DIR]\n" +
-      "       npm run train -- --resume <run folder>\n" +
-      "       npm run train -- --list",
-  );
-  process.exit(2);
-}
+const usage: (msg?: string) => never = usageExit(
+  "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--model DIR|hf:owner/name [--revision R]] [--backend webgpu|cpu] [--quiet]\n" +
+    "       npm run train -- --link '<share url>' [--out DIR]\n" +
+    "       npm run train -- --resume <run folder>\n" +
+    "       npm run train -- --list",
+);
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { backend: "webgpu", list: false, quiet: false };
-  for (let i = 0; i < argv.length; i++) {
-    const x = argv[i];
-    const next = () => {
-      const v = argv[++i];
-      if (v === undefined) usage(`${x} needs a value`);
-      return v;
-    };
-    if (x === "--list") a.list = true;
-    else if (x === "--quiet") a.quiet = true;
-    else if (x === "--out") a.out = next();
-    else if (x === "--link") a.link = next();
-    else if (x === "--resume") a.resume = next();
-    else if (x === "--steps") a.steps = Number(next());
-    else if (x === "--seed") a.seed = Number(next());
-    else if (x === "--seeds") a.seeds = Number(next());
-    else if (x === "--model") a.model = next();
-    else if (x === "--revision") a.revision = next();
-    else if (x === "--backend") {
-      const b = next();
-      if (b !== "webgpu" && b !== "cpu") usage(`--backend must be webgpu or cpu, not ${b}`);
-      a.backend = b;
-    } else if (x.startsWith("--")) usage(`unknown option ${x}`);
-    else if (a.recipe) usage(`one recipe at a time (got ${a.recipe} and ${x})`);
-    else a.recipe = x;
-  }
+  const p = parseCliArgs(
+    argv,
+    {
+      flags: ["--list", "--quiet"],
+      values: [
+        "--out",
+        "--link",
+        "--resume",
+        "--steps",
+        "--seed",
+        "--seeds",
+        "--model",
+        "--revision",
+        "--backend",
+      ],
+    },
+    usage,
+  );
+  const v = (name: string) => p.values.get(name);
+  const num = (name: string) => (p.values.has(name) ? Number(p.values.get(name)) : undefined);
+  const backend = v("--backend") ?? "webgpu";
+  if (backend !== "webgpu" && backend !== "cpu") usage(`--backend must be webgpu or cpu, not ${backend}`);
+  if (p.positionals.length > 1)
+    usage(`one recipe at a time (got ${p.positionals[0]} and ${p.positionals[1]})`);
+  const a: Args = {
+    recipe: p.positionals[0],
+    link: v("--link"),
+    resume: v("--resume"),
+    out: v("--out"),
+    steps: num("--steps"),
+    seed: num("--seed"),
+    seeds: num("--seeds"),
+    model: v("--model"),
+    revision: v("--revision"),
+    backend,
+    list: p.flags.has("--list"),
+    quiet: p.flags.has("--quiet"),
+  };
   if (a.seeds !== undefined && !(Number.isInteger(a.seeds) && a.seeds >= 1))
     usage("--seeds must be a whole number >= 1");
   for (const k of ["steps", "seed"] as const) {

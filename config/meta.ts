@@ -138,6 +138,20 @@ export const FIELD_META: Record<string, FieldMeta> = {
     "Modules with an adapter (Hugging Face names q_proj..down_proj) or all-linear. verl target_modules, PEFT target_modules.",
     { paper: "Hu et al. 2021, LoRA", activeWhen: LORA_ON },
   ),
+  "model.gradient_checkpointing": restart(
+    "model",
+    "Per-layer activation recomputation: training keeps only each layer's input and re-runs the layer's forward before its backward. The same gradients bit for bit with one layer's activations in memory instead of all, for one more forward per step. verl enable_gradient_checkpointing, transformers gradient_checkpointing.",
+    { paper: "Chen et al. 2016, Training Deep Nets with Sublinear Memory Cost" },
+  ),
+  "model.dtype": restart(
+    "model",
+    "Storage of the frozen base's linear weights under LoRA: f16 halves them (f32 math and accumulation; norms, embeddings and the head stay f32; a tensor beyond f16's range stays f32). Needs model.lora.rank > 0; without shader-f16 the values are f16-rounded in f32 storage. verl/FSDP model_dtype (mixed precision), transformers torch_dtype.",
+    {
+      ...opts(["f32", "f16"]),
+      paper: "Micikevicius et al. 2018, Mixed Precision Training",
+      activeWhen: LORA_ON,
+    },
+  ),
   "model.pretrained": restart(
     "model",
     "A Hugging Face model (config.json + safetensors): a folder, hf:owner/name from the Hub, or local:name picked from disk; its architecture and weights replace the fields above.",

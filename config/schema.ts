@@ -94,6 +94,8 @@ export const ModelSchema = z
     tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
     lora: LoraSchema.prefault({}),
+    gradient_checkpointing: z.boolean().default(false), // verl actor_rollout_ref.model.enable_gradient_checkpointing / transformers gradient_checkpointing: keep each layer's input, re-run its forward in backward (same gradients, less memory); lab default off (the tiny models fit)
+    dtype: z.enum(["f32", "f16"]).default("f32"), // storage of the frozen base's linear weights: verl/FSDP model_dtype (mixed precision), transformers torch_dtype; f16 needs LoRA (model.lora.rank > 0) and a device with shader-f16 (else f32 storage of the same f16-rounded values); f32 math everywhere; lab default f32
     pretrained: z.string().min(1, "must not be empty").nullable().default(null), // null = the lab's own architecture above, randomly initialised; else a Hugging Face model (config.json + safetensors) whose architecture and weights are used: a folder path, "hf:<owner>/<name>" (the Hub, at model.revision) or "local:<name>" (files picked in the page, named by model.sha256)
     revision: z.string().min(1, "must not be empty").default("main"), // the Hub revision (branch, tag or commit) of an "hf:" model; a commit pins the weights a link names
     sha256: z
@@ -366,6 +368,14 @@ export const RunConfigSchema = z
     }
     if (c.rl.clip_cov.lb >= c.rl.clip_cov.ub) {
       ctx.addIssue({ code: "custom", path: ["rl", "clip_cov", "lb"], message: "must be < rl.clip_cov.ub" });
+    }
+    if (c.model.dtype === "f16" && c.model.lora.rank === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["model", "dtype"],
+        message:
+          "f16 stores a frozen base and needs LoRA (model.lora.rank > 0); full fine-tuning trains f32 weights",
+      });
     }
     if (c.sft.warmup_steps > c.sft.steps && c.sft.steps > 0) {
       ctx.addIssue({ code: "custom", path: ["sft", "warmup_steps"], message: "must be <= sft.steps" });

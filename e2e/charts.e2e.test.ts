@@ -5,7 +5,8 @@
 // rows' keys charts val/acc/hard; its CSV download has every row; the favicon loads; at
 // 390x844 the first chart is within the first screen after opening the charts tab, the config
 // is a drawer and comes after the charts in tab order; Start with seeds 2 runs both seeds one
-// after another as one group, drawn as a mean with a band and listed as a group.
+// after another as one group, drawn as a mean with a band and listed as a group; after a reload
+// the stored runs list the group, and opening it draws the band again.
 // Screenshots: docs/screenshots/compare.png (the README's comparison), e2e/artifacts/.
 // Run: `npx vitest run --project e2e e2e/charts.e2e.test.ts` (`npm run screenshots` retakes
 // the README's screenshots with this file and e2e/ui.e2e.test.ts).
@@ -281,6 +282,26 @@ describe("charts, comparisons and the page on a phone", () => {
     await page.getByTestId("stop").click();
     await page.getByTestId("tab-charts").click();
     await page.screenshot({ path: "e2e/artifacts/seeds-band.png" });
+
+    // The group is stored with its seeds: after a reload the stored runs list it as one group
+    // of both seeds, and "Open group" draws their mean with a band again.
+    await page.reload();
+    await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
+    await page.getByTestId("tab-runs").click();
+    const group = page.getByTestId("stored-group");
+    await expect.poll(() => group.count(), { timeout: 30_000 }).toBe(1);
+    expect(await group.getAttribute("data-seeds")).toBe("2");
+    expect(await group.getByTestId("stored-group-name").textContent()).toMatch(/ci-tiny × 2 seeds \(5–6\)/);
+    const groupId = (await group.getAttribute("data-group")) ?? "";
+    expect(await page.locator(`[data-testid="stored-run"][data-group="${groupId}"]`).count()).toBe(2);
+    await group.getByTestId("stored-group-open").click();
+    await expect.poll(() => page.getByTestId("run-group").count(), { timeout: 30_000 }).toBe(1);
+    await page.getByTestId("tab-charts").click();
+    await expect
+      .poll(async () => Number(await reward.getAttribute("data-seed-runs")), { timeout: 30_000 })
+      .toBe(2);
+    expect(Number(await reward.getAttribute("data-bands"))).toBeGreaterThan(0);
+    expect(await legend.getAttribute("data-seeds")).toBe("2");
     expect(pageErrors).toEqual([]);
     await page.close();
   });

@@ -144,7 +144,7 @@ describe("pretrained models in the page", () => {
     await expect
       .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
       .toBe("1");
-    expect(await page.getByTestId("memory-plan").locator("tr[data-term]").count()).toBe(7);
+    expect(await page.getByTestId("memory-plan").locator("tr[data-term]").count()).toBe(8);
     await runToDone(page);
     await page.getByTestId("tab-try").click();
     await page.getByTestId("try-prompt").fill("What is 12*7?");

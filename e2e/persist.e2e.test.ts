@@ -3,7 +3,8 @@
 // events, edits and checkpoints; the page reloads and reads them back; resume truncation,
 // the sample and checkpoint bounds, bundle export/import and share links run in the browser;
 // and with the origin's quota cut to a few MB (CDP Storage.overrideQuotaForOrigin) the oldest
-// samples are pruned and then StorageFullError names the problem.
+// samples are pruned and then StorageFullError names the problem; a store made before groups
+// (version 1) opens with its runs unchanged, and multi-seed groups keep their members.
 // Run: `E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/persist`.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -288,6 +289,76 @@ describe("RunStore in Chromium", () => {
     expect(out.usage.quota).toBeGreaterThan(0);
     expect(typeof out.usage.persisted).toBe("boolean");
     expect(out.persisted).toBe("boolean");
+    await context.close();
+  });
+
+  it("opens a store made before groups unchanged, then keeps multi-seed groups with their runs", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await openPage(page);
+    const out = await page.evaluate(async (config) => {
+      // A version-1 store, as labs before groups made it: the six stores and one run.
+      await new Promise<void>((resolve, reject) => {
+        const req = indexedDB.open("lab-v1", 1);
+        req.onupgradeneeded = () => {
+          const db = req.result;
+          db.createObjectStore("runs", { keyPath: "id" });
+          db.createObjectStore("edits", { autoIncrement: true }).createIndex("byRun", "runId");
+          db.createObjectStore("events", { autoIncrement: true }).createIndex("byRun", "runId");
+          db.createObjectStore("metrics", { keyPath: ["runId", "rank", "step"] });
+          db.createObjectStore("samples", { keyPath: ["runId", "rank", "step", "index"] });
+          db.createObjectStore("checkpoints", { keyPath: ["runId", "rank", "step"] });
+          const summary = { phase: "rl", step: 0, rows: 1, metrics: { "reward/mean": 0.5 } };
+          const run = { id: "old", name: "#1 old", config, createdAt: 1, updatedAt: 1, status: "done" };
+          req.transaction?.objectStore("runs").put({ ...run, source: "local", summary });
+          req.transaction?.objectStore("metrics").put({
+            runId: "old",
+            rank: 2,
+            step: 0,
+            row: { step: 0, phase: "rl", time: 0, "reward/mean": 0.5 },
+          });
+        };
+        req.onsuccess = () => {
+          req.result.close();
+          resolve();
+        };
+        req.onerror = () => reject(req.error);
+      });
+      const store = await window.lab.openRunStore("lab-v1");
+      const version = store.db.version;
+      const old = await store.loadRun("old");
+      const before = { runs: (await store.listRuns()).map((r) => r.name), groups: await store.listGroups() };
+      const ref = (seed: number) => ({ id: "g1", name: "demo × 3 seeds (1–3)", seed, firstSeed: 1, size: 3 });
+      for (const seed of [1, 2, 3])
+        await store.createRun({ id: `s${seed}`, name: `seed ${seed}`, config, group: ref(seed) });
+      const members = (await store.listGroups())[0]?.members;
+      const loaded = (await store.loadRun("s2"))?.group;
+      await store.deleteRun("s1");
+      const afterDelete = (await store.listGroups())[0]?.members.map((m) => m.runId);
+      await store.deleteGroup("g1");
+      const end = { runs: (await store.listRuns()).map((r) => r.id), groups: await store.listGroups() };
+      store.close();
+      return {
+        version,
+        old: { rows: old?.rows.length, group: old?.group ?? null },
+        before,
+        members,
+        loaded,
+        afterDelete,
+        end,
+      };
+    }, config);
+    expect(out.version).toBe(2);
+    expect(out.old).toEqual({ rows: 1, group: null });
+    expect(out.before).toEqual({ runs: ["#1 old"], groups: [] });
+    expect(out.members).toEqual([
+      { runId: "s1", seed: 1 },
+      { runId: "s2", seed: 2 },
+      { runId: "s3", seed: 3 },
+    ]);
+    expect(out.loaded).toEqual({ id: "g1", name: "demo × 3 seeds (1–3)", seed: 2, firstSeed: 1, size: 3 });
+    expect(out.afterDelete).toEqual(["s2", "s3"]);
+    expect(out.end).toEqual({ runs: ["old"], groups: [] });
     await context.close();
   });
 });

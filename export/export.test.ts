@@ -237,6 +237,13 @@ describe("verl keys", () => {
       y.actor_rollout_ref.rollout.temperature,
     ]).toEqual([8, 20, 0.7]);
     expect(y.algorithm.adv_estimator).toBe("grpo");
+    expect(y.actor_rollout_ref.model.enable_gradient_checkpointing).toBe(false);
+    const ckpt = mergeConfig(c, { model: { gradient_checkpointing: true }, rl: { advantage: "gae" } });
+    const yc = parse(text(exportRun(ckpt, { target: "verl", name: "t" }).files["config.yaml"]));
+    expect([
+      yc.actor_rollout_ref.model.enable_gradient_checkpointing,
+      yc.critic.model.enable_gradient_checkpointing,
+    ]).toEqual([true, true]);
     expect(y.custom_reward_function).toEqual({ path: "reward.py", name: "compute_score" });
     const mt = y.actor_rollout_ref.rollout.multi_turn;
     expect([mt.enable, mt.format, mt.max_assistant_turns, mt.tool_config_path]).toEqual([

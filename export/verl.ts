@@ -109,6 +109,7 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
     actor_rollout_ref: {
       hybrid_engine: true,
       model: {
+        enable_gradient_checkpointing: from(c.model.gradient_checkpointing, "model.gradient_checkpointing"),
         path: from(
           model ?? "???",
           model
@@ -236,8 +237,14 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
               betas: from([...r.betas], "rl.betas"),
               weight_decay: from(r.weight_decay, "rl.weight_decay"),
             },
-            // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation: the critic starts from the actor's model
-            model: { path: from("${actor_rollout_ref.model.path}", "the actor's model") },
+            model: {
+              // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation: the critic starts from the actor's model
+              path: from("${actor_rollout_ref.model.path}", "the actor's model"),
+              enable_gradient_checkpointing: from(
+                c.model.gradient_checkpointing,
+                "model.gradient_checkpointing",
+              ),
+            },
             cliprange_value: from(r.value_clip, "rl.value_clip"),
             ppo_micro_batch_size_per_gpu: from(
               trainMicro,

@@ -13,6 +13,8 @@ export interface AdapterSummary {
   isFallback: boolean;
   features: string[];
   limits: Record<string, number>;
+  /** [min, max] subgroup size the adapter reports (0, 0 when it does not say). */
+  subgroupSizes: [number, number];
 }
 
 export interface Gpu {
@@ -47,10 +49,35 @@ const HINT =
   "Use a recent Chrome or Edge on a machine with a GPU (chrome://gpu shows whether WebGPU is on); " +
   "on Linux, start Chrome with --enable-unsafe-webgpu.";
 
+/**
+ * The optional features the engine enables when the adapter has them: shader-f16 (the f16
+ * weight matmul of a LoRA model's frozen base, kernels/matmul.ts; without it the base stays f32)
+ * and subgroups (the row reductions, kernels/reduce.ts; without it a workgroup tree).
+ */
+export const ENGINE_FEATURES: GPUFeatureName[] = ["shader-f16", "subgroups"];
+
 export interface CreateGpuOptions {
   powerPreference?: GPUPowerPreference;
-  /** Optional features to enable when the adapter has them (e.g. "shader-f16"). */
+  /**
+   * Optional features to enable when the adapter has them; default ENGINE_FEATURES ([] for none:
+   * tests get the fallback kernels on a device that lacks them).
+   */
   optionalFeatures?: GPUFeatureName[];
+}
+
+/** The WGSL language features of the GPU object each device came from (createGpu records them). */
+const languageFeatures = new WeakMap<GPUDevice, ReadonlySet<string>>();
+
+/**
+ * True when the device can run the subgroup reductions (kernels/reduce-subgroup.wgsl): the
+ * `subgroups` feature, and the `subgroup_id` WGSL builtins (Chrome 144+, Dawn) so no kernel has to
+ * assume how invocations map onto subgroups.
+ */
+export function canUseSubgroups(device: GPUDevice): boolean {
+  const wgsl =
+    languageFeatures.get(device) ??
+    (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu?.wgslLanguageFeatures;
+  return device.features.has("subgroups") && !!wgsl?.has("subgroup_id");
 }
 
 /** Returns `navigator.gpu` where it exists (browser window or worker), else undefined. */
@@ -83,7 +110,7 @@ export async function createGpu(gpu: GPU | undefined, options: CreateGpuOptions 
     }
     requiredLimits[name] = has;
   }
-  const features = (options.optionalFeatures ?? []).filter((f) => adapter.features.has(f));
+  const features = (options.optionalFeatures ?? ENGINE_FEATURES).filter((f) => adapter.features.has(f));
   let device: GPUDevice;
   try {
     device = await adapter.requestDevice({ requiredLimits, requiredFeatures: features });
@@ -93,6 +120,7 @@ export async function createGpu(gpu: GPU | undefined, options: CreateGpuOptions 
       "device-failed",
     );
   }
+  languageFeatures.set(device, new Set(gpu.wgslLanguageFeatures ?? []));
   return { device, adapter: summarizeAdapter(adapter, device) };
 }
 
@@ -117,5 +145,9 @@ function summarizeAdapter(adapter: GPUAdapter, device: GPUDevice): AdapterSummar
       /swiftshader|lavapipe|llvmpipe/.test(text),
     features: [...device.features].sort(),
     limits,
+    subgroupSizes: [
+      (info as { subgroupMinSize?: number } | undefined)?.subgroupMinSize ?? 0,
+      (info as { subgroupMaxSize?: number } | undefined)?.subgroupMaxSize ?? 0,
+    ],
   };
 }

@@ -7,9 +7,11 @@
 // `rt.submit(enc)` submits and recycles the uniform arena. Integer inputs (tokens, targets) are
 // int32, positions/masks/lengths uint32. Everything is deterministic (no atomics).
 export * from "./attention";
+export * from "./autotune";
 export * from "./columns";
 export * from "./device";
 export * from "./embedding";
+export * from "./half";
 export * from "./logsoftmax";
 export * from "./matmul";
 export * from "./norm";

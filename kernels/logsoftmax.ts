@@ -4,7 +4,8 @@
 // went = 0). Both work on a chunk of rows of the batch in the slice-major layout the head's
 // vocabulary-sliced matmuls write (logsoftmax.wgsl), so the logits of a whole batch at a large
 // vocabulary never have to exist at once (model/head.ts plans the chunks).
-// WGSL in logsoftmax.wgsl; reference logSoftmaxRef; tested by head.gpu.test.ts.
+// WGSL in logsoftmax.wgsl (row reductions from kernels/reduce.ts); reference logSoftmaxRef; tested
+// by head.gpu.test.ts and reduce.gpu.test.ts.
 import src from "./logsoftmax.wgsl?raw";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
@@ -79,7 +80,12 @@ export function logSoftmaxForward(
 ) {
   const u = chunkUniform(rt, ch, invTemp);
   const bindings = [logp, ent, null, logits, targets, null, null, u];
-  rt.dispatch(rec, rt.pipeline(src, "forward", { WG: rt.rowWorkgroup(ch.V, 256) }), bindings, [ch.rows]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(rt.reducing(src), "forward", { WG: rt.reductionWorkgroup(ch.V, 256) }),
+    bindings,
+    [ch.rows],
+  );
 }
 
 /**
@@ -99,7 +105,12 @@ export function logSoftmaxBackward(
 ) {
   const u = chunkUniform(rt, ch, invTemp);
   const bindings = [null, null, dlogits, logits, targets, wlp, went, u];
-  rt.dispatch(rec, rt.pipeline(src, "backward", { WG: rt.rowWorkgroup(ch.V, 256) }), bindings, [ch.rows]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(rt.reducing(src), "backward", { WG: rt.reductionWorkgroup(ch.V, 256) }),
+    bindings,
+    [ch.rows],
+  );
 }
 
 /** Both on a plain (N,V) block: logp, ent (N) and dlogits (N,V). */

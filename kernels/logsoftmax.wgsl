@@ -1,4 +1,5 @@
-// Fused log-softmax head over the vocabulary, one workgroup per row of a chunk of logits, z =
+// Fused log-softmax head over the vocabulary, one workgroup per row of a chunk of logits (row
+// reductions wgMax/wgSum2 from kernels/reduce.ts: subgroups where the device has them), z =
 // logits * invTemp: logp = z[target] - logsumexp(z), H = entropy of softmax(z) (forward), and
 // dlogits (written) = d/dlogits of wlp*logp + went*H (backward). Everything is computed on
 // z - max(z), so large logits neither overflow nor cancel. target < 0: logp 0 and a zero
@@ -20,21 +21,7 @@ struct P { rows: u32, V: u32, Vs: u32, invTemp: f32, rowBase: u32 }
 @group(0) @binding(7) var<uniform> p: P;
 
 override WG: u32 = 256;
-var<workgroup> red: array<f32, WG>;
-
-fn reduce(v: f32, lid: u32, is_max: bool) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      if (is_max) { red[lid] = max(red[lid], red[lid + s]); } else { red[lid] += red[lid + s]; }
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
+// wgSum / wgMax: kernels/reduce.ts prepends the subgroup or the workgroup-tree version
 
 /** Index of (chunk row i, vocabulary id v) in the slice-major chunk. */
 fn at(i: u32, v: u32) -> u32 {
@@ -44,10 +31,11 @@ fn at(i: u32, v: u32) -> u32 {
 }
 
 /** (max z, log sum exp(z - max), E_p[z - max]) of chunk row i. */
-fn rowStats(i: u32, lid: u32) -> vec3f {
+fn rowStats(i: u32, lane: Lane) -> vec3f {
+  let lid = lane.i;
   var mx = -3.4e38;
   for (var v = lid; v < p.V; v += WG) { mx = max(mx, logits[at(i, v)] * p.invTemp); }
-  mx = reduce(mx, lid, true);
+  mx = wgMax(mx, lane);
   var s = 0.0;
   var sz = 0.0;
   for (var v = lid; v < p.V; v += WG) {
@@ -56,32 +44,33 @@ fn rowStats(i: u32, lid: u32) -> vec3f {
     s += e;
     sz += e * z;
   }
-  let sum = reduce(s, lid, false);
-  let pz = reduce(sz, lid, false) / sum;
+  let t = wgSum2(vec2f(s, sz), lane);
+  let sum = t.x;
+  let pz = t.y / sum;
   return vec3f(mx, log(sum), pz);
 }
 
 fn row(wid: vec3u, nwg: vec3u) -> u32 { return wid.y * nwg.x + wid.x; }
 
 @compute @workgroup_size(WG)
-fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
   let i = row(wid, nwg);
   if (i >= p.rows) { return; }
-  let st = rowStats(i, lid3.x);
+  let st = rowStats(i, lane);
   let n = p.rowBase + i;
   let t = targets[n];
-  if (lid3.x == 0u) {
+  if (lane.i == 0u) {
     ent[n] = st.y - st.z;
     logp[n] = select(0.0, logits[at(i, u32(max(t, 0)))] * p.invTemp - st.x - st.y, t >= 0);
   }
 }
 
 @compute @workgroup_size(WG)
-fn backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+fn backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
   let i = row(wid, nwg);
   if (i >= p.rows) { return; }
-  let lid = lid3.x;
-  let st = rowStats(i, lid);
+  let lid = lane.i;
+  let st = rowStats(i, lane);
   let n = p.rowBase + i;
   let t = targets[n];
   let a = wlp[n];

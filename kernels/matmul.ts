@@ -7,6 +7,11 @@
 // SwiftShader only for one row): the tiles compute 64 rows, so at batch 1 they did 64 times the
 // work (SmolLM2-shape decode on lavapipe: 0.06 -> 0.62 tokens/s). Reference in reference.ts (matmulRef); tested by
 // matmul.gpu.test.ts (both kernels).
+// A weight stored in half precision (a HalfView, the frozen base of a LoRA model with model.dtype
+// f16) is read by the f16 variant of the same two shaders (`enable f16;`, B as array<f16>, every
+// load widened to f32: f32 accumulation, f32 activations and outputs), on devices with the
+// `shader-f16` feature only; B is the only operand that may be half. Tested against matmulRef on
+// the rounded weights by matmul-f16.gpu.test.ts.
 
 import src from "./matmul.wgsl?raw";
 import { matmulSource } from "./matmul-gen";
@@ -15,6 +20,42 @@ import type { MatmulShape } from "./reference";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 export type { MatmulShape } from "./reference";
+
+/** The WebGPU feature the f16 variant needs. */
+export const HALF_FEATURE = "shader-f16";
+
+/** A weight stored as IEEE half floats (2 bytes each, `size` rounded up to 4): matmul's B only. */
+export interface HalfView extends View {
+  dtype: "f16";
+}
+
+export function isHalf(v: View): v is HalfView {
+  return (v as Partial<HalfView>).dtype === "f16";
+}
+
+/** The half view of `n` f16 values at byte `offset` of `buffer` (a multiple of 256 to be bound). */
+export function halfView(buffer: GPUBuffer, offset: number, n: number): HalfView {
+  return { buffer, offset, size: Math.ceil(n / 2) * 4, dtype: "f16" };
+}
+
+/** Whether this runtime's device can run the f16 variant. */
+export function hasHalf(rt: Runtime): boolean {
+  return rt.device.features.has(HALF_FEATURE);
+}
+
+const halfSources = new Map<string, string>();
+const B_F32 = "var<storage, read_write> B: array<f32>;";
+
+/** The f16 variant of a matmul shader: the same code with B declared as array<f16>. */
+function halfSource(code: string): string {
+  let h = halfSources.get(code);
+  if (!h) {
+    if (!code.includes(B_F32)) throw new Error(`matmul: the shader has no \`${B_F32}\` to make f16`);
+    h = `enable f16;\n${code.replace(B_F32, "var<storage, read_write> B: array<f16>;")}`;
+    halfSources.set(code, h);
+  }
+  return h;
+}
 
 // Both kernels: an 8x8 block of out per thread, 8x8 threads, a 64x64 tile per workgroup
 // (matmul.wgsl's TM and 4*TN4). Larger unrolled tiles were at most 15% faster on SwiftShader and
@@ -63,6 +104,7 @@ function matvecForm(s: MatmulShape): boolean {
 
 /** out (M,N) = A (M,K) · Bᵀ (+ bias (N)) for M <= MATVEC_MAX_ROWS, one workgroup per column. */
 function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: View | null, s: MatmulShape) {
+  const code = isHalf(b) ? halfSource(mvSrc) : mvSrc;
   const u = rt.uniform(
     packUniform([
       ["u32", s.M],
@@ -73,13 +115,16 @@ function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: V
   );
   rt.dispatch(
     rec,
-    rt.pipeline(mvSrc, "main", { WG: 64, WIDE: s.M > 4 ? 1 : 0 }),
+    rt.pipeline(code, "main", { WG: 64, WIDE: s.M > 4 ? 1 : 0 }),
     [out, a, b, bias ?? rt.dummy, u],
     [Math.ceil(s.N / 64)],
   );
 }
 
-/** out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in floats. */
+/**
+ * out[b] (M,N) = alpha * op(A[b])·op(B[b]) (+ out if accumulate) (+ bias (N)). Strides in
+ * elements. B may be a HalfView (the f16 variant: needs shader-f16).
+ */
 export function matmul(
   rt: Runtime,
   rec: Recorder,
@@ -89,14 +134,21 @@ export function matmul(
   bias: View | null,
   s: MatmulShape,
 ) {
+  const half = isHalf(b);
+  if (isHalf(a) || isHalf(out) || (bias && isHalf(bias)))
+    throw new Error("matmul: only the B operand (a weight) may be stored as f16");
+  if (half && !hasHalf(rt))
+    throw new Error(`matmul: an f16 weight needs the ${HALF_FEATURE} feature, which this device lacks`);
   // On SwiftShader the unrolled tiles beat the matvec from 4 rows up (measured at 1024x128).
   if (rt.matvec && matvecForm(s) && (!rt.unrolled || s.M === 1)) {
     matvec(rt, rec, out, a, b, bias, s);
     return;
   }
-  const code = rt.unrolled ? unrolledSource(s) : src;
-  // the tiled kernel's workgroup shape comes from the runtime's table (matmulTile)
-  const [wx, wy] = rt.unrolled ? [WG_X, WG_Y] : rt.matmulTile;
+  // The f16 variant is the tiled kernel's (SwiftShader, the unrolled kernels' adapter, has no shader-f16).
+  const unrolledHere = rt.unrolled && !half;
+  const code = half ? halfSource(src) : unrolledHere ? unrolledSource(s) : src;
+  // the tiled kernel's workgroup shape: the runtime's table (matmulTile), fitted to a narrow N
+  const [wx, wy] = unrolledHere ? [WG_X, WG_Y] : rt.matmulTileFor(s.N);
   const pipeline = rt.pipeline(code, "main", { WG_X: wx, WG_Y: wy });
   const u = rt.uniform(
     packUniform([
@@ -136,7 +188,10 @@ export function matmulForward(
   matmul(rt, rec, out, inp, weight, bias, { M: N, N: OC, K: C, transB: true });
 }
 
-/** dinp += dout·weight, dweight += doutᵀ·inp, dbias += column sums of dout. Any may be null. */
+/**
+ * dinp += dout·weight, dweight += doutᵀ·inp, dbias += column sums of dout. Any may be null; an
+ * f16 weight (frozen) takes dinp only.
+ */
 export function matmulBackward(
   rt: Runtime,
   rec: Recorder,
@@ -150,6 +205,8 @@ export function matmulBackward(
   C: number,
   OC: number,
 ) {
+  if (dweight && isHalf(weight))
+    throw new Error("matmulBackward: the weight is stored as f16 (a frozen base) and has no gradient");
   if (dinp) matmul(rt, rec, dinp, dout, weight, null, { M: N, N: C, K: OC, accumulate: true });
   if (dweight)
     matmul(rt, rec, dweight, dout, inp, null, { M: OC, N: C, K: N, transA: true, accumulate: true });

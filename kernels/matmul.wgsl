@@ -9,6 +9,8 @@
 // SwiftShader. On SwiftShader matmul.ts runs matmul-gen.ts's unrolled kernels instead: there each
 // access to acc/a/b here, indexed by a loop counter, is a per-lane gather or scatter in memory
 // (see kernels/dev/matmul-variants.ts).
+// The f16 variant (matmul.ts halfSource: `enable f16;` and B as array<f16>) reads a frozen weight
+// stored in half precision; every load widens to f32, so tiles, FMAs and accumulators stay f32.
 
 struct Params {
   M: u32, N: u32, K: u32, hasBias: u32,
@@ -18,7 +20,7 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read_write> outp: array<f32>;
 @group(0) @binding(1) var<storage, read_write> A: array<f32>;
-@group(0) @binding(2) var<storage, read_write> B: array<f32>;
+@group(0) @binding(2) var<storage, read_write> B: array<f32>; // array<f16> in the f16 variant (matmul.ts)
 @group(0) @binding(3) var<storage, read_write> bias: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
@@ -42,8 +44,8 @@ fn loadA(base: u32, m: u32, k: u32) -> f32 {
 
 fn loadB(base: u32, k: u32, n: u32) -> f32 {
   if (k >= p.K || n >= p.N) { return 0.0; }
-  if (p.transB != 0u) { return B[base + n * p.K + k]; }
-  return B[base + k * p.N + n];
+  if (p.transB != 0u) { return f32(B[base + n * p.K + k]); }
+  return f32(B[base + k * p.N + n]);
 }
 
 @compute @workgroup_size(WG_X, WG_Y)

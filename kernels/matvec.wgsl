@@ -11,7 +11,7 @@ struct P { M: u32, N: u32, K: u32, hasBias: u32 }
 
 @group(0) @binding(0) var<storage, read_write> outp: array<f32>; // (M,N)
 @group(0) @binding(1) var<storage, read_write> A: array<f32>;    // (M,K)
-@group(0) @binding(2) var<storage, read_write> B: array<f32>;    // (N,K)
+@group(0) @binding(2) var<storage, read_write> B: array<f32>;    // (N,K); array<f16> in the f16 variant
 @group(0) @binding(3) var<storage, read_write> bias: array<f32>; // (N)
 @group(0) @binding(4) var<uniform> p: P;
 
@@ -34,7 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   var hi = vec4f(0.0);
   let row = n * p.K;
   for (var k = 0u; k < p.K; k++) {
-    let w = B[row + k];
+    let w = f32(B[row + k]);
     lo += vec4f(A[r.x + k], A[r.y + k], A[r.z + k], A[r.w + k]) * w;
     if (WIDE) { hi += vec4f(A[s.x + k], A[s.y + k], A[s.z + k], A[s.w + k]) * w; }
   }

@@ -1,6 +1,7 @@
 // LayerNorm and RMSNorm over the last axis of (N,C), eps 1e-5 unless given (Qwen: 1e-6); forward saves mean/rstd (N) for
-// backward; backward adds into dinp, dweight, dbias. WGSL in norm.wgsl; references in
-// reference.ts; tested by ops.gpu.test.ts.
+// backward; backward adds into dinp, dweight, dbias. WGSL in norm.wgsl (its row reductions from
+// kernels/reduce.ts: subgroups where the device has them); references in reference.ts; tested by
+// ops.gpu.test.ts and reduce.gpu.test.ts.
 import src from "./norm.wgsl?raw";
 import { NORM_EPS } from "./reference";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
@@ -34,7 +35,7 @@ export function layernormForward(
   const u = params(rt, N, C, eps);
   rt.dispatch(
     rec,
-    rt.pipeline(src, "layernorm_forward", { WG: rt.rowWorkgroup(C, WG) }),
+    rt.pipeline(rt.reducing(src), "layernorm_forward", { WG: rt.reductionWorkgroup(C, WG) }),
     [out, mean, rstd, inp, weight, bias, null, u],
     [N],
   );
@@ -56,11 +57,13 @@ export function layernormBackward(
 ) {
   const u = params(rt, N, C);
   if (dinp) {
-    const pipe = rt.pipeline(src, "layernorm_backward_input", { WG: rt.rowWorkgroup(C, WG) });
+    const pipe = rt.pipeline(rt.reducing(src), "layernorm_backward_input", {
+      WG: rt.reductionWorkgroup(C, WG),
+    });
     rt.dispatch(rec, pipe, [dinp, mean, rstd, inp, weight, null, dout, u], [N]);
   }
   if (dweight && dbias) {
-    const pipe = rt.pipeline(src, "layernorm_backward_params", { WG });
+    const pipe = rt.pipeline(rt.reducing(src), "layernorm_backward_params", { WG });
     rt.dispatch(rec, pipe, [dweight, mean, rstd, inp, null, dbias, dout, u], [Math.ceil(C / WG)]);
   } else if (dweight || dbias) {
     throw new Error("layernormBackward computes dweight and dbias together");
@@ -82,7 +85,7 @@ export function rmsnormForward(
   const u = params(rt, N, C, eps);
   rt.dispatch(
     rec,
-    rt.pipeline(src, "rmsnorm_forward", { WG: rt.rowWorkgroup(C, WG) }),
+    rt.pipeline(rt.reducing(src), "rmsnorm_forward", { WG: rt.reductionWorkgroup(C, WG) }),
     [out, null, rstd, inp, weight, null, null, u],
     [N],
   );
@@ -102,11 +105,13 @@ export function rmsnormBackward(
 ) {
   const u = params(rt, N, C);
   if (dinp) {
-    const pipe = rt.pipeline(src, "rmsnorm_backward_input", { WG: rt.rowWorkgroup(C, WG) });
+    const pipe = rt.pipeline(rt.reducing(src), "rmsnorm_backward_input", {
+      WG: rt.reductionWorkgroup(C, WG),
+    });
     rt.dispatch(rec, pipe, [dinp, null, rstd, inp, weight, null, dout, u], [N]);
   }
   if (dweight) {
-    const pipe = rt.pipeline(src, "rmsnorm_backward_weight", { WG });
+    const pipe = rt.pipeline(rt.reducing(src), "rmsnorm_backward_weight", { WG });
     rt.dispatch(rec, pipe, [dweight, null, rstd, inp, null, null, dout, u], [Math.ceil(C / WG)]);
   }
 }

@@ -1,7 +1,8 @@
 // LayerNorm and RMSNorm over the last axis of (N,C). Forward and the input gradient: one workgroup
-// per row, tree reductions in workgroup memory (WG a power of two). Weight/bias gradients: one
-// thread per channel summing rows in order, so every reduction is deterministic without atomics.
-// Forward keeps mean and rstd for backward. Reference: reference.ts (layernorm*, rmsnorm*).
+// per row, reduced with wgSum/wgSum2 (kernels/reduce.ts prepends the subgroup or the workgroup-tree
+// version). Weight/bias gradients: one thread per channel summing rows in order, so every
+// reduction is deterministic without atomics. Forward keeps mean and rstd for backward.
+// Reference: reference.ts (layernorm*, rmsnorm*).
 
 struct P { N: u32, C: u32, eps: f32 }
 
@@ -15,49 +16,31 @@ struct P { N: u32, C: u32, eps: f32 }
 @group(0) @binding(7) var<uniform> p: P;
 
 override WG: u32 = 64;
-var<workgroup> red: array<f32, WG>;
-var<workgroup> red2: array<f32, WG>;
-
-fn sum2(a: f32, b: f32, lid: u32) -> vec2f {
-  red[lid] = a;
-  red2[lid] = b;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red[lid] += red[lid + s];
-      red2[lid] += red2[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let r = vec2f(red[0], red2[0]);
-  workgroupBarrier();
-  return r;
-}
 
 fn row_of(wid: vec3u, nwg: vec3u) -> u32 { return wid.y * nwg.x + wid.x; }
 
 @compute @workgroup_size(WG)
-fn layernorm_forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+fn layernorm_forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
   let n = row_of(wid, nwg);
   if (n >= p.N) { return; }
-  let lid = lid3.x;
+  let lid = lane.i;
   let x = n * p.C;
   var s = 0.0;
   for (var c = lid; c < p.C; c += WG) { s += inp[x + c]; }
-  let m = sum2(s, 0.0, lid).x / f32(p.C);
+  let m = wgSum(s, lane) / f32(p.C);
   // two passes (not E[x^2]-m^2): no cancellation when |mean| >> std
   var v = 0.0;
   for (var c = lid; c < p.C; c += WG) { let d = inp[x + c] - m; v += d * d; }
-  let r = inverseSqrt(sum2(v, 0.0, lid).x / f32(p.C) + p.eps);
+  let r = inverseSqrt(wgSum(v, lane) / f32(p.C) + p.eps);
   for (var c = lid; c < p.C; c += WG) { outp[x + c] = (inp[x + c] - m) * r * weight[c] + bias[c]; }
   if (lid == 0u) { mean[n] = m; rstd[n] = r; }
 }
 
 @compute @workgroup_size(WG)
-fn layernorm_backward_input(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+fn layernorm_backward_input(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
   let n = row_of(wid, nwg);
   if (n >= p.N) { return; }
-  let lid = lid3.x;
+  let lid = lane.i;
   let x = n * p.C;
   let m = mean[n];
   let r = rstd[n];
@@ -68,7 +51,7 @@ fn layernorm_backward_input(@builtin(workgroup_id) wid: vec3u, @builtin(num_work
     a += dnorm;
     b += dnorm * (inp[x + c] - m) * r;
   }
-  let s = sum2(a, b, lid) / f32(p.C);
+  let s = wgSum2(vec2f(a, b), lane) / f32(p.C);
   for (var c = lid; c < p.C; c += WG) {
     let norm = (inp[x + c] - m) * r;
     outp[x + c] += (weight[c] * dout[x + c] - s.x - norm * s.y) * r;
@@ -95,28 +78,28 @@ fn layernorm_backward_params(@builtin(global_invocation_id) gid: vec3u) {
 }
 
 @compute @workgroup_size(WG)
-fn rmsnorm_forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+fn rmsnorm_forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
   let n = row_of(wid, nwg);
   if (n >= p.N) { return; }
-  let lid = lid3.x;
+  let lid = lane.i;
   let x = n * p.C;
   var s = 0.0;
   for (var c = lid; c < p.C; c += WG) { s += inp[x + c] * inp[x + c]; }
-  let r = inverseSqrt(sum2(s, 0.0, lid).x / f32(p.C) + p.eps);
+  let r = inverseSqrt(wgSum(s, lane) / f32(p.C) + p.eps);
   for (var c = lid; c < p.C; c += WG) { outp[x + c] = inp[x + c] * r * weight[c]; }
   if (lid == 0u) { rstd[n] = r; }
 }
 
 @compute @workgroup_size(WG)
-fn rmsnorm_backward_input(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+fn rmsnorm_backward_input(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
   let n = row_of(wid, nwg);
   if (n >= p.N) { return; }
-  let lid = lid3.x;
+  let lid = lane.i;
   let x = n * p.C;
   let r = rstd[n];
   var a = 0.0;
   for (var c = lid; c < p.C; c += WG) { a += weight[c] * dout[x + c] * inp[x + c] * r; }
-  let dot = sum2(a, 0.0, lid).x / f32(p.C);
+  let dot = wgSum(a, lane) / f32(p.C);
   for (var c = lid; c < p.C; c += WG) {
     outp[x + c] += (weight[c] * dout[x + c] - inp[x + c] * r * dot) * r;
   }

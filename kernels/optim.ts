@@ -44,7 +44,7 @@ export function adamw(
   );
   rt.dispatch(
     rec,
-    rt.pipeline(src, "adamw", { WG }),
+    rt.pipeline(rt.reducing(src), "adamw", { WG }),
     [params, grads, m, v, u, gate ?? rt.dummy],
     [Math.ceil(n / WG)],
   );
@@ -95,11 +95,11 @@ export function gradNorm(rt: Runtime, rec: Recorder, out: View, scratch: View, g
     const n = g.size / 4;
     const parts = Math.ceil(n / chunk);
     const u = normParams(rt, n, chunk, nparts, 0, base);
-    rt.dispatch(rec, rt.pipeline(src, "norm_partial", { WG }), [g, scratch, null, u], [parts]);
+    rt.dispatch(rec, rt.pipeline(rt.reducing(src), "norm_partial", { WG }), [g, scratch, null, u], [parts]);
     base += parts;
   }
   const u = normParams(rt, 0, chunk, nparts);
-  rt.dispatch(rec, rt.pipeline(src, "norm_final", { WG }), [null, scratch, out, u], [1]);
+  rt.dispatch(rec, rt.pipeline(rt.reducing(src), "norm_final", { WG }), [null, scratch, out, u], [1]);
 }
 
 /**
@@ -108,5 +108,10 @@ export function gradNorm(rt: Runtime, rec: Recorder, out: View, scratch: View, g
  */
 export function clipByNorm(rt: Runtime, rec: Recorder, grads: View, norm: View, n: number, maxNorm: number) {
   const u = normParams(rt, n, 0, 0, maxNorm);
-  rt.dispatch(rec, rt.pipeline(src, "clip", { WG }), [grads, null, norm, u], [Math.ceil(n / WG)]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(rt.reducing(src), "clip", { WG }),
+    [grads, null, norm, u],
+    [Math.ceil(n / WG)],
+  );
 }

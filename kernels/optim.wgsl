@@ -1,5 +1,6 @@
 // Optimizer-side passes over one flat buffer: AdamW, the global gradient L2 norm (two-stage tree
-// reduction with a fixed partition, so bit-identical across runs), and clip-by-norm whose scale
+// reduction with a fixed partition, so bit-identical across runs; wgSum from kernels/reduce.ts,
+// subgroups where the device has them), and clip-by-norm whose scale
 // is computed on the GPU from the norm (no readback between norm and clip). Reference: reference.ts.
 // AdamW and clip given the norm (gate != 0) do nothing when it is not finite: a NaN or infinite
 // gradient turns the step into a no-op on the GPU, and the norm read back later says so.
@@ -42,36 +43,26 @@ struct NormP { n: u32, chunk: u32, nparts: u32, maxNorm: f32, partBase: u32 }
 @group(0) @binding(2) var<storage, read_write> norm: array<f32>;    // [0] = norm
 @group(0) @binding(3) var<uniform> np: NormP;
 
-var<workgroup> red: array<f32, WG>;
-
-fn tree(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  return red[0];
-}
+// wgSum: kernels/reduce.ts prepends the subgroup or the workgroup-tree version
 
 @compute @workgroup_size(WG)
-fn norm_partial(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+fn norm_partial(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
   let part = wid.y * nwg.x + wid.x;
   let start = part * np.chunk;
   if (start >= np.n) { return; } // a folded grid's spare workgroups (uniform per workgroup)
   let end = min(start + np.chunk, np.n);
   var s = 0.0;
-  for (var i = start + lid.x; i < end; i += WG) { s += g[i] * g[i]; }
-  let total = tree(s, lid.x);
-  if (lid.x == 0u) { partial[np.partBase + part] = total; }
+  for (var i = start + lane.i; i < end; i += WG) { s += g[i] * g[i]; }
+  let total = wgSum(s, lane);
+  if (lane.i == 0u) { partial[np.partBase + part] = total; }
 }
 
 @compute @workgroup_size(WG)
-fn norm_final(@builtin(local_invocation_id) lid: vec3u) {
+fn norm_final(lane: Lane) {
   var s = 0.0;
-  for (var i = lid.x; i < np.nparts; i += WG) { s += partial[i]; }
-  let total = tree(s, lid.x);
-  if (lid.x == 0u) { norm[0] = sqrt(total); }
+  for (var i = lane.i; i < np.nparts; i += WG) { s += partial[i]; }
+  let total = wgSum(s, lane);
+  if (lane.i == 0u) { norm[0] = sqrt(total); }
 }
 
 // g *= min(1, maxNorm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_

@@ -1,7 +1,9 @@
 // Qwen3's q/k norm (RMSNorm over the head dimension of q and k, before RoPE) on a qkv buffer
 // (N, (NH+2KVH)*hs): forward writes the normed rows (v copied) and saves rstd (N, NH+KVH);
-// backward adds into dinp (v passes through) and into the two (hs) weight gradients.
-// WGSL in qknorm.wgsl; references qkNormForwardRef / qkNormBackwardRef; tested by ops.gpu.test.ts.
+// backward adds into dinp (v passes through) and into the two (hs) weight gradients. With
+// rt.subgroups the forward and the input gradient run one workgroup per (row, head) (the
+// *_rows entries); else one thread per (row, head). WGSL in qknorm.wgsl; references
+// qkNormForwardRef / qkNormBackwardRef; tested by ops.gpu.test.ts and reduce.gpu.test.ts.
 import src from "./qknorm.wgsl?raw";
 import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
@@ -39,8 +41,20 @@ export function qkNormForward(
   s: QkNormShape,
 ) {
   const u = params(rt, s);
-  const groups = Math.ceil((s.N * (s.NH + 2 * s.KVH)) / WG);
-  rt.dispatch(rec, rt.pipeline(src, "forward", { WG }), [out, rstd, inp, qw, kw, null, u], [groups]);
+  const [entry, wg, groups] = perHead(rt, "forward", s);
+  rt.dispatch(
+    rec,
+    rt.pipeline(rt.reducing(src), entry, { WG: wg }),
+    [out, rstd, inp, qw, kw, null, u],
+    [groups],
+  );
+}
+
+/** The entry point, workgroup size and workgroups of forward / backward_input for this runtime. */
+function perHead(rt: Runtime, entry: string, s: QkNormShape): [string, number, number] {
+  const pairs = s.N * (s.NH + 2 * s.KVH);
+  if (rt.subgroups) return [`${entry}_rows`, rt.reductionWorkgroup(s.hs, WG), pairs];
+  return [entry, WG, Math.ceil(pairs / WG)];
 }
 
 const ROWS = 256; // qknorm.wgsl's rows per partial sum of the weight gradients
@@ -69,17 +83,22 @@ export function qkNormBackward(
   if (scratch.size < need * 4)
     throw new Error(`qkNormBackward: scratch holds ${scratch.size / 4} floats, needs ${need}`);
   const u = params(rt, s);
-  const groups = Math.ceil((s.N * (s.NH + 2 * s.KVH)) / WG);
-  rt.dispatch(rec, rt.pipeline(src, "backward_input", { WG }), [dinp, rstd, inp, qw, kw, dout, u], [groups]);
+  const [entry, wg, groups] = perHead(rt, "backward_input", s);
   rt.dispatch(
     rec,
-    rt.pipeline(src, "backward_weights_partial", { WG }),
+    rt.pipeline(rt.reducing(src), entry, { WG: wg }),
+    [dinp, rstd, inp, qw, kw, dout, u],
+    [groups],
+  );
+  rt.dispatch(
+    rec,
+    rt.pipeline(rt.reducing(src), "backward_weights_partial", { WG }),
     [scratch, rstd, inp, null, null, dout, u],
     [Math.ceil(need / WG)],
   );
   rt.dispatch(
     rec,
-    rt.pipeline(src, "backward_weights_sum", { WG }),
+    rt.pipeline(rt.reducing(src), "backward_weights_sum", { WG }),
     [scratch, null, null, dqw, dkw, null, u],
     [Math.ceil((2 * s.hs) / WG)],
   );

@@ -1,7 +1,10 @@
 // Qwen3's q/k norm: RMSNorm over each head's hs values of q and k inside qkv rows
 // (N, (NH+2KVH)*hs) = [q heads | k heads | v heads]; q heads scale by qw (hs), k heads by kw (hs),
-// v heads pass through. Forward and the input gradient: one thread per (row, head); the weight
-// gradients: partial sums over chunks of rows, then the chunks in order (deterministic, no atomics).
+// v heads pass through. Forward and the input gradient: one thread per (row, head) walking its hs
+// values (forward, backward_input), or, where the device has subgroups, one workgroup per (row,
+// head) reducing over hs with wgSum (forward_rows, backward_input_rows: coalesced loads, and on
+// lavapipe one subgroup with no barrier); the weight gradients: partial sums over chunks of rows,
+// then the chunks in order (deterministic, no atomics). wgSum comes from kernels/reduce.ts.
 // Reference: reference.ts qkNormForwardRef / qkNormBackwardRef.
 
 struct P { N: u32, NH: u32, KVH: u32, hs: u32, eps: f32 }
@@ -54,6 +57,47 @@ fn backward_input(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   for (var d = 0u; d < p.hs; d++) { dot += weight(h, d) * dout[x + d] * inp[x + d] * r; }
   dot /= f32(p.hs);
   for (var d = 0u; d < p.hs; d++) {
+    outp[x + d] += (weight(h, d) * dout[x + d] - inp[x + d] * r * dot) * r;
+  }
+}
+
+// ---- one workgroup per (row, head): the same arithmetic with the sum over hs across the workgroup
+@compute @workgroup_size(WG)
+fn forward_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
+  let heads = p.NH + 2u * p.KVH;
+  let idx = wid.y * nwg.x + wid.x;
+  if (idx >= p.N * heads) { return; }
+  let h = idx % heads;
+  let n = idx / heads;
+  let x = idx * p.hs;
+  if (h >= p.NH + p.KVH) {
+    for (var d = lane.i; d < p.hs; d += WG) { outp[x + d] = inp[x + d]; }
+    return;
+  }
+  var ss = 0.0;
+  for (var d = lane.i; d < p.hs; d += WG) { ss = fma(inp[x + d], inp[x + d], ss); }
+  let r = inverseSqrt(wgSum(ss, lane) / f32(p.hs) + p.eps);
+  for (var d = lane.i; d < p.hs; d += WG) { outp[x + d] = inp[x + d] * r * weight(h, d); }
+  if (lane.i == 0u) { rstd[n * (p.NH + p.KVH) + h] = r; }
+}
+
+@compute @workgroup_size(WG)
+fn backward_input_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, lane: Lane) {
+  let heads = p.NH + 2u * p.KVH;
+  let idx = wid.y * nwg.x + wid.x;
+  if (idx >= p.N * heads) { return; }
+  let h = idx % heads;
+  let n = idx / heads;
+  let x = idx * p.hs;
+  if (h >= p.NH + p.KVH) {
+    for (var d = lane.i; d < p.hs; d += WG) { outp[x + d] += dout[x + d]; }
+    return;
+  }
+  let r = rstd[n * (p.NH + p.KVH) + h];
+  var a = 0.0;
+  for (var d = lane.i; d < p.hs; d += WG) { a += weight(h, d) * dout[x + d] * inp[x + d] * r; }
+  let dot = wgSum(a, lane) / f32(p.hs);
+  for (var d = lane.i; d < p.hs; d += WG) {
     outp[x + d] += (weight(h, d) * dout[x + d] - inp[x + d] * r * dot) * r;
   }
 }

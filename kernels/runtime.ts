@@ -26,6 +26,12 @@
 //   parameter buffers, the embedding, the head's logits) are bound in windows (`windows`, and
 //   `FlatBuffer` for a flat array split over several buffers). Tests lower both limits through
 //   RuntimeOptions so the windowed paths run at tiny sizes.
+// - Pipelines are cached per device (every Runtime on it shares them).
+// - Row reductions (norms, the log-softmax head, the grad norm) use subgroup operations where the
+//   device can (`subgroups`, see kernels/reduce.ts), a workgroup tree elsewhere.
+
+import { canUseSubgroups } from "./device";
+import { withReductions } from "./reduce";
 
 export interface View {
   buffer: GPUBuffer;
@@ -111,6 +117,28 @@ export function countersSince(after: RuntimeCounters, before: RuntimeCounters): 
   };
 }
 
+/** The tiled matmul's workgroup (x, y threads) where nothing was tuned. */
+export const DEFAULT_MATMUL_TILE: readonly [number, number] = [8, 8];
+
+const tiles = new WeakMap<GPUDevice, readonly [number, number]>();
+
+/** Each device's compiled shaders and pipelines, for all its Runtimes (tests make many). */
+const compiled = new WeakMap<
+  GPUDevice,
+  { pipelines: Map<string, GPUComputePipeline>; modules: Map<string, GPUShaderModule> }
+>();
+
+/** SwiftShader: a Runtime on this device starts with `unrolled` set. */
+export function runsUnrolled(device: GPUDevice): boolean {
+  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`);
+}
+
+/** Makes `tile` the matmul workgroup of every Runtime made on `device` from now on (autotune.ts). */
+export function setDeviceMatmulTile(device: GPUDevice, tile: readonly [number, number]): void {
+  tiles.set(device, tile);
+}
+
 const ARENA_CHUNK = 64 * 1024;
 const UNIFORM_SLOT = 256;
 /** Uploads and readbacks move at most this many bytes per writeBuffer / staging buffer. */
@@ -124,13 +152,22 @@ export interface RuntimeOptions {
 }
 
 export class Runtime {
-  private pipelines = new Map<string, GPUComputePipeline>();
-  private modules = new Map<string, GPUShaderModule>();
+  /** Shared by every Runtime on the device (pipelines are immutable): made once per device. */
+  private pipelines: Map<string, GPUComputePipeline>;
+  private modules: Map<string, GPUShaderModule>;
   private chunks: GPUBuffer[] = [];
   private chunk = 0;
   private used = 0;
   /** Idle MAP_READ staging buffers by size (powers of two from 256 bytes). */
   private staging = new Map<number, GPUBuffer[]>();
+
+  /**
+   * Per-dispatch GPU time (timestamp-query), on only while a profiling script asks for it
+   * (startProfile / readProfile; bench/profile-update.ts): every dispatch recorded into an
+   * encoder gets its own timed pass. Null: off (no cost, no extra queries).
+   */
+  private profile: { sets: GPUQuerySet[]; labels: string[]; groups: [number, number, number][] } | null =
+    null;
 
   /** Cumulative round trips since this Runtime was made (read, never reset: take differences). */
   readonly counters: RuntimeCounters = zeroCounters();
@@ -149,12 +186,20 @@ export class Runtime {
 
   /**
    * Threads (x, y) of a tiled-matmul workgroup (matmul.wgsl: each thread an 8x8 block of out, so
-   * a (8y, 8x) tile); see kernels/matmul.ts for how it is chosen.
+   * a (8y, 8x) tile): the device's autotuned shape (kernels/autotune.ts, set by
+   * tuneMatmulTile before the model is made), else 8x8. Results do not depend on it.
    */
-  matmulTile: [number, number] = [8, 8];
+  matmulTile: [number, number];
 
   /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
   readonly software: boolean;
+
+  /**
+   * Reduce rows with subgroupAdd/subgroupMax (kernels/reduce-subgroup.wgsl) instead of a tree in
+   * workgroup memory. True where the device has `subgroups` (and the subgroup_id builtin); tests
+   * and side-by-side benchmarks turn it off to run the fallback on the same device.
+   */
+  subgroups: boolean;
 
   /**
    * Run A·Bᵀ with at most 8 rows (decoding) as matvec.wgsl instead of the tiled matmul, whose
@@ -183,11 +228,48 @@ export class Runtime {
       "maxBindingBytes",
     );
     this.maxBufferBytes = lim(options.maxBufferBytes, device.limits.maxBufferSize, "maxBufferBytes");
+    let cache = compiled.get(device);
+    if (!cache) {
+      cache = { pipelines: new Map(), modules: new Map() };
+      compiled.set(device, cache);
+    }
+    this.pipelines = cache.pipelines;
+    this.modules = cache.modules;
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     const text = `${info?.vendor} ${info?.architecture} ${info?.description}`;
-    this.unrolled = /swiftshader/i.test(text);
+    this.unrolled = runsUnrolled(device);
     this.software = /swiftshader|llvmpipe|lavapipe|software/i.test(text);
+    this.subgroups = canUseSubgroups(device);
+    this.matmulTile = [...(tiles.get(device) ?? DEFAULT_MATMUL_TILE)] as [number, number];
+    const sizes = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
+    this.subgroupSizes = [sizes?.subgroupMinSize ?? 0, sizes?.subgroupMaxSize ?? 0];
+  }
+
+  /**
+   * The tiled matmul's threads (x, y) for an out of N columns (the new path): matmulTile, except
+   * where its tiles would pad N by more than a tenth, leaving those columns' threads idle; then
+   * N is cut into ceil(N/64) equal column blocks, each one workgroup of ceil(width/8) x 8 threads
+   * (N = 48: 6x8, a 64x48 tile). The quick-demo update's matmuls have N of 48-192 at 2560 rows,
+   * where the 16x8 that the autotune picks at 256³ on lavapipe ran up to 2x slower than a fitted
+   * tile (kernels/dev/update-shapes.ts). legacyWorkgroups: matmulTile always. Which thread
+   * computes which block of out changes, never the order of the K sum: results are bit-identical.
+   */
+  matmulTileFor(N: number): [number, number] {
+    const [tx, ty] = this.matmulTile;
+    const span = 8 * tx;
+    // padded columns under a tenth of N: keep the tuned tile
+    if (this.legacyWorkgroups || Math.ceil(N / span) * span - N <= N / 10) return [tx, ty];
+    const width = Math.ceil(N / Math.ceil(N / 64));
+    return [Math.ceil(width / 8), 8];
+  }
+
+  /** [min, max] subgroup size of the adapter (0 when it does not say). */
+  readonly subgroupSizes: [number, number];
+
+  /** A reducing kernel's source with this runtime's wgSum/wgSum2/wgMax (kernels/reduce.ts). */
+  reducing(src: string): string {
+    return withReductions(src, this.subgroups, this.subgroupSizes[0]);
   }
 
   /** Use each op's fixed workgroup size from before rowWorkgroup (side-by-side benchmarks). */
@@ -206,6 +288,26 @@ export class Runtime {
     let wg = lo;
     while (wg * 2 <= n / 3 && wg < 256) wg *= 2;
     return wg;
+  }
+
+  /**
+   * Fixes the threads of every reductionWorkgroup (a power of two <= 256): tests set it to run the
+   * reductions over several subgroups where the default is one.
+   */
+  reductionThreads: number | undefined;
+
+  /**
+   * Threads of a row reduction through kernels/reduce.ts (norms, log-softmax head): rowWorkgroup,
+   * except on a software adapter with subgroups, where it is one subgroup (lavapipe's 8): there a
+   * workgroup runs on one CPU thread, its lanes are the SIMD lanes, and a single-subgroup
+   * reduction has no barrier at all (LayerNorm forward + backward at 1920x48: about 2x faster
+   * than 16 threads with the tree; the log-softmax head at V 107: about 3-5x).
+   */
+  reductionWorkgroup(n: number, before: number): number {
+    if (this.reductionThreads) return this.reductionThreads;
+    const min = this.subgroupSizes[0];
+    if (!this.legacyWorkgroups && this.subgroups && this.software && min >= 4 && min <= 256) return min;
+    return this.rowWorkgroup(n, before);
   }
 
   /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */
@@ -398,6 +500,62 @@ export class Runtime {
     return p;
   }
 
+  /** Starts timing every dispatch recorded into an encoder (needs the timestamp-query feature). */
+  startProfile(): void {
+    if (!this.device.features.has("timestamp-query"))
+      throw new Error("startProfile: the device was made without the timestamp-query feature");
+    this.profile = { sets: [], labels: [], groups: [] };
+  }
+
+  /** The timed-pass descriptor of one dispatch while profiling (undefined otherwise). */
+  private timedPass(label: string, groups: [number, number, number]): GPUComputePassDescriptor | undefined {
+    const p = this.profile;
+    if (!p) return undefined;
+    const i = p.labels.length % (PROFILE_SET / 2);
+    if (i === 0) p.sets.push(this.device.createQuerySet({ type: "timestamp", count: PROFILE_SET }));
+    p.labels.push(label);
+    p.groups.push(groups);
+    const querySet = p.sets[p.sets.length - 1];
+    return {
+      timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 },
+    };
+  }
+
+  /** Stops profiling and reads every timed dispatch since startProfile back (after the work is submitted). */
+  async readProfile(): Promise<ProfiledDispatch[]> {
+    const p = this.profile;
+    if (!p) throw new Error("readProfile: startProfile was not called");
+    this.profile = null;
+    const out: ProfiledDispatch[] = [];
+    for (let s = 0; s < p.sets.length; s++) {
+      const bytes = PROFILE_SET * 8;
+      const resolve = this.device.createBuffer({
+        size: bytes,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
+      const read = this.device.createBuffer({
+        size: bytes,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      });
+      const enc = this.device.createCommandEncoder();
+      enc.resolveQuerySet(p.sets[s], 0, PROFILE_SET, resolve, 0);
+      enc.copyBufferToBuffer(resolve, 0, read, 0, bytes);
+      this.device.queue.submit([enc.finish()]);
+      await read.mapAsync(GPUMapMode.READ);
+      const t = new BigUint64Array(read.getMappedRange().slice(0));
+      read.unmap();
+      read.destroy();
+      resolve.destroy();
+      p.sets[s].destroy();
+      const n = Math.min(PROFILE_SET / 2, p.labels.length - s * (PROFILE_SET / 2));
+      for (let i = 0; i < n; i++) {
+        const k = s * (PROFILE_SET / 2) + i;
+        out.push({ label: p.labels[k], groups: p.groups[k], ns: Number(t[2 * i + 1] - t[2 * i]) });
+      }
+    }
+    return out;
+  }
+
   /**
    * Records one dispatch. `bindings[i]` goes to @binding(i) of group 0 (null: a binding this entry
    * point does not use); `groups` may exceed 65535 in x, it is then folded into y.
@@ -434,13 +592,26 @@ export class Runtime {
       x = 65535;
     }
     const isPass = "dispatchWorkgroups" in rec;
-    const pass = isPass ? (rec as GPUComputePassEncoder) : (rec as GPUCommandEncoder).beginComputePass();
+    const pass = isPass
+      ? (rec as GPUComputePassEncoder)
+      : (rec as GPUCommandEncoder).beginComputePass(this.timedPass(pipeline.label, [x, y, z]));
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y, z);
     this.counters.dispatches++;
     if (!isPass) pass.end();
   }
+}
+
+const PROFILE_SET = 4096;
+
+export interface ProfiledDispatch {
+  /** The entry point. */
+  label: string;
+  /** Workgroups dispatched (x, y, z). */
+  groups: [number, number, number];
+  /** GPU time of its pass, ns. */
+  ns: number;
 }
 
 /** [start, length) pieces of [0, n) (floats) of at most `max` floats each, every start a multiple of `unit`. */

@@ -11,6 +11,7 @@
 // Tested through model/cpu.test.ts and model/gpu.gpu.test.ts.
 import type { RuntimeCounters } from "../kernels/runtime";
 import type { ModelConfig, ParamLayout } from "./config";
+import type { BaseStorage } from "./half";
 
 /** B sequences of T tokens, right-padded (causal attention: padding after a token never changes it). */
 export interface ScoreBatch {
@@ -134,6 +135,14 @@ export interface PolicyModel {
   readonly config: ModelConfig;
   readonly layout: ParamLayout;
   readonly backend: "cpu" | "webgpu";
+  /**
+   * Per-layer activation recomputation (gradient checkpointing; RunConfig
+   * model.gradient_checkpointing): forwardScore keeps each layer's output only and backward
+   * re-runs each layer's forward before its backward. Same gradients, less memory, one more
+   * forward. Both backends have it; false by default, true on frozen copies and the reference
+   * (they only score, so they keep one layer's arena).
+   */
+  recompute?: boolean;
   /** Forward over a batch; keeps what backward needs until the next forwardScore. */
   forwardScore(batch: ScoreBatch, options?: { logits?: boolean }): Promise<ScoreResult>;
   /** Backward of the last forwardScore; ADDS into the gradient buffer. */
@@ -175,5 +184,7 @@ export interface PolicyModel {
    * device share them): the RL step reports their differences per phase as perf/*.
    */
   perf?(): RuntimeCounters;
+  /** How the base weights are stored (ModelConfig.baseDtype f16: which tensors, which kept f32, why). */
+  baseStorage?(): BaseStorage;
   dispose(): void;
 }

@@ -56,6 +56,11 @@ export interface ModelConfig {
   ropeTheta: number;
   /** LoRA adapters on the frozen base (model/lora.ts); rank 0: full fine-tuning. Demo: off. */
   lora: LoraConfig;
+  /**
+   * Storage of the frozen base's linear weights (model/half.ts): "f16" (LoRA only) rounds them
+   * to f16 on load and stores them so where the device has shader-f16; math stays f32. Demo: f32.
+   */
+  baseDtype: "f32" | "f16";
   /** Std of the normal initialisation (GPT-2: 0.02); the residual projections get initStd/sqrt(2L). */
   initStd: number;
 }
@@ -86,6 +91,7 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
     alpha: 16,
     targets: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
   },
+  baseDtype: "f32",
   initStd: 0.02,
 };
 
@@ -104,6 +110,7 @@ export function modelConfigOf(c: RunConfig, vocab = VOCAB_SIZE): ModelConfig {
     valueHead: c.rl.advantage === "gae",
     initStd: c.model.init_std,
     lora: loraConfigOf(c, c.model.mlp),
+    baseDtype: c.model.dtype,
   });
 }
 
@@ -132,6 +139,12 @@ export function modelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
     if (!Number.isInteger(c[k]) || c[k] < 0)
       throw new Error(`ModelConfig.${k} must be a non-negative integer (0: the default), got ${c[k]}`);
   }
+  if (c.baseDtype !== "f32" && c.baseDtype !== "f16")
+    throw new Error(`ModelConfig.baseDtype must be "f32" or "f16", got ${JSON.stringify(c.baseDtype)}`);
+  if (c.baseDtype === "f16" && c.lora.rank === 0)
+    throw new Error(
+      "ModelConfig.baseDtype f16 stores a frozen base and needs LoRA (lora.rank > 0): full fine-tuning trains f32 weights",
+    );
   if (c.headDim === 0 && c.dModel % c.heads !== 0)
     throw new Error(`ModelConfig.dModel (${c.dModel}) must divide by heads (${c.heads})`);
   const { NH, KVH, hs } = attnDims(c);

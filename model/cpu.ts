@@ -72,6 +72,7 @@ import {
   paramLayout,
   paramTensors,
 } from "./config";
+import { type BaseStorage, halfBase, halfTensors, type KeptF32, roundHalfBase } from "./half";
 import { type HfOptions, loadHfModel, type ModelDir } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, type LoraTargetSpec, loraLayout } from "./lora";
 
@@ -223,6 +224,9 @@ interface LayerActs {
   res3: F32; // (N,C) residual after the MLP
 }
 
+/** What forward() keeps of a layer: everything, or only its output with recomputation. */
+type SavedLayer = LayerActs | Pick<LayerActs, "res3">;
+
 export interface Activations {
   B: number;
   T: number;
@@ -230,7 +234,8 @@ export interface Activations {
   targets: Int32Array;
   positions: Int32Array;
   encoded: F32; // (N,C)
-  layers: LayerActs[];
+  /** Per layer; with recomputation only each layer's output (backward re-runs the layer). */
+  layers: SavedLayer[];
   lnf: F32; // (N,C)
   lnfMean: F32; // (N)
   lnfRstd: F32; // (N)
@@ -265,68 +270,91 @@ export function checkBatch(c: ModelConfig, batch: ScoreBatch): Int32Array {
   return positions;
 }
 
-/** The whole forward pass over (B,T); returns everything backward needs. With an adapter, LoRA adds into q/k/v/o/gate/up/down. */
-export function forward(
+/** Layer l's forward from its input `residual` (N,C): every activation its backward reads. */
+function layerForward(
   c: ModelConfig,
-  params: Params,
-  batch: ScoreBatch,
-  ad: Adapter | null = null,
-): Activations {
-  const { B, T } = batch;
-  const positions = checkBatch(c, batch);
+  p: Params["layers"][number],
+  residual: F32,
+  positions: Int32Array,
+  B: number,
+  T: number,
+  l: number,
+  ad: Adapter | null,
+): LayerActs {
   const N = B * T;
   const C = c.dModel;
   const { NH, KVH, hs, Q, QKV } = attnDims(c);
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+  const f = (n: number) => allocLike(residual, n);
+  const lora = (out: F32, inp: F32, w: LoraBaseWeight) => {
+    for (const s of specsOf(ad, l, w)) loraForward(out, inp, s, ad!, N);
+  };
+  const a: LayerActs = {
+    ln1: f(N * C),
+    ln1Mean: f(N),
+    ln1Rstd: f(N),
+    qkvRaw: c.qkNorm ? f(N * QKV) : null,
+    qkRstd: c.qkNorm ? f(N * (NH + KVH)) : null,
+    qkv: f(N * QKV),
+    atty: f(N * Q),
+    attLse: f(B * NH * T),
+    attproj: f(N * C),
+    res2: f(N * C),
+    ln2: f(N * C),
+    ln2Mean: f(N),
+    ln2Rstd: f(N),
+    fch: f(N * fcRows),
+    fchAct: f(N * H),
+    fcproj: f(N * C),
+    res3: f(N * C),
+  };
+  normForward(c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
+  matmulForwardRef(a.qkvRaw ?? a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV);
+  lora(a.qkvRaw ?? a.qkv, a.ln1, "qkvw");
+  if (a.qkvRaw && a.qkRstd && p.qnormw && p.knormw)
+    qkNormForwardRef(a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, N, NH, KVH, hs, c.normEps);
+  ropeForward(c, a.qkv, positions, N);
+  attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, Q, NH, KVH);
+  matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, Q, C);
+  lora(a.attproj, a.atty, "projw");
+  residualForwardRef(a.res2, a.attproj, residual, N * C);
+  normForward(c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
+  matmulForwardRef(a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows);
+  lora(a.fch, a.ln2, "fcw");
+  mlpActForward(c, a.fchAct, a.fch, N);
+  matmulForwardRef(a.fcproj, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
+  lora(a.fcproj, a.fchAct, "fcprojw");
+  residualForwardRef(a.res3, a.fcproj, a.res2, N * C);
+  return a;
+}
+
+/**
+ * The whole forward pass over (B,T); returns everything backward needs. With an adapter, LoRA
+ * adds into q/k/v/o/gate/up/down. recompute: keep only each layer's output (backward re-runs
+ * each layer from its input: the same ops on the same inputs, the same bits).
+ */
+export function forward(
+  c: ModelConfig,
+  params: Params,
+  batch: ScoreBatch,
+  ad: Adapter | null = null,
+  recompute = false,
+): Activations {
+  const { B, T } = batch;
+  const positions = checkBatch(c, batch);
+  const N = B * T;
+  const C = c.dModel;
   const V = c.vocab;
   const f = (n: number) => allocLike(params.wte, n);
 
   const encoded = f(N * C); // (N,C)
   embeddingForwardRef(encoded, batch.tokens, positions, params.wte, params.wpe, N, C);
-  const layers: LayerActs[] = [];
+  const layers: SavedLayer[] = [];
   let residual: F32 = encoded;
   for (const [l, p] of params.layers.entries()) {
-    const lora = (out: F32, inp: F32, w: LoraBaseWeight) => {
-      for (const s of specsOf(ad, l, w)) loraForward(out, inp, s, ad!, N);
-    };
-    const a: LayerActs = {
-      ln1: f(N * C),
-      ln1Mean: f(N),
-      ln1Rstd: f(N),
-      qkvRaw: c.qkNorm ? f(N * QKV) : null,
-      qkRstd: c.qkNorm ? f(N * (NH + KVH)) : null,
-      qkv: f(N * QKV),
-      atty: f(N * Q),
-      attLse: f(B * NH * T),
-      attproj: f(N * C),
-      res2: f(N * C),
-      ln2: f(N * C),
-      ln2Mean: f(N),
-      ln2Rstd: f(N),
-      fch: f(N * fcRows),
-      fchAct: f(N * H),
-      fcproj: f(N * C),
-      res3: f(N * C),
-    };
-    normForward(c, a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, N);
-    matmulForwardRef(a.qkvRaw ?? a.qkv, a.ln1, p.qkvw, p.qkvb, N, C, QKV);
-    lora(a.qkvRaw ?? a.qkv, a.ln1, "qkvw");
-    if (a.qkvRaw && a.qkRstd && p.qnormw && p.knormw)
-      qkNormForwardRef(a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, N, NH, KVH, hs, c.normEps);
-    ropeForward(c, a.qkv, positions, N);
-    attentionForwardRef(a.atty, a.attLse, a.qkv, null, B, T, Q, NH, KVH);
-    matmulForwardRef(a.attproj, a.atty, p.projw, p.projb, N, Q, C);
-    lora(a.attproj, a.atty, "projw");
-    residualForwardRef(a.res2, a.attproj, residual, N * C);
-    normForward(c, a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, N);
-    matmulForwardRef(a.fch, a.ln2, p.fcw, p.fcb, N, C, fcRows);
-    lora(a.fch, a.ln2, "fcw");
-    mlpActForward(c, a.fchAct, a.fch, N);
-    matmulForwardRef(a.fcproj, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
-    lora(a.fcproj, a.fchAct, "fcprojw");
-    residualForwardRef(a.res3, a.fcproj, a.res2, N * C);
-    layers.push(a);
+    const a = layerForward(c, p, residual, positions, B, T, l, ad);
+    layers.push(recompute ? { res3: a.res3 } : a);
     residual = a.res3;
   }
   const lnf = f(N * C);
@@ -431,8 +459,9 @@ export function backward(
   for (let l = c.layers - 1; l >= 0; l--) {
     const p = params.layers[l];
     const d = grads?.layers[l];
-    const a = acts.layers[l];
     const residual = l === 0 ? acts.encoded : acts.layers[l - 1].res3;
+    const saved = acts.layers[l];
+    const a = "ln1" in saved ? saved : layerForward(c, p, residual, acts.positions, B, T, l, ad);
     // MLP (dres = d res3 = d fcproj)
     dfchAct.fill(0);
     matmulBackwardRef(dfchAct, d?.fcprojw ?? null, d?.fcprojb ?? null, dres, a.fchAct, p.fcprojw, N, H, C);
@@ -521,7 +550,8 @@ export function newKvCache(c: ModelConfig): KvCache {
 
 /**
  * Feeds n tokens at positions length..length+n-1 to one sequence's cache and returns the
- * logits (n,V) at those positions. Same ops as forward() on the full sequence, with the
+ * logits (V) at the last of them (what the next token is sampled from; as the WebGPU session,
+ * the head runs for that row only). Same ops as forward() on the full sequence, with the
  * attention of each new token over the cache (decodeAttentionRef).
  */
 export function forwardCached(
@@ -600,8 +630,8 @@ export function forwardCached(
     residualForwardRef(x, x, tmp, n * C);
   });
   normForward(c, ln, mean, rstd, x, params.lnfw, params.lnfb, n);
-  const logits = f(n * c.vocab); // (n,V)
-  matmulForwardRef(logits, ln, params.lmHead, null, n, C, c.vocab);
+  const logits = f(c.vocab); // (V) of the last row
+  matmulForwardRef(logits, ln.subarray((n - 1) * C, n * C), params.lmHead, null, 1, C, c.vocab);
   cache.length = start + n;
   return logits;
 }
@@ -646,15 +676,7 @@ class CpuGenerationSession implements GenerationSession {
   }
 
   private feed(seq: number, tokens: number[]): F32 {
-    const V = this.model.config.vocab;
-    const logits = forwardCached(
-      this.model.config,
-      this.model.views,
-      this.caches[seq],
-      tokens,
-      this.model.adapter,
-    );
-    return logits.slice((tokens.length - 1) * V);
+    return forwardCached(this.model.config, this.model.views, this.caches[seq], tokens, this.model.adapter);
   }
 
   private flush(seq: number, extra: number[] = []): void {
@@ -728,8 +750,12 @@ export class CpuModel implements PolicyModel {
   private readonly gradViews: Params | null;
   private opt: OptimizerState;
   private acts: Activations | null = null;
+  /** Per-layer activation recomputation: forward keeps each layer's output, backward re-runs the layer. */
+  recompute = false;
   /** False on the reference view of a LoRA model: the base alone. */
   private adapterOn = true;
+  /** f16 base tensors kept f32 (beyond f16's range). */
+  private keptF32: KeptF32[];
 
   constructor(
     readonly config: ModelConfig,
@@ -749,6 +775,8 @@ export class CpuModel implements PolicyModel {
     if (this.params.length !== this.layout.total) {
       throw new Error(`weights have ${this.params.length} floats, the layout needs ${this.layout.total}`);
     }
+    // An f16 base (model/half.ts): the linear weights rounded to f16 once, here (a shared base already is).
+    this.keptF32 = halfBase(config) && !shareBase ? roundHalfBase(this.layout, this.params) : [];
     if (this.lora) {
       this.adapterWeights = adapterWeights ? Float32Array.from(adapterWeights) : initLora(this.lora, seed);
       if (this.adapterWeights.length !== this.lora.total)
@@ -778,7 +806,7 @@ export class CpuModel implements PolicyModel {
   }
 
   async forwardScore(batch: ScoreBatch, options: { logits?: boolean } = {}): Promise<ScoreResult> {
-    this.acts = forward(this.config, this.views, batch, this.adapter);
+    this.acts = forward(this.config, this.views, batch, this.adapter, this.recompute);
     const a = this.acts;
     return {
       logp: Float32Array.from(a.logp),
@@ -820,6 +848,21 @@ export class CpuModel implements PolicyModel {
     if (weights.length !== this.layout.total)
       throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
     this.params.set(weights);
+    if (halfBase(this.config)) this.keptF32 = roundHalfBase(this.layout, this.params);
+  }
+
+  /** How the base is stored: an f16 base's values are rounded to f16 and held in f32 here. */
+  baseStorage(): BaseStorage {
+    const n = halfBase(this.config) ? halfTensors(this.layout).length - this.keptF32.length : 0;
+    return {
+      requested: this.config.baseDtype,
+      storage: "f32",
+      reason:
+        this.config.baseDtype === "f16" ? "the CPU backend holds f32 arrays (of the f16-rounded values)" : "",
+      halfTensors: n,
+      keptF32: this.keptF32,
+      bytes: this.params.byteLength,
+    };
   }
 
   async getAdapter(): Promise<Float32Array | null> {
@@ -854,6 +897,8 @@ export class CpuModel implements PolicyModel {
     // With LoRA the base never changes: the copy shares it and copies the adapter.
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights ?? undefined, this.lora !== null);
     m.adapterOn = this.adapterOn;
+    m.recompute = true; // a frozen copy scores: each layer's output kept only (a backward would still be exact)
+    m.keptF32 = this.keptF32;
     return m;
   }
 
@@ -861,6 +906,8 @@ export class CpuModel implements PolicyModel {
     if (!this.lora) return this.frozenCopy();
     const m = new CpuModel(this.config, this.params, 0, this.adapterWeights!, true);
     m.adapterOn = false;
+    m.recompute = true; // it only scores (as frozenCopy)
+    m.keptF32 = this.keptF32;
     return m;
   }
 

@@ -1,8 +1,10 @@
 // Reader of the PyTorch golden fixture written by model/golden/make_golden.py (format in its
 // header: magic "GLRL", version, JSON header, f32/i32 data). Returns the config, the batch,
 // the weights as a flat buffer of our layout, and the expected outputs.
-// Also readHfGolden for the Hugging Face families (make_hf_models.py).
+// Also readHfGolden for the Hugging Face families (make_hf_models.py, magic "GLHF") and
+// readLoraGolden (make_lora_golden.py): all three read one container (readContainer).
 // Used by model/cpu.test.ts, model/gpu.gpu.test.ts, model/hf.test.ts and model/hf.gpu.test.ts.
+import type { AdamWHparams } from "./api";
 import { type ModelConfig, modelConfig, paramLayout } from "./config";
 import { hfTensors } from "./hf";
 import { loraLayout } from "./lora";
@@ -15,14 +17,7 @@ export interface Golden {
   B: number;
   T: number;
   entCoef: number;
-  hparams: {
-    lr: number;
-    beta1: number;
-    beta2: number;
-    eps: number;
-    weightDecay: number;
-    maxGradNorm: number;
-  };
+  hparams: AdamWHparams;
   steps: number;
   tokens: Int32Array; // (B,T)
   targets: Int32Array; // (B,T)
@@ -44,26 +39,32 @@ interface Entry {
   offset: number;
 }
 
-/** The file's JSON header and typed readers of its tensors (any GLRL fixture). */
-export function readGoldenFile(bytes: Uint8Array): {
+/** A fixture's JSON header and typed readers of its tensors. */
+export interface GoldenFile {
   header: Record<string, unknown> & { tensors: Record<string, Entry> };
   has(name: string): boolean;
   f32(name: string): Float32Array;
   i32(name: string): Int32Array;
-} {
+}
+
+/**
+ * The container every golden fixture shares: u32 magic, u32 version, u32 header length, the
+ * JSON header (padded to 4 bytes), then the f32/i32 data its `tensors` entries point into.
+ * `what` names the fixture kind in errors ("golden fixture", "HF golden fixture").
+ */
+function readContainer(bytes: Uint8Array, magic: number, version: number, what: string): GoldenFile {
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const magic = dv.getUint32(0, true);
-  if (magic !== GOLDEN_MAGIC) throw new Error(`golden fixture: bad magic 0x${magic.toString(16)}`);
-  const version = dv.getUint32(4, true);
-  if (version !== GOLDEN_VERSION)
-    throw new Error(`golden fixture: version ${version}, this reader knows ${GOLDEN_VERSION}`);
+  const m = dv.getUint32(0, true);
+  if (m !== magic) throw new Error(`${what}: bad magic 0x${m.toString(16)}`);
+  const v = dv.getUint32(4, true);
+  if (v !== version) throw new Error(`${what}: version ${v}, this reader knows ${version}`);
   const len = dv.getUint32(8, true);
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + len)));
   const data = 12 + len + ((4 - (len % 4)) % 4);
   const entries = header.tensors as Record<string, Entry>;
   const get = (name: string): { e: Entry; n: number } => {
     const e = entries[name];
-    if (!e) throw new Error(`golden fixture lacks ${name}`);
+    if (!e) throw new Error(`${what} lacks ${name}`);
     return { e, n: e.shape.reduce((a, b) => a * b, 1) };
   };
   return {
@@ -80,49 +81,35 @@ export function readGoldenFile(bytes: Uint8Array): {
   };
 }
 
-export interface LoraGolden {
-  config: ModelConfig;
-  B: number;
-  T: number;
-  entCoef: number;
-  hparams: Golden["hparams"];
-  steps: number;
-  tokens: Int32Array;
-  targets: Int32Array;
-  mask: Float32Array;
-  weights: Float32Array; // base, flat, our layout
-  adapter: Float32Array; // flat, the LoRA layout
-  adapterGrads: Float32Array; // flat, the LoRA layout
-  logits: Float32Array; // (B,T,V) with the adapter
-  baseLogits: Float32Array; // (B,T,V) the base alone
-  logp: Float32Array;
-  entropy: Float32Array;
-  loss: number;
-  stepLosses: Float32Array;
-  stepGradNorms: Float32Array;
+/** The file's JSON header and typed readers of its tensors (any GLRL fixture). */
+export function readGoldenFile(bytes: Uint8Array): GoldenFile {
+  return readContainer(bytes, GOLDEN_MAGIC, GOLDEN_VERSION, "golden fixture");
 }
 
-/** Reader of model/golden/make_lora_golden.py's lora-*.bin. */
-export function readLoraGolden(bytes: Uint8Array): LoraGolden {
-  const g = readGoldenFile(bytes);
-  const h = g.header as unknown as Pick<LoraGolden, "B" | "T" | "entCoef" | "hparams" | "steps"> & {
-    config: Partial<ModelConfig>;
-  };
-  const config = modelConfig(h.config);
-  const layout = paramLayout(config);
-  const lora = loraLayout(config, config.lora);
-  const flat = (prefix: string, tensors: { name: string; offset: number; size: number }[], total: number) => {
-    const out = new Float32Array(total);
-    for (const t of tensors) {
-      const src = g.f32(prefix + t.name);
-      if (src.length !== t.size)
-        throw new Error(`golden ${prefix + t.name}: ${src.length} floats, layout ${t.size}`);
-      out.set(src, t.offset);
-    }
-    return out;
-  };
+/** The tensors `prefix + name` of a fixture, each placed at its offset in one flat buffer of `total` floats. */
+function flatTensors(
+  g: Pick<GoldenFile, "f32">,
+  what: string,
+  prefix: string,
+  tensors: readonly { name: string; offset: number; size: number }[],
+  total: number,
+): Float32Array {
+  const out = new Float32Array(total);
+  for (const t of tensors) {
+    const src = g.f32(prefix + t.name);
+    if (src.length !== t.size)
+      throw new Error(`${what} ${prefix + t.name}: ${src.length} floats, layout ${t.size}`);
+    out.set(src, t.offset);
+  }
+  return out;
+}
+
+/** What every fixture holds besides weights and outputs: the batch, the loss's and AdamW's settings. */
+function goldenBatch(
+  g: GoldenFile,
+): Pick<Golden, "B" | "T" | "entCoef" | "hparams" | "steps" | "tokens" | "targets" | "mask"> {
+  const h = g.header as unknown as Pick<Golden, "B" | "T" | "entCoef" | "hparams" | "steps">;
   return {
-    config,
     B: h.B,
     T: h.T,
     entCoef: h.entCoef,
@@ -131,6 +118,67 @@ export function readLoraGolden(bytes: Uint8Array): LoraGolden {
     tokens: g.i32("tokens"),
     targets: g.i32("targets"),
     mask: g.f32("mask"),
+  };
+}
+
+/** The fields of a full-model fixture (GLRL or GLHF), its weights and gradients in `tensors`' layout. */
+function modelGolden(
+  g: GoldenFile,
+  what: string,
+  tensors: readonly { name: string; offset: number; size: number }[],
+  total: number,
+): Omit<Golden, "config"> {
+  return {
+    ...goldenBatch(g),
+    weights: flatTensors(g, what, "param.", tensors, total),
+    grads: flatTensors(g, what, "grad.", tensors, total),
+    logits: g.f32("logits"),
+    logp: g.f32("logp"),
+    entropy: g.f32("entropy"),
+    loss: g.f32("loss")[0],
+    ce: g.f32("ce")[0],
+    stepLosses: g.f32("step_losses"),
+    stepGradNorms: g.f32("step_grad_norms"),
+  };
+}
+
+/** A LoRA fixture: the batch and outputs as Golden's, a frozen base and the adapter's weights and gradients. */
+export interface LoraGolden
+  extends Pick<
+    Golden,
+    | "config"
+    | "B"
+    | "T"
+    | "entCoef"
+    | "hparams"
+    | "steps"
+    | "tokens"
+    | "targets"
+    | "mask"
+    | "logp"
+    | "entropy"
+    | "loss"
+    | "stepLosses"
+    | "stepGradNorms"
+  > {
+  weights: Float32Array; // base, flat, our layout
+  adapter: Float32Array; // flat, the LoRA layout
+  adapterGrads: Float32Array; // flat, the LoRA layout
+  logits: Float32Array; // (B,T,V) with the adapter
+  baseLogits: Float32Array; // (B,T,V) the base alone
+}
+
+/** Reader of model/golden/make_lora_golden.py's lora-*.bin. */
+export function readLoraGolden(bytes: Uint8Array): LoraGolden {
+  const g = readGoldenFile(bytes);
+  const config = modelConfig((g.header as unknown as { config: Partial<ModelConfig> }).config);
+  const layout = paramLayout(config);
+  const lora = loraLayout(config, config.lora);
+  const flat = (prefix: string, tensors: { name: string; offset: number; size: number }[], total: number) =>
+    flatTensors(g, "golden", prefix, tensors, total);
+  return {
+    config,
+    ...goldenBatch(g),
     weights: flat("param.", layout.tensors, layout.total),
     adapter: flat("lora.", lora.tensors, lora.total),
     adapterGrads: flat("grad.lora.", lora.tensors, lora.total),
@@ -145,61 +193,10 @@ export function readLoraGolden(bytes: Uint8Array): LoraGolden {
 }
 
 export function readGolden(bytes: Uint8Array): Golden {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const magic = dv.getUint32(0, true);
-  if (magic !== GOLDEN_MAGIC) throw new Error(`golden fixture: bad magic 0x${magic.toString(16)}`);
-  const version = dv.getUint32(4, true);
-  if (version !== GOLDEN_VERSION)
-    throw new Error(`golden fixture: version ${version}, this reader knows ${GOLDEN_VERSION}`);
-  const len = dv.getUint32(8, true);
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + len)));
-  const data = 12 + len + ((4 - (len % 4)) % 4);
-  const entries = header.tensors as Record<string, Entry>;
-  const get = (name: string): { e: Entry; n: number } => {
-    const e = entries[name];
-    if (!e) throw new Error(`golden fixture lacks ${name}`);
-    return { e, n: e.shape.reduce((a, b) => a * b, 1) };
-  };
-  const f32 = (name: string): Float32Array => {
-    const { e, n } = get(name);
-    return Float32Array.from({ length: n }, (_, i) => dv.getFloat32(data + 4 * (e.offset + i), true));
-  };
-  const i32 = (name: string): Int32Array => {
-    const { e, n } = get(name);
-    return Int32Array.from({ length: n }, (_, i) => dv.getInt32(data + 4 * (e.offset + i), true));
-  };
-  const config = modelConfig(header.config);
+  const g = readGoldenFile(bytes);
+  const config = modelConfig((g.header as unknown as { config: Partial<ModelConfig> }).config);
   const layout = paramLayout(config);
-  const flat = (prefix: string): Float32Array => {
-    const out = new Float32Array(layout.total);
-    for (const t of layout.tensors) {
-      const src = f32(prefix + t.name);
-      if (src.length !== t.size)
-        throw new Error(`golden ${prefix + t.name}: ${src.length} floats, layout ${t.size}`);
-      out.set(src, t.offset);
-    }
-    return out;
-  };
-  return {
-    config,
-    B: header.B,
-    T: header.T,
-    entCoef: header.entCoef,
-    hparams: header.hparams,
-    steps: header.steps,
-    tokens: i32("tokens"),
-    targets: i32("targets"),
-    mask: f32("mask"),
-    weights: flat("param."),
-    grads: flat("grad."),
-    logits: f32("logits"),
-    logp: f32("logp"),
-    entropy: f32("entropy"),
-    loss: f32("loss")[0],
-    ce: f32("ce")[0],
-    stepLosses: f32("step_losses"),
-    stepGradNorms: f32("step_grad_norms"),
-  };
+  return { config, ...modelGolden(g, "golden", layout.tensors, layout.total) };
 }
 
 /** The golden loss's gradients w.r.t. logp and entropy: -mask/N and -entCoef*mask/N. */
@@ -239,54 +236,11 @@ export interface HfGolden extends Omit<Golden, "config"> {
 
 /** Reads golden.bin of a tiny HF model; `config` is its config.json's ModelConfig. */
 export function readHfGolden(bytes: Uint8Array, config: ModelConfig): HfGolden {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const magic = dv.getUint32(0, true);
-  if (magic !== HF_GOLDEN_MAGIC) throw new Error(`HF golden fixture: bad magic 0x${magic.toString(16)}`);
-  const version = dv.getUint32(4, true);
-  if (version !== HF_GOLDEN_VERSION)
-    throw new Error(`HF golden fixture: version ${version}, this reader knows ${HF_GOLDEN_VERSION}`);
-  const len = dv.getUint32(8, true);
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + len)));
-  const data = 12 + len + ((4 - (len % 4)) % 4);
-  const entries = header.tensors as Record<string, Entry>;
-  const words = (name: string, get: (at: number) => number): number[] => {
-    const e = entries[name];
-    if (!e) throw new Error(`HF golden fixture lacks ${name}`);
-    const n = e.shape.reduce((a, b) => a * b, 1);
-    return Array.from({ length: n }, (_, i) => get(data + 4 * (e.offset + i)));
-  };
-  const f32 = (name: string) => Float32Array.from(words(name, (at) => dv.getFloat32(at, true)));
-  const i32 = (name: string) => Int32Array.from(words(name, (at) => dv.getInt32(at, true)));
+  const g = readContainer(bytes, HF_GOLDEN_MAGIC, HF_GOLDEN_VERSION, "HF golden fixture");
   const layout = paramLayout(config);
-  const flat = (prefix: string): Float32Array => {
-    const out = new Float32Array(layout.total);
-    for (const t of hfTensors(config, layout)) {
-      const src = f32(prefix + t.name);
-      if (src.length !== t.size)
-        throw new Error(`HF golden ${prefix + t.name}: ${src.length} floats, layout ${t.size}`);
-      out.set(src, t.offset);
-    }
-    return out;
-  };
   return {
-    family: header.family,
+    family: g.header.family as string,
     config,
-    B: header.B,
-    T: header.T,
-    entCoef: header.entCoef,
-    hparams: header.hparams,
-    steps: header.steps,
-    tokens: i32("tokens"),
-    targets: i32("targets"),
-    mask: f32("mask"),
-    weights: flat("param."),
-    grads: flat("grad."),
-    logits: f32("logits"),
-    logp: f32("logp"),
-    entropy: f32("entropy"),
-    loss: f32("loss")[0],
-    ce: f32("ce")[0],
-    stepLosses: f32("step_losses"),
-    stepGradNorms: f32("step_grad_norms"),
+    ...modelGolden(g, "HF golden", hfTensors(config, layout), layout.total),
   };
 }

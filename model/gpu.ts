@@ -12,7 +12,8 @@
 // logits of a batch never exist whole. A forward (or backward) is one command encoder and one submit; a
 // forwardScore reads back one small buffer (logp, entropy, values); step() reads back the
 // 4-byte gradient norm before deciding to apply AdamW (a non-finite norm changes nothing).
-// Right padding only (causal attention, no key mask): padding after a token never changes it.
+// The base weights are held by model/gpu-base.ts (an f16 base's linear weights as HalfViews, read
+// by the f16 matmul). Right padding only (causal attention, no key mask): padding after a token never changes it.
 // Generation: per-layer KV caches (B, context, KV); a "feed step" pushes one token for each
 // sequence that has input waiting (prompt, appended tool response or the last sampled token)
 // through the network and keeps the final normed hidden state of those rows; decode() feeds,
@@ -20,6 +21,7 @@
 // Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling),
 // model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding) and
 // model/windowed.gpu.test.ts (everything under a lowered binding and buffer limit).
+import { tuneMatmulTile } from "../kernels/autotune";
 import {
   adamw,
   alignFloats,
@@ -28,6 +30,7 @@ import {
   clipByNorm,
   columnsAdd,
   columnsGather,
+  DEFAULT_MATMUL_TILE,
   decodeAttention,
   embeddingBackward,
   embeddingForward,
@@ -90,10 +93,19 @@ import {
 } from "./config";
 import { checkBatch, samplerParams } from "./cpu";
 import { decodeRunStepwise } from "./generate";
+import { GpuBase } from "./gpu-base";
+import type { BaseStorage } from "./half";
 import { headChunks, SampleHead, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
-import { layerActSizes } from "./memory-plan";
+import {
+  layerActSizes,
+  loraScratchSizes,
+  NORM_LOG,
+  trainCapacity,
+  trainGradSizes,
+  trainIoSizes,
+} from "./memory-plan";
 
 // ---------------------------------------------------------------------------------------
 // Buffers
@@ -137,12 +149,6 @@ interface GpuAdapter {
   w: FlatBuffer;
 }
 
-/** Scratch for n rows: u (n,r), delta (n,maxRows), du (n,r); sinks for the frozen q/k norms' weight gradients (hs). */
-function loraScratchSizes(lora: LoraLayout | null, n: number, hs = 1) {
-  const r = lora?.rank ?? 0;
-  const rows = Math.max(0, ...(lora?.layers.flat().map((s) => s.rows) ?? []));
-  return { loraU: n * r, loraDelta: n * rows, loraDu: n * r, loraSinkQ: hs, loraSinkK: hs };
-}
 type LoraScratch = Record<keyof ReturnType<typeof loraScratchSizes>, View>;
 
 /** out columns of each target on weight `w` of layer l += scale * (inp A^T) B^T. */
@@ -238,6 +244,11 @@ class TrainBuffers {
     | "wpeOrder",
     View
   >;
+  /**
+   * Each layer's saved activations. With recomputation the layers share one arena (the layer
+   * being back-propagated re-runs its forward into it) and only each layer's output res3, the
+   * next layer's input, is a buffer of its own.
+   */
   readonly layers: LayerActs[];
   /** The head's chunk buffers (bounded whatever the batch: model/head.ts). */
   readonly head: TrainHead;
@@ -267,57 +278,50 @@ class TrainBuffers {
     c: ModelConfig,
     readonly capacity: number,
     lora: LoraLayout | null = null,
+    /** Per-layer activation recomputation: one shared layer arena + each layer's output. */
+    readonly recompute = false,
   ) {
+    // The arenas' sizes are the memory plan's (model/memory-plan.ts), so the plan is what this allocates.
     const N = capacity;
     const C = c.dModel;
-    const H = mlpHidden(c);
-    const { NH, Q, QKV } = attnDims(c);
     const a = alignFloats(N);
     this.outAt = { logp: 0, entropy: a, values: 2 * a, norm: 3 * a };
-    this.io = arena(rt, "train-io", {
-      tokens: N,
-      targets: N,
-      pos: N,
-      wlp: N,
-      went: N,
-      dvalue: N,
-      encoded: N * C,
-      tmp: N * C,
-      lnf: N * C,
-      lnfMean: N,
-      lnfRstd: N,
-      values: N,
-      out: 3 * a + NORM_LOG,
-      wteKeys: N,
-      wteStarts: N + 1,
-      wteOrder: N,
-      wpeKeys: N,
-      wpeStarts: N + 1,
-      wpeOrder: N,
-    });
-    this.layers = Array.from({ length: c.layers }, (_, l) =>
-      arena(rt, `train-layer-${l}`, layerActSizes(c, N)),
-    );
+    this.io = arena(rt, "train-io", trainIoSizes(c, N, NORM_LOG));
+    if (recompute) {
+      const shared = arena(rt, "train-layer", layerActSizes(c, N));
+      this.layers = Array.from({ length: c.layers }, (_, l) => ({
+        ...shared,
+        res3: view(rt.buffer(N * C, `train-res-${l}`), 0, N * C),
+      }));
+    } else
+      this.layers = Array.from({ length: c.layers }, (_, l) =>
+        arena(rt, `train-layer-${l}`, layerActSizes(c, N)),
+      );
     this.head = new TrainHead(rt, c.vocab, C, N);
-    this.grad = arena(rt, "train-grad", {
-      dres: N * C,
-      dln: N * C,
-      datty: N * Q,
-      dqkv: N * QKV,
-      dqkvRaw: c.qkNorm ? N * QKV : 1,
-      qkScratch: c.qkNorm ? qkNormScratchSize(qkNormShape(c, N)) : 1,
-      dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
-      dfchAct: N * H,
-      attScratch: NH * N,
-    });
+    const grad = trainGradSizes(c, N);
+    if (c.qkNorm && grad.qkScratch !== qkNormScratchSize(qkNormShape(c, N)))
+      throw new Error("model/memory-plan.ts trainGradSizes: qkScratch differs from kernels/qknorm.ts");
+    this.grad = arena(rt, "train-grad", grad);
     this.lora = lora ? arena(rt, "train-lora", loraScratchSizes(lora, N, attnDims(c).hs)) : null;
   }
 
-  destroy(): void {
+  /** The GPU buffers these views live in (the head's excepted). */
+  private buffers(): Set<GPUBuffer> {
     const bufs = new Set<GPUBuffer>([this.io.tokens.buffer, this.grad.dres.buffer]);
     if (this.lora) bufs.add(this.lora.loraU.buffer);
-    for (const l of this.layers) bufs.add(l.ln1.buffer);
-    for (const b of bufs) b.destroy();
+    for (const l of this.layers) bufs.add(l.ln1.buffer).add(l.res3.buffer);
+    return bufs;
+  }
+
+  /** Bytes allocated for training activations and scratch, the head's chunks excepted. */
+  get bytes(): number {
+    let n = 0;
+    for (const b of this.buffers()) n += b.size;
+    return n;
+  }
+
+  destroy(): void {
+    for (const b of this.buffers()) b.destroy();
     this.head.destroy();
   }
 }
@@ -443,6 +447,35 @@ function blockForward(
   residualForward(rt, rec, a.res3, a.res2, tmp, N * C);
 }
 
+/** Layer l of the training forward: its input (io.encoded or layer l-1's res3) -> tb.layers[l]. */
+function layerForward(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  p: ParamViews,
+  tb: TrainBuffers,
+  l: number,
+  ad: GpuAdapter | null,
+) {
+  const { B, T, io } = tb;
+  const N = B * T;
+  const { NH, KVH, Q } = attnDims(c);
+  const a = tb.layers[l];
+  blockForward(
+    rt,
+    rec,
+    c,
+    p.layers[l],
+    a,
+    l === 0 ? io.encoded : tb.layers[l - 1].res3,
+    io.tmp,
+    io.pos,
+    N,
+    () => attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, Q, NH, KVH),
+    (out, inp, w) => loraForward(rt, rec, ad, tb.lora, l, w, out, inp, N),
+  );
+}
+
 function forwardPass(
   rt: Runtime,
   enc: GPUCommandEncoder,
@@ -456,27 +489,10 @@ function forwardPass(
   const { B, T } = tb;
   const N = B * T;
   const C = c.dModel;
-  const { NH, KVH, Q } = attnDims(c);
   const io = tb.io;
   embeddingForward(rt, rec, io.encoded, io.tokens, io.pos, p.wte, p.wpe, N, C); // (N,C)
-  let residual = io.encoded;
-  p.layers.forEach((lp, l) => {
-    const a = tb.layers[l];
-    blockForward(
-      rt,
-      rec,
-      c,
-      lp,
-      a,
-      residual,
-      io.tmp,
-      io.pos,
-      N,
-      () => attentionForward(rt, rec, a.atty, a.lse, a.qkv, null, B, T, Q, NH, KVH),
-      (out, inp, w) => loraForward(rt, rec, ad, tb.lora, l, w, out, inp, N),
-    );
-    residual = a.res3;
-  });
+  for (let l = 0; l < c.layers; l++) layerForward(rt, rec, c, p, tb, l, ad);
+  const residual = c.layers > 0 ? tb.layers[c.layers - 1].res3 : io.encoded;
   normForward(rt, rec, c, io.lnf, io.lnfMean, io.lnfRstd, residual, p.lnfw, p.lnfb, N);
   const out = io.out;
   const o = (at: number) => ({ buffer: out.buffer, offset: out.offset + at * 4, size: N * 4 });
@@ -554,6 +570,9 @@ function backwardPass(
     const lp = p.layers[l];
     const lg = g?.layers[l] ?? null;
     const a = tb.layers[l];
+    // Recomputation: the shared arena holds the last layer forwarded; re-run this one from its
+    // input (the same ops on the same inputs: the same bits as the forward's).
+    if (tb.recompute && l < c.layers - 1) layerForward(rt, rec, c, p, tb, l, ad);
     const lora = (w: LoraBaseWeight, dinp: View, dout: View, inp: View) =>
       loraBackward(rt, rec, ad, dad, tb.lora, l, w, dinp, dout, inp, N);
     const residual = l === 0 ? io.encoded : tb.layers[l - 1].res3;
@@ -645,9 +664,6 @@ function backwardPass(
 
 // ---------------------------------------------------------------------------------------
 // Generation: KV caches and feed steps of one token per sequence
-
-/** step() results a model can hold before one readback brings their norms (a ring of norms). */
-const NORM_LOG = 64;
 
 const NO_SLOT = 0xffffffff; // kvCacheWrite skips slots >= Tmax: rows without input write nothing
 
@@ -1137,9 +1153,8 @@ export class GpuModel implements PolicyModel {
   readonly layout: ParamLayout;
   /** The adapter's layout with LoRA (config.lora.rank > 0), else null. */
   readonly lora: LoraLayout | null;
-  /** The parameters: one flat layout in one buffer, or several past the buffer limit (frozen with LoRA). */
-  readonly paramStore: FlatBuffer;
-  readonly params: ParamViews;
+  /** The base weights as stored (model/gpu-base.ts: f32, or the f16 base of a LoRA model). */
+  readonly base: GpuBase;
   /** The LoRA adapter's weights (its own flat layout), with LoRA. */
   readonly adapterStore: FlatBuffer | null;
   /**
@@ -1156,6 +1171,12 @@ export class GpuModel implements PolicyModel {
   private readonly normChunk: number;
   private readonly misc: Record<"norm" | "normScratch", View>;
   private train: TrainBuffers | null = null;
+  /**
+   * Per-layer activation recomputation (gradient checkpointing): the training forward keeps
+   * each layer's output only and the backward re-runs each layer's forward before its backward.
+   * The same gradients bit for bit, one layer's activations alive, one more forward per step.
+   */
+  recompute = false;
   private hasForward = false;
   private optStep = 0;
   /**
@@ -1180,12 +1201,15 @@ export class GpuModel implements PolicyModel {
 
   /**
    * The engine as it was before round trips were counted: one token per decode submit, the
-   * legacy update, and the fixed workgroup sizes of the row reductions (on this model's runtime).
+   * legacy update, the fixed workgroup sizes of the row reductions, no subgroups and the 8x8
+   * matmul tile (on this model's runtime).
    */
   selectLegacyRoundTrips(): void {
     this.decodeWindow = 1;
     this.updatePath = "legacy";
     this.rt.legacyWorkgroups = true;
+    this.rt.subgroups = false;
+    this.rt.matmulTile = [...DEFAULT_MATMUL_TILE];
   }
 
   get lateStepResults(): boolean {
@@ -1210,16 +1234,15 @@ export class GpuModel implements PolicyModel {
     this.sharesBase = options.shareBase !== undefined;
     if (options.shareBase) {
       if (!this.lora) throw new Error("GpuModel: only a LoRA model shares its (frozen) base");
-      this.paramStore = options.shareBase.paramStore;
+      this.base = options.shareBase.base;
     } else {
-      this.paramStore = paramStore(rt, this.layout, "params");
+      this.base = new GpuBase(rt, config, this.layout);
       if (weights !== "zeros") {
         const w = weights ?? initParams(config, this.layout, seed);
         if (w.length !== n) throw new Error(`weights have ${w.length} floats, the layout needs ${n}`);
-        this.paramStore.upload(rt, w);
+        this.base.upload(w);
       }
     }
-    this.params = paramViews(this.paramStore, this.layout);
     if (this.lora) {
       const a = options.adapter ?? initLora(this.lora, seed);
       if (a.length !== this.lora.total)
@@ -1242,6 +1265,21 @@ export class GpuModel implements PolicyModel {
     this.normLog = view(rt.buffer(NORM_LOG, "norm-log"), 0, NORM_LOG);
   }
 
+  /** The base's f32 store: the flat layout in one buffer, or several past the buffer limit (frozen with LoRA). */
+  get paramStore(): FlatBuffer {
+    return this.base.f32;
+  }
+
+  /** The named views of the base's tensors (f16 ones as HalfViews, read by the f16 matmul). */
+  get params(): ParamViews {
+    return this.base.views();
+  }
+
+  /** How the base weights are stored (model/half.ts). */
+  baseStorage(): BaseStorage {
+    return this.base.report(this.config.baseDtype);
+  }
+
   /** A model on a fresh device from navigator.gpu (browser) or Dawn (Node): see kernels/device.ts. */
   static async create(
     device: GPUDevice,
@@ -1250,6 +1288,7 @@ export class GpuModel implements PolicyModel {
     seed = 0,
     adapter?: Float32Array,
   ): Promise<GpuModel> {
+    await tuneMatmulTile(device); // the matmul tile of this adapter, measured once (kernels/autotune.ts)
     return new GpuModel(new Runtime(device), config, weights, seed, { adapter });
   }
 
@@ -1284,6 +1323,11 @@ export class GpuModel implements PolicyModel {
       : null;
   }
 
+  /** Bytes of the training activations and scratch (0 before the first forwardScore; the head's chunks excepted). */
+  get trainBytes(): number {
+    return this.train?.bytes ?? 0;
+  }
+
   /** Bytes of logits the training head holds (0 before the first forwardScore). */
   get headBytes(): number {
     return this.train?.head.bytes ?? 0;
@@ -1294,9 +1338,16 @@ export class GpuModel implements PolicyModel {
    * tensor into the parameter buffer, so host memory peaks near one tensor.
    */
   static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {
+    rt.matmulTile = [...(await tuneMatmulTile(rt.device)).tile];
     const config = await readHfConfig(dir, opts);
     const model = new GpuModel(rt, config, "zeros");
-    await loadHfWeights(dir, config, (offset, data) => model.writeWeights(offset, data));
+    const write = (offset: number, data: Float32Array) => model.writeWeights(offset, data);
+    await loadHfWeights(dir, config, write);
+    // An f16 tensor found beyond f16's range after some of it went in rounded: read it again, f32.
+    if (model.base.hasStale) {
+      await loadHfWeights(dir, config, write, undefined, (t) => model.base.isStale(t.offset));
+      model.base.clearStale();
+    }
     return model;
   }
 
@@ -1306,16 +1357,16 @@ export class GpuModel implements PolicyModel {
       throw new Error(
         `writeWeights: [${offset}, ${offset + data.length}) is outside the layout's ${this.layout.total}`,
       );
-    this.paramStore.write(this.rt, offset, data);
+    this.base.write(offset, data);
   }
 
   private trainBuffers(B: number, T: number): TrainBuffers {
     const N = B * T;
-    if (!this.train || this.train.capacity < N) {
+    if (!this.train || this.train.capacity < N || this.train.recompute !== this.recompute) {
       this.train?.destroy();
       // Rounded up so that slowly growing batches do not reallocate every step.
-      const capacity = Math.min(Math.ceil(N / 1024) * 1024, 2 ** Math.ceil(Math.log2(N)));
-      this.train = new TrainBuffers(this.rt, this.config, capacity, this.lora);
+      const capacity = trainCapacity(N);
+      this.train = new TrainBuffers(this.rt, this.config, capacity, this.lora, this.recompute);
     }
     this.train.B = B;
     this.train.T = T;
@@ -1570,7 +1621,7 @@ export class GpuModel implements PolicyModel {
   async getWeights(): Promise<Float32Array> {
     this.flushGradWork();
     await this.settleSteps();
-    return this.paramStore.read(this.rt);
+    return this.base.read();
   }
 
   async setWeights(weights: Float32Array): Promise<void> {
@@ -1578,7 +1629,7 @@ export class GpuModel implements PolicyModel {
     await this.settleSteps();
     if (weights.length !== this.layout.total)
       throw new Error(`setWeights: ${weights.length} floats, expected ${this.layout.total}`);
-    this.paramStore.upload(this.rt, weights);
+    this.base.upload(weights);
   }
 
   async getAdapter(): Promise<Float32Array | null> {
@@ -1620,22 +1671,29 @@ export class GpuModel implements PolicyModel {
   }
 
   async frozenCopy(): Promise<PolicyModel> {
-    if (!this.lora) return new GpuModel(this.rt, this.config, await this.getWeights());
-    // The base never changes under LoRA: the copy shares it and copies the adapter.
-    return new GpuModel(this.rt, this.config, undefined, 0, {
-      adapter: (await this.getAdapter())!,
-      shareBase: this,
-      adapterOn: this.adapterOn,
-    });
+    const m = this.lora
+      ? // The base never changes under LoRA: the copy shares it and copies the adapter.
+        new GpuModel(this.rt, this.config, undefined, 0, {
+          adapter: (await this.getAdapter())!,
+          shareBase: this,
+          adapterOn: this.adapterOn,
+        })
+      : new GpuModel(this.rt, this.config, await this.getWeights());
+    // A frozen copy scores (the KL reference, try-the-model): the recomputation layout holds one
+    // layer's arena instead of all, and a backward, if one came, would still be exact.
+    m.recompute = true;
+    return m;
   }
 
   async referencePolicy(): Promise<PolicyModel> {
     if (!this.lora) return this.frozenCopy();
-    return new GpuModel(this.rt, this.config, undefined, 0, {
+    const m = new GpuModel(this.rt, this.config, undefined, 0, {
       adapter: new Float32Array(this.lora.total),
       shareBase: this,
       adapterOn: false,
     });
+    m.recompute = true; // it only scores (as frozenCopy)
+    return m;
   }
 
   startGeneration(
@@ -1652,7 +1710,7 @@ export class GpuModel implements PolicyModel {
     this.normLog.buffer.destroy();
     this.train?.destroy();
     this.train = null;
-    if (!this.sharesBase) this.paramStore.destroy();
+    if (!this.sharesBase) this.base.destroy();
     this.adapterStore?.destroy();
     if (this.optim) for (const b of [this.optim.grads, this.optim.m, this.optim.v]) b.destroy();
     this.optim = null;

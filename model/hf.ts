@@ -25,6 +25,7 @@ import {
   type ParamLayout,
   paramLayout,
 } from "./config";
+import type { LoraConfig } from "./lora";
 import {
   type ByteSource,
   blobSource,
@@ -45,6 +46,10 @@ export interface HfOptions {
   context?: number;
   /** Add the lab's value head (PPO's critic), initialised to zero. Default false. */
   valueHead?: boolean;
+  /** LoRA on the loaded base (ModelConfig.lora). Default: none. */
+  lora?: Partial<LoraConfig>;
+  /** Storage of the frozen base's linear weights (ModelConfig.baseDtype; f16 needs LoRA). Default f32. */
+  baseDtype?: ModelConfig["baseDtype"];
 }
 
 export const HF_DEFAULT_CONTEXT = 2048;
@@ -176,6 +181,8 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
     valueHead: opts.valueHead ?? false,
     normEps: num("rms_norm_eps", 1e-6),
     ropeTheta,
+    ...(opts.lora ? { lora: opts.lora as LoraConfig } : {}),
+    ...(opts.baseDtype ? { baseDtype: opts.baseDtype } : {}),
   });
 }
 
@@ -299,13 +306,14 @@ export const HF_READ_CHUNK = 1 << 22;
  * (offset in floats into the flat layout; a piece never crosses a tensor's end): the CPU copies
  * it into its array, the GPU uploads it into its parameter buffer. Host memory peaks near one
  * piece. Tensors the config does not use (a stored lm_head of a tied model, rotary caches) are
- * skipped.
+ * skipped, and so are those `only` (when given) refuses (a second pass over some tensors).
  */
 export async function loadHfWeights(
   dir: ModelDir,
   config: ModelConfig,
   write: (offset: number, data: Float32Array) => void | Promise<void>,
   chunk = HF_READ_CHUNK,
+  only?: (t: HfTensor) => boolean,
 ): Promise<void> {
   const fileOf = await weightFiles(dir);
   const opened = new Map<string, SafetensorsFile>();
@@ -320,6 +328,7 @@ export async function loadHfWeights(
     return f;
   };
   for (const t of hfTensors(config)) {
+    if (only && !only(t)) continue;
     const file = await open(fileOf(t.name));
     const e = file.tensors.get(t.name);
     if (!e) throw new Error(`${file.source.name}: missing tensor ${t.name}`);

@@ -1,22 +1,39 @@
 // The memory plan of a run, before anything is loaded: every GPU buffer the model and the trainer
-// will allocate, grouped in terms (weights, gradients, optimizer state, saved activations per
-// micro-batch, KV cache, the head's logits chunk, ...), each buffer checked against the adapter's
-// limits and the total against a budget (WebGPU does not report device memory, so the budget is
-// the person's: model.memory_budget_gb, default 4 GB). A plan that does not fit is refused with
-// its numbers and what to change, instead of an out-of-memory crash halfway through loading.
+// will allocate, grouped in terms (base weights by dtype, the LoRA adapter, gradients, optimizer
+// state, saved activations of one micro-batch with or without per-layer recomputation, the
+// backward's scratch, the head's logits chunk, KV cache, decode logits, the KL reference), each
+// buffer checked against the adapter's limits and the total against a budget (WebGPU does not
+// report device memory, so the budget is the person's: model.memory_budget_gb, default 4 GB). A
+// plan that does not fit is refused with its numbers and what to change, instead of an
+// out-of-memory crash halfway through loading. The one plan: the page's (app/ModelPicker.tsx),
+// the Hub's fit check and rl/session.ts's refusal, the bench rows (bench/model.ts) and the tests.
 //
 // A pure function of (model config, run shape, adapter limits): no GPU, no DOM, so the config
-// panel computes it as the person edits, and rl/session.ts checks it before loading. The sizes
-// follow what model/gpu.ts allocates (its layer arenas use layerActSizes below).
+// panel computes it as the person edits. The sizes are the models' own layout code: the
+// parameter layout (model/config.ts), the adapter's (model/lora.ts), and the arenas model/gpu.ts
+// allocates for training, whose sizes are the functions below (layerActSizes, trainIoSizes,
+// trainGradSizes, loraScratchSizes); model/recompute.gpu.test.ts checks the activation and
+// scratch terms against the bytes GpuModel allocates, recomputation on and off.
 //
-// Extension points, each a field of PlanRun whose default is today's engine: `adapterParams`
-// (LoRA: gradients and Adam moments over the adapter only; the base frozen), `baseBytes` (f16
-// base weights), `microBatchRows` (activations per micro-batch instead of per minibatch),
-// `recompute` (activation recomputation: one layer's arena plus each layer's input kept),
-// `headChunkBytes` (model/head.ts's logits chunk).
-// Tested by model/memory-plan.test.ts (SmolLM2-135M and Qwen2.5-0.5B shapes by hand).
+// Inputs beyond the shape (PlanRun): micro-batches (activations for that many rows),
+// recomputation (one layer's arena plus each layer's output), `halfStorage` and `keptF32` for an
+// f16 base (whether the adapter stores f16, and the tensors kept in f32 beyond f16's range, as
+// the model's baseStorage() reports them after loading), and the head's chunk size. LoRA and the
+// base dtype come with the model config (c.lora, c.baseDtype: model/half.ts's tensors in f16).
+// Tested by model/memory-plan.test.ts (SmolLM2-135M and Qwen2.5-0.5B shapes by hand, LoRA, f16,
+// micro-batches, recomputation, the 4 GB goal) and model/recompute.gpu.test.ts (measured).
 import type { RunConfig } from "../config";
-import { ALIGN_FLOATS, attnDims, type ModelConfig, mlpHidden, paramLayout } from "./config";
+import {
+  ALIGN_FLOATS,
+  attnDims,
+  loraConfigOf,
+  type ModelConfig,
+  mlpHidden,
+  modelConfig,
+  paramLayout,
+} from "./config";
+import { halfBase, halfTensors, type KeptF32 } from "./half";
+import { type LoraLayout, loraLayout } from "./lora";
 
 const F32 = 4;
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
@@ -47,6 +64,65 @@ export function layerActSizes(c: ModelConfig, N: number) {
   };
 }
 
+/** Floats of model/gpu.ts's train-io arena for N rows (`normLog`: the step norms' ring it reads back with the forward). */
+export function trainIoSizes(c: ModelConfig, N: number, normLog = NORM_LOG) {
+  const C = c.dModel;
+  return {
+    tokens: N,
+    targets: N,
+    pos: N,
+    wlp: N,
+    went: N,
+    dvalue: N,
+    encoded: N * C,
+    tmp: N * C,
+    lnf: N * C,
+    lnfMean: N,
+    lnfRstd: N,
+    values: N,
+    out: 3 * align(N) + normLog, // logp, entropy, values and the norms, one readback
+    wteKeys: N, // the embedding backward's grouping of rows by token
+    wteStarts: N + 1,
+    wteOrder: N,
+    wpeKeys: N,
+    wpeStarts: N + 1,
+    wpeOrder: N,
+  };
+}
+
+/** Floats of model/gpu.ts's train-grad arena (the backward's scratch) for N rows. */
+export function trainGradSizes(c: ModelConfig, N: number) {
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  const { NH, Q, QKV, hs } = attnDims(c);
+  return {
+    dres: N * C,
+    dln: N * C,
+    datty: N * Q,
+    dqkv: N * QKV,
+    dqkvRaw: c.qkNorm ? N * QKV : 1,
+    qkScratch: c.qkNorm ? 2 * hs * Math.ceil((N * NH) / 256) : 1, // kernels/qknorm.ts qkNormScratchSize
+    dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
+    dfchAct: N * H,
+    attScratch: NH * N,
+  };
+}
+
+/** LoRA scratch for n rows: u (n,r), delta (n, largest target), du (n,r); sinks for the frozen q/k norms' weight gradients (hs). */
+export function loraScratchSizes(lora: LoraLayout | null, n: number, hs = 1) {
+  const r = lora?.rank ?? 0;
+  const rows = Math.max(0, ...(lora?.layers.flat().map((s) => s.rows) ?? []));
+  return { loraU: n * r, loraDelta: n * rows, loraDu: n * r, loraSinkQ: hs, loraSinkK: hs };
+}
+
+/** step() results a GpuModel holds before one readback brings their norms (model/gpu.ts). */
+export const NORM_LOG = 64;
+
+/** Token rows model/gpu.ts sizes its training buffers for: the next 1024 rows or power of two, whichever is smaller. */
+export function trainCapacity(n: number): number {
+  return Math.min(Math.ceil(n / 1024) * 1024, 2 ** Math.ceil(Math.log2(Math.max(1, n))));
+}
+
 /** The run's shape as far as memory goes. */
 export interface PlanRun {
   /** Sequences in one forward/backward (an SFT batch, an RL minibatch or micro-batch). */
@@ -57,14 +133,16 @@ export interface PlanRun {
   decodeRows: number;
   /** A frozen reference policy is held (KL in the loss or the reward). */
   reference: boolean;
-  /** Trainable adapter parameters (LoRA); undefined = every weight trains. */
-  adapterParams?: number;
-  /** Bytes per frozen base weight when an adapter trains (2 = f16 base); default 4. */
-  baseBytes?: 2 | 4;
   /** Sequences per micro-batch (activations are held for this many); default trainRows. */
   microBatchRows?: number;
-  /** Activation recomputation: only each layer's input is kept, one layer's arena is live. */
+  /** Sequences the reference policy scores at once (its own training buffers); default the micro-batch. */
+  referenceRows?: number;
+  /** Per-layer recomputation (model.gradient_checkpointing): one layer's arena + each layer's output. */
   recompute?: boolean;
+  /** With an f16 base (ModelConfig.baseDtype): the adapter has shader-f16, so f16 tensors are stored f16; default true. */
+  halfStorage?: boolean;
+  /** With an f16 base: tensors kept in f32, beyond f16's range (the model's baseStorage().keptF32, after loading). */
+  keptF32?: KeptF32[];
   /** Bytes one logits chunk holds at most (model/head.ts); default HEAD_CHUNK_BYTES. */
   headChunkBytes?: number;
 }
@@ -95,7 +173,7 @@ export interface PlanBuffer {
 }
 
 export interface PlanTerm {
-  /** weights | gradients | optimizer | activations | kv-cache | decode | head-logits | reference */
+  /** weights | adapter | gradients | optimizer | activations | scratch | head-logits | kv-cache | decode | reference */
   key: string;
   label: string;
   bytes: number;
@@ -113,6 +191,8 @@ export interface MemoryPlan {
   /** What to change, when there are problems. */
   advice: string[];
   fits: boolean;
+  /** What the plan assumed beyond the shape (an f16 base's f32 tensors, options that do not apply). */
+  notes: string[];
 }
 
 /** model/head.ts's HEAD_CHUNK_BYTES (not imported: the page computes plans without the kernels). */
@@ -129,9 +209,10 @@ export function formatBytes(b: number): string {
   return `${b} B`;
 }
 
+/** One GPUBuffer of `floats` (kernels/runtime.ts Runtime.buffer: 256-byte aligned, 16 bytes at least). */
 const buf = (name: string, floats: number, bindingFloats = floats, windowed = false): PlanBuffer => ({
   name,
-  bytes: floats * F32,
+  bytes: Math.max(16, align(floats) * F32),
   binding: bindingFloats * F32,
   windowed,
 });
@@ -142,7 +223,19 @@ function arena(name: string, sizes: Record<string, number>): PlanBuffer {
   return buf(name, sum(vals.map(align)), Math.max(...vals));
 }
 
-/** The plan of model `c` trained with run shape `run` on an adapter with `limits`, against `budget` bytes. */
+/** The training buffers of one model for N token rows (model/gpu.ts TrainBuffers, the head's excepted). */
+function trainBuffers(c: ModelConfig, N: number, lora: LoraLayout | null, recompute: boolean) {
+  const layer = arena("train-layer", layerActSizes(c, N));
+  const layers = recompute
+    ? [layer, ...Array.from({ length: c.layers }, (_, l) => buf(`train-res-${l}`, N * c.dModel))]
+    : Array.from({ length: c.layers }, (_, l) => ({ ...layer, name: `train-layer-${l}` }));
+  const activations = [arena("train-io", trainIoSizes(c, N)), ...layers];
+  const scratch = [arena("train-grad", trainGradSizes(c, N))];
+  if (lora) scratch.push(arena("train-lora", loraScratchSizes(lora, N, attnDims(c).hs)));
+  return { activations, scratch };
+}
+
+/** The plan of model `c` (LoRA from c.lora) trained with run shape `run` on an adapter with `limits`, against `budget` bytes. */
 export function memoryPlan(
   c: ModelConfig,
   run: PlanRun,
@@ -150,97 +243,117 @@ export function memoryPlan(
   budget = DEFAULT_BUDGET_BYTES,
 ): MemoryPlan {
   const layout = paramLayout(c);
+  const lora = c.lora.rank > 0 ? loraLayout(c, c.lora) : null;
   const P = layout.total; // floats of the flat layout (aligned tensors)
-  const largest = Math.max(...layout.tensors.map((t) => t.size)); // floats of the largest tensor
-  const A = run.adapterParams; // trainable floats when an adapter trains
-  const trainable = A ?? P;
-  const baseBytes = A === undefined ? F32 : (run.baseBytes ?? F32);
+  const largestF32 = Math.max(...layout.tensors.map((t) => t.size));
+  const notes: string[] = [];
   const C = c.dModel;
-  const { NH, Q, KV, hs } = attnDims(c);
+  const { KV } = attnDims(c);
   const V = c.vocab;
   const T = run.seqLen;
-  const rows = Math.min(run.microBatchRows ?? run.trainRows, run.trainRows);
-  // Token rows of one forward/backward: model/gpu.ts sizes its buffers to the next 1024 rows or
-  // power of two, whichever is smaller.
+  const rows = Math.min(run.microBatchRows || run.trainRows, run.trainRows);
   const n = rows * T;
-  const N = Math.min(Math.ceil(n / 1024) * 1024, 2 ** Math.ceil(Math.log2(Math.max(1, n))));
+  const N = trainCapacity(n);
   const B = run.decodeRows;
-  const H = mlpHidden(c);
+  const recompute = run.recompute ?? false;
   const terms: PlanTerm[] = [];
 
-  const weights: PlanBuffer[] = [
-    { name: "params", bytes: P * baseBytes, binding: largest * baseBytes, windowed: true },
-  ];
-  if (A !== undefined) weights.push(buf("adapter", A, A, true));
+  // Base weights: the f32 layout, or an f16 base (model/half.ts, LoRA only) as model/gpu-base.ts
+  // stores it on a device with shader-f16: each layer's linear weights packed two to a word, the
+  // rest packed f32, and an f32 buffer for each f16 tensor kept f32 (beyond f16's range).
+  const half = halfBase(c);
+  const halfNames = new Set(half ? halfTensors(layout).map((t) => t.name) : []);
+  const kept = new Map((run.keptF32 ?? []).map((k) => [k.name, k]));
+  for (const k of kept.keys())
+    if (!halfNames.has(k))
+      throw new Error(
+        `memory plan: keptF32 names ${k}, which is not an f16 tensor of the layout (model/half.ts)`,
+      );
+  const f16 = half && (run.halfStorage ?? true);
+  if (half && !f16)
+    notes.push("no shader-f16 on this adapter: the f16-rounded base is stored in f32 (model/gpu-base.ts)");
+  const weights: PlanBuffer[] = [];
+  let halves = 0;
+  if (f16) {
+    const t32 = layout.tensors.filter((t) => !halfNames.has(t.name));
+    const t16 = layout.tensors.filter((t) => halfNames.has(t.name));
+    halves = t16.reduce((a, t) => a + t.size, 0);
+    const f32Floats = sum(t32.map((t) => align(t.size)));
+    const f16Floats = sum(t16.map((t) => align(Math.ceil(t.size / 2))));
+    weights.push(
+      {
+        name: "params",
+        bytes: f32Floats * F32,
+        binding: Math.max(...t32.map((t) => t.size)) * F32,
+        windowed: true,
+      },
+      {
+        name: "params-f16",
+        bytes: f16Floats * F32,
+        binding: Math.max(...t16.map((t) => Math.ceil(t.size / 2))) * F32,
+        windowed: true,
+      },
+    );
+    for (const k of kept.values()) {
+      const t = layout.byName.get(k.name)!;
+      weights.push(buf(`params-f32-${k.name}`, t.size, t.size, true));
+      notes.push(
+        `${k.name} kept in f32 in the f16 base: a value of ${k.maxAbs} is beyond f16's range (65504)`,
+      );
+    }
+  } else weights.push({ name: "params", bytes: P * F32, binding: largestF32 * F32, windowed: true });
+  const baseBytes = sum(weights.map((w) => w.bytes));
   terms.push({
     key: "weights",
-    label: "Weights",
-    bytes: sum(weights.map((b) => b.bytes)),
-    why:
-      A === undefined
-        ? `${P.toLocaleString("en")} parameters x 4 bytes (f32)`
-        : `${P.toLocaleString("en")} base parameters x ${baseBytes} bytes + ${A.toLocaleString("en")} adapter x 4`,
+    label: lora ? "Base weights (frozen)" : "Weights",
+    bytes: baseBytes,
+    why: f16
+      ? `${halves.toLocaleString("en")} linear weights x 2 bytes (f16) + ${(layout.count - halves).toLocaleString("en")} embedding, norm and bias weights x 4 (f32)${kept.size ? `, ${kept.size} tensor(s) kept f32` : ""}`
+      : `${layout.count.toLocaleString("en")} parameters x 4 bytes (f32)${half ? ", f16-rounded values" : ""}`,
     buffers: weights,
   });
+  const trainedLayout = lora ?? layout;
+  const trainable = trainedLayout.total;
+  const largestTrained = Math.max(...trainedLayout.tensors.map((t) => t.size));
+  if (lora)
+    terms.push({
+      key: "adapter",
+      label: "LoRA adapter",
+      bytes: trainable * F32,
+      why: `rank ${lora.rank} on ${c.lora.targets.join(", ")}: ${lora.count.toLocaleString("en")} parameters x 4 bytes (f32)`,
+      buffers: [buf("lora", trainable, largestTrained, true)],
+    });
+  const tname = lora ? "adapter" : "trainable";
   terms.push({
     key: "gradients",
     label: "Gradients",
     bytes: trainable * F32,
-    why: `one f32 per trainable parameter (${trainable.toLocaleString("en")})`,
-    buffers: [buf("grads", trainable, A ?? largest, true)],
+    why: `one f32 per ${tname} parameter (${trainedLayout.count.toLocaleString("en")})${lora ? "; the frozen base has none" : ""}`,
+    buffers: [buf("grads", trainable, largestTrained, true)],
   });
   terms.push({
     key: "optimizer",
     label: "Optimizer state",
     bytes: 2 * trainable * F32,
-    why: "AdamW's two moments, f32, per trainable parameter",
-    buffers: [buf("adam-m", trainable, A ?? largest, true), buf("adam-v", trainable, A ?? largest, true)],
+    why: `AdamW's two moments, f32, per ${tname} parameter`,
+    buffers: [buf("adam-m", trainable, largestTrained, true), buf("adam-v", trainable, largestTrained, true)],
   });
 
-  // Saved activations of one micro-batch: model/gpu.ts's TrainBuffers for N rows.
-  const layer = arena("train-layer", layerActSizes(c, N));
-  const layers = run.recompute
-    ? [layer, ...Array.from({ length: c.layers }, (_, l) => buf(`layer-input-${l}`, N * C))]
-    : Array.from({ length: c.layers }, (_, l) => ({ ...layer, name: `train-layer-${l}` }));
-  const io = arena("train-io", {
-    tokens: N,
-    targets: N,
-    pos: N,
-    wlp: N,
-    went: N,
-    dvalue: N,
-    encoded: N * C,
-    tmp: N * C,
-    lnf: N * C,
-    lnfMean: N,
-    lnfRstd: N,
-    values: N,
-    out: 3 * align(N),
-    wteKeys: N, // the embedding backward's grouping of rows by token
-    wteStarts: N + 1,
-    wteOrder: N,
-    wpeKeys: N,
-    wpeStarts: N + 1,
-    wpeOrder: N,
-  });
-  const grad = arena("train-grad", {
-    dres: N * C,
-    dln: N * C,
-    datty: N * Q,
-    dqkv: N * (Q + 2 * KV),
-    dqkvRaw: c.qkNorm ? N * (Q + 2 * KV) : 1,
-    qkScratch: c.qkNorm ? 2 * hs * Math.ceil((N * NH) / 256) : 1, // kernels/qknorm.ts qkNormScratchSize
-    dfch: N * (c.mlp === "swiglu" ? 2 * H : H),
-    dfchAct: N * H,
-    attScratch: NH * N,
-  });
-  const acts = [io, ...layers, grad];
+  // Saved activations and the backward's scratch of one micro-batch: model/gpu.ts's TrainBuffers for N rows.
+  const train = trainBuffers(c, N, lora, recompute);
   terms.push({
     key: "activations",
     label: "Saved activations (per micro-batch)",
-    bytes: sum(acts.map((b) => b.bytes)),
-    why: `${rows} sequences x ${T} tokens = ${N.toLocaleString("en")} rows through ${c.layers} layers${run.recompute ? " (recomputed: one layer's arena + each layer's input)" : ""}, and the backward's scratch`,
-    buffers: acts,
+    bytes: sum(train.activations.map((b) => b.bytes)),
+    why: `${rows} sequences x ${T} tokens = ${n.toLocaleString("en")} rows (buffers for ${N.toLocaleString("en")}) through ${c.layers} layers${recompute ? ", recomputed: one layer's arena + each layer's output (model.gradient_checkpointing)" : ", every layer's arena"}`,
+    buffers: train.activations,
+  });
+  terms.push({
+    key: "scratch",
+    label: "Backward scratch",
+    bytes: sum(train.scratch.map((b) => b.bytes)),
+    why: `the backward's gradients of one layer's activations for ${N.toLocaleString("en")} rows${lora ? ", and the adapter's (u, delta, du)" : ""}`,
+    buffers: train.scratch,
   });
 
   // The head (model/head.ts): logits and their gradient for a chunk of whole rows at a time,
@@ -290,13 +403,25 @@ export function memoryPlan(
   });
 
   if (run.reference) {
-    // frozenCopy(): a model whose gradients and moments are never made (they come on first use).
+    // Full fine-tuning: frozenCopy(), the weights (f32) without gradients or moments (they come
+    // on first use). LoRA: the base with the adapter off, sharing the base buffer (no weights).
+    // Either is a model of its own, whose scoring allocates its own training buffers and head.
+    const refN = trainCapacity(Math.min(run.referenceRows || rows, run.trainRows) * T);
+    const ref = trainBuffers(c, refN, lora, true); // frozen copies keep the recomputation layout (model/gpu.ts)
+    const refHead = chunkRowsOf(refN);
+    const buffers = [
+      ...(lora ? [] : [{ name: "ref-params", bytes: P * F32, binding: largestF32 * F32, windowed: true }]),
+      ...ref.activations.map((b) => ({ ...b, name: `ref-${b.name}` })),
+      ...ref.scratch.map((b) => ({ ...b, name: `ref-${b.name}` })),
+      buf("ref-head-logits", refHead * V),
+      buf("ref-head-dlogits", refHead * V),
+    ];
     terms.push({
       key: "reference",
       label: "Reference policy (KL)",
-      bytes: P * baseBytes,
-      why: "the frozen copy KL reads: its weights only",
-      buffers: [{ name: "ref-params", bytes: P * baseBytes, binding: largest * baseBytes, windowed: true }],
+      bytes: sum(buffers.map((b) => b.bytes)),
+      why: `${lora ? "the base with the adapter off (shares the base weights)" : "a frozen copy of the weights (f32)"}, and its own scoring buffers for ${refN.toLocaleString("en")} rows (one layer's arena: it only scores)`,
+      buffers,
     });
   }
 
@@ -327,42 +452,53 @@ export function memoryPlan(
     for (const t of biggest) advice.add(ADVICE[t.key]);
     advice.add("or raise model.memory_budget_gb if this GPU has the memory");
   }
-  return { terms, total, budget, problems, advice: [...advice], fits: problems.length === 0 };
+  return { terms, total, budget, problems, advice: [...advice], fits: problems.length === 0, notes };
 }
 
 const ADVICE: Record<string, string> = {
-  weights: "a smaller model (model.pretrained), or LoRA with an f16 base once it exists",
-  gradients: "a smaller model, or LoRA once it exists (gradients over the adapter only)",
-  optimizer: "a smaller model, or LoRA once it exists (Adam moments over the adapter only)",
+  weights: "a smaller model (model.pretrained), or LoRA (model.lora.rank) with an f16 base",
+  adapter: "a smaller LoRA rank or fewer targets (model.lora.rank, model.lora.targets)",
+  gradients: "a smaller model, or LoRA (model.lora.rank: gradients over the adapter only)",
+  optimizer: "a smaller model, or LoRA (model.lora.rank: Adam moments over the adapter only)",
   activations:
-    "fewer sequences per minibatch (sft.batch; rl.minibatches up, rl.prompts_per_step or rl.group_size down) or a shorter model.context",
+    "per-layer recomputation (model.gradient_checkpointing), micro-batches (rl.micro_batch_size), fewer sequences per minibatch (sft.batch; rl.minibatches up, rl.prompts_per_step or rl.group_size down) or a shorter model.context",
+  scratch: "micro-batches (rl.micro_batch_size), fewer sequences per minibatch or a shorter model.context",
   "head-logits": "fewer rows per minibatch (sft.batch, rl.minibatches) or a shorter model.context",
   "kv-cache":
     "fewer sequences decoded at once (rl.prompts_per_step x rl.group_size, task.eval_size, task.dev_size) or a shorter model.context",
   decode: "fewer sequences decoded at once (rl.prompts_per_step x rl.group_size, task.eval_size)",
-  reference: "no KL (rl.kl.coef 0): the reference copy is then not made",
+  reference: "no KL (rl.kl.coef 0): the reference is then not made; with LoRA it shares the base weights",
 };
 
-/** The run shape of a RunConfig: the largest training batch and decode batch any phase uses. */
+/**
+ * The run shape of a RunConfig: the largest batch any phase runs forward/backward (an SFT batch,
+ * or an RL minibatch's micro-batch: rl/rl-step.ts scores and trains in micro-batches when
+ * rl.micro_batch_size is set), the largest decode batch, the reference's rows, recomputation.
+ * The base dtype comes with the model config (planOfConfig: model.dtype).
+ */
 export function planRunOf(config: RunConfig): PlanRun {
   const rl = config.rl;
-  const rlRows = Math.ceil((rl.prompts_per_step * rl.group_size) / rl.minibatches);
+  const mini = Math.ceil((rl.prompts_per_step * rl.group_size) / rl.minibatches);
+  const rlRows = rl.micro_batch_size > 0 ? Math.min(rl.micro_batch_size, mini) : mini;
   const sftRows = config.sft.steps > 0 ? config.sft.batch : 0;
   return {
     trainRows: Math.max(rlRows, sftRows),
     seqLen: config.model.context,
     decodeRows: Math.max(rl.prompts_per_step * rl.group_size, config.task.eval_size, config.task.dev_size),
     reference: rl.kl.coef > 0,
+    referenceRows: rlRows,
+    recompute: config.model.gradient_checkpointing,
   };
 }
 
-/** The plan of a RunConfig's model `mc` (modelConfigOf or the pretrained config.json's). */
+/** The plan of a RunConfig's model `mc` (modelConfigOf or the pretrained config.json's), with the run's LoRA. */
 export function planOfConfig(
   config: RunConfig,
   mc: ModelConfig,
   limits: PlanLimits = DEFAULT_LIMITS,
 ): MemoryPlan {
-  return memoryPlan(mc, planRunOf(config), limits, config.model.memory_budget_gb * GB);
+  const withLora = modelConfig({ ...mc, lora: loraConfigOf(config, mc.mlp), baseDtype: config.model.dtype });
+  return memoryPlan(withLora, planRunOf(config), limits, config.model.memory_budget_gb * GB);
 }
 
 /** The error a refused plan throws: its terms, total, problems and advice. */
@@ -370,6 +506,7 @@ export function planRefusal(plan: MemoryPlan, what: string): string {
   const lines = [
     `${what}: the memory plan does not fit (${plan.problems.join("; ")})`,
     ...plan.terms.map((t) => `  ${t.label}: ${formatBytes(t.bytes)} (${t.why})`),
+    ...plan.notes.map((n) => `  note: ${n}`),
     `  total: ${formatBytes(plan.total)} of a ${formatBytes(plan.budget)} budget`,
     `change: ${plan.advice.join("; ")}`,
   ];

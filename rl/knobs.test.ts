@@ -62,6 +62,8 @@ const EXEMPT: Record<string, string> = {
     'acts only with a "local:" model.pretrained, picked in the page; model/source.test.ts and e2e/model.e2e.test.ts check a link with it finds (or misses) the files',
   "model.memory_budget_gb":
     "acts before loading (a plan over the budget is refused, the run never starts); model/memory-plan.test.ts and rl/session.test.ts check the refusal and its numbers",
+  "model.gradient_checkpointing":
+    "changes memory, not numbers: the gradients are the same bit for bit (rl/microbatch.test.ts on the CPU model, model/recompute.gpu.test.ts on WebGPU, with and without LoRA, micro-batches on), and the memory plan's activation term shrinks (model/memory-plan.test.ts)",
   "model.tokenizer":
     "a real tokenizer makes the model 151,669 rows wide; rl/chat-run.test.ts checks the lab model takes its vocabulary and the run its chat format",
   "task.tool_prompt":

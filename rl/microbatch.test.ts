@@ -1,57 +1,15 @@
 // Micro-batches (rl.micro_batch_size): a minibatch back-propagated in pieces gives the
 // whole-minibatch gradient, for a loss that couples the rows (token-mean over the minibatch,
-// each row's weight depending on the batch mean), on a full model and on a LoRA adapter.
+// each row's weight depending on the batch mean), on a full model and on a LoRA adapter; and
+// per-layer recomputation (model.gradient_checkpointing) on the CPU model gives the same
+// gradients bit for bit, micro-batches on.
 // Run: npx vitest run --project unit rl/microbatch.test.ts
 import { describe, expect, it } from "vitest";
 import { assertClose } from "../kernels/testing";
 import { modelConfig } from "../model/config";
-import { CpuModel } from "../model/cpu";
+import { CpuModel, forward } from "../model/cpu";
 import { loraLayout, randomLora } from "../model/lora";
-import { type MinibatchPlan, type SeqRow, trainMinibatches } from "./minibatch";
-
-const rows: SeqRow[] = Array.from({ length: 5 }, (_, i) => ({
-  prompt: Array.from({ length: 2 + (i % 3) }, (_, j) => (i * 7 + j * 3) % 13),
-  response: Array.from({ length: 3 + ((i * 2) % 4) }, (_, j) => (i * 5 + j * 11 + 1) % 13),
-}));
-
-async function gradsWith(model: CpuModel, microSize: number): Promise<{ grads: Float32Array; loss: number }> {
-  let grads: Float32Array = new Float32Array();
-  let lossSeen = Number.NaN;
-  const plan: MinibatchPlan = {
-    rows,
-    size: rows.length,
-    microSize,
-    temperature: 0.7,
-    epochs: 1,
-    context: model.config.context,
-    order: () => rows.map((_, i) => i),
-    loss: (_idx, s) => {
-      // token-mean over the minibatch, rows weighted by how far their mean logp is from the batch mean
-      const n = s.logp.reduce((a, r) => a + r.length, 0);
-      const rowMean = s.logp.map((r) => r.reduce((a, x) => a + x, 0) / r.length);
-      const batchMean = rowMean.reduce((a, x) => a + x, 0) / rowMean.length;
-      const w = rowMean.map((m) => 1 + 0.5 * Math.tanh(m - batchMean)); // treated as constants (stop-gradient)
-      let loss = 0;
-      for (let b = 0; b < s.logp.length; b++)
-        for (let j = 0; j < s.logp[b].length; j++) loss -= (w[b] * s.logp[b][j] + 0.01 * s.entropy[b][j]) / n;
-      lossSeen = loss;
-      return {
-        loss,
-        dlogp: s.logp.map((r, b) => r.map(() => -w[b] / n)),
-        dentropy: s.entropy.map((r) => r.map(() => -0.01 / n)),
-        metrics: { loss },
-      };
-    },
-    step: async () => {
-      grads = await model.getGrads();
-      return { gradNorm: 0, skipped: false };
-    },
-    gradNormKey: "actor/grad_norm",
-    where: "test",
-  };
-  await trainMinibatches(model, plan);
-  return { grads, loss: lossSeen };
-}
+import { coupledGrads as gradsWith } from "./minibatch-testing";
 
 describe("micro-batches", () => {
   const tiny = { layers: 2, dModel: 16, heads: 2, context: 16, vocab: 13 };
@@ -74,6 +32,34 @@ describe("micro-batches", () => {
         expect(Math.abs(got.loss - whole.loss)).toBeLessThan(1e-6);
         assertClose(`grads, micro ${micro}`, got.grads, whole.grads, { atol: 1e-7, rtol: 1e-4 });
       }
+    });
+  }
+  for (const lora of [false, true]) {
+    it(`per-layer recomputation gives the same gradients bit for bit (${lora ? "LoRA, qwen3-like" : "full model, gpt-like"}), micro-batches of 2`, async () => {
+      const c = modelConfig({
+        ...tiny,
+        layers: 3,
+        ...(lora
+          ? { norm: "rmsnorm", mlp: "swiglu", positional: "rope", kvHeads: 1, qkNorm: true, qkvBias: false }
+          : {}),
+        lora: {
+          rank: lora ? 2 : 0,
+          alpha: 4,
+          targets: ["q_proj", "k_proj", "o_proj", "gate_proj", "down_proj"],
+        },
+      });
+      const adapter = lora ? randomLora(loraLayout(c, c.lora), 5) : undefined;
+      const plain = await gradsWith(new CpuModel(c, undefined, 2, adapter), 2);
+      const m = new CpuModel(c, undefined, 2, adapter);
+      m.recompute = true;
+      const rec = await gradsWith(m, 2);
+      expect(plain.grads.some((x) => x !== 0)).toBe(true);
+      expect(rec.loss).toBe(plain.loss);
+      expect(Buffer.from(rec.grads.buffer).equals(Buffer.from(plain.grads.buffer))).toBe(true);
+      // ...and the forward kept each layer's output only.
+      const batch = { B: 1, T: 4, tokens: Int32Array.of(1, 2, 3, 4), targets: Int32Array.of(2, 3, 4, 5) };
+      const kept = forward(c, m.views, batch, m.adapter, true).layers;
+      expect(kept.map((l) => Object.keys(l))).toEqual([["res3"], ["res3"], ["res3"]]);
     });
   }
 });

@@ -1,9 +1,10 @@
 // The qwen-calculator recipe (public/recipes/qwen-calculator.json: Qwen2.5-0.5B-Instruct, LoRA
-// rank 16 on all linear layers, the model's chat template with Hermes calls, micro-batches of 1)
+// rank 16 on all linear layers, the model's chat template with Hermes calls, micro-batches of 1,
+// per-layer recomputation)
 // runs headless for two RL steps with its model.pretrained swapped for a tiny Qwen2 folder
 // written here (Qwen's 151,669-row vocabulary, GQA, q/k/v biases) and Qwen3's real tokenizer
-// standing in for Qwen2.5's: the adapter trains, the base stays bit-identical.
-// Run: npx vitest run --project train rl/qwen-calculator.train.test.ts (about a minute: Qwen's vocabulary on the CPU model)
+// standing in for Qwen2.5's: the adapter trains, the base (f16-rounded: model.dtype f16) stays bit-identical.
+// Run: npx vitest run --project train rl/qwen-calculator.train.test.ts (about a minute: Qwen's vocabulary on the CPU model, 151,669 logits a row)
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -60,13 +61,16 @@ describe("qwen-calculator recipe", () => {
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
     const config: RunConfig = parsed.config;
     expect(config.model.lora).toEqual({ rank: 16, alpha: 32, targets: "all-linear" });
+    expect(config.model.dtype).toBe("f16");
     expect(config.rl.micro_batch_size).toBe(1);
+    expect(config.model.gradient_checkpointing).toBe(true);
     const tr = await createTrainer(config, {
       makeModel: async (mc, w, seed) => new CpuModel(mc, w, seed),
       sandbox,
       readFile: async (p) => new Uint8Array(readFileSync(p)),
     });
     const policy = tr.policy as CpuModel;
+    expect(policy.recompute).toBe(true);
     expect(policy.config).toMatchObject({ vocab: 151669, kvHeads: 1, qkvBias: true, projBias: false });
     expect(policy.lora?.layers[0].map((s) => s.target)).toEqual([
       "q_proj",
@@ -77,6 +81,8 @@ describe("qwen-calculator recipe", () => {
       "up_proj",
       "down_proj",
     ]);
+    // the f16 base: its linear weights rounded to f16 on load (the CPU model stores them in f32)
+    expect(policy.baseStorage()).toMatchObject({ requested: "f16", halfTensors: 4, keptF32: [] });
     const base = await policy.getWeights();
     const adapter = (await policy.getAdapter())!;
     for (let s = 0; s < 2; s++) {

@@ -90,10 +90,13 @@ async function rlUpdate(
   // from); the old policy also under the sampler's top-k/top-p set, for the mismatch.
   const temperature = c.sampling.temperature;
   const truncation = { temperature, topK: c.sampling.top_k, topP: c.sampling.top_p };
-  const old = await scoreAll(policy, rows, mbSize, c.model.context, { temperature, truncation });
+  // Scored in micro-batches when they are on (verl's log_prob_micro_batch_size_per_gpu), so no
+  // forward holds more rows than a training micro-batch (model/memory-plan.ts counts that).
+  const scoreSize = r.micro_batch_size > 0 ? Math.min(r.micro_batch_size, mbSize) : mbSize;
+  const old = await scoreAll(policy, rows, scoreSize, c.model.context, { temperature, truncation });
   const ref =
     r.kl.coef > 0
-      ? await scoreAll(await ctx.reference(), rows, mbSize, c.model.context, { temperature })
+      ? await scoreAll(await ctx.reference(), rows, scoreSize, c.model.context, { temperature })
       : undefined;
   perf.end("old_logprobs");
 

@@ -3,12 +3,15 @@
 // reports them (perf/*). A change that adds a submit or a readback to a phase fails here.
 // The update's numbers follow from the plan alone; the rollout's depend on where the sampled
 // trajectories stop (re-measure them if the model's numerics or the sampler change).
+// The matmul tile is measured for real first (kernels/autotune.ts, not the test projects' fixed
+// 8x8): its timing dispatches run on a Runtime of their own, so no phase counts them.
 // Run: npx vitest run --project gpu rl/round-trips
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mergeConfig } from "../config";
 import { parseRecipeFile } from "../config/recipe-file";
+import { tuneMatmulTile } from "../kernels/autotune";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { GpuModel } from "../model/gpu";
@@ -20,6 +23,8 @@ let device: GPUDevice;
 const sandbox = createNodeSandboxPool({ size: 2 });
 beforeAll(async () => {
   device = (await createGpu(await nodeGpu())).device;
+  delete process.env.LAB_MATMUL_TILE; // so the models below take the measured tile from memory
+  expect((await tuneMatmulTile(device, { override: null })).source).toBe("measured");
 });
 afterAll(async () => {
   await sandbox.close();

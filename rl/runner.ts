@@ -22,6 +22,7 @@
 // Tested by rl/record.test.ts (promise, regressions, property test) and rl/trainer.test.ts.
 import { type ConfigEdit, comparePoints, type EditPhase, type RunPoint } from "../config";
 import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
+import { describeStorage } from "../model/half";
 import type { MetricsRow, SampleRecord, Trainer, TrainerRunState } from "./trainer";
 
 export type RunPhase = "idle" | "sft" | "rl" | "paused" | "done" | "error";
@@ -260,6 +261,17 @@ export class RunLoop {
     try {
       await this.restore();
       this.lastSaveTime = this.now();
+      // An f16 base (model.dtype): how the loaded base is stored, and any tensor kept f32.
+      const storage = tr.policy.baseStorage?.();
+      if (storage?.requested === "f16") {
+        const sft = tr.sftStepIndex < tr.config.sft.steps;
+        this.on.event?.({
+          step: sft ? tr.sftStepIndex : tr.rlStepIndex,
+          phase: sft ? "sft" : "rl",
+          kind: "info",
+          message: describeStorage(storage),
+        });
+      }
       if (tr.sftStepIndex < tr.config.sft.steps) {
         this.setPhase("sft");
         while (tr.sftStepIndex < tr.config.sft.steps) {

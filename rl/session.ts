@@ -40,7 +40,7 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
       context: config.model.context,
       valueHead: config.rl.advantage === "gae",
     });
-    mc = modelConfig({ ...hf, lora: loraConfigOf(config, hf.mlp) });
+    mc = modelConfig({ ...hf, lora: loraConfigOf(config, hf.mlp), baseDtype: config.model.dtype });
     if (mc.vocab < chat.tokenizer.vocabSize)
       throw new Error(
         `model.pretrained: ${pretrained}/config.json has vocab_size ${mc.vocab}, fewer rows than the tokenizer's ${chat.tokenizer.vocabSize} ids`,
@@ -85,6 +85,7 @@ export async function createTrainer(config: RunConfig, deps: SessionDeps): Promi
     else weights = adaptValueHead(mc, ck.weights, ck.config, config.seed);
   }
   const policy = await deps.makeModel(mc, weights, config.seed);
+  if (config.model.gradient_checkpointing) policy.recompute = true;
   const trainer = new Trainer(config, {
     policy,
     task,

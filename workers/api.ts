@@ -8,10 +8,13 @@ import type { ModelSource } from "../model/source";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import type { SmokeReport } from "../sandbox/smoke";
 import type { ModelInfo, ModelOptions } from "./model-cache";
-import type { CheckpointInfo, LoadedRun, RunMeta, StorageUsage } from "./store";
+import type { CheckpointInfo, LoadedRun, RunGroupRef, RunMeta, StorageUsage } from "./store";
 
-/** A stored run as listRuns() gives it: its record and where its newest checkpoint is (null: none). */
-export type StoredRun = RunMeta & { checkpoint?: CheckpointInfo | null };
+/**
+ * A stored run as listRuns() gives it: its record, where its newest checkpoint is (null: none),
+ * and the multi-seed group it is a seed of.
+ */
+export type StoredRun = RunMeta & { checkpoint?: CheckpointInfo | null; group?: RunGroupRef };
 
 /** A run that was running when its page went away, now marked "interrupted", and where Resume continues. */
 export interface InterruptedRun {
@@ -32,6 +35,7 @@ export type {
   ModelOptions,
   ModelSource,
   RunConfig,
+  RunGroupRef,
   SampleRecord,
   SmokeReport,
   StorageUsage,
@@ -91,6 +95,8 @@ export interface StartOptions {
   source?: "local" | "link" | "bundle";
   /** Edits to replay at their steps (a share link's replay). */
   edits?: ConfigEdit[];
+  /** The multi-seed run this run is a seed of (stored with it, so a reload lists the group). */
+  group?: RunGroupRef;
   /** Train without pushing samples (fast mode); rows still arrive. */
   fast?: boolean;
   /** Start paused (the UI's "single step" from idle). */
@@ -148,6 +154,8 @@ export interface TrainerApi {
   /** A stored run's config, edits, rows, samples and events. */
   loadRun(runId: string): Promise<LoadedRun>;
   deleteRun(runId: string): Promise<void>;
+  /** Deletes a multi-seed group and all its stored seeds. */
+  deleteGroup(groupId: string): Promise<void>;
   /** A stored run as one file (gzip JSON; weights as safetensors inside when asked). */
   exportBundle(runId: string, weights?: boolean): Promise<Uint8Array>;
   /** Stores a bundle file as a run (read-only); a bad file is an error naming what is wrong. */
@@ -166,6 +174,11 @@ export interface TrainerApi {
   /** Stores picked files (hashed in the worker) and returns the local source that names them. */
   addLocalModel(name: string, files: { path: string; blob: Blob }[]): Promise<ModelSource>;
   listModelCache(): Promise<CacheEntry[]>;
+  /**
+   * Files `names` of a run's model folder `root` (an hf:/local: source in the model cache, or a
+   * path the app serves), those that exist: the HF download copies the tokenizer files through.
+   */
+  modelFiles(config: RunConfig, root: string, names: readonly string[]): Promise<Record<string, Uint8Array>>;
   clearModelCache(): Promise<void>;
   /** Checks the worker's sandbox pool (tools, limits, hard kill) and measures calls/s. */
   sandboxSmoke(calls?: number): Promise<SmokeReport>;

@@ -10,15 +10,20 @@ import type { RunEventRecord } from "../rl/bundle";
 import type { RunEvents, RunLoopOptions } from "../rl/runner";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import {
+  addGroupMember,
   type CheckpointInfo,
   type CheckpointRecord,
   DEFAULT_KEEP_CHECKPOINTS,
   DEFAULT_KEEP_SAMPLE_STEPS,
   emptySummary,
+  groupRefs,
   isAfterCheckpoint,
   type LoadedRun,
+  type NewRun,
+  newRunMeta,
   PHASE_RANK,
   type Phase,
+  type RunGroupRecord,
   type RunMeta,
   type RunStore,
   updateSummary,
@@ -108,6 +113,7 @@ const rankOf = (x: { phase: Phase; step: number }) => PHASE_RANK[x.phase] * 1e9 
  */
 export class MemoryRunStore implements RecordStore {
   private runs = new Map<string, MemoryRun>();
+  private groups = new Map<string, RunGroupRecord>();
   constructor(
     readonly keepCheckpoints = DEFAULT_KEEP_CHECKPOINTS,
     readonly keepSampleSteps = DEFAULT_KEEP_SAMPLE_STEPS,
@@ -119,21 +125,15 @@ export class MemoryRunStore implements RecordStore {
     return r;
   }
 
-  async createRun(meta: Parameters<RunStore["createRun"]>[0]): Promise<RunMeta> {
-    const id = meta.id ?? crypto.randomUUID();
-    if (this.runs.has(id)) throw new Error(`run ${id} already exists`);
+  async createRun(meta: NewRun): Promise<RunMeta> {
     const now = Date.now();
-    const run: RunMeta = {
-      id,
-      name: meta.name,
-      config: meta.config,
-      createdAt: meta.createdAt ?? now,
-      updatedAt: now,
-      status: meta.status ?? "running",
-      source: meta.source ?? "local",
-      summary: emptySummary(),
-    };
+    const run = newRunMeta(meta, now);
+    const id = run.id;
+    if (this.runs.has(id)) throw new Error(`run ${id} already exists`);
     this.runs.set(id, { meta: run, edits: [], events: [], rows: [], samples: [], checkpoints: [] });
+    if (meta.group) {
+      this.groups.set(meta.group.id, addGroupMember(this.groups.get(meta.group.id), meta.group, id, now));
+    }
     return structuredClone(run);
   }
 
@@ -197,8 +197,10 @@ export class MemoryRunStore implements RecordStore {
   async loadRun(id: string): Promise<LoadedRun | undefined> {
     const r = this.runs.get(id);
     if (!r) return undefined;
+    const group = groupRefs([...this.groups.values()]).get(id);
     return structuredClone({
       run: r.meta,
+      ...(group ? { group } : {}),
       edits: r.edits,
       rows: r.rows,
       samples: r.samples,

@@ -1,17 +1,25 @@
 // RunStore's pure policy in Node (no IndexedDB here): summaries, sample and checkpoint bounds,
-// the quota prune plan, checkpoint coverage, quota-error detection. The IndexedDB path runs in
+// the quota prune plan, checkpoint coverage, quota-error detection, multi-seed group records
+// (joining, leaving, each member's place; MemoryRunStore keeps them the same way). The IndexedDB path runs in
 // Chromium: e2e/persist.e2e.test.ts. Run: `npx vitest run workers/store`.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { defaultRunConfig } from "../config";
 import type { MetricsRow } from "../rl/trainer";
+import { MemoryRunStore } from "./run-record";
 import {
+  addGroupMember,
   checkpointsToDrop,
   emptySummary,
+  groupRefs,
   isAfterCheckpoint,
   isQuotaError,
+  newRunMeta,
   openRunStore,
   phaseRank,
   quotaPrunePlan,
+  type RunGroupRef,
+  removeGroupMember,
   type StepKey,
   StorageFullError,
   sampleStepsToPrune,
@@ -28,6 +36,81 @@ describe("run summary", () => {
     ];
     const s = rows.reduce(updateSummary, emptySummary());
     expect(s).toEqual({ phase: "rl", step: 1, rows: 4, metrics: { loss: 2, "reward/mean": 0.4 } });
+  });
+});
+
+describe("multi-seed groups", () => {
+  const ref = (seed: number): RunGroupRef => ({
+    id: "g1",
+    name: "ci-tiny × 3 seeds (5–7)",
+    seed,
+    firstSeed: 5,
+    size: 3,
+  });
+
+  it("seeds join their group in start order; a member that joins again keeps one place", () => {
+    const a = addGroupMember(undefined, ref(5), "r5", 100);
+    expect(a).toEqual({
+      id: "g1",
+      name: "ci-tiny × 3 seeds (5–7)",
+      firstSeed: 5,
+      size: 3,
+      members: [{ runId: "r5", seed: 5 }],
+      createdAt: 100,
+    });
+    const b = addGroupMember(a, ref(6), "r6", 200);
+    expect(b.members).toEqual([
+      { runId: "r5", seed: 5 },
+      { runId: "r6", seed: 6 },
+    ]);
+    expect(b.createdAt).toBe(100);
+    expect(addGroupMember(b, ref(6), "r6").members).toHaveLength(2);
+    expect(a.members).toHaveLength(1); // not changed in place
+    expect(() => addGroupMember(b, { ...ref(7), id: "g2" }, "r7")).toThrow(/joins group g2, not g1/);
+  });
+
+  it("a member leaves its group; the group goes with its last member", () => {
+    const g = addGroupMember(addGroupMember(undefined, ref(5), "r5"), ref(6), "r6");
+    const left = removeGroupMember(g, "r5");
+    expect(left?.members).toEqual([{ runId: "r6", seed: 6 }]);
+    expect(removeGroupMember(g, "nobody")?.members).toHaveLength(2);
+    expect(left && removeGroupMember(left, "r6")).toBeUndefined();
+  });
+
+  it("each member's place: its seed of the group's size", () => {
+    const g = addGroupMember(addGroupMember(undefined, ref(5), "r5"), ref(6), "r6");
+    const refs = groupRefs([g]);
+    expect(refs.get("r6")).toEqual(ref(6));
+    expect(refs.get("r5")?.seed).toBe(5);
+    expect(refs.has("other")).toBe(false);
+  });
+
+  it("MemoryRunStore stores a seed's group with it; a run without one loads without one", async () => {
+    const store = new MemoryRunStore();
+    const config = defaultRunConfig();
+    await store.createRun({ id: "r5", name: "#1 seed 5", config, group: ref(5) });
+    await store.createRun({ id: "r6", name: "#2 seed 6", config, group: ref(6) });
+    await store.createRun({ id: "solo", name: "#3", config });
+    expect((await store.loadRun("r6"))?.group).toEqual(ref(6));
+    expect((await store.loadRun("r5"))?.group?.seed).toBe(5);
+    expect(await store.loadRun("solo")).not.toHaveProperty("group");
+  });
+
+  it("a new run's record: running, local, an empty summary unless told otherwise", () => {
+    const config = defaultRunConfig();
+    expect(newRunMeta({ id: "a", name: "n", config }, 7)).toEqual({
+      id: "a",
+      name: "n",
+      config,
+      createdAt: 7,
+      updatedAt: 7,
+      status: "running",
+      source: "local",
+      summary: { rows: 0, metrics: {} },
+    });
+    const b = newRunMeta({ name: "n", config, createdAt: 1, status: "imported", source: "bundle" }, 7);
+    expect([b.createdAt, b.updatedAt, b.status, b.source]).toEqual([1, 7, "imported", "bundle"]);
+    expect(b.id).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
 

@@ -6,6 +6,11 @@
 //   metrics      {runId, rank, step, row}           key [runId, rank, step]
 //   samples      {runId, rank, step, index, sample} key [runId, rank, step, index]
 //   checkpoints  {runId, phase, rank, step, bytes, createdAt}   key [runId, rank, step]
+//   groups       {id, name, firstSeed, size, members: [{runId, seed}], createdAt}   key id (version 2)
+// A group is a multi-seed run (config.seeds > 1): its seeds are runs of their own, started one
+// after another; the group record names them, so a reload lists them as one group. Deleting a
+// member takes it out of its group, deleting the last one deletes the group; a store made
+// before groups (version 1) opens with its runs unchanged and no groups.
 // `rank` orders phases as a run goes through them (sft 0, value_pretrain 1, rl 2), so key order
 // is run order. Checkpoints are safetensors bytes (weights + optimizer); the engine derives all
 // randomness from (seed, phase, step), so no RNG state is stored. A checkpoint {phase, step: n}
@@ -22,7 +27,7 @@ import { phasedEdits, type RunEventRecord } from "../rl/bundle";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 
 export const STORE_DB_NAME = "agentic-rl-lab";
-export const STORE_DB_VERSION = 1;
+export const STORE_DB_VERSION = 2;
 export const DEFAULT_KEEP_SAMPLE_STEPS = 50;
 export const DEFAULT_KEEP_CHECKPOINTS = 2;
 
@@ -75,8 +80,30 @@ export interface CheckpointRecord extends CheckpointInfo {
   createdAt: number;
 }
 
+/** One seed's place in a multi-seed run: this run is seed `seed` of `size` seeds from `firstSeed`. */
+export interface RunGroupRef {
+  id: string;
+  name: string;
+  seed: number;
+  firstSeed: number;
+  size: number;
+}
+
+/** A multi-seed run as stored: its member runs in the order they started, each with its seed. */
+export interface RunGroupRecord {
+  id: string;
+  name: string;
+  firstSeed: number;
+  /** Seeds planned (a group stopped early has fewer members). */
+  size: number;
+  members: { runId: string; seed: number }[];
+  createdAt: number;
+}
+
 export interface LoadedRun {
   run: RunMeta;
+  /** The multi-seed run it is a seed of. */
+  group?: RunGroupRef;
   edits: ConfigEdit[];
   rows: MetricsRow[];
   samples: SampleRecord[];
@@ -108,9 +135,10 @@ interface LabDB extends DBSchema {
     value: { runId: string; rank: number; step: number; index: number; sample: SampleRecord };
   };
   checkpoints: { key: [string, number, number]; value: CheckpointRecord };
+  groups: { key: string; value: RunGroupRecord };
 }
 type Store = StoreNames<LabDB>;
-const ALL_STORES: Store[] = ["runs", "edits", "events", "metrics", "samples", "checkpoints"];
+const ALL_STORES: Store[] = ["runs", "edits", "events", "metrics", "samples", "checkpoints", "groups"];
 
 // ---------------------------------------------------------------------------------------------
 // pure policy (unit-tested in Node)
@@ -136,6 +164,69 @@ export function updateSummary(prev: RunSummary, row: MetricsRow): RunSummary {
 
 export function emptySummary(): RunSummary {
   return { rows: 0, metrics: {} };
+}
+
+/** The group after `runId` joined it as seed `ref.seed` (a new group when there is none yet). */
+export function addGroupMember(
+  group: RunGroupRecord | undefined,
+  ref: RunGroupRef,
+  runId: string,
+  now = Date.now(),
+): RunGroupRecord {
+  if (group && group.id !== ref.id) throw new Error(`run ${runId} joins group ${ref.id}, not ${group.id}`);
+  const g = group ?? {
+    id: ref.id,
+    name: ref.name,
+    firstSeed: ref.firstSeed,
+    size: ref.size,
+    members: [],
+    createdAt: now,
+  };
+  return { ...g, members: [...g.members.filter((m) => m.runId !== runId), { runId, seed: ref.seed }] };
+}
+
+/** The group without `runId`; undefined when no member is left (the group goes too). */
+export function removeGroupMember(group: RunGroupRecord, runId: string): RunGroupRecord | undefined {
+  const members = group.members.filter((m) => m.runId !== runId);
+  return members.length === 0 ? undefined : { ...group, members };
+}
+
+/** Each member run's place in its group, by run id. */
+export function groupRefs(groups: readonly RunGroupRecord[]): Map<string, RunGroupRef> {
+  const out = new Map<string, RunGroupRef>();
+  for (const g of groups) {
+    for (const m of g.members) {
+      out.set(m.runId, { id: g.id, name: g.name, seed: m.seed, firstSeed: g.firstSeed, size: g.size });
+    }
+  }
+  return out;
+}
+
+/** What createRun takes: the record's fields, defaults for the rest. */
+export interface NewRun {
+  /** Made here (a random UUID) unless given. */
+  id?: string;
+  name: string;
+  config: RunConfig;
+  createdAt?: number;
+  status?: RunStatus;
+  source?: RunMeta["source"];
+  /** The multi-seed run this run is a seed of: the run joins its group record. */
+  group?: RunGroupRef;
+}
+
+/** A new run's record: status "running" and source "local" unless given, an empty summary. */
+export function newRunMeta(meta: NewRun, now = Date.now()): RunMeta {
+  return {
+    id: meta.id ?? crypto.randomUUID(),
+    name: meta.name,
+    config: meta.config,
+    createdAt: meta.createdAt ?? now,
+    updatedAt: now,
+    status: meta.status ?? "running",
+    source: meta.source ?? "local",
+    summary: emptySummary(),
+  };
 }
 
 /** A (rank, step) pair of stored samples or checkpoints. */
@@ -298,28 +389,17 @@ export class RunStore {
   }
 
   /** A new run; returns its record (id made here unless given). */
-  async createRun(meta: {
-    id?: string;
-    name: string;
-    config: RunConfig;
-    createdAt?: number;
-    status?: RunStatus;
-    source?: RunMeta["source"];
-  }): Promise<RunMeta> {
+  async createRun(meta: NewRun): Promise<RunMeta> {
     const now = Date.now();
-    const run: RunMeta = {
-      id: meta.id ?? crypto.randomUUID(),
-      name: meta.name,
-      config: meta.config,
-      createdAt: meta.createdAt ?? now,
-      updatedAt: now,
-      status: meta.status ?? "running",
-      source: meta.source ?? "local",
-      summary: emptySummary(),
-    };
-    await this.write(["runs"], async (tx) => {
+    const run = newRunMeta(meta, now);
+    const group = meta.group;
+    await this.write(["runs", "groups"], async (tx) => {
       if (await tx.objectStore("runs").get(run.id)) throw new Error(`run ${run.id} already exists`);
       await tx.objectStore("runs").put(run);
+      if (group) {
+        const groups = tx.objectStore("groups");
+        await groups.put(addGroupMember(await groups.get(group.id), group, run.id, now));
+      }
     });
     return run;
   }
@@ -435,19 +515,27 @@ export class RunStore {
     return (await this.db.getAll("runs")).sort((a, b) => b.createdAt - a.createdAt);
   }
 
+  /** The multi-seed groups, oldest first. */
+  async listGroups(): Promise<RunGroupRecord[]> {
+    return (await this.db.getAll("groups")).sort((a, b) => a.createdAt - b.createdAt);
+  }
+
   /** Everything of a run in run order, or undefined when there is no such run. */
   async loadRun(runId: string): Promise<LoadedRun | undefined> {
-    const tx = this.db.transaction(["runs", "edits", "events", "metrics", "samples"]);
-    const [run, edits, events, rows, samples] = await Promise.all([
+    const tx = this.db.transaction(["runs", "edits", "events", "metrics", "samples", "groups"]);
+    const [run, edits, events, rows, samples, groups] = await Promise.all([
       tx.objectStore("runs").get(runId),
       tx.objectStore("edits").index("byRun").getAll(runId),
       tx.objectStore("events").index("byRun").getAll(runId),
       tx.objectStore("metrics").getAll(runRange(runId)),
       tx.objectStore("samples").getAll(runRange(runId)),
+      tx.objectStore("groups").getAll(),
     ]);
     if (!run) return undefined;
+    const group = groupRefs(groups).get(runId);
     return {
       run,
+      ...(group ? { group } : {}),
       // Runs stored by older labs have edits without a phase (rl/bundle.ts phasedEdits).
       edits: phasedEdits(
         edits.map((e) => e.edit),
@@ -486,7 +574,7 @@ export class RunStore {
     });
   }
 
-  /** Deletes a run and everything stored for it. */
+  /** Deletes a run and everything stored for it, and takes it out of its group. */
   async deleteRun(runId: string): Promise<void> {
     const tx = this.db.transaction(ALL_STORES, "readwrite");
     const byRun = async (name: "edits" | "events") => {
@@ -496,7 +584,16 @@ export class RunStore {
         cursor = await cursor.continue();
       }
     };
+    const leaveGroup = async () => {
+      const groups = tx.objectStore("groups");
+      for (const g of await groups.getAll()) {
+        if (!g.members.some((m) => m.runId === runId)) continue;
+        const left = removeGroupMember(g, runId);
+        await (left ? groups.put(left) : groups.delete(g.id));
+      }
+    };
     await Promise.all([
+      leaveGroup(),
       tx.objectStore("runs").delete(runId),
       tx.objectStore("metrics").delete(runRange(runId)),
       tx.objectStore("samples").delete(runRange(runId)),
@@ -505,6 +602,14 @@ export class RunStore {
       byRun("events"),
       tx.done,
     ]);
+  }
+
+  /** Deletes a multi-seed group and every member run. */
+  async deleteGroup(groupId: string): Promise<void> {
+    const group = await this.db.get("groups", groupId);
+    if (!group) throw new Error(`no group ${groupId}`);
+    for (const m of group.members) await this.deleteRun(m.runId);
+    await this.db.delete("groups", groupId);
   }
 
   /**
@@ -609,6 +714,7 @@ export async function openRunStore(name = STORE_DB_NAME, opts: RunStoreOptions =
         db.createObjectStore("samples", { keyPath: ["runId", "rank", "step", "index"] });
         db.createObjectStore("checkpoints", { keyPath: ["runId", "rank", "step"] });
       }
+      if (oldVersion < 2) db.createObjectStore("groups", { keyPath: "id" });
     },
   });
   return new RunStore(db, opts);

@@ -44,7 +44,7 @@ import {
   modelInfo,
 } from "./model-cache";
 import { MemoryRunStore, openStoredRun, type RecordStore, recordingEvents } from "./run-record";
-import { openRunStore, type RunStore, StorageFullError } from "./store";
+import { groupRefs, openRunStore, type RunStore, StorageFullError } from "./store";
 
 let gpu: Promise<Gpu> | undefined;
 let sandbox: SandboxPool | undefined;
@@ -251,7 +251,7 @@ async function startRun(
     // A link's edits are the new run's record from the start; the loop replays them.
     edits = options.edits ?? [];
     name = await nextRunName(options.name ?? "run");
-    await store.createRun({ id, name, config, source: options.source ?? "local" });
+    await store.createRun({ id, name, config, source: options.source ?? "local", group: options.group });
     for (const e of edits) await store.appendEdit(id, e);
   }
   const startedAt = performance.now();
@@ -524,9 +524,17 @@ const api: TrainerApi = {
   async listRuns(): Promise<StoredRun[]> {
     const store = await getStore();
     if (!store) return [];
-    const runs = await store.listRuns();
+    const [runs, groups] = await Promise.all([store.listRuns(), store.listGroups()]);
+    const refs = groupRefs(groups);
     return Promise.all(
-      runs.map(async (r) => ({ ...r, checkpoint: (await store.latestCheckpointPoint(r.id)) ?? null })),
+      runs.map(async (r) => {
+        const group = refs.get(r.id);
+        return {
+          ...r,
+          checkpoint: (await store.latestCheckpointPoint(r.id)) ?? null,
+          ...(group ? { group } : {}),
+        };
+      }),
     );
   },
 
@@ -534,12 +542,15 @@ const api: TrainerApi = {
     const store = await getStore();
     if (!store) return [];
     const out: InterruptedRun[] = [];
+    const refs = groupRefs(await store.listGroups());
     for (const r of await store.listRuns()) {
       if (r.status !== "running" && r.status !== "paused") continue;
       if (run?.id === r.id || (await lockHeld(runLock(r.id)))) continue;
       await store.updateRun(r.id, { status: "interrupted" });
+      const group = refs.get(r.id);
       out.push({
-        run: { ...r, status: "interrupted" },
+        // A seed of a group resumes in its group.
+        run: { ...r, status: "interrupted", ...(group ? { group } : {}) },
         checkpoint: (await store.latestCheckpointPoint(r.id)) ?? null,
       });
     }
@@ -554,6 +565,15 @@ const api: TrainerApi = {
   async deleteRun(runId: string) {
     if (run?.id === runId) throw new Error("stop the run before deleting it");
     await (await getStore())?.deleteRun(runId);
+  },
+  async deleteGroup(groupId: string) {
+    const store = await getStore();
+    if (!store) return;
+    const group = (await store.listGroups()).find((g) => g.id === groupId);
+    const live = run && !["done", "stopped", "error"].includes(run.loop.phase) ? run.id : undefined;
+    if (group?.members.some((m) => m.runId === live))
+      throw new Error("stop the run before deleting its group");
+    await store.deleteGroup(groupId);
   },
   async exportBundle(runId: string, weights = true) {
     const store = await getStore();
@@ -582,6 +602,15 @@ const api: TrainerApi = {
   downloadModel: (source, onProgress, options) => downloadModel(source, onProgress, options),
   addLocalModel: (name, files) => addLocalModel(name, files),
   listModelCache: () => listModelCache(),
+  async modelFiles(config, root, names) {
+    const files = cachedFiles(config, fetchFile);
+    const out: Record<string, Uint8Array> = {};
+    for (const n of names) {
+      const b = await files.openFile(`${root}/${n}`);
+      if (b) out[n] = new Uint8Array(await b.arrayBuffer());
+    }
+    return out;
+  },
   clearModelCache: () => clearModelCache(),
 
   sandboxSmoke(calls?: number) {

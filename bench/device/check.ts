@@ -12,7 +12,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseRecipeFile } from "../../config/recipe-file";
-import { createGpu, type Gpu } from "../../kernels/device";
+import { describeTileChoice, tuneMatmulTile } from "../../kernels/autotune";
+import { canUseSubgroups, createGpu, type Gpu } from "../../kernels/device";
 import { matmul } from "../../kernels/matmul";
 import { nodeGpu } from "../../kernels/node-gpu";
 import { Runtime } from "../../kernels/runtime";
@@ -33,6 +34,8 @@ const PUBLIC =
 export interface OursReport {
   date: string;
   adapter: Gpu["adapter"] & { software: boolean; name: string };
+  /** The autotuned matmul tile (kernels/autotune.ts) and each candidate's median ms. */
+  matmulTile: { chosen: string; medians: Record<string, number> };
   adapterLimits: Record<string, number>;
   spec: {
     matmul: number[];
@@ -252,6 +255,16 @@ async function measure(outPath: string): Promise<void> {
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-|-$/g, "");
+  const tile = await tuneMatmulTile(g.device); // every Runtime and model below uses it
+  console.log(
+    `matmul tile: ${describeTileChoice(tile)}${
+      tile.medians
+        ? ` (${Object.entries(tile.medians)
+            .map(([t, ms]) => `${t} ${ms.toFixed(2)} ms`)
+            .join(", ")})`
+        : ""
+    }; subgroup reductions: ${canUseSubgroups(g.device) ? `on (sizes ${g.adapter.subgroupSizes.join("-")})` : "off"}`,
+  );
   const rt = new Runtime(g.device);
   const rows: BenchRow[] = [];
   const sizes = software ? [256, 512] : [256, 512, 1024];
@@ -279,6 +292,7 @@ async function measure(outPath: string): Promise<void> {
   const report: OursReport = {
     date: new Date().toISOString(),
     adapter: { ...g.adapter, software, name },
+    matmulTile: { chosen: describeTileChoice(tile), medians: tile.medians ?? {} },
     adapterLimits: Object.fromEntries(
       Object.keys(adapter.limits).map((k) => [k, (adapter.limits as unknown as Record<string, number>)[k]]),
     ),
@@ -332,7 +346,7 @@ function merge(oursPath: string, torchPath: string, resultsDir: string): string 
   const path = join(resultsDir, `gpu-${ours.adapter.name}.json`);
   writeFileSync(
     path,
-    `${JSON.stringify({ date: ours.date, adapter: ours.adapter, limits: ours.adapterLimits, seconds: ours.seconds, rows }, null, 1)}\n`,
+    `${JSON.stringify({ date: ours.date, adapter: ours.adapter, matmulTile: ours.matmulTile, limits: ours.adapterLimits, seconds: ours.seconds, rows }, null, 1)}\n`,
   );
   for (const r of rows)
     console.log(

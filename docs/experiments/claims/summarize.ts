@@ -24,9 +24,13 @@ const DIR = dirname(fileURLToPath(import.meta.url));
 
 /**
  * Each claim: its arm, the baseline its preset declares (`contrast.baseline`), the training
- * metrics its text is about, and the held-out metrics (val/acc and val/acc/hard unless it says).
+ * metrics its text is about, the held-out metrics (val/acc and val/acc/hard unless it says)
+ * and the keys whose trend matters (they also get "change" columns).
  */
-const CLAIMS: Record<string, { arm: string; baseline: string; train: string[]; held?: string[] }> = {
+const CLAIMS: Record<
+  string,
+  { arm: string; baseline: string; train: string[]; held?: string[]; trend?: string[] }
+> = {
   "no-tool": {
     arm: "claim-no-tool",
     baseline: "quick-demo",
@@ -58,6 +62,25 @@ const CLAIMS: Record<string, { arm: string; baseline: string; train: string[]; h
     baseline: "quick-demo",
     train: ["actor/grad_norm", "actor/pg_clipfrac", "actor/ppo_kl"],
   },
+  // FrozenLake (multi-turn): the echo trap is a trend, so its keys also get "change" columns.
+  starpo: {
+    arm: "claim-starpo",
+    baseline: "claim-grpo-frozenlake",
+    train: ["reward/std", "actor/entropy", "actor/grad_norm"],
+    trend: [
+      "groups/zero_std_frac",
+      "groups/zero_std_frac_all_correct",
+      "groups/zero_std_frac_all_wrong",
+      "actor/entropy",
+      "reward/std",
+    ],
+  },
+  gigpo: {
+    arm: "claim-gigpo",
+    baseline: "claim-grpo-frozenlake",
+    train: ["acc/mean", "actor/grad_norm", "actor/entropy"],
+    trend: ["groups/zero_std_frac", "groups/zero_std_frac_all_correct", "groups/zero_std_frac_all_wrong"],
+  },
   toolrl: {
     arm: "claim-toolrl",
     baseline: "claim-toolrl-exact",
@@ -65,6 +88,9 @@ const CLAIMS: Record<string, { arm: string; baseline: string; train: string[]; h
     held: ["val/acc", "val/acc_sampled", "val/tool_call_rate"],
   },
 };
+
+/** Steps averaged at each end of a run for the trend columns. */
+const TREND_SPAN = 10;
 
 function readArm(arm: string): SeedRun[] | undefined {
   const dir = join(DIR, arm);
@@ -175,6 +201,49 @@ function training(name: string, base: SeedRun[], arm: SeedRun[]): string[] {
   return lines;
 }
 
+/**
+ * The trend table: per key, each arm's mean over its first TREND_SPAN steps, its change to
+ * the last TREND_SPAN (mean ± sd over seeds, each seed's), and the paired difference of the
+ * changes (arm - baseline).
+ */
+function trends(name: string, base: SeedRun[], arm: SeedRun[]): string[] {
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const ends = (r: SeedRun, key: string) => {
+    const xs = [...valuesByStep(r.rows, key).values()];
+    return {
+      first: mean(xs.slice(0, TREND_SPAN)),
+      change: mean(xs.slice(-TREND_SPAN)) - mean(xs.slice(0, TREND_SPAN)),
+    };
+  };
+  const c = CLAIMS[name];
+  const lines = [
+    `| key (first ${TREND_SPAN} steps; change to the last ${TREND_SPAN}) | ${c.baseline} first | ${c.baseline} change | ${c.arm} first | ${c.arm} change | change, paired diff |`,
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  const shared = base.filter((r) => arm.some((a) => a.seed === r.seed));
+  for (const key of c.trend ?? []) {
+    const cell = (vals: number[]) => {
+      const d = Math.abs(stat(vals).mean) < 0.1 ? 3 : 2;
+      return `${pm(vals, d)} (${vals.map((v) => sgn(v, d)).join(", ")})`;
+    };
+    const b = base.map((r) => ends(r, key));
+    const a = arm.map((r) => ends(r, key));
+    const diffs = shared.map(
+      (r) => ends(arm.find((x) => x.seed === r.seed)!, key).change - ends(r, key).change,
+    );
+    lines.push(
+      `| ${key} | ${pm(
+        b.map((x) => x.first),
+        3,
+      )} | ${cell(b.map((x) => x.change))} | ${pm(
+        a.map((x) => x.first),
+        3,
+      )} | ${cell(a.map((x) => x.change))} | ${cell(diffs)} |`,
+    );
+  }
+  return lines;
+}
+
 const wanted = process.argv.slice(2);
 for (const name of wanted.length ? wanted : Object.keys(CLAIMS)) {
   const c = CLAIMS[name];
@@ -189,6 +258,8 @@ for (const name of wanted.length ? wanted : Object.keys(CLAIMS)) {
     `## ${name}: ${c.arm} (seeds ${arm.map((r) => r.seed).join(", ")}) vs ${c.baseline} (seeds ${base.map((r) => r.seed).join(", ")})\n`,
   );
   for (const key of c.held ?? ["val/acc", "val/acc/hard"])
-    console.log(`${heldOut(name, base, arm, key).join("\n")}\n`);
+    if (valuesByStep(base[0].rows, key).size > 0)
+      console.log(`${heldOut(name, base, arm, key).join("\n")}\n`);
   console.log(`${training(name, base, arm).join("\n")}\n`);
+  if (c.trend) console.log(`${trends(name, base, arm).join("\n")}\n`);
 }
