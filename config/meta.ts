@@ -188,7 +188,11 @@ export const FIELD_META: Record<string, FieldMeta> = {
     "Each turn's tokens must extend the previous turn's: strict stops with an error, warn counts and re-tokenizes, off skips.",
     { paper: "verl tokenization_sanity_check_mode", ...opts(TOKENIZATION_CHECKS) },
   ),
-  "task.eval_size": restart("task", "Held-out prompts per evaluation.", { min: 0 }),
+  "task.eval_size": restart(
+    "task",
+    "Held-out prompts per evaluation, each once under split version 2 where the held-out side has that many: function-calling's single-call questions number 23 in all on the seeds' library (its eval repeats them) and 147 eval / 74 dev on task.options.library catalogue.",
+    { min: 0 },
+  ),
   "task.eval_every": live("task", "Evaluate every N RL steps (0 = only at step 0).", { min: 0 }),
   "task.buckets": restart("task", "Difficulty buckets reported as val/acc/<bucket>."),
   "task.split_version": restart(

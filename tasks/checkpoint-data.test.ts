@@ -3,11 +3,15 @@
 // of 32, drawn as rl/sft.ts draws them) are regenerated and checked against quick-demo's
 // eval and dev sets under split version 2, by canonical key. The v1 checkpoint
 // (quick-demo-sft.safetensors, kept for links made before split version 2) does leak under
-// the new keys: its data drew `b*a` for held-out `a*b`. Run: npx vitest run tasks/checkpoint-data
+// the new keys: its data drew `b*a` for held-out `a*b`. Likewise the ToolRL cold start,
+// public/checkpoints/function-calling-sft-v2.safetensors (function-calling-sft.json on the
+// library catalogue): its 1,600 demonstrations against claim-toolrl's eval set and the dev set.
+// Run: npx vitest run tasks/checkpoint-data
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { loadRecipeFile } from "../config/recipe-file";
 import { canonicalExpr, makeArithmeticTask } from "./arithmetic";
+import { makeFunctionCallingTask } from "./function-calling";
 import { createRng } from "./rng";
 
 const read = async (f: string) => readFileSync(f, "utf8");
@@ -54,4 +58,58 @@ describe("committed cold-start data vs held-out sets", () => {
     const seen = await sftKeys(1);
     expect(held.filter((k) => seen.has(k)).length).toBeGreaterThan(20);
   }, 60_000);
+});
+
+describe("function-calling cold-start data vs held-out sets", () => {
+  async function recipe(file: string) {
+    const r = await loadRecipeFile(file, read);
+    if (!r.ok) throw new Error(r.error);
+    return r.config;
+  }
+  /** The keys of every SFT demonstration of function-calling-sft.json, over `library` and split `version`. */
+  async function fcSftKeys(library: "seeds" | "catalogue", splitVersion: 1 | 2) {
+    const c = await recipe("public/recipes/function-calling-sft.json");
+    const { sft: knobs, ...opts } = c.task.options as { sft?: { thinkRate?: number } };
+    const task = makeFunctionCallingTask({ ...opts, library, splitVersion });
+    const keys = new Set<string>();
+    for (let step = 0; step < c.sft.steps; step++)
+      for (const d of task.sftDemos(createRng(`${c.seed}:sft:${step}`), c.sft.batch, knobs))
+        keys.add(String(d.meta.key));
+    return keys;
+  }
+  async function heldOut() {
+    const q = await recipe("public/recipes/claim-toolrl.json");
+    expect(q.sft.init_checkpoint).toBe("checkpoints/function-calling-sft-v2.safetensors");
+    expect(q.task.options).toMatchObject({ library: "catalogue" });
+    expect(q.task.eval_size).toBeGreaterThanOrEqual(100);
+    const task = makeFunctionCallingTask({
+      ...(q.task.options as object),
+      splitVersion: q.task.split_version,
+    });
+    const key = (p: { meta: Record<string, unknown> }) => String(p.meta.key);
+    return { eval: task.evalSet(q.task.eval_size).map(key), dev: (task.devSet?.(74) ?? []).map(key) };
+  }
+
+  it("function-calling-sft-v2 was made on the catalogue under split version 2 and its demos miss every eval and dev question", async () => {
+    expect(metadataOf("public/checkpoints/function-calling-sft-v2.safetensors")).toMatchObject({
+      made_by: expect.stringContaining("function-calling-sft.json"),
+      split_version: "2",
+      library: "catalogue",
+    });
+    const held = await heldOut();
+    expect(new Set(held.eval).size).toBe(held.eval.length);
+    const seen = await fcSftKeys("catalogue", 2);
+    expect(seen.size).toBeGreaterThan(400);
+    expect(held.eval.filter((k) => seen.has(k))).toEqual([]);
+    expect(held.dev.filter((k) => seen.has(k))).toEqual([]);
+  });
+
+  it("the old cold start's data (seeds' library, split version 1) misses the new eval set but not the dev set", async () => {
+    const held = await heldOut();
+    const seen = await fcSftKeys("seeds", 1);
+    expect(seen.size).toBeLessThan(25);
+    expect(held.eval.filter((k) => seen.has(k))).toEqual([]);
+    // Version 1 has no dev side: the keys that version 2 holds out for dev were trained on.
+    expect(held.dev.filter((k) => seen.has(k)).length).toBeGreaterThan(0);
+  });
 });

@@ -1,23 +1,32 @@
 // Tests for tasks/function-calling.ts: tool bodies agree with the reference implementations
 // (run as the sandbox runs a body: a function of `args`), ground-truth calls give the
-// answer, demos replay correctly, verify reports calls for the ToolRL / Tool-N1 rewards.
+// answer, demos replay correctly, verify reports calls for the ToolRL / Tool-N1 rewards;
+// the generated catalogue (task.options.library) keeps the seeds' entries, has the key
+// counts its header states, and gives eval/dev sets of distinct questions disjoint from
+// training, while the seeds' library draws exactly what it drew before the catalogue existed.
 import { describe, expect, it } from "vitest";
 import {
   AUTHORS,
   BOOKS,
+  CATALOGUE_LIBRARY,
   FEES,
   LIBRARY_IMPL,
   LIBRARY_TOOLS,
+  type Library,
+  libraryImpl,
+  libraryTools,
   makeFunctionCallingTask,
+  singleCallKeyCounts,
   USERS,
 } from "./function-calling.ts";
-import { Rng } from "./rng.ts";
+import { hash32, Rng } from "./rng.ts";
+import { splitSide } from "./split.ts";
 import type { CallRecord } from "./types.ts";
 
 const task = makeFunctionCallingTask();
 
-function runBody(name: string, args: Record<string, unknown>): unknown {
-  const spec = LIBRARY_TOOLS.find((t) => t.name === name);
+function runBody(name: string, args: Record<string, unknown>, tools = LIBRARY_TOOLS): unknown {
+  const spec = tools.find((t) => t.name === name);
   if (!spec) throw new Error(name);
   return new Function("args", spec.body)(args);
 }
@@ -166,3 +175,118 @@ describe("function-calling problems", () => {
     expect(task.runToolLocally?.("nope", {})).toBeUndefined();
   });
 });
+
+const SINGLE = ["year", "countCheckedOut", "copies"];
+
+/** Every single-call key of a library (the templates' key formats). */
+function singleCallKeys(lib: Library): string[] {
+  return [
+    ...lib.books.map((b) => `year:${b.title}`),
+    ...Object.keys(lib.users).map((u) => `count:${u}`),
+    ...lib.authors.map((a) => `copies:${a}`),
+  ];
+}
+
+describe("the catalogue library", () => {
+  const lib = CATALOGUE_LIBRARY;
+
+  it("keeps the seeds' entries, has distinct titles and authors of 1-3 books, and its stated key counts", () => {
+    expect(lib.books.slice(0, BOOKS.length)).toEqual(BOOKS);
+    for (const [u, titles] of Object.entries(USERS)) expect(lib.users[Number(u)]).toEqual(titles);
+    expect(new Set(lib.books.map((b) => b.title)).size).toBe(lib.books.length);
+    const titles = new Set(lib.books.map((b) => b.title));
+    for (const checked of Object.values(lib.users)) for (const t of checked) expect(titles.has(t)).toBe(true);
+    for (const a of lib.authors.filter((x) => !AUTHORS.includes(x))) {
+      const n = lib.books.filter((b) => b.author === a).length;
+      expect(n, a).toBeGreaterThanOrEqual(1);
+      expect(n, a).toBeLessThanOrEqual(3);
+    }
+    expect(Object.keys(lib.users).map(Number)).toEqual(
+      Array.from({ length: Object.keys(lib.users).length }, (_, i) => i + 1),
+    );
+    expect(singleCallKeyCounts(lib)).toEqual({ year: 372, countCheckedOut: 166, copies: 188 });
+    // Frozen: a change here changes every catalogue question and its side of the split.
+    expect(hash32(JSON.stringify(lib)).toString(16)).toBe(CATALOGUE_DIGEST);
+  });
+
+  it("tool bodies compute what the reference implementations compute over the catalogue", () => {
+    const tools = libraryTools(lib);
+    const impl = libraryImpl(lib);
+    const r = new Rng("catalogue-bodies");
+    const inputs: [string, Record<string, unknown>][] = [
+      ["get_user_checked_out_books", { user_id: 166 }],
+      ["get_user_checked_out_books", { user_id: 167 }],
+      ["search_books_by_author", { author: "Nobody" }],
+      ["get_book_info", { title: "Missing" }],
+    ];
+    for (let i = 0; i < 30; i++) {
+      inputs.push(["get_user_checked_out_books", { user_id: r.int(1, 166) }]);
+      inputs.push(["search_books_by_author", { author: r.pick(lib.authors) }]);
+      inputs.push(["get_book_info", { title: r.pick(lib.books).title }]);
+    }
+    for (const [name, args] of inputs)
+      expect(runBody(name, args, tools), `${name} ${JSON.stringify(args)}`).toEqual(impl[name](args));
+    // A search answer stays short enough for the ToolRL recipes' context of 704.
+    for (const a of lib.authors)
+      expect(JSON.stringify(impl.search_books_by_author({ author: a })).length).toBeLessThanOrEqual(240);
+  });
+
+  it("single-call eval (100) and dev sets hold distinct questions, disjoint by key from each other and training", () => {
+    const task = makeFunctionCallingTask({ library: "catalogue", compact: true, templates: SINGLE });
+    const keys = singleCallKeys(lib);
+    const side = (k: string) => splitSide("function-calling", k, 0.2, 2);
+    const evalKeys = keys.filter((k) => side(k) === "eval");
+    const devKeys = keys.filter((k) => side(k) === "dev");
+    expect([evalKeys.length, devKeys.length]).toEqual([147, 74]);
+    const ev = task.evalSet(100);
+    const dev = task.devSet?.(60) ?? [];
+    const evIds = ev.map((p) => String(p.meta.key));
+    const devIds = dev.map((p) => String(p.meta.key));
+    expect(new Set(evIds).size).toBe(100);
+    expect(new Set(devIds).size).toBe(60);
+    for (const k of evIds) expect(side(k)).toBe("eval");
+    for (const k of devIds) expect(side(k)).toBe("dev");
+    expect(ev.filter((p) => p.meta.template === "countCheckedOut").length).toBeGreaterThan(20);
+    const train = task.sample(new Rng(8), 3000).map((p) => String(p.meta.key));
+    for (const k of train) expect(side(k), k).toBe("train");
+    // Training reaches most of its side (the SFT data is not a handful of questions).
+    expect(new Set(train).size).toBeGreaterThan(450);
+    // Every held-out question is answerable by its ground-truth call on the catalogue's tools.
+    const tools = libraryTools(lib);
+    for (const p of ev) {
+      const [c] = p.meta.gtCalls as CallRecord[];
+      const out = runBody(c.name, c.arguments ?? {}, tools);
+      const expected =
+        p.meta.template === "year"
+          ? (out as { year: number }).year
+          : p.meta.template === "countCheckedOut"
+            ? (out as string[]).length
+            : (out as { copies_available: number }[]).reduce((s, b) => s + b.copies_available, 0);
+      expect(p.answer).toBe(String(expected));
+    }
+    // More than the eval side holds fails loudly instead of repeating.
+    expect(() => task.evalSet(148)).toThrow(/could not draw 148 eval problems/);
+  });
+
+  it("the seeds' library (the default) draws exactly what it drew before the catalogue existed", () => {
+    // Digests of the eval set, a train sample, demos, tools and dev set, computed at commit
+    // 01a7794 (before task.options.library): old configs and links replay unchanged.
+    const digest = (o: Parameters<typeof makeFunctionCallingTask>[0], dev: boolean) => {
+      const t = makeFunctionCallingTask(o);
+      const parts = [
+        t.evalSet(32),
+        t.sample(new Rng(7), 200),
+        t.sftDemos(new Rng(9), 50, { thinkRate: 0 }),
+        t.tools,
+        dev ? (t.devSet?.(16) ?? []) : [],
+      ];
+      return hash32(JSON.stringify(parts)).toString(16);
+    };
+    expect(digest({}, true)).toBe("1876d9c3");
+    expect(digest({ library: "seeds" }, true)).toBe("1876d9c3");
+    expect(digest({ compact: true, templates: SINGLE }, true)).toBe("d9e397a4");
+    expect(digest({ splitVersion: 1 }, false)).toBe("f60fd9c2");
+  });
+});
+
+const CATALOGUE_DIGEST = "f07dd25d";

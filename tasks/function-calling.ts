@@ -1,6 +1,12 @@
-// Function calling over a small library (the seeds' example): user-defined tools with
-// JSON-schema parameters and JS bodies that carry their own copy of the dataset into the
-// sandbox, problems with ground-truth calls, and demos in the `chatml-turns` template.
+// Function calling over a library: user-defined tools with JSON-schema parameters and JS
+// bodies that carry their own copy of the dataset into the sandbox, problems with
+// ground-truth calls, and demos in the `chatml-turns` template.
+// Two libraries (task.options.library): "seeds", the seeds' hand-written 12 books and 6 users
+// (the default, so configs and links made before the option replay unchanged), and
+// "catalogue", the seeds' entries plus a generated catalogue (fixed word lists and a fixed
+// seed, so it is the same in every process and release) of 360 more books by 183 authors and
+// 160 more users: its single-call templates have 726 keys instead of 23, enough for an eval
+// set of 100 distinct questions (see CATALOGUE_* below).
 // The TS functions in LIBRARY_IMPL are the reference the demos use to fill tool responses;
 // the test runs each tool body as the sandbox would and checks it against them.
 // verify() grades the final answer and reports predicted vs ground-truth calls for the
@@ -8,7 +14,7 @@
 
 import { z } from "zod";
 import { share } from "./options.ts";
-import type { Rng } from "./rng.ts";
+import { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { CallRecord, Demo, LocalToolResult, Message, Problem, Task, UserToolSpec } from "./types.ts";
 import { callsMatch, verifyNumeric } from "./verify.ts";
@@ -50,73 +56,256 @@ export const FEES: Record<string, number> = { tech: 25, fiction: 15, science: 20
 
 export const AUTHORS = [...new Set(BOOKS.map((b) => b.author))];
 
-/** The reference implementations; tool bodies below must compute the same. */
-export const LIBRARY_IMPL: Record<string, (args: Record<string, unknown>) => unknown> = {
-  get_user_checked_out_books: (args) =>
-    USERS[Number(args.user_id)] ?? { error: `no user ${String(args.user_id)}` },
-  search_books_by_author: (args) =>
-    BOOKS.filter((b) => b.author === args.author).map((b) => ({
-      title: b.title,
-      author: b.author,
-      copies_available: b.copies_available,
-    })),
-  get_book_info: (args) =>
-    BOOKS.find((b) => b.title === args.title) ?? { error: `no book ${String(args.title)}` },
-  get_late_fee_per_day: (args) => FEES[String(args.genre)] ?? { error: `no genre ${String(args.genre)}` },
-};
+/** A library the tools serve and the templates ask about. */
+export interface Library {
+  books: Book[];
+  /** Titles checked out, by user id (ids 1..N). */
+  users: Record<number, string[]>;
+  /** Distinct authors in book order. */
+  authors: string[];
+}
+
+export const SEEDS_LIBRARY: Library = { books: BOOKS, users: USERS, authors: AUTHORS };
+
+// The generated part of the catalogue. Changing a word list, a count or the seed changes
+// every catalogue question and which ones are held out, so they are frozen; the test pins a
+// digest of the result.
+const CATALOGUE_ADJECTIVES = [
+  "Silent",
+  "Hidden",
+  "Golden",
+  "Broken",
+  "Distant",
+  "Burning",
+  "Frozen",
+  "Gentle",
+  "Hollow",
+  "Lonely",
+  "Bright",
+  "Crimson",
+  "Silver",
+  "Wild",
+  "Secret",
+  "Ancient",
+  "Quiet",
+  "Restless",
+  "Open",
+  "Narrow",
+  "Bitter",
+  "Sudden",
+  "Paper",
+  "Iron",
+  "Velvet",
+  "Glass",
+  "Northern",
+  "Southern",
+  "Last",
+  "First",
+];
+const CATALOGUE_NOUNS = [
+  "Harbor",
+  "Forest",
+  "Mirror",
+  "Valley",
+  "Lantern",
+  "Orchard",
+  "Tower",
+  "Bridge",
+  "Island",
+  "Meadow",
+  "Canyon",
+  "Window",
+  "Garden",
+  "Compass",
+  "River",
+  "Mountain",
+  "Letter",
+  "Kingdom",
+  "Machine",
+  "Desert",
+  "Archive",
+  "Signal",
+  "Voyage",
+  "Engine",
+  "Planet",
+  "Circuit",
+  "Recipe",
+  "Kitchen",
+  "Atlas",
+  "Theory",
+];
+const CATALOGUE_FIRST = [
+  "Alice",
+  "Ben",
+  "Clara",
+  "David",
+  "Elena",
+  "Farid",
+  "Grace",
+  "Hugo",
+  "Irene",
+  "Jonas",
+  "Kira",
+  "Leo",
+  "Mina",
+  "Nils",
+  "Olga",
+  "Pedro",
+  "Rosa",
+  "Sami",
+  "Tara",
+  "Umar",
+  "Vera",
+  "Wes",
+  "Yuki",
+  "Zane",
+];
+const CATALOGUE_LAST = [
+  "Adams",
+  "Brown",
+  "Chen",
+  "Diaz",
+  "Evans",
+  "Fischer",
+  "Gupta",
+  "Hill",
+  "Ito",
+  "Jones",
+  "Khan",
+  "Lopez",
+  "Moreau",
+  "Novak",
+  "Okafor",
+  "Petrov",
+  "Quinn",
+  "Rossi",
+  "Sato",
+  "Tanaka",
+  "Usman",
+  "Varga",
+  "Weber",
+  "Young",
+];
+/** Generated books, authors (1-3 books each, so a search stays short) and users. */
+export const CATALOGUE_BOOKS = 360;
+export const CATALOGUE_USERS = 160;
+const CATALOGUE_SEED = "function-calling:catalogue:1";
+
+function makeCatalogue(): Library {
+  const rng = new Rng(CATALOGUE_SEED);
+  const seedTitles = new Set(BOOKS.map((b) => b.title));
+  const titles = rng
+    .shuffle(CATALOGUE_ADJECTIVES.flatMap((a) => CATALOGUE_NOUNS.map((n) => `${a} ${n}`)))
+    .filter((t) => !seedTitles.has(t))
+    .slice(0, CATALOGUE_BOOKS);
+  const names = rng
+    .shuffle(CATALOGUE_FIRST.flatMap((f) => CATALOGUE_LAST.map((l) => `${f} ${l}`)))
+    .filter((a) => !AUTHORS.includes(a));
+  const genres = Object.keys(FEES);
+  const books: Book[] = [...BOOKS];
+  let a = 0;
+  for (let i = 0; i < titles.length; a++) {
+    const author = names[a];
+    for (let k = rng.int(1, 3); k > 0 && i < titles.length; k--, i++)
+      books.push({
+        title: titles[i],
+        author,
+        year: rng.int(1950, 2024),
+        genre: rng.pick(genres),
+        copies_available: rng.int(0, 6),
+      });
+  }
+  const users: Record<number, string[]> = { ...USERS };
+  const first = Object.keys(USERS).length + 1;
+  for (let u = first; u < first + CATALOGUE_USERS; u++)
+    users[u] = rng.shuffle(books.map((b) => b.title)).slice(0, rng.int(1, 5));
+  return { books, users, authors: [...new Set(books.map((b) => b.author))] };
+}
+
+export const CATALOGUE_LIBRARY: Library = makeCatalogue();
+
+export const LIBRARIES = { seeds: SEEDS_LIBRARY, catalogue: CATALOGUE_LIBRARY };
+export type LibraryName = keyof typeof LIBRARIES;
+
+/** The reference implementations over `lib`; tool bodies below must compute the same. */
+export function libraryImpl(lib: Library): Record<string, (args: Record<string, unknown>) => unknown> {
+  return {
+    get_user_checked_out_books: (args) =>
+      lib.users[Number(args.user_id)] ?? { error: `no user ${String(args.user_id)}` },
+    search_books_by_author: (args) =>
+      lib.books
+        .filter((b) => b.author === args.author)
+        .map((b) => ({
+          title: b.title,
+          author: b.author,
+          copies_available: b.copies_available,
+        })),
+    get_book_info: (args) =>
+      lib.books.find((b) => b.title === args.title) ?? { error: `no book ${String(args.title)}` },
+    get_late_fee_per_day: (args) => FEES[String(args.genre)] ?? { error: `no genre ${String(args.genre)}` },
+  };
+}
+
+/** The seeds' library's reference implementations. */
+export const LIBRARY_IMPL = libraryImpl(SEEDS_LIBRARY);
 
 // Each body is a function body over `args` (sandbox/types.ts ToolSpec); data is inlined so
 // the sandbox needs nothing from the host.
-export const LIBRARY_TOOLS: UserToolSpec[] = [
-  {
-    name: "get_user_checked_out_books",
-    description: "Titles of the books a user has checked out.",
-    parameters: {
-      type: "object",
-      properties: { user_id: { type: "integer", description: "the user's id" } },
-      required: ["user_id"],
-    },
-    body: `const USERS = ${JSON.stringify(USERS)};
+export function libraryTools(lib: Library): UserToolSpec[] {
+  return [
+    {
+      name: "get_user_checked_out_books",
+      description: "Titles of the books a user has checked out.",
+      parameters: {
+        type: "object",
+        properties: { user_id: { type: "integer", description: "the user's id" } },
+        required: ["user_id"],
+      },
+      body: `const USERS = ${JSON.stringify(lib.users)};
 const books = USERS[String(args.user_id)];
 return books === undefined ? { error: "no user " + String(args.user_id) } : books;`,
-  },
-  {
-    name: "search_books_by_author",
-    description: "Books by an author, with the copies available.",
-    parameters: {
-      type: "object",
-      properties: { author: { type: "string", description: "full name of the author" } },
-      required: ["author"],
     },
-    body: `const BOOKS = ${JSON.stringify(BOOKS)};
+    {
+      name: "search_books_by_author",
+      description: "Books by an author, with the copies available.",
+      parameters: {
+        type: "object",
+        properties: { author: { type: "string", description: "full name of the author" } },
+        required: ["author"],
+      },
+      body: `const BOOKS = ${JSON.stringify(lib.books)};
 return BOOKS.filter((b) => b.author === args.author)
   .map((b) => ({ title: b.title, author: b.author, copies_available: b.copies_available }));`,
-  },
-  {
-    name: "get_book_info",
-    description: "Author, year, genre and copies available of a book, by exact title.",
-    parameters: {
-      type: "object",
-      properties: { title: { type: "string" } },
-      required: ["title"],
     },
-    body: `const BOOKS = ${JSON.stringify(BOOKS)};
+    {
+      name: "get_book_info",
+      description: "Author, year, genre and copies available of a book, by exact title.",
+      parameters: {
+        type: "object",
+        properties: { title: { type: "string" } },
+        required: ["title"],
+      },
+      body: `const BOOKS = ${JSON.stringify(lib.books)};
 const b = BOOKS.find((x) => x.title === args.title);
 return b === undefined ? { error: "no book " + String(args.title) } : b;`,
-  },
-  {
-    name: "get_late_fee_per_day",
-    description: "Late fee in cents per day for a genre.",
-    parameters: {
-      type: "object",
-      properties: { genre: { type: "string", enum: Object.keys(FEES) } },
-      required: ["genre"],
     },
-    body: `const FEES = ${JSON.stringify(FEES)};
+    {
+      name: "get_late_fee_per_day",
+      description: "Late fee in cents per day for a genre.",
+      parameters: {
+        type: "object",
+        properties: { genre: { type: "string", enum: Object.keys(FEES) } },
+        required: ["genre"],
+      },
+      body: `const FEES = ${JSON.stringify(FEES)};
 const f = FEES[String(args.genre)];
 return f === undefined ? { error: "no genre " + String(args.genre) } : f;`,
-  },
-];
+    },
+  ];
+}
+
+/** The seeds' library's tools. */
+export const LIBRARY_TOOLS: UserToolSpec[] = libraryTools(SEEDS_LIBRARY);
 
 /** The compact system prompt: how to call, where to answer, and the tool schemas. */
 export function functionCallingSystemPrompt(tools: UserToolSpec[]): string {
@@ -142,22 +331,17 @@ interface FcInstance {
 
 const call = (name: string, args: Record<string, unknown>): CallRecord => ({ name, arguments: args });
 
-function titlesOf(v: unknown): string[] {
-  return Array.isArray(v)
-    ? (v as { title?: string }[]).map((x) => (typeof x === "string" ? x : String(x.title)))
-    : [];
-}
-
-export const FC_TEMPLATES: Record<string, (rng: Rng) => FcInstance> = {
-  lateFee(rng) {
-    const user = rng.int(1, 6);
-    const checked = USERS[user];
+/** Each template draws one question about `lib` (the rng calls over the seeds' library are those made before libraries existed). */
+export const FC_TEMPLATES: Record<string, (rng: Rng, lib: Library) => FcInstance> = {
+  lateFee(rng, lib) {
+    const user = rng.int(1, Object.keys(lib.users).length);
+    const checked = lib.users[user];
     // Prefer an author the user has books by, so the answer is rarely a trivial 0.
-    const theirs = [...new Set(checked.map((t) => BOOKS.find((b) => b.title === t)?.author ?? ""))];
-    const author = rng.bool(0.8) ? rng.pick(theirs) : rng.pick(AUTHORS);
+    const theirs = [...new Set(checked.map((t) => lib.books.find((b) => b.title === t)?.author ?? ""))];
+    const author = rng.bool(0.8) ? rng.pick(theirs) : rng.pick(lib.authors);
     const days = rng.int(2, 30);
     const fee = rng.pick([5, 10, 15, 20, 25, 50]);
-    const byAuthor = new Set(titlesOf(LIBRARY_IMPL.search_books_by_author({ author })));
+    const byAuthor = new Set(lib.books.filter((b) => b.author === author).map((b) => b.title));
     const count = checked.filter((t) => byAuthor.has(t)).length;
     return {
       template: "lateFee",
@@ -170,9 +354,9 @@ export const FC_TEMPLATES: Record<string, (rng: Rng) => FcInstance> = {
       key: `lateFee:${user}:${author}:${days}:${fee}`,
     };
   },
-  copies(rng) {
-    const author = rng.pick(AUTHORS);
-    const books = LIBRARY_IMPL.search_books_by_author({ author }) as { copies_available: number }[];
+  copies(rng, lib) {
+    const author = rng.pick(lib.authors);
+    const books = lib.books.filter((b) => b.author === author);
     return {
       template: "copies",
       question: `How many copies of books by ${author} are available in total?`,
@@ -182,19 +366,19 @@ export const FC_TEMPLATES: Record<string, (rng: Rng) => FcInstance> = {
       key: `copies:${author}`,
     };
   },
-  countCheckedOut(rng) {
-    const user = rng.int(1, 6);
+  countCheckedOut(rng, lib) {
+    const user = rng.int(1, Object.keys(lib.users).length);
     return {
       template: "countCheckedOut",
       question: `How many books does user ${user} have checked out?`,
       turns: [[call("get_user_checked_out_books", { user_id: user })]],
-      answer: USERS[user].length,
+      answer: lib.users[user].length,
       bucket: "single-call",
       key: `count:${user}`,
     };
   },
-  year(rng) {
-    const book = rng.pick(BOOKS);
+  year(rng, lib) {
+    const book = rng.pick(lib.books);
     return {
       template: "year",
       question: `In which year was "${book.title}" published?`,
@@ -204,8 +388,8 @@ export const FC_TEMPLATES: Record<string, (rng: Rng) => FcInstance> = {
       key: `year:${book.title}`,
     };
   },
-  bookFee(rng) {
-    const book = rng.pick(BOOKS);
+  bookFee(rng, lib) {
+    const book = rng.pick(lib.books);
     const days = rng.int(2, 40);
     return {
       template: "bookFee",
@@ -221,8 +405,21 @@ export const FC_TEMPLATES: Record<string, (rng: Rng) => FcInstance> = {
   },
 };
 
-function runImpl(name: string, args: Record<string, unknown>): LocalToolResult | undefined {
-  const f = LIBRARY_IMPL[name];
+/** Distinct keys of each single-call template over `lib` (multi-call ones have thousands). */
+export function singleCallKeyCounts(lib: Library): Record<string, number> {
+  return {
+    year: lib.books.length,
+    countCheckedOut: Object.keys(lib.users).length,
+    copies: lib.authors.length,
+  };
+}
+
+function runImpl(
+  impl: ReturnType<typeof libraryImpl>,
+  name: string,
+  args: Record<string, unknown>,
+): LocalToolResult | undefined {
+  const f = impl[name];
   if (!f) return undefined;
   const value = f(args);
   const failed = typeof value === "object" && value !== null && "error" in value;
@@ -246,9 +443,13 @@ export function compactSystemPrompt(tools: UserToolSpec[]): string {
   );
 }
 
-/** task.options of function-calling: templates, evalFraction, compact and `sft` ({thinkRate}). */
+/**
+ * task.options of function-calling: library ("seeds" or "catalogue"), templates, evalFraction,
+ * compact and `sft` ({thinkRate}).
+ */
 export const FUNCTION_CALLING_OPTIONS = z
   .object({
+    library: z.enum(["seeds", "catalogue"]),
     templates: z.array(z.string()),
     evalFraction: share(),
     compact: z.boolean(),
@@ -258,17 +459,27 @@ export const FUNCTION_CALLING_OPTIONS = z
   .strict();
 
 export function makeFunctionCallingTask(
-  opts: { templates?: string[]; evalFraction?: number; compact?: boolean; splitVersion?: SplitVersion } = {},
+  opts: {
+    library?: LibraryName;
+    templates?: string[];
+    evalFraction?: number;
+    compact?: boolean;
+    splitVersion?: SplitVersion;
+  } = {},
 ): Task {
   const name = "function-calling";
+  const libraryName = opts.library ?? "seeds";
+  const lib = LIBRARIES[libraryName];
+  if (!lib)
+    throw new Error(`function-calling: unknown library "${String(libraryName)}" (known: seeds, catalogue)`);
+  const impl = libraryImpl(lib);
+  const tools = libraryName === "seeds" ? LIBRARY_TOOLS : libraryTools(lib);
   const names = opts.templates ?? Object.keys(FC_TEMPLATES);
   for (const t of names)
     if (!(t in FC_TEMPLATES)) throw new Error(`function-calling: unknown template "${t}"`);
   // The key space is small (single-call templates have a handful of keys), so hold out more.
   const fraction = opts.evalFraction ?? Math.max(DEFAULT_EVAL_FRACTION, 0.2);
-  const system = opts.compact
-    ? compactSystemPrompt(LIBRARY_TOOLS)
-    : functionCallingSystemPrompt(LIBRARY_TOOLS);
+  const system = opts.compact ? compactSystemPrompt(tools) : functionCallingSystemPrompt(tools);
   const toProblem = (inst: FcInstance): Problem => ({
     id: `function-calling:${inst.key}`,
     messages: [
@@ -279,22 +490,28 @@ export function makeFunctionCallingTask(
     bucket: inst.bucket,
     meta: { template: inst.template, key: inst.key, gtTurns: inst.turns, gtCalls: inst.turns.flat() },
   });
-  const draw = (rng: Rng) => toProblem(FC_TEMPLATES[rng.pick(names)](rng));
+  const draw = (rng: Rng) => toProblem(FC_TEMPLATES[rng.pick(names)](rng, lib));
   const key = (p: Problem) => String(p.meta.key);
   const split = { taskName: name, fraction, version: opts.splitVersion ?? SPLIT_VERSION };
   const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, "train", split);
+  const unique = libraryName === "seeds" ? ("prefer" as const) : true;
 
   return {
     name,
-    description: "Library function calling (seeds' example): user-defined JS tools over a small dataset.",
+    description:
+      libraryName === "seeds"
+        ? "Library function calling (seeds' example): user-defined JS tools over a small dataset."
+        : "Library function calling over the generated catalogue (372 books, 166 users): user-defined JS tools.",
     defaultTemplate: "chatml-turns",
-    tools: LIBRARY_TOOLS,
+    tools,
     buckets: ["single-call", "multi-call"],
     sample,
-    // "prefer": the single-call templates have few keys (year 12, count 6, copies 5), so an
-    // eval set of those repeats questions once its distinct ones run out.
-    evalSet: (n) => drawSplit(evalRng(name), n, draw, key, "eval", { ...split, unique: "prefer" }),
-    devSet: (n) => drawSplit(evalRng(name, "dev"), n, draw, key, "dev", { ...split, unique: "prefer" }),
+    // The seeds' library: "prefer", since its single-call templates have few keys (year 12,
+    // count 6, copies 5), so an eval set of those repeats questions once its distinct ones run
+    // out. The catalogue: each question once (its 726 single-call keys put 147 on the
+    // eval side and 74 on the dev side at the default fraction 0.2), failing loudly past that.
+    evalSet: (n) => drawSplit(evalRng(name), n, draw, key, "eval", { ...split, unique }),
+    devSet: (n) => drawSplit(evalRng(name, "dev"), n, draw, key, "dev", { ...split, unique }),
     verify(problem, finalAnswerText, trajectory) {
       const res = verifyNumeric(problem.answer, finalAnswerText);
       const gtCalls = problem.meta.gtCalls as CallRecord[];
@@ -322,7 +539,7 @@ export function makeFunctionCallingTask(
             content: (think ? `<think>${plan}</think>` : "") + text.join("\n"),
           });
           for (const c of calls) {
-            const out = runImpl(c.name, c.arguments ?? {});
+            const out = runImpl(impl, c.name, c.arguments ?? {});
             messages.push({ role: "tool", content: out?.output ?? "" });
           }
         });
@@ -337,12 +554,12 @@ export function makeFunctionCallingTask(
           const parsed: unknown = JSON.parse(input);
           if (typeof parsed !== "object" || parsed === null)
             return { ok: false, output: "arguments are not an object" };
-          return runImpl(toolName, parsed as Record<string, unknown>);
+          return runImpl(impl, toolName, parsed as Record<string, unknown>);
         } catch {
           return { ok: false, output: "arguments are not JSON" };
         }
       }
-      return runImpl(toolName, input);
+      return runImpl(impl, toolName, input);
     },
   };
 }

@@ -22,8 +22,15 @@ import {
 
 const DIR = dirname(fileURLToPath(import.meta.url));
 
-/** Each claim: its arm, the baseline its preset declares (`contrast.baseline`), the training metrics its text is about. */
-const CLAIMS: Record<string, { arm: string; baseline: string; train: string[]; trend?: string[] }> = {
+/**
+ * Each claim: its arm, the baseline its preset declares (`contrast.baseline`), the training
+ * metrics its text is about, the held-out metrics (val/acc and val/acc/hard unless it says)
+ * and the keys whose trend matters (they also get "change" columns).
+ */
+const CLAIMS: Record<
+  string,
+  { arm: string; baseline: string; train: string[]; held?: string[]; trend?: string[] }
+> = {
   "no-tool": {
     arm: "claim-no-tool",
     baseline: "quick-demo",
@@ -74,6 +81,12 @@ const CLAIMS: Record<string, { arm: string; baseline: string; train: string[]; t
     train: ["acc/mean", "actor/grad_norm", "actor/entropy"],
     trend: ["groups/zero_std_frac", "groups/zero_std_frac_all_correct", "groups/zero_std_frac_all_wrong"],
   },
+  toolrl: {
+    arm: "claim-toolrl",
+    baseline: "claim-toolrl-exact",
+    train: ["tool/success_rate", "acc/mean", "groups/zero_std_frac", "actor/entropy"],
+    held: ["val/acc", "val/acc_sampled", "val/tool_call_rate"],
+  },
 };
 
 /** Steps averaged at each end of a run for the trend columns. */
@@ -119,7 +132,7 @@ function heldOut(name: string, base: SeedRun[], arm: SeedRun[], key: string): st
         .filter((v): v is number => v !== undefined);
       if (xs.length === 0) return "-";
       const se =
-        key === "val/acc" && runs[0].evalSize
+        key.startsWith("val/acc") && !key.startsWith("val/acc/") && runs[0].evalSize
           ? ` (SE ${f(binomialSE(stat(xs).mean, runs[0].evalSize))})`
           : "";
       return `${pm(xs)}${se}; ${xs.map((x) => f(x)).join(", ")}`;
@@ -244,7 +257,7 @@ for (const name of wanted.length ? wanted : Object.keys(CLAIMS)) {
   console.log(
     `## ${name}: ${c.arm} (seeds ${arm.map((r) => r.seed).join(", ")}) vs ${c.baseline} (seeds ${base.map((r) => r.seed).join(", ")})\n`,
   );
-  for (const key of ["val/acc", "val/acc/hard"])
+  for (const key of c.held ?? ["val/acc", "val/acc/hard"])
     if (valuesByStep(base[0].rows, key).size > 0)
       console.log(`${heldOut(name, base, arm, key).join("\n")}\n`);
   console.log(`${training(name, base, arm).join("\n")}\n`);
