@@ -132,19 +132,24 @@ describe("share links in the app", () => {
     page.on("pageerror", (e) => errors.push(e.message));
     // ci-tiny with its own checkpoint cadence (every 2 steps), smaller steps.
     await page.goto(
-      `${baseUrl}?preset=ci-tiny&stop.max_steps=4&rl.prompts_per_step=2&rl.group_size=2&task.eval_every=0&task.eval_size=2`,
+      `${baseUrl}?preset=ci-tiny&stop.max_steps=8&rl.prompts_per_step=2&rl.group_size=2&task.eval_every=0&task.eval_size=2`,
     );
     await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
     await expect.poll(() => page.getByTestId("start").isEnabled(), { timeout: 30_000 }).toBe(true);
     await page.getByTestId("start").click();
     await expect
       .poll(async () => Number(await text(page, "progress-step")), { timeout: 300_000, interval: 250 })
-      .toBeGreaterThanOrEqual(3);
+      .toBeGreaterThanOrEqual(1);
     // The elapsed clock ticks between the worker's pushes.
     const e0 = await text(page, "progress-elapsed");
     await expect.poll(() => text(page, "progress-elapsed"), { timeout: 5_000 }).not.toBe(e0);
     const own = await page.evaluate(() => location.hash);
     expect(own).toMatch(/^#run=v/);
+    // Reload as soon as step 3 is reached: 8 steps leave room, so a fast adapter cannot
+    // finish the run before the reload interrupts it (it did with 4 steps).
+    await expect
+      .poll(async () => Number(await text(page, "progress-step")), { timeout: 300_000, interval: 100 })
+      .toBeGreaterThanOrEqual(3);
 
     await page.reload();
     const resume = page.getByTestId("resume-banner");
@@ -172,17 +177,17 @@ describe("share links in the app", () => {
       null,
       { timeout: 400_000 },
     );
-    // Counts at the end: 4 of 4 steps, ETA – ; the kept rows came back and the rest were
+    // Counts at the end: 8 of 8 steps, ETA – ; the kept rows came back and the rest were
     // recomputed: one reward point per RL step.
-    expect(await text(page, "progress-step")).toBe("4");
-    expect(await text(page, "progress-total")).toBe("4");
+    expect(await text(page, "progress-step")).toBe("8");
+    expect(await text(page, "progress-total")).toBe("8");
     expect(await text(page, "progress-eta")).toBe("ETA –");
     expect(await page.getByTestId("run-row").first().getByTestId("run-name").textContent()).toBe(name);
     expect(await page.getByTestId("run-row").first().getByTestId("run-status").textContent()).toBe("done");
     await page.getByTestId("tab-charts").click();
     const chart = page.getByTestId("chart-reward");
-    // data-points counts the current run's series: reward/mean and reward/std, 4 steps each.
-    expect(Number(await chart.getAttribute("data-points"))).toBe(8);
+    // data-points counts the current run's series: reward/mean and reward/std, 8 steps each.
+    expect(Number(await chart.getAttribute("data-points"))).toBe(16);
     // The chart hover names the run as the runs table does.
     const over = (await chart.locator(".u-over").boundingBox())!;
     await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);
