@@ -2,10 +2,10 @@
 // the CPU, must give exactly the tokens and log-probs of one decode() per token, with cuts inside
 // the window (stop tokens, a tool-call end), appended tool responses, the context limit and
 // inactive rows; and the round trips it saves. Run: npx vitest run --project gpu model/decode-window
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpu } from "../kernels/device";
-import { nodeGpu } from "../kernels/node-gpu";
-import { countersSince, Runtime } from "../kernels/runtime";
+
+import { beforeAll, describe, expect, it } from "vitest";
+import { countersSince, type Runtime } from "../kernels/runtime";
+import { gpuRuntime } from "../kernels/testing";
 import type { GenerationSession, RunEnd } from "./api";
 import { modelConfig } from "./config";
 import { CpuModel } from "./cpu";
@@ -13,13 +13,10 @@ import { decodeRun } from "./generate";
 import { GpuModel } from "./gpu";
 import { encode, SPECIAL_IDS } from "./tokenizer";
 
-let device: GPUDevice;
 let rt: Runtime;
 beforeAll(async () => {
-  device = (await createGpu(await nodeGpu())).device;
-  rt = new Runtime(device);
+  rt = await gpuRuntime();
 });
-afterAll(() => device?.destroy());
 
 const CALL_END = SPECIAL_IDS["</tool_call>"];
 

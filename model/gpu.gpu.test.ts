@@ -3,11 +3,9 @@
 // forward, seeded sampling, stop strings with appended tool responses after GPU training,
 // a non-finite gradient norm, checkpoints. Run: npx vitest run --project gpu model/
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpu } from "../kernels/device";
-import { nodeGpu } from "../kernels/node-gpu";
-import { Runtime } from "../kernels/runtime";
-import { assertClose } from "../kernels/testing";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Runtime } from "../kernels/runtime";
+import { assertClose, gpuRuntime } from "../kernels/testing";
 import type { ScoreBatch } from "./api";
 import { loadCheckpoint, saveCheckpoint } from "./checkpoint";
 import { modelConfig, paramLayout } from "./config";
@@ -20,13 +18,10 @@ import { decode, encode } from "./tokenizer";
 const golden = readGolden(new Uint8Array(readFileSync(new URL("./golden/tiny.bin", import.meta.url))));
 const goldenBatch: ScoreBatch = { B: golden.B, T: golden.T, tokens: golden.tokens, targets: golden.targets };
 
-let device: GPUDevice;
 let rt: Runtime;
 beforeAll(async () => {
-  device = (await createGpu(await nodeGpu())).device;
-  rt = new Runtime(device);
+  rt = await gpuRuntime();
 });
-afterAll(() => device?.destroy());
 
 describe("GPU model vs PyTorch (golden fixture)", () => {
   it("matches logits, logp, entropy, loss and every gradient", async () => {

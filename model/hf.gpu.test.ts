@@ -4,11 +4,9 @@
 // equals its full forward across prefill, decode and append.
 // Run: npx vitest run --project gpu model/hf.gpu.test.ts
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpu } from "../kernels/device";
-import { nodeGpu } from "../kernels/node-gpu";
+import { beforeAll, describe, expect, it } from "vitest";
 import { Runtime } from "../kernels/runtime";
-import { assertClose } from "../kernels/testing";
+import { assertClose, gpuRuntime } from "../kernels/testing";
 import { goldenLoss, goldenLossGrads, readHfGolden } from "./golden";
 import { GpuModel } from "./gpu";
 import { hfTensors, loadHfModel } from "./hf";
@@ -20,10 +18,9 @@ const FAMILIES = ["llama", "qwen2", "qwen3"] as const;
 let device: GPUDevice;
 let rt: Runtime;
 beforeAll(async () => {
-  device = (await createGpu(await nodeGpu())).device;
-  rt = new Runtime(device);
+  rt = await gpuRuntime();
+  device = rt.device;
 });
-afterAll(() => device?.destroy());
 
 describe("GPU model vs PyTorch, per family", () => {
   it.each(FAMILIES)("%s: logits, logp, entropy, loss, every gradient, 10 AdamW steps", async (family) => {

@@ -5,13 +5,11 @@
 // the adapter equals the full forward, and the column-block kernels equal their references.
 // Run: npx vitest run --project gpu model/lora.gpu.test.ts
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { columnsAdd, columnsGather } from "../kernels/columns";
-import { createGpu } from "../kernels/device";
-import { nodeGpu } from "../kernels/node-gpu";
 import { columnsAddRef, columnsGatherRef } from "../kernels/reference";
 import { Runtime } from "../kernels/runtime";
-import { assertClose, randn, TOL } from "../kernels/testing";
+import { assertClose, gpuRuntime, randn, TOL } from "../kernels/testing";
 import type { ScoreBatch } from "./api";
 import { goldenLoss, goldenLossGrads, type LoraGolden, readLoraGolden } from "./golden";
 import { GpuModel } from "./gpu";
@@ -24,10 +22,9 @@ const batchOf = (g: LoraGolden): ScoreBatch => ({ B: g.B, T: g.T, tokens: g.toke
 let device: GPUDevice;
 let rt: Runtime;
 beforeAll(async () => {
-  device = (await createGpu(await nodeGpu())).device;
-  rt = new Runtime(device);
+  rt = await gpuRuntime();
+  device = rt.device;
 });
-afterAll(() => device?.destroy());
 
 describe("column-block kernels", () => {
   it("add into and gather from a column block of an odd-width row (45 x 65, block at 17)", async () => {

@@ -5,23 +5,20 @@
 // the training buffers it allocates are fewer, and the memory plan's activation term
 // (model/memory-plan.ts) is what the model allocates, on and off; so is its f16 base term.
 // Run: npx vitest run --project gpu model/recompute.gpu.test.ts
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpu } from "../kernels/device";
-import { nodeGpu } from "../kernels/node-gpu";
-import { Runtime } from "../kernels/runtime";
+
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Runtime } from "../kernels/runtime";
+import { gpuRuntime } from "../kernels/testing";
 import { coupledGrads } from "../rl/minibatch-testing";
 import { type ModelConfig, modelConfig } from "./config";
 import { GpuModel } from "./gpu";
 import { loraLayout, randomLora } from "./lora";
 import { memoryPlan } from "./memory-plan";
 
-let device: GPUDevice;
 let rt: Runtime;
 beforeAll(async () => {
-  device = (await createGpu(await nodeGpu())).device;
-  rt = new Runtime(device);
+  rt = await gpuRuntime();
 });
-afterAll(() => device?.destroy());
 
 const tiny = { layers: 3, dModel: 16, heads: 2, context: 16, vocab: 13 };
 const QWEN3ISH = {

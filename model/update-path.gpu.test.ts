@@ -3,22 +3,17 @@
 // path (a submit each, the norm read before AdamW): the same weights and optimizer state bit for
 // bit, one readback a minibatch, and a NaN gradient still skips the step and is flagged.
 // Run: npx vitest run --project gpu model/update-path
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpu } from "../kernels/device";
-import { nodeGpu } from "../kernels/node-gpu";
-import { countersSince, Runtime } from "../kernels/runtime";
-import { randInt } from "../kernels/testing";
+import { beforeAll, describe, expect, it } from "vitest";
+import { countersSince, type Runtime } from "../kernels/runtime";
+import { gpuRuntime, randInt } from "../kernels/testing";
 import { type MinibatchPlan, trainMinibatches } from "../rl/minibatch";
 import { modelConfig } from "./config";
 import { GpuModel } from "./gpu";
 
-let device: GPUDevice;
 let rt: Runtime;
 beforeAll(async () => {
-  device = (await createGpu(await nodeGpu())).device;
-  rt = new Runtime(device);
+  rt = await gpuRuntime();
 });
-afterAll(() => device?.destroy());
 
 const config = modelConfig({ layers: 1, dModel: 32, heads: 2, context: 24 });
 const rows = Array.from({ length: 6 }, (_, i) => ({

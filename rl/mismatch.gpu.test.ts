@@ -2,10 +2,10 @@
 // KV-cache decode path (the `sample` kernel) and scored by the training forward, under the same
 // temperature and top-k/top-p (rl/mismatch.ts), agree to float32 rounding; docs/EXPERIMENTS.md
 // measures the same on quick-demo. `npx vitest run --project gpu rl/mismatch.gpu.test.ts`.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpu } from "../kernels/device";
-import { nodeGpu } from "../kernels/node-gpu";
-import { Runtime } from "../kernels/runtime";
+
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Runtime } from "../kernels/runtime";
+import { gpuRuntime } from "../kernels/testing";
 import { modelConfig } from "../model/config";
 import { CpuModel } from "../model/cpu";
 import { generate } from "../model/generate";
@@ -14,13 +14,10 @@ import { encode } from "../model/tokenizer";
 import { scoreAll } from "./minibatch";
 import { mismatchMetrics } from "./mismatch";
 
-let device: GPUDevice;
 let rt: Runtime;
 beforeAll(async () => {
-  device = (await createGpu(await nodeGpu())).device;
-  rt = new Runtime(device);
+  rt = await gpuRuntime();
 });
-afterAll(() => device?.destroy());
 
 describe("decode path vs training forward on the GPU", () => {
   it("agree to float32 rounding with and without top-k/top-p", async () => {
