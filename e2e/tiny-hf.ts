@@ -5,7 +5,7 @@
 // tokenizer_config.json (the chat template unchanged) with the added ids renumbered to match.
 // Random f32 weights (norms at 1), seeded. Node only; used by e2e/model.e2e.test.ts.
 import { readFileSync } from "node:fs";
-import { hfModelConfig, hfTensors } from "../model/hf";
+import { randomHfSafetensors } from "../model/hf-fixture";
 import { QWEN3_DIR } from "../model/qwen3-fixture";
 
 const KEEP = 1024;
@@ -62,30 +62,9 @@ export function tinyHfModel(): Record<string, Buffer> {
     hidden_act: "silu",
     attention_bias: false,
   };
-  const tensors = hfTensors(hfModelConfig(config, "config.json", { context: 1024 }));
-  const header: Record<string, unknown> = {};
-  let offset = 0;
-  for (const t of tensors) {
-    header[t.name] = { dtype: "F32", shape: t.shape, data_offsets: [offset, offset + 4 * t.size] };
-    offset += 4 * t.size;
-  }
-  let json = JSON.stringify(header);
-  json += " ".repeat((8 - (json.length % 8)) % 8);
-  const data = new Float32Array(offset / 4);
-  let seed = 7;
-  let k = 0;
-  for (const t of tensors) {
-    const norm = t.name.endsWith("norm.weight");
-    for (let i = 0; i < t.size; i++) {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      data[k++] = norm ? 1 : (seed / 2 ** 32 - 0.5) * 0.1;
-    }
-  }
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(json.length));
   return {
     "config.json": Buffer.from(JSON.stringify(config)),
-    "model.safetensors": Buffer.concat([len, Buffer.from(json), Buffer.from(data.buffer)]),
+    "model.safetensors": Buffer.from(randomHfSafetensors(config, { context: 1024, seed: 7, scale: 0.1 })),
     "tokenizer.json": tk["tokenizer.json"],
     "tokenizer_config.json": tk["tokenizer_config.json"],
   };

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig, type RunConfig } from "../config";
 import { CpuModel } from "../model/cpu";
-import { hfModelConfig, hfTensors } from "../model/hf";
+import { randomHfSafetensors } from "../model/hf-fixture";
 import { QWEN3_DIR } from "../model/qwen3-fixture";
 import { InProcessSandbox } from "../sandbox/run-code";
 import { createTrainer } from "./session";
@@ -36,30 +36,9 @@ const QWEN3_CONFIG = {
 function writeTinyQwen3(dir: string): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "config.json"), JSON.stringify(QWEN3_CONFIG));
-  const tensors = hfTensors(hfModelConfig(QWEN3_CONFIG, "config.json", { context: 320 }));
-  const header: Record<string, unknown> = {};
-  let offset = 0;
-  for (const t of tensors) {
-    header[t.name] = { dtype: "F32", shape: t.shape, data_offsets: [offset, offset + 4 * t.size] };
-    offset += 4 * t.size;
-  }
-  let json = JSON.stringify(header);
-  json += " ".repeat((8 - (json.length % 8)) % 8);
-  const data = new Float32Array(offset / 4);
-  let seed = 1;
-  let k = 0;
-  for (const t of tensors) {
-    const norm = t.name.endsWith("norm.weight");
-    for (let i = 0; i < t.size; i++) {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      data[k++] = norm ? 1 : (seed / 2 ** 32 - 0.5) * 0.04;
-    }
-  }
-  const len = new Uint8Array(8);
-  new DataView(len.buffer).setBigUint64(0, BigInt(json.length), true);
   writeFileSync(
     join(dir, "model.safetensors"),
-    Buffer.concat([len, Buffer.from(json), Buffer.from(data.buffer)]),
+    randomHfSafetensors(QWEN3_CONFIG, { context: 320, seed: 1, scale: 0.04 }),
   );
 }
 
