@@ -8,6 +8,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { loadCheckpoint } from "../model/checkpoint";
+import { safetensorsHead } from "../model/safetensors";
 
 /** The JSON header and the data bytes of a safetensors file. */
 export function splitSafetensors(bytes: Uint8Array): { header: Record<string, unknown>; data: Uint8Array } {
@@ -33,14 +34,10 @@ export function stampCheckpoint(bytes: Uint8Array, extra: Record<string, string>
       );
     meta[k] = v;
   }
-  let json = JSON.stringify({ ...header, __metadata__: meta });
-  // The data stays 8-byte aligned, as model/checkpoint.ts writes it.
-  json += " ".repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
-  const head = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + head.length + data.length);
-  new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
-  out.set(head, 8);
-  out.set(data, 8 + head.length);
+  const head = safetensorsHead({ ...header, __metadata__: meta }); // the data stays 8-byte aligned
+  const out = new Uint8Array(head.length + data.length);
+  out.set(head);
+  out.set(data, head.length);
   // The file must still load, to the same weights.
   const before = loadCheckpoint(bytes).weights;
   const after = loadCheckpoint(out).weights;

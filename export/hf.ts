@@ -28,6 +28,7 @@ import type { ModelConfig } from "../model/config";
 import { attnDims, mlpHidden, modelConfig, paramLayout } from "../model/config";
 import { type HfFamily, hfTensors } from "../model/hf";
 import { type LoraLayout, type LoraTarget, loraLayout } from "../model/lora";
+import { safetensorsHead } from "../model/safetensors";
 
 // ---------------------------------------------------------------------------------------
 // safetensors (F32 only: every lab tensor is f32)
@@ -48,14 +49,11 @@ export function writeSafetensors(tensors: NamedTensor[], metadata: Record<string
     header[t.name] = { dtype: "F32", shape: t.shape, data_offsets: [bytes, bytes + 4 * n] };
     bytes += 4 * n;
   }
-  let json = JSON.stringify(header);
-  json += " ".repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
-  const head = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + head.length + bytes);
+  const head = safetensorsHead(header);
+  const out = new Uint8Array(head.length + bytes);
   const dv = new DataView(out.buffer);
-  dv.setBigUint64(0, BigInt(head.length), true);
-  out.set(head, 8);
-  let at = 8 + head.length;
+  out.set(head);
+  let at = head.length;
   for (const t of tensors) {
     for (let i = 0; i < t.data.length; i++) dv.setFloat32(at + 4 * i, t.data[i], true);
     at += 4 * t.data.length;

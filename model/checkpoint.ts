@@ -12,6 +12,7 @@
 import type { OptimizerState } from "./api";
 import { type ModelConfig, modelConfig, paramLayout, type TensorSpec } from "./config";
 import { loraLayout } from "./lora";
+import { safetensorsHead } from "./safetensors";
 
 export const CHECKPOINT_FORMAT = "agentic-rl-lab/model/v1";
 
@@ -80,15 +81,11 @@ export function saveCheckpoint(ck: Checkpoint): Uint8Array {
       bytes += t.size * 4;
     }
   }
-  let json = JSON.stringify(header);
-  // Pad the header with spaces so the data starts 8-byte aligned (as the reference writer does).
-  json += " ".repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
-  const head = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + head.length + bytes);
+  const head = safetensorsHead(header);
+  const out = new Uint8Array(head.length + bytes);
   const dv = new DataView(out.buffer);
-  dv.setBigUint64(0, BigInt(head.length), true);
-  out.set(head, 8);
-  let at = 8 + head.length;
+  out.set(head);
+  let at = head.length;
   for (const [, buf, layout] of sources) {
     for (const t of layout.tensors) {
       const src = buf.subarray(t.offset, t.offset + t.size);

@@ -194,3 +194,18 @@ function halfToFloat(h: number): number {
   if (exp === 31) return frac ? Number.NaN : sign * Number.POSITIVE_INFINITY;
   return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
+
+/**
+ * What precedes a safetensors file's data: the 8-byte little-endian header length, then the
+ * JSON header padded with spaces so the data starts 8-byte aligned (as the reference writer
+ * does). Shared by the lab's writers (model/checkpoint.ts, export/hf.ts, cli/stamp-checkpoint.ts).
+ */
+export function safetensorsHead(header: Record<string, unknown>): Uint8Array {
+  let json = JSON.stringify(header);
+  json += " ".repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
+  const text = new TextEncoder().encode(json);
+  const head = new Uint8Array(8 + text.length);
+  new DataView(head.buffer).setBigUint64(0, BigInt(text.length), true);
+  head.set(text, 8);
+  return head;
+}
