@@ -18,17 +18,11 @@
 // k*r whose A stacks the k A's and whose B is block diagonal (B_q, B_k, B_v): the fused output
 // columns of q only see B_q. That is how the GPT-2 export writes it (export/hf.ts).
 // Tested by model/lora.test.ts (PyTorch golden, base bit-identical, counts, adapter off).
+import { LORA_TARGET_NAMES } from "../config/schema";
 import { attnDims, gaussian, type ModelConfig, mlpHidden, mulberry32 } from "./config";
 
-export const LORA_TARGETS = [
-  "q_proj",
-  "k_proj",
-  "v_proj",
-  "o_proj",
-  "gate_proj",
-  "up_proj",
-  "down_proj",
-] as const;
+/** The target modules, in adapter order: RunConfig's list (`model.lora.targets`). */
+export const LORA_TARGETS = LORA_TARGET_NAMES;
 export type LoraTarget = (typeof LORA_TARGETS)[number];
 
 export interface LoraConfig {
