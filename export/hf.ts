@@ -283,18 +283,42 @@ export function peftGpt2Files(
     rankPattern[m] = k * r;
     alphaPattern[m] = k * lora.alpha;
   }
+  return peftAdapterFiles(tensors, {
+    baseModel,
+    r,
+    alpha: lora.alpha,
+    modules: [...modules],
+    fanInFanOut: true,
+    patterns: { rank_pattern: rankPattern, alpha_pattern: alphaPattern },
+  });
+}
+
+/**
+ * A PEFT LoRA adapter's two files: adapter_config.json (the fields PEFT reads; rank_pattern and
+ * alpha_pattern where a module's rank differs) and adapter_model.safetensors.
+ */
+function peftAdapterFiles(
+  tensors: NamedTensor[],
+  o: {
+    baseModel: string;
+    r: number;
+    alpha: number;
+    modules: string[];
+    fanInFanOut: boolean;
+    patterns?: { rank_pattern: Record<string, number>; alpha_pattern: Record<string, number> };
+  },
+): Record<string, Uint8Array> {
   const adapterConfig = {
     peft_type: "LORA",
     task_type: "CAUSAL_LM",
-    base_model_name_or_path: baseModel,
-    r,
-    lora_alpha: lora.alpha,
+    base_model_name_or_path: o.baseModel,
+    r: o.r,
+    lora_alpha: o.alpha,
     lora_dropout: 0,
-    target_modules: [...modules].sort(),
-    fan_in_fan_out: true,
+    target_modules: [...o.modules].sort(),
+    fan_in_fan_out: o.fanInFanOut,
     bias: "none",
-    rank_pattern: rankPattern,
-    alpha_pattern: alphaPattern,
+    ...o.patterns,
     use_rslora: false,
     use_dora: false,
     modules_to_save: null,
@@ -416,26 +440,13 @@ function peftLlama(
       });
     }
   });
-  const adapterConfig = {
-    peft_type: "LORA",
-    task_type: "CAUSAL_LM",
-    base_model_name_or_path: baseModel,
+  return peftAdapterFiles(tensors, {
+    baseModel,
     r,
-    lora_alpha: lora.alpha,
-    lora_dropout: 0,
-    target_modules: [...config.lora.targets].sort(),
-    fan_in_fan_out: false,
-    bias: "none",
-    use_rslora: false,
-    use_dora: false,
-    modules_to_save: null,
-    init_lora_weights: true,
-    inference_mode: true,
-  };
-  return {
-    "adapter_config.json": new TextEncoder().encode(`${JSON.stringify(adapterConfig, null, 2)}\n`),
-    "adapter_model.safetensors": writeSafetensors(tensors, { format: "pt" }),
-  };
+    alpha: lora.alpha,
+    modules: [...config.lora.targets],
+    fanInFanOut: false,
+  });
 }
 
 /** The model (adapter merged when given) in its Hugging Face architecture's layout. */
