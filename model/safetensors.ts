@@ -7,7 +7,7 @@
 // A ByteSource is anything with a size and ranged reads: a Blob or File (browser; Node's
 // fs.openAsBlob), or bytes in memory. Every error names the file and the tensor.
 // The lab's own checkpoints (model/checkpoint.ts) use the same format, F32 only.
-// Tested by model/hf.test.ts (good and bad files).
+// Tested by model/hf/read.test.ts (good and bad files).
 
 /** A file read by ranges. */
 export interface ByteSource {
@@ -198,7 +198,7 @@ function halfToFloat(h: number): number {
 /**
  * What precedes a safetensors file's data: the 8-byte little-endian header length, then the
  * JSON header padded with spaces so the data starts 8-byte aligned (as the reference writer
- * does). Shared by the lab's writers (model/checkpoint.ts, export/hf.ts, cli/stamp-checkpoint.ts).
+ * does). Shared by the lab's writers (model/checkpoint.ts, model/hf/write.ts, cli/stamp-checkpoint.ts).
  */
 export function safetensorsHead(header: Record<string, unknown>): Uint8Array {
   let json = JSON.stringify(header);

