@@ -19,7 +19,13 @@ const tokenMean: AggFn = (masks, opts) => {
   return masks.map((m) => Float64Array.from(m, (x) => (n > 0 ? x / n : 0)));
 };
 
-/** (1/|B|) Σ_i Σ_t m·ℓ. */
+/**
+ * (1/|B|) Σ_i Σ_t m·ℓ, |B| = every row of the mini-batch, fully masked rows included (they add
+ * 0 to the sum and 1 to |B|), as verl's original `agg_loss` (`torch.mean(seq_losses)`). verl's
+ * `agg_loss` since divides by the rows with at least one token (`seq_mask = Σm > 0`) unless
+ * given a global batch size, so with rejected rows the lab's policy term is smaller by
+ * |B'|/|B| (docs/ALGORITHMS.md "Differences from verl").
+ */
 const seqMeanTokenSum: AggFn = (masks, opts) => {
   const b = opts.totalSeqs ?? masks.length;
   return masks.map((m) => Float64Array.from(m, (x) => (b > 0 ? x / b : 0)));

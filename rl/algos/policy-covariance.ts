@@ -43,7 +43,10 @@ function covCount(ratioFrac: number, mask: Arr): number {
  * clipped by PPO, lose their loss and gradient. verl draws the n at random among the
  * candidates; here they are the largest covariances first, ties by position, so runs replay
  * (the two agree when there are at most n candidates). pg_clipfrac: the fraction removed
- * (verl's metric); the PPO ratio clip is in `clipped`.
+ * (verl's metric); the PPO ratio clip is in `clipped`. The ratio is ppo-clip's, clamped at
+ * |δ| ≤ 20; verl's `clip_cov` takes exp(δ) unclamped, so with A < 0 and δ > 20 its loss is
+ * −A·e^δ with that gradient, the lab's −A·e^20 with none (the lab's choice; docs/ALGORITHMS.md
+ * "Differences from verl").
  */
 export const clipCov: PolicyLossFn = (input, opts) => {
   const { ratio: frac, lb, ub } = opts.clipCov ?? POLICY_LOSS_DEFAULTS.clipCov;
@@ -75,7 +78,10 @@ export const clipCov: PolicyLossFn = (input, opts) => {
 /**
  * KL-Cov (same paper, verl `kl_cov`): no clipping at all, ℓ = −A·ρ, plus κ·|δ| on the
  * n = max(1, floor(ratio·#valid)) tokens with the largest covariance (ties by position; no
- * token is excluded). ppo_kl is logged as the masked mean of |δ| (verl's metric).
+ * token is excluded). ppo_kl is logged as the masked mean of |δ| (verl's metric). ρ is clamped
+ * at |δ| ≤ 20 (gradient 0 beyond); verl's `kl_cov` takes exp(δ) unclamped, so a token with
+ * δ > 20 gives it a loss −A·e^δ (e^30 ≈ 1e13) and that gradient (the lab's choice;
+ * docs/ALGORITHMS.md "Differences from verl").
  */
 export const klCov: PolicyLossFn = (input, opts) => {
   const { ratio: frac, coef } = opts.klCov ?? POLICY_LOSS_DEFAULTS.klCov;

@@ -46,7 +46,11 @@ export type PolicyLossOutput = {
 
 export type PolicyLossFn = (input: PolicyLossInput, opts: PolicyLossOptions) => PolicyLossOutput;
 
-/** ρ = exp(clamp(lp − lp_old, −20, 20)) and dρ/dlp (0 where the clamp is active; verl's clamp). */
+/**
+ * ρ = exp(clamp(lp − lp_old, −20, 20)) and dρ/dlp (0 where the clamp is active). verl clamps so
+ * in `vanilla` (ppo-clip), `cispo` and `sapo`; the lab uses the same ratio in Clip-Cov and KL-Cov
+ * too, where verl does not clamp (docs/ALGORITHMS.md "Differences from verl").
+ */
 export function ratio(lp: number, lpOld: number): { rho: number; drho: number } {
   const d = lp - lpOld;
   const rho = Math.exp(clamp(d, -20, 20));

@@ -72,7 +72,11 @@ export const gspoToken: PolicyLossFn = gspoLoss("token");
  * δ* = sgn(A)·min(sgn(A)·δ, sgn(A)·clamp(δ, −ε_low, ε_high)); ρ_i = exp(Σ m·δ* / Σ m);
  * Ā_i = Σ m·A / Σ m; loss mean_i(−Ā_i·ρ_i), a plain mean over all rows of the minibatch (a
  * row without policy tokens counts with loss 0, as torch.mean does in verl). δ is clamped at
- * ±20 first (§0) so ρ stays finite; verl leaves that clamp commented out.
+ * ±20 first (§0) so ρ stays finite; verl leaves that clamp commented out, so a token with
+ * |δ| > 20 on the unclipped side (δ < −20 with A > 0, δ > 20 with A < 0) moves verl's row ratio
+ * by δ/|row| unbounded and the lab's by at most 20/|row|, with no gradient through that token
+ * (the lab's choice: one stale token cannot swing its row; docs/ALGORITHMS.md "Differences
+ * from verl").
  * pg_clipfrac / _lower: tokens with δ outside the clip range and A > 0 / A < 0 (verl's).
  */
 export const gmpo: PolicyLossFn = (input, opts) => {
