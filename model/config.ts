@@ -10,8 +10,21 @@
 // Tested by model/config.test.ts (layout) and through every model test.
 
 import type { RunConfig } from "../config";
-import type { LoraConfig } from "./lora";
+import type { LORA_TARGET_NAMES } from "../config/schema";
 import { VOCAB_SIZE } from "./tokenizer";
+
+/** A LoRA target module, by its Hugging Face name (model/lora.ts places each on the layout). */
+export type LoraTarget = (typeof LORA_TARGET_NAMES)[number];
+
+/** The adapters on a frozen base (model/lora.ts); here because ModelConfig holds one. */
+export interface LoraConfig {
+  /** Rank r of every adapter; 0: no adapter (full fine-tuning). */
+  rank: number;
+  /** Scale numerator: the adapter's output is multiplied by alpha/rank (PEFT lora_alpha). */
+  alpha: number;
+  /** Hugging Face module names the adapter is on. */
+  targets: LoraTarget[];
+}
 
 export interface ModelConfig {
   /** Transformer blocks. Demo: 3. */
