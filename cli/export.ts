@@ -1,7 +1,7 @@
 // `npm run export -- verl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]`
 // `npm run export -- verl --link '<share url>' --out DIR`
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
-// `npm run export -- --table`   (the mapping table, as docs/SCALE-OUT.md shows it)
+// `npm run export -- --table [trl]`   (the verl mapping table or the TRL one, as docs/SCALE-OUT.md shows them)
 // `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
 // `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR]`
 //   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
@@ -26,6 +26,7 @@ import type { RunConfig } from "../config/schema";
 import { hfFiles, peftFiles, tokenizerFiles, tokenizerSource } from "../export/hf";
 import { chatFactsOf, exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
+import { trlArgsTableMarkdown } from "../export/trl";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
@@ -47,7 +48,7 @@ const usage: (msg?: string) => never = usageExit(
   "usage: npm run export -- verl|trl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]\n" +
     "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR]\n" +
     "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
-    "       npm run export -- --table",
+    "       npm run export -- --table [trl]",
 );
 
 function parseArgs(argv: string[]): Args {
@@ -191,7 +192,7 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
 
 async function main() {
   if (process.argv.includes("--table")) {
-    console.log(mappingTableMarkdown());
+    console.log(process.argv.includes("trl") ? trlArgsTableMarkdown() : mappingTableMarkdown());
     return;
   }
   const kind = process.argv[2];

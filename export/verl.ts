@@ -473,7 +473,9 @@ export function runSh(): string {
   return `#!/usr/bin/env bash
 # run.sh: train this exported lab run with verl's PPO trainer (agentic-rl-lab export).
 #   SANDBOX_FUSION_URL=http://host:8080/run_code bash run.sh [hydra overrides...]
-#   e.g. bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1
+#   e.g. bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct
+# The batch sizes are for the GPU count in config.yaml (trainer.n_gpus_per_node x nnodes):
+# export again with --gpus N for another count rather than overriding it.
 # Hydra resolves a relative --config-path against verl's own module, so the path is absolute;
 # the data, tool and reward files are passed as absolute paths for the same reason, and this
 # folder goes on PYTHONPATH so verl can import lab_tools.LabCodeTool.
