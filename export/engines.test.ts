@@ -6,10 +6,13 @@
 // lab; TRL gets the model, LoRA, GSPO/CISPO/SAPO and the entropy bonus; a template that ignores
 // tools gets the lab's tool list in the prompts; TRL's texts name TRL; results land in known files.
 // Run: npx vitest run --project unit export/engines.test.ts
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parquetReadObjects } from "hyparquet";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { bundleFromRunFolder } from "../cli/link.ts";
 import { mergeConfig } from "../config/edit.ts";
 import { RECIPES } from "../config/presets.ts";
 import { loadRecipeFile } from "../config/recipe-file.ts";
@@ -489,6 +492,16 @@ describe("a template that ignores tools (SmolLM2's kind)", () => {
     const rows = (await parquetReadObjects({ file: exp.files["train.parquet"].slice().buffer })) as any[];
     expect(JSON.stringify(rows[0].prompt)).not.toContain("<tools>");
     expect(labOf(text(exp.files["train_trl.py"])).pass_tools).toBe(true);
+  });
+
+  it("a CLI run folder's events.jsonl carries the record to the export", () => {
+    const dir = mkdtempSync(join(tmpdir(), "lab-export-run-"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify(c));
+    const e = { step: 0, phase: "rl", kind: "info", message: "m", chat: { renders_tools: false } };
+    writeFileSync(join(dir, "events.jsonl"), `${JSON.stringify(e)}\n`);
+    expect(chatFactsOf(bundleFromRunFolder(dir, { weights: false }).events)).toEqual({
+      renders_tools: false,
+    });
   });
 
   it("a run that never loaded its model says so", () => {
