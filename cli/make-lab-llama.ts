@@ -126,7 +126,9 @@ async function main() {
   );
   const small = p.flags.has("--small");
   const recipePath = p.values.get("--recipe") ?? "cli/recipes/lab-llama-sft.json";
-  const out = resolve(p.values.get("--out") ?? (small ? "runs/lab-llama-small/model" : "public/models/lab-llama"));
+  const out = resolve(
+    p.values.get("--out") ?? (small ? "runs/lab-llama-small/model" : "public/models/lab-llama"),
+  );
   const work = resolve(p.values.get("--work") ?? (small ? "runs/lab-llama-small" : "runs/lab-llama"));
   const backend = p.values.get("--backend") ?? "cpu";
   if (backend !== "cpu" && backend !== "webgpu") usage(`--backend must be cpu or webgpu, not ${backend}`);
@@ -144,7 +146,13 @@ async function main() {
   const t0 = Date.now();
 
   const shape = small ? SMALL_SHAPE : LAB_LLAMA_SHAPE;
-  const init = writeInitFolder(initDir, config, shape, small ? SMALL_VOCAB : LAB_LLAMA_VOCAB, small ? 500 : 2000);
+  const init = writeInitFolder(
+    initDir,
+    config,
+    shape,
+    small ? SMALL_VOCAB : LAB_LLAMA_VOCAB,
+    small ? 500 : 2000,
+  );
   console.error(
     `1/3 ${initDir}: tokenizer ${init.bpeSize} BPE entries + ${LAB_LLAMA_ADDED.length} added, ${init.params} parameters (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
   );
@@ -172,8 +180,13 @@ async function main() {
       readFile: async (f) => new Uint8Array(readFileSync(resolve(f))),
       on: {
         row(row) {
-          if (row.phase === "sft" && (row.step % (config.sft.steps > 50 ? 25 : 1) === 0 || row.step === config.sft.steps))
-            console.error(`2/3 sft ${row.step}/${config.sft.steps} loss ${Number(row.loss).toFixed(3)} ${((Date.now() - t1) / 1000).toFixed(0)} s`);
+          if (
+            row.phase === "sft" &&
+            (row.step % (config.sft.steps > 50 ? 25 : 1) === 0 || row.step === config.sft.steps)
+          )
+            console.error(
+              `2/3 sft ${row.step}/${config.sft.steps} loss ${Number(row.loss).toFixed(3)} ${((Date.now() - t1) / 1000).toFixed(0)} s`,
+            );
           if (Object.keys(row).some((k) => k.startsWith("val/"))) finalRow = row;
         },
       },
@@ -195,7 +208,9 @@ async function main() {
     writeFileSync(join(out, f), readFileSync(join(initDir, f)));
   const val = Object.fromEntries(Object.entries(finalRow).filter(([k]) => k.startsWith("val/")));
   writeFileSync(join(out, "README.md"), modelCard(config, shape, init, madeBy, sftSeconds, val));
-  console.error(`3/3 ${out}: ${JSON.stringify(val)} (SFT ${sftSeconds.toFixed(0)} s, all ${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  console.error(
+    `3/3 ${out}: ${JSON.stringify(val)} (SFT ${sftSeconds.toFixed(0)} s, all ${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+  );
 }
 
 function modelCard(

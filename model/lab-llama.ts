@@ -148,7 +148,8 @@ export function trainBpe(texts: readonly string[], vocabSize: number, added: rea
       }
     let best: string | null = null;
     let bestN = 1;
-    for (const [k, n] of pairs) if (n > bestN || (n === bestN && best !== null && k < best)) [best, bestN] = [k, n];
+    for (const [k, n] of pairs)
+      if (n > bestN || (n === bestN && best !== null && k < best)) [best, bestN] = [k, n];
     if (best === null) break;
     const [a, b] = best.split("\u0000");
     const ab = a + b;
