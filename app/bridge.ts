@@ -406,6 +406,22 @@ export async function importBundleFile(file: File): Promise<void> {
   await refreshStoredRuns();
 }
 
+/**
+ * Stores a verl or TRL run's results (a picked folder's files, or loose files) and opens it next
+ * to the session's runs; a refused file is an error naming it, and nothing is stored.
+ */
+export async function importResultsFiles(files: readonly File[]): Promise<void> {
+  try {
+    const run = await getTrainer().importResults(
+      files.map((f) => ({ path: f.webkitRelativePath || f.name, blob: f })),
+    );
+    await openStoredRun(run.id);
+  } catch (err) {
+    report(new Error(`results not imported: ${message(err)}`));
+  }
+  await refreshStoredRuns();
+}
+
 export async function storageUsage(): Promise<string | null> {
   try {
     const u = await getTrainer().storageUsage();
