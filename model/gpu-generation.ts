@@ -23,7 +23,7 @@ import { samplerParams } from "./cpu-generation";
 import { decodeRunStepwise } from "./generate";
 import { arena, type ParamViews } from "./gpu-buffers";
 import { type GpuAdapter, type LoraScratch, loraForward } from "./gpu-lora";
-import { blockForward, normForward } from "./gpu-passes";
+import { type BlockActs, blockForward, normForward } from "./gpu-passes";
 import { SampleHead } from "./head";
 import type { LoraBaseWeight } from "./lora";
 import { loraScratchSizes } from "./memory-plan";
@@ -60,31 +60,9 @@ export class GpuGenerationSession implements GenerationSession {
   private B = 0;
   private kcache: View[] = [];
   private vcache: View[] = [];
-  private step: Record<
-    | "tokens"
-    | "pos"
-    | "slot"
-    | "lens"
-    | "x"
-    | "tmp"
-    | "ln1"
-    | "ln1Mean"
-    | "ln1Rstd"
-    | "qkvRaw"
-    | "qkRstd"
-    | "qkv"
-    | "atty"
-    | "res2"
-    | "ln2"
-    | "ln2Mean"
-    | "ln2Rstd"
-    | "fch"
-    | "fchAct"
-    | "res3"
-    | "sampled"
-    | "rowStep",
-    View
-  > | null = null;
+  private step:
+    | (Record<"tokens" | "pos" | "slot" | "lens" | "x" | "tmp" | "sampled" | "rowStep", View> & BlockActs)
+    | null = null;
   private loraScratch: LoraScratch | null = null;
   /**
    * Inputs of up to `slots` feed steps recorded into one encoder (tokens, pos, slot, lens, each

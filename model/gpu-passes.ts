@@ -100,29 +100,32 @@ export function rope(
   }
 }
 
+/** What one block forward writes: a training layer's saved activations, or a decode step's. */
+export type BlockActs = Pick<
+  LayerActs,
+  | "ln1"
+  | "ln1Mean"
+  | "ln1Rstd"
+  | "qkvRaw"
+  | "qkRstd"
+  | "qkv"
+  | "atty"
+  | "res2"
+  | "ln2"
+  | "ln2Mean"
+  | "ln2Rstd"
+  | "fch"
+  | "fchAct"
+  | "res3"
+>;
+
 /** One block forward over N rows: residual -> a.res3 (attention is the caller's: full or cached). */
 export function blockForward(
   rt: Runtime,
   rec: Recorder,
   c: ModelConfig,
   p: LayerViews,
-  a: Pick<
-    LayerActs,
-    | "ln1"
-    | "ln1Mean"
-    | "ln1Rstd"
-    | "qkvRaw"
-    | "qkRstd"
-    | "qkv"
-    | "atty"
-    | "res2"
-    | "ln2"
-    | "ln2Mean"
-    | "ln2Rstd"
-    | "fch"
-    | "fchAct"
-    | "res3"
-  >,
+  a: BlockActs,
   residual: View,
   tmp: View,
   pos: View,
