@@ -3,12 +3,16 @@
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
 // `npm run export -- --table [trl]`   (the verl mapping table or the TRL one, as docs/SCALE-OUT.md shows them)
 // `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
-// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR]`
-//   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
+// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]
+//   the trained weights in Hugging Face formats (model/hf/write.ts): peft = the LoRA adapter as
 //   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
 //   (config.json + model.safetensors) and the source model's tokenizer, chat template and
 //   generation_config files copied through (from the run's model.tokenizer or model.pretrained:
-//   a folder, or an hf: model in the CLI's model cache; --tokenizer DIR names the folder). The tiny layernorm/gelu/learned model is GPT-2, the
+//   a folder, or an hf: model in the CLI's model cache; --tokenizer DIR names the folder). For a
+//   pretrained run (model.pretrained) the PEFT adapter's base_model_name_or_path is the source
+//   (the hf: repo id with its revision, or the folder), and the merged config.json is the
+//   source's, its weights in the source's dtype (--dtype to choose), with a README.md naming
+//   the source. The tiny layernorm/gelu/learned model is GPT-2, the
 //   rmsnorm/swiglu/rope models the Llama family (llama, qwen2, qwen3 by their options); other
 //   mixes are refused with the field named.
 // Writes a run's export (export/index.ts: config.yaml, tool_config.yaml, reward.py,
@@ -23,11 +27,11 @@ import { join, resolve } from "node:path";
 import { parseRunConfig } from "../config/migrate";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
-import { hfFiles, peftFiles, tokenizerFiles, tokenizerSource } from "../export/hf";
 import { chatFactsOf, exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
 import { trlArgsTableMarkdown } from "../export/trl";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
+import { type HfDtype, hfFiles, hfSourceOf, peftFiles, tokenizerFiles, tokenizerSource } from "../model/hf/write";
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
 import type { ChatTemplateFacts } from "../model/tool-list-prompt";
@@ -46,7 +50,7 @@ interface Args {
 
 const usage: (msg?: string) => never = usageExit(
   "usage: npm run export -- verl|trl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]\n" +
-    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR]\n" +
+    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]\n" +
     "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
     "       npm run export -- --table [trl]",
 );
@@ -153,25 +157,39 @@ function sourceReader(
 }
 
 async function weightsExport(kind: "peft" | "hf", argv: string[]) {
-  const p = parseCliArgs(argv.slice(1), { flags: [], values: ["--out", "--tokenizer"] }, usage);
+  const p = parseCliArgs(argv.slice(1), { flags: [], values: ["--out", "--tokenizer", "--dtype"] }, usage);
   const out = p.values.get("--out");
   const input = p.positionals[0];
   if (!input) usage(`${kind} needs a run folder, a bundle or a checkpoint`);
   if (!out) usage("--out DIR is needed");
   const tokenizerArg = p.values.get("--tokenizer");
+  const dtype = p.values.get("--dtype");
+  if (dtype !== undefined && dtype !== "f32" && dtype !== "bf16" && dtype !== "f16")
+    usage(`--dtype must be f32, bf16 or f16, not ${dtype}`);
   let files: Record<string, Uint8Array>;
   let note = "";
   try {
     const { ck, config } = await loadWeights(input);
+    // A pretrained run's source: base_model_name_or_path, and config.json of the merged model.
+    const source = config ? hfSourceOf(config) : null;
     if (kind === "peft") {
       if (!ck.adapter)
         throw new Error(`${input} has no LoRA adapter (model.lora.rank is 0): export hf instead`);
-      files = peftFiles(ck.config, ck.adapter);
+      files = peftFiles(ck.config, ck.adapter, source ?? undefined);
     } else {
-      files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
-      const source = tokenizerArg ?? (config ? tokenizerSource(config) : null);
-      if (source) {
-        const tok = await tokenizerFiles(source, sourceReader(source, config));
+      if (source && config?.model.pretrained) {
+        const from = tokenizerArg ?? config.model.pretrained;
+        const bytes = await sourceReader(from, config)("config.json");
+        if (!bytes) throw new Error(`${from}/config.json: cannot read the source model's config`);
+        source.config = JSON.parse(new TextDecoder().decode(bytes));
+      }
+      files = hfFiles(ck.config, ck.weights, ck.adapter ?? null, {
+        source: source ?? undefined,
+        dtype: dtype as HfDtype | undefined,
+      });
+      const tokSource = tokenizerArg ?? (config ? tokenizerSource(config) : null);
+      if (tokSource) {
+        const tok = await tokenizerFiles(tokSource, sourceReader(tokSource, config));
         Object.assign(files, tok.files);
         if (tok.note) note = ` (${tok.note})`;
       } else

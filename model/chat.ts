@@ -20,8 +20,11 @@
 // earlier turns, or BPE merging across a turn boundary): "strict" throws naming the message,
 // "warn" counts it (RenderedChat.mismatches) and re-tokenizes the whole text, keeping the roles
 // of the common token prefix; "off" does the same without counting.
+// The template is untrusted code: it renders in model/jinja-bounds.ts's bounded sandbox (range
+// capped, step, time, text and depth budgets), and one over a budget is refused at construction,
+// naming the file and the budget (TemplateBudgetError).
 // Tested by model/chat.test.ts (Qwen3's tokenizer and template) and model/template.test.ts.
-import { Template } from "@huggingface/jinja";
+import { BoundedTemplate, TemplateBudgetError } from "./jinja-bounds";
 import {
   type Message,
   promptTokens,
@@ -179,6 +182,14 @@ function chatTemplateOf(config: Record<string, unknown>, source: string, withToo
   );
 }
 
+/** A template refused by its budget: the file, the budget's name and what went over it. */
+function overBudget(source: string, err: TemplateBudgetError): TemplateBudgetError {
+  return new TemplateBudgetError(
+    err.budget,
+    `${source}: chat_template refused by the template sandbox's ${err.budget} budget: ${err.message}`,
+  );
+}
+
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
@@ -205,7 +216,7 @@ export class JinjaChat implements ChatFormat {
   readonly rendersTools: boolean;
   /** The template renders assistant `tool_calls`; false means they are written into the content. */
   readonly rendersToolCalls: boolean;
-  private readonly template: Template;
+  private readonly template: BoundedTemplate;
   private readonly specials: Record<string, unknown>;
   private readonly eosText: string;
   private readonly source: string;
@@ -218,8 +229,9 @@ export class JinjaChat implements ChatFormat {
     this.source = options.source ?? "tokenizer_config.json";
     const text = chatTemplateOf(config, this.source, options.tools.length > 0);
     try {
-      this.template = new Template(text);
+      this.template = new BoundedTemplate(text);
     } catch (err) {
+      if (err instanceof TemplateBudgetError) throw overBudget(this.source, err);
       throw new Error(`${this.source}: chat_template does not parse: ${(err as Error).message}`);
     }
     this.specials = {};
@@ -263,6 +275,7 @@ export class JinjaChat implements ChatFormat {
         ...this.specials,
       });
     } catch (err) {
+      if (err instanceof TemplateBudgetError) throw overBudget(this.source, err);
       throw new Error(`${this.source}: chat_template failed to render: ${(err as Error).message}`);
     }
   }

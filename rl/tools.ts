@@ -45,7 +45,7 @@ export function makeToolProtocol(
   const allowed = builtin?.allowedChars ? new RegExp(`^[${builtin.allowedChars}]*$`) : undefined;
   const request = { run_timeout: limits.timeoutS, memory_limit_MB: limits.memoryMB };
 
-  async function runOne(call: ToolCallRequest): Promise<ToolOutcome> {
+  async function runOne(call: ToolCallRequest, seed: number | undefined): Promise<ToolOutcome> {
     if (call.error) return { ok: false, text: call.error, status: "ParseError" };
     if (builtin && call.name === builtin.name) {
       // Inline calls carry bare code; Hermes calls carry it as the "code" argument.
@@ -58,13 +58,13 @@ export function makeToolProtocol(
         };
       if (allowed && !allowed.test(code))
         return { ok: false, text: "SyntaxError", status: "Refused: characters" };
-      return outcomeOf(await sandbox.run({ ...request, code }));
+      return outcomeOf(await sandbox.run({ ...request, code, seed }));
     }
     const spec = userTools.find((t) => t.name === call.name);
     if (!spec)
       return { ok: false, text: `Error: unknown tool ${JSON.stringify(call.name)}`, status: "UnknownTool" };
     const code = `${spec.name}(${JSON.stringify(call.arguments ?? {})})`;
-    return outcomeOf(await sandbox.run({ ...request, code, tools: [spec] }));
+    return outcomeOf(await sandbox.run({ ...request, code, tools: [spec], seed }));
   }
 
   return {
@@ -76,10 +76,10 @@ export function makeToolProtocol(
           : { name: "", raw: c.raw, error: `Error: ${c.message}` },
       );
     },
-    execute(calls) {
+    execute(calls, seeds) {
       return Promise.all(
-        calls.map((c) =>
-          runOne(c).catch((e: Error) => ({ ok: false, text: e.message, status: "SandboxError" })),
+        calls.map((c, i) =>
+          runOne(c, seeds?.[i]).catch((e: Error) => ({ ok: false, text: e.message, status: "SandboxError" })),
         ),
       );
     },

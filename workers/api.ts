@@ -163,6 +163,11 @@ export interface TrainerApi {
   exportBundle(runId: string, weights?: boolean): Promise<Uint8Array>;
   /** Stores a bundle file as a run (read-only); a bad file is an error naming what is wrong. */
   importBundle(bytes: Uint8Array): Promise<StoredRun>;
+  /**
+   * Stores a verl or TRL run's results (files of a picked folder, or loose files; results/import.ts)
+   * as a run named by its engine; a bad file is an error naming the file and line, nothing stored.
+   */
+  importResults(files: { path: string; blob: Blob }[]): Promise<StoredRun>;
   storageUsage(): Promise<StorageUsage | null>;
   /** Destroys the GPU device (testing device loss: the run resumes from its last checkpoint). */
   loseDevice(): Promise<void>;
