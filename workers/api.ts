@@ -5,6 +5,7 @@ import type { ConfigEdit, RunConfig } from "../config";
 import type { AdapterSummary } from "../kernels/device";
 import type { CacheEntry, DownloadProgress } from "../model/hub";
 import type { ModelSource } from "../model/source";
+import type { ChatTemplateFacts } from "../model/tool-list-prompt";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import type { SmokeReport } from "../sandbox/smoke";
 import type { ModelInfo, ModelOptions } from "./model-cache";
@@ -59,6 +60,8 @@ export interface RunEvent {
   kind: "edit" | "edit-refused" | "skipped" | "paused" | "stopped" | "error" | "info";
   message: string;
   edit?: ConfigEdit;
+  /** The model's chat template as loaded (rl/runner.ts): whether it renders the tools. */
+  chat?: ChatTemplateFacts;
 }
 
 /** Progress for the progress bar: where the run is and how fast it goes. */

