@@ -336,7 +336,7 @@ describe("charts, comparisons and the page on a phone", () => {
 
     await page.getByTestId("import-results-folder").setInputFiles("results/fixtures/verl-run");
     await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(before + 2);
-    const trl = "results/fixtures/trl-run/output";
+    const trl = "results/fixtures/trl-run/trl-out";
     await page
       .getByTestId("import-results-files")
       .setInputFiles([

@@ -207,9 +207,10 @@ async function importTrl(
     samples.push(...(await readCompletions(await f.bytes(), f.path, step)));
     read.push(f.path);
   }
-  const root = dirName(state.path).replace(CHECKPOINT, "");
   const config = await readTrlScript(files, limits, notes);
   if (config.path) read.push(config.path);
+  // Named by the export folder (train_trl.py's) when it was picked, else by the output folder.
+  const root = config.path !== undefined ? dirName(config.path) : dirName(state.path).replace(CHECKPOINT, "");
   return {
     name: `trl ${baseName(root) || "run"}`,
     info: { engine: "trl", files: read, notes, config: config.value, seed: numberOr(config.value?.seed) },
