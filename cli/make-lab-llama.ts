@@ -20,7 +20,6 @@ import { join, resolve } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { loadRecipeFile } from "../config/recipe-file";
-import { hfFiles, readSafetensors, writeSafetensors } from "../model/hf/write";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { PolicyModel } from "../model/api";
@@ -30,6 +29,7 @@ import { initParams, modelConfig, paramLayout } from "../model/config";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
 import { hfModelConfig } from "../model/hf/read";
+import { hfFiles, readSafetensors, writeSafetensors } from "../model/hf/write";
 import {
   LAB_LLAMA_ADDED,
   LAB_LLAMA_CHAT_TEMPLATE,
