@@ -2,7 +2,7 @@
 // `npm run export -- verl|trl` writes (export/index.ts; zip by export/zip.ts) and lists what
 // does not carry over. The exporter is pure and loaded on demand, so it costs the page
 // nothing until it is used. "PEFT adapter" / "HF model" download the run's latest weights in
-// Hugging Face formats (app/bridge.ts downloadWeights, export/hf.ts).
+// Hugging Face formats (app/bridge.ts downloadWeights, model/hf/write.ts).
 import { useState } from "react";
 import type { RunConfig } from "../config";
 import { downloadWeights } from "./bridge";

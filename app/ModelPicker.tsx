@@ -10,7 +10,7 @@
 import { useCallback, useEffect, useMemo, useState } from "react";
 import type { RunConfig } from "../config";
 import { modelConfigOf } from "../model/config";
-import { hfModelConfig } from "../model/hf";
+import { hfModelConfig } from "../model/hf/read";
 import { DEFAULT_LIMITS, formatBytes, planOfConfig } from "../model/memory-plan";
 import { type ModelSource, parseModelSource, sourceFields, sourceLabel } from "../model/source";
 import type { CacheEntry, DownloadProgress, ModelInfo } from "../workers/api";

@@ -338,7 +338,7 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
 /**
  * Downloads a run's latest weights in Hugging Face formats as a zip: "peft" = the LoRA adapter
  * (adapter_config.json + adapter_model.safetensors), "hf" = the model with the adapter merged
- * (export/hf.ts, loaded on demand) with the source model's tokenizer files. Throws (for the caller to show) when the run has no
+ * (model/hf/write.ts, loaded on demand) with the source model's tokenizer files. Throws (for the caller to show) when the run has no
  * checkpoint yet or its model has no Hugging Face architecture.
  */
 export async function downloadWeights(runId: string, kind: "peft" | "hf", name: string): Promise<string> {
@@ -346,7 +346,7 @@ export async function downloadWeights(runId: string, kind: "peft" | "hf", name: 
   const [{ decodeBundle }, { loadCheckpoint }, hf, { zipFiles }] = await Promise.all([
     import("../rl/bundle.ts"),
     import("../model/checkpoint.ts"),
-    import("../export/hf.ts"),
+    import("../model/hf/write.ts"),
     import("../export/zip.ts"),
   ]);
   const b = await decodeBundle(bytes);

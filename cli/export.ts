@@ -4,7 +4,7 @@
 // `npm run export -- --table`   (the mapping table, as docs/SCALE-OUT.md shows it)
 // `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
 // `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR]`
-//   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
+//   the trained weights in Hugging Face formats (model/hf/write.ts): peft = the LoRA adapter as
 //   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
 //   (config.json + model.safetensors) and the source model's tokenizer, chat template and
 //   generation_config files copied through (from the run's model.tokenizer or model.pretrained:
@@ -20,10 +20,10 @@ import { join, resolve } from "node:path";
 import { parseRunConfig } from "../config/migrate";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
-import { hfFiles, peftFiles, tokenizerFiles, tokenizerSource } from "../export/hf";
 import { exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
+import { hfFiles, peftFiles, tokenizerFiles, tokenizerSource } from "../model/hf/write";
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
 import { parseCliArgs, usageExit } from "./args";

@@ -36,16 +36,10 @@ import {
   toolResponseTokens,
 } from "./template";
 import type { Tokenizer } from "./tokenizer";
+import { type ChatTool, functionSpecs, withToolPrompt } from "./tool-list-prompt";
 
-/** A tool as a chat template sees it (OpenAI function shape) plus how inline calls map onto it. */
-export interface ChatTool {
-  name: string;
-  description: string;
-  /** JSON schema of the arguments object. */
-  parameters: Record<string, unknown>;
-  /** A code tool: an inline `<tool_call>CODE</tool_call>` becomes `{"name", "arguments": {[codeArg]: CODE}}`. */
-  codeArg?: string;
-}
+// The tool-list text is a pure module of its own (the export writes it without model files).
+export { type ChatTool, functionSpecs, hermesToolPrompt } from "./tool-list-prompt";
 
 export type TokenizationCheck = "strict" | "warn" | "off";
 export type ToolPrompt = "hermes" | "none";
@@ -157,31 +151,6 @@ export function hermesMessages(messages: readonly Message[], tools: readonly Cha
 /** A call written the Hermes way, for templates that do not render `tool_calls` themselves. */
 export function hermesCallText(name: string, args: Record<string, unknown>): string {
   return `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
-}
-
-/** The OpenAI function shape templates iterate over as `tools`. */
-export function functionSpecs(tools: readonly ChatTool[]): Record<string, unknown>[] {
-  return tools.map((t) => ({
-    type: "function",
-    function: { name: t.name, description: t.description, parameters: t.parameters },
-  }));
-}
-
-/** The tool list in the system message, for a template that ignores `tools` (the "hermes" format). */
-export function hermesToolPrompt(tools: readonly ChatTool[]): string {
-  return [
-    "# Tools",
-    "",
-    "You may call functions to answer. Their signatures, one JSON object per line, are inside <tools></tools>:",
-    "<tools>",
-    ...functionSpecs(tools).map((f) => JSON.stringify(f)),
-    "</tools>",
-    "",
-    "To call one, write its name and a JSON object of arguments inside <tool_call></tool_call> tags:",
-    "<tool_call>",
-    '{"name": <function-name>, "arguments": <args-json-object>}',
-    "</tool_call>",
-  ].join("\n");
 }
 
 // ------------------------------------------------------------------------------------
@@ -320,11 +289,7 @@ export class JinjaChat implements ChatFormat {
         return { role: m.role, content: [m.content, ...calls].filter((x) => x.length > 0).join("\n") };
       });
     }
-    if (tools.length > 0 && !this.rendersTools && this.options.toolPrompt === "hermes") {
-      const prompt = hermesToolPrompt(tools);
-      if (out[0]?.role === "system") out[0] = { ...out[0], content: `${out[0].content}\n\n${prompt}` };
-      else out = [{ role: "system", content: prompt }, ...out];
-    }
+    if (!this.rendersTools && this.options.toolPrompt === "hermes") out = withToolPrompt(out, tools);
     return out;
   }
 

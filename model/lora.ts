@@ -16,7 +16,7 @@
 //   down_proj mlp.c_proj (C, H)          (in H)
 // Each target has its own A and B. On the fused matrix this is the same as one LoRA of rank
 // k*r whose A stacks the k A's and whose B is block diagonal (B_q, B_k, B_v): the fused output
-// columns of q only see B_q. That is how the GPT-2 export writes it (export/hf.ts).
+// columns of q only see B_q. That is how the GPT-2 export writes it (model/hf/write.ts).
 // Tested by model/lora.test.ts (PyTorch golden, base bit-identical, counts, adapter off).
 import { LORA_TARGET_NAMES } from "../config/schema";
 import { attnDims, gaussian, type ModelConfig, mlpHidden, mulberry32 } from "./config";

@@ -10,7 +10,7 @@
 // The file is untrusted: the header is refused when its length is beyond the file or 16 MB, or a
 // tensor's shape overflows, its dtype and size disagree, its bytes leave the data section or
 // overlap another's; nothing is allocated before these checks but the header itself.
-// Tested by model/hf.test.ts (good and bad files) and model/untrusted.test.ts (the fuzz).
+// Tested by model/hf/read.test.ts (good and bad files) and model/untrusted.test.ts (the fuzz).
 
 /** A file read by ranges. */
 export interface ByteSource {
@@ -226,7 +226,7 @@ function halfToFloat(h: number): number {
 /**
  * What precedes a safetensors file's data: the 8-byte little-endian header length, then the
  * JSON header padded with spaces so the data starts 8-byte aligned (as the reference writer
- * does). Shared by the lab's writers (model/checkpoint.ts, export/hf.ts, cli/stamp-checkpoint.ts).
+ * does). Shared by the lab's writers (model/checkpoint.ts, model/hf/write.ts, cli/stamp-checkpoint.ts).
  */
 export function safetensorsHead(header: Record<string, unknown>): Uint8Array {
   let json = JSON.stringify(header);

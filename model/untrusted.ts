@@ -1,18 +1,18 @@
 // A model source's files are untrusted input (a Hub repo or someone's files): this is the check a
 // model gets when it is picked or loaded, before any run, buffer or memory plan uses it. Each file
 // is read through the lab's own readers, which refuse by name what they cannot hold:
-//   config.json                   wrong types and absurd sizes (model/hf.ts, HF_CONFIG_MAX)
+//   config.json                   wrong types and absurd sizes (model/hf/read.ts, HF_CONFIG_MAX)
 //   tokenizer.json / _config.json malformed, oversized, ids beyond config.json's vocab_size
-//                                 (model/hf-tokenizer.ts), the chat template rendered in the
+//                                 (model/hf/tokenizer.ts), the chat template rendered in the
 //                                 bounded sandbox (model/jinja-bounds.ts) on a probe conversation
 //   *.safetensors                 headers only: lengths, offsets, dtypes, shapes (model/safetensors.ts)
-//   model.safetensors.index.json  shard names beside the index (model/hf.ts, checkShardName)
+//   model.safetensors.index.json  shard names beside the index (model/hf/read.ts, checkShardName)
 // Every refusal is a ModelFileError naming the file; nothing reads more than a header from the
 // weights. Used by workers/model-cache.ts (the picker) and tested by model/untrusted.test.ts.
 import { jinjaChat } from "./chat";
 import type { ModelConfig } from "./config";
-import { type HfOptions, type ModelDir, openHfTensors, readHfConfig } from "./hf";
-import { HfTokenizer } from "./hf-tokenizer";
+import { type HfOptions, type ModelDir, openHfTensors, readHfConfig } from "./hf/read";
+import { HfTokenizer } from "./hf/tokenizer";
 
 /** A model file refused: `file` is its name in the model's folder, the message says why. */
 export class ModelFileError extends Error {

@@ -8,7 +8,7 @@
 // describes it so). Malformed JSON, an unknown tool and bad arguments each come back as a
 // failed tool result the model sees (ok: false), never as exceptions.
 // Tested by rl/rollout.test.ts and rl/hermes.test.ts.
-import type { ChatTool } from "../model/chat";
+import { CODE_ARG } from "../model/tool-list-prompt";
 import { formatToolResponse } from "../sandbox/tools";
 import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../sandbox/types";
 import { isBuiltinTool, type ToolSpec } from "../tasks/types";
@@ -28,26 +28,8 @@ function outcomeOf(r: RunCodeResult): ToolOutcome {
   return { ok, text: formatToolResponse(r, { maxChars: Number.MAX_SAFE_INTEGER }), status, detail: r.value };
 }
 
-/** The code tool's one argument in the Hermes form. */
-export const CODE_ARG = "code";
-
-/** The task's tools as a chat template lists them (a code tool takes `{"code": string}`). */
-export function chatToolsOf(tools: readonly ToolSpec[]): ChatTool[] {
-  return tools.map((t) =>
-    isBuiltinTool(t)
-      ? {
-          name: t.name,
-          description: t.description,
-          parameters: {
-            type: "object",
-            properties: { [CODE_ARG]: { type: "string", description: "The JavaScript code to run." } },
-            required: [CODE_ARG],
-          },
-          codeArg: CODE_ARG,
-        }
-      : { name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> },
-  );
-}
+// The task's tools as a chat template lists them: a pure module the export shares.
+export { CODE_ARG, chatToolsOf } from "../model/tool-list-prompt";
 
 export function makeToolProtocol(
   tools: ToolSpec[],

@@ -6,7 +6,7 @@
 // Tested by e2e/model.e2e.test.ts.
 
 import type { RunConfig } from "../config";
-import type { ModelDir } from "../model/hf";
+import type { ModelDir } from "../model/hf/read";
 import {
   addLocalFiles,
   type ByteStore,

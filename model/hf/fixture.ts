@@ -1,8 +1,9 @@
 // A tiny Hugging Face model's weights for tests: every tensor of a config.json's architecture
-// (model/hf.ts's names and shapes), random f32 from a seeded LCG with norms at 1, as one
-// safetensors file (export/hf.ts's writer). Used by rl/chat-run.test.ts and e2e/tiny-hf.ts.
-import { writeSafetensors } from "../export/hf";
-import { hfModelConfig, hfTensors } from "./hf";
+// (model/hf/read.ts's names and shapes), random f32 from a seeded LCG with norms at 1, as one
+// safetensors file (model/hf/write.ts's writer). Used by rl/chat-run.test.ts and e2e/tiny-hf.ts.
+
+import { hfModelConfig, hfTensors } from "./read";
+import { writeSafetensors } from "./write";
 
 export function randomHfSafetensors(
   config: Record<string, unknown>,

@@ -1,7 +1,7 @@
 // The published config.json of each target model (fields as on the Hugging Face Hub), as data:
-// the architecture tests (model/hf.test.ts), the memory plan's hand figures
+// the architecture tests (model/hf/read.test.ts), the memory plan's hand figures
 // (model/memory-plan.test.ts) and the large-model bench rows (bench/bigmodel.ts) read these
-// through the lab's own config reader (model/hf.ts).
+// through the lab's own config reader (model/hf/read.ts).
 
 export const SMOLLM2_135M = {
   architectures: ["LlamaForCausalLM"],

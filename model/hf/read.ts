@@ -15,7 +15,7 @@
 //
 // Fields that do not change this computation are ignored (real configs carry many); a value that
 // would change it and is not supported is an error naming config.json and the field.
-// Tested by model/hf.test.ts (configs, names, bad files) and the golden tests of each family.
+// Tested by model/hf/read.test.ts (configs, names, bad files) and the golden tests of each family.
 import {
   type AttnDims,
   attnDims,
@@ -24,8 +24,8 @@ import {
   modelConfig,
   type ParamLayout,
   paramLayout,
-} from "./config";
-import type { LoraConfig } from "./lora";
+} from "../config";
+import type { LoraConfig } from "../lora";
 import {
   type ByteSource,
   blobSource,
@@ -33,7 +33,7 @@ import {
   readableEntry,
   readTensorChunks,
   type SafetensorsFile,
-} from "./safetensors";
+} from "../safetensors";
 
 export const HF_FAMILIES = ["llama", "qwen2", "qwen3"] as const;
 export type HfFamily = (typeof HF_FAMILIES)[number];

@@ -13,22 +13,22 @@
 // columns, zeros elsewhere; rank_pattern/alpha_pattern give c_attn r' = k*r and alpha' = k*alpha
 // so PEFT's scale alpha'/r' stays alpha/r. fan_in_fan_out is true (Conv1D), which changes only
 // how PEFT merges (it transposes B A), not the lora_A (r, in) / lora_B (out, r) shapes.
-// The rmsnorm + swiglu + rope models (the Llama/Qwen2/Qwen3 families read by model/hf.ts, and
+// The rmsnorm + swiglu + rope models (the Llama/Qwen2/Qwen3 families read by model/hf/read.ts, and
 // the tiny variant of those options) leave in their family's layout: q/k/v and gate/up are
-// un-stacked again (model/hf.ts hfTensors), and PEFT's names are
+// un-stacked again (model/hf/read.ts hfTensors), and PEFT's names are
 // base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight, ... (one adapter per target,
 // fan_in_fan_out false).
 // The merged folder also gets the source model's tokenizer and generation files, copied byte
 // for byte (tokenizerFiles: from model.tokenizer, else model.pretrained), so transformers'
 // AutoTokenizer / generate read it as they read the source.
-// Used by cli/export.ts (peft|hf) and the page's download. Tested by export/hf.test.ts with a
+// Used by cli/export.ts (peft|hf) and the page's download. Tested by model/hf/write.test.ts with a
 // PyTorch GPT-2 forward written from the architecture (model/golden/make_gpt2_golden.py).
-import type { RunConfig } from "../config/schema.ts";
-import type { ModelConfig } from "../model/config";
-import { attnDims, mlpHidden, modelConfig, paramLayout } from "../model/config";
-import { type HfFamily, hfTensors } from "../model/hf";
-import { type LoraLayout, type LoraTarget, loraLayout } from "../model/lora";
-import { safetensorsHead } from "../model/safetensors";
+import type { RunConfig } from "../../config/schema.ts";
+import type { ModelConfig } from "../config";
+import { attnDims, mlpHidden, modelConfig, paramLayout } from "../config";
+import { type LoraLayout, type LoraTarget, loraLayout } from "../lora";
+import { safetensorsHead } from "../safetensors";
+import { type HfFamily, hfTensors } from "./read";
 
 // ---------------------------------------------------------------------------------------
 // safetensors (F32 only: every lab tensor is f32)

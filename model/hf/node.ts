@@ -1,10 +1,10 @@
 // A ModelDir over a folder on disk, for Node (tests, the CLI): each file is opened as a lazily
 // read Blob (fs.openAsBlob), so the safetensors reader reads only the ranges it asks for.
-// Node-only (node:fs); the browser uses blobModelDir (model/hf.ts) over picked or cached files.
+// Node-only (node:fs); the browser uses blobModelDir (model/hf/read.ts) over picked or cached files.
 import { existsSync, openAsBlob, statSync } from "node:fs";
 import { join } from "node:path";
-import type { ModelDir } from "./hf";
-import { blobSource } from "./safetensors";
+import { blobSource } from "../safetensors";
+import type { ModelDir } from "./read";
 
 export function nodeModelDir(path: string): ModelDir {
   return {

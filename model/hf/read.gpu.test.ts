@@ -2,17 +2,17 @@
 // WebGPU model loaded tensor by tensor (GpuModel.fromHf) equals PyTorch per family (logits, loss,
 // every gradient, 10 AdamW steps), and its KV-cache decoding with grouped-query attention
 // equals its full forward across prefill, decode and append.
-// Run: npx vitest run --project gpu model/hf.gpu.test.ts
+// Run: npx vitest run --project gpu model/hf/read.gpu.test.ts
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Runtime } from "../kernels/runtime";
-import { assertClose, gpuRuntime } from "../kernels/testing";
-import { goldenLoss, goldenLossGrads, readHfGolden } from "./golden";
-import { GpuModel } from "./gpu";
-import { hfTensors, loadHfModel } from "./hf";
-import { nodeModelDir } from "./hf-node";
+import { Runtime } from "../../kernels/runtime";
+import { assertClose, gpuRuntime } from "../../kernels/testing";
+import { goldenLoss, goldenLossGrads, readHfGolden } from "../golden";
+import { GpuModel } from "../gpu";
+import { nodeModelDir } from "./node";
+import { hfTensors, loadHfModel } from "./read";
 
-const HF = new URL("./golden/hf/", import.meta.url).pathname;
+const HF = new URL("../golden/hf/", import.meta.url).pathname;
 const FAMILIES = ["llama", "qwen2", "qwen3"] as const;
 
 let device: GPUDevice;

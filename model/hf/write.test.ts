@@ -3,26 +3,26 @@
 // applied by hand) in model/golden/make_gpt2_golden.py, equal the lab's scoring of base +
 // adapter; the merged files re-imported give the same numbers; names, shapes and dtypes are
 // PEFT's and transformers'; other tiny variants are refused with the field named. The Llama,
-// Qwen2 and Qwen3 families: the merged export read back by model/hf.ts's loader scores as base +
+// Qwen2 and Qwen3 families: the merged export read back by model/hf/read.ts's loader scores as base +
 // adapter, under the family's config.json, with PEFT's names for each target. The merged folder
 // gets the source model's tokenizer, chat template and generation files (the CLI, on a tiny
 // Qwen2 folder with real tokenizer files).
-// Run: npx vitest run --project unit export/hf.test.ts
+// Run: npx vitest run --project unit model/hf/write.test.ts
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { defaultRunConfig, mergeConfig } from "../config";
-import { assertClose } from "../kernels/testing";
-import { saveCheckpoint } from "../model/checkpoint";
-import { CpuModel } from "../model/cpu";
-import { readGoldenFile, readLoraGolden } from "../model/golden";
-import { blobModelDir, loadHfModel } from "../model/hf";
-import { nodeModelDir } from "../model/hf-node";
-import { HfTokenizer } from "../model/hf-tokenizer";
-import { QWEN3_DIR } from "../model/qwen3-fixture";
+import { defaultRunConfig, mergeConfig } from "../../config";
+import { assertClose } from "../../kernels/testing";
+import { saveCheckpoint } from "../checkpoint";
+import { CpuModel } from "../cpu";
+import { readGoldenFile, readLoraGolden } from "../golden";
+import { QWEN3_DIR } from "../qwen3-fixture";
+import { nodeModelDir } from "./node";
+import { blobModelDir, loadHfModel } from "./read";
+import { HfTokenizer } from "./tokenizer";
 import {
   gpt2Check,
   hfArchitecture,
@@ -34,9 +34,9 @@ import {
   peftGpt2Files,
   readSafetensors,
   tokenizerFiles,
-} from "./hf";
+} from "./write";
 
-const file = (p: string) => new Uint8Array(readFileSync(new URL(`../model/golden/${p}`, import.meta.url)));
+const file = (p: string) => new Uint8Array(readFileSync(new URL(`../golden/${p}`, import.meta.url)));
 const g = readLoraGolden(file("lora-gpt.bin"));
 const py = readGoldenFile(file("gpt2/golden.bin"));
 const B = py.header.B as number;
@@ -128,7 +128,7 @@ for (const family of ["llama", "qwen2", "qwen3"] as const) {
     const f = readLoraGolden(file(`lora-${family}.bin`));
     const fb = { B: f.B, T: f.T, tokens: f.tokens, targets: f.targets };
 
-    it("the merged model re-imported through model/hf.ts scores as base + adapter", async () => {
+    it("the merged model re-imported through model/hf/read.ts scores as base + adapter", async () => {
       expect(hfArchitecture(f.config)).toBe(family);
       const files = hfFiles(f.config, f.weights, f.adapter);
       const cfg = JSON.parse(new TextDecoder().decode(files["config.json"]));
@@ -192,7 +192,7 @@ describe("tokenizer files in the merged folder", () => {
     const model = join(root, "tiny-qwen2");
     mkdirSync(model);
     for (const f of ["config.json", "model.safetensors"])
-      copyFileSync(fileURLToPath(new URL(`../model/golden/hf/qwen2/${f}`, import.meta.url)), join(model, f));
+      copyFileSync(fileURLToPath(new URL(`../golden/hf/qwen2/${f}`, import.meta.url)), join(model, f));
     for (const f of ["tokenizer.json", "tokenizer_config.json"])
       copyFileSync(join(QWEN3_DIR, f), join(model, f));
     writeFileSync(

@@ -4,14 +4,17 @@
 // tensor, wrong shape or dtype, missing shard) as errors naming the file and the tensor.
 // The CPU model of each family against its PyTorch golden (logits, loss, every gradient, a
 // 10-step AdamW trajectory). The tiny models are written by model/golden/make_hf_models.py.
-// Run: npx vitest run --project unit model/hf.test.ts
+// Run: npx vitest run --project unit model/hf/read.test.ts
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { assertClose } from "../kernels/testing";
-import { loadCheckpoint, saveCheckpoint } from "./checkpoint";
-import { attnDims, paramLayout } from "./config";
-import { CpuModel } from "./cpu";
-import { goldenLoss, goldenLossGrads, readHfGolden } from "./golden";
+import { assertClose } from "../../kernels/testing";
+import { loadCheckpoint, saveCheckpoint } from "../checkpoint";
+import { attnDims, paramLayout } from "../config";
+import { CpuModel } from "../cpu";
+import { goldenLoss, goldenLossGrads, readHfGolden } from "../golden";
+import { bytesSource, toFloat32 } from "../safetensors";
+import { QWEN3_06B, QWEN25_05B, SMOLLM2_135M } from "./configs";
+import { nodeModelDir } from "./node";
 import {
   blobModelDir,
   hfModelConfig,
@@ -20,12 +23,9 @@ import {
   loadHfWeights,
   type ModelDir,
   readHfConfig,
-} from "./hf";
-import { QWEN3_06B, QWEN25_05B, SMOLLM2_135M } from "./hf-configs";
-import { nodeModelDir } from "./hf-node";
-import { bytesSource, toFloat32 } from "./safetensors";
+} from "./read";
 
-const HF = new URL("./golden/hf/", import.meta.url).pathname;
+const HF = new URL("../golden/hf/", import.meta.url).pathname;
 const FAMILIES = ["llama", "qwen2", "qwen3"] as const;
 
 describe("config.json -> ModelConfig", () => {

