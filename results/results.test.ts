@@ -276,7 +276,9 @@ describe("the names table", () => {
 describe("npm run compare", () => {
   // Both engines' reward/mean per step is the mean score of that step's 8 samples (the dumps).
   const means = [...Array(20).keys()].map((k) => {
-    const lines = readFileSync(join(VERL, "rollouts", `${k + 1}.jsonl`), "utf8").trim().split("\n");
+    const lines = readFileSync(join(VERL, "rollouts", `${k + 1}.jsonl`), "utf8")
+      .trim()
+      .split("\n");
     return lines.reduce((a, l) => a + JSON.parse(l).score, 0) / lines.length;
   });
   const scores = {
