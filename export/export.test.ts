@@ -736,12 +736,15 @@ describe("warnings and --strict", () => {
         "public/recipes/claim-tao.json",
         "--out",
         out,
+        "--gpus",
+        "2",
       ],
       {
         encoding: "utf8",
       },
     );
     expect(ok.status, ok.stderr).toBe(0);
+    expect(parse(readFileSync(join(out, "config.yaml"), "utf8")).trainer.n_gpus_per_node).toBe(2);
     expect(ok.stderr).toContain("warning: shaping:tao-code");
     expect(readFileSync(join(out, "run.sh"), "utf8")).toContain(
       'python3 -m verl.trainer.main_ppo --config-path "$(cd "$(dirname "$0")" && pwd)" --config-name config',
