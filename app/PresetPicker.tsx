@@ -16,7 +16,8 @@ let baseNotices: string[] = [];
 
 let contrastOf: (c: RecipeContrast | null) => void = () => {};
 
-async function choose(p: PresetEntry, search = ""): Promise<void> {
+/** Puts a preset into the form (and the URL's values over it, on load). */
+export async function choose(p: PresetEntry, search = ""): Promise<void> {
   try {
     const { config: base, contrast } = await presetRecipe(p);
     contrastOf(contrast ?? null);

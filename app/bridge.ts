@@ -17,6 +17,7 @@ import type {
   TryResult,
 } from "../workers/api";
 import { getTrainer } from "./engine";
+import { pretrainedConflict } from "./presets";
 import {
   activeRun,
   addLoadedRun,
@@ -182,6 +183,12 @@ export async function startSeeds(
   config: RunConfig,
   opts: { edits?: ConfigEdit[]; source?: "local" | "link" | "bundle"; name?: string } = {},
 ): Promise<void> {
+  // A pretrained model on a preset that starts from the lab's own checkpoint: the reason, not a shape error.
+  const conflict = opts.source ? null : pretrainedConflict(config, useLab.getState().preset);
+  if (conflict) {
+    report(new Error(conflict));
+    return;
+  }
   const n = config.seeds ?? 1;
   if (n <= 1) {
     await startRun(config, opts);
@@ -354,12 +361,20 @@ export async function downloadWeights(runId: string, kind: "peft" | "hf", name: 
   if (!b.run.weights) throw new Error("the run has no checkpoint yet");
   const ck = loadCheckpoint(b.run.weights);
   let files: Record<string, Uint8Array>;
+  // A pretrained run's source: the adapter's base_model_name_or_path, the merged model's config.json.
+  const src = hf.hfSourceOf(b.run.config);
   if (kind === "peft") {
     if (!ck.adapter)
       throw new Error("the run trains every weight (model.lora.rank 0): download the HF model");
-    files = hf.peftFiles(ck.config, ck.adapter);
+    files = hf.peftFiles(ck.config, ck.adapter, src ?? undefined);
   } else {
-    files = hf.hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+    const pretrained = b.run.config.model.pretrained;
+    if (src && pretrained) {
+      const found = await getTrainer().modelFiles(b.run.config, pretrained, ["config.json"]);
+      if (!found["config.json"]) throw new Error(`${pretrained}: the source model's config.json is not here`);
+      src.config = JSON.parse(new TextDecoder().decode(found["config.json"]));
+    }
+    files = hf.hfFiles(ck.config, ck.weights, ck.adapter ?? null, { source: src ?? undefined });
     // The source model's tokenizer, chat template and generation files, read in the worker.
     const source = hf.tokenizerSource(b.run.config);
     if (source) {

@@ -55,7 +55,11 @@ export function buildFieldSpecs(defaults: RunConfig = defaultRunConfig()): Field
     let kind: FieldKind;
     let nullable = false;
     if (meta.options) kind = "enum";
-    else if (typeof v === "number") kind = "number";
+    else if (path === "model.sha256") {
+      // A record of file -> hash the model picker writes: JSON in links, a list in the panel.
+      kind = "json";
+      nullable = true;
+    } else if (typeof v === "number") kind = "number";
     else if (typeof v === "boolean") kind = "boolean";
     else if (typeof v === "string") kind = path === "rewards.custom_js" ? "text" : "string";
     else if (v === null && (meta.min !== undefined || meta.max !== undefined)) {
@@ -337,4 +341,31 @@ export function paramCountOf(config: RunConfig): number | null {
 export function paramsText(config: RunConfig): string {
   const n = paramCountOf(config);
   return n === null ? "? params" : `≈${(n / 1e6).toFixed(2)}M params`;
+}
+
+// The lab's architecture fields and what a Hugging Face config.json says for each.
+const PRETRAINED_FIELDS: Record<string, (j: Record<string, unknown>) => unknown> = {
+  "model.layers": (j) => j.num_hidden_layers,
+  "model.d_model": (j) => j.hidden_size,
+  "model.heads": (j) => j.num_attention_heads,
+  "model.norm": () => "rmsnorm",
+  "model.mlp": () => "swiglu",
+  "model.positional": () => "rope",
+  "model.tied_embeddings": (j) => j.tie_word_embeddings ?? false,
+};
+
+/**
+ * With model.pretrained set, an architecture field does not apply: its value is read-only text
+ * from the model's config.json (or a note while it is not read yet). Null for every other field.
+ */
+export function pretrainedField(
+  config: RunConfig,
+  modelConfigs: Record<string, unknown>,
+  path: string,
+): string | null {
+  const p = config?.model?.pretrained;
+  const read = PRETRAINED_FIELDS[path];
+  if (!p || !read) return null;
+  const json = modelConfigs[p] as Record<string, unknown> | undefined;
+  return json ? `${String(read(json))} (config.json)` : "from the model's config.json";
 }
