@@ -28,7 +28,7 @@ import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, modelConfig, paramLayout } from "../model/config";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
-import { hfModelConfig } from "../model/hf/read";
+import { hfModelConfig } from "../model/hf/config";
 import { hfFiles, readSafetensors, writeSafetensors } from "../model/hf/write";
 import {
   LAB_LLAMA_ADDED,
