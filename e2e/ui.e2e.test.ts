@@ -365,5 +365,11 @@ describe("lab UI", () => {
     const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     expect(bg).toBe("rgb(22, 24, 27)");
     await page.screenshot({ path: "e2e/artifacts/ui-dark.png" });
+
+    // An unknown preset and a word for a number: one message names both.
+    await page.goto(`${baseUrl}?preset=nonexistent&rl.lr=banana`);
+    await expect
+      .poll(async () => (await notices.allTextContents()).join("\n"), { timeout: 60_000 })
+      .toMatch(/preset: no preset named "nonexistent"[^]*rl\.lr: must be a number/);
   });
 });
