@@ -70,7 +70,9 @@ export function PresetPicker() {
       const found = list.find((x) => x.id === wanted);
       const p = found ?? list.find((x) => x.id === DEFAULT_PRESET) ?? list[0];
       const extra =
-        found || !p ? [] : [`preset: no preset named "${wanted}", opened "${p.id}" (the picker lists the presets)`];
+        found || !p
+          ? []
+          : [`preset: no preset named "${wanted}", opened "${p.id}" (the picker lists the presets)`];
       if (p) void choose(p, search, extra);
     });
     return () => {

@@ -278,7 +278,10 @@ describe("runs survive and travel", () => {
       const s = new Blob([noise]).stream().pipeThrough(new CompressionStream("gzip"));
       return window.runsLab.importBytes(Array.from(new Uint8Array(await new Response(s).arrayBuffer())));
     });
-    expect(gzNoise).toEqual({ ok: false, error: expect.stringMatching(/^not a run bundle: the gzip file holds no UTF-8 text/) });
+    expect(gzNoise).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^not a run bundle: the gzip file holds no UTF-8 text/),
+    });
     for (const r of [junk, gzNoise]) if (!r.ok) expect(r.error.match(/run bundle/g)).toHaveLength(1);
     // The worker is still alive and nothing half-imported was stored.
     expect(await page.evaluate(() => window.runsLab.trainer.listRuns())).toHaveLength(runsBefore);

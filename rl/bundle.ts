@@ -219,9 +219,7 @@ function validate(json: unknown): BundleResult {
   const fail = (error: string): BundleResult => ({ ok: false, error });
   if (!isObj(json)) return fail("the JSON is not an object");
   if (json.format !== BUNDLE_FORMAT) {
-    return fail(
-      `format is ${JSON.stringify(json.format) ?? "missing"}, not "${BUNDLE_FORMAT}"`,
-    );
+    return fail(`format is ${JSON.stringify(json.format) ?? "missing"}, not "${BUNDLE_FORMAT}"`);
   }
   if (!(isStep(json.version) && json.version >= 1 && json.version <= BUNDLE_VERSION)) {
     return fail(
@@ -369,7 +367,8 @@ export async function decodeBundle(bytes: Uint8Array): Promise<BundleResult> {
       text = new TextDecoder("utf-8", { fatal: true }).decode(raw);
     } catch {
       // Random bytes gzipped decompress fine: say what the file was, then what is wrong.
-      const what = raw === bytes ? "the file is neither gzip nor UTF-8 text" : "the gzip file holds no UTF-8 text";
+      const what =
+        raw === bytes ? "the file is neither gzip nor UTF-8 text" : "the gzip file holds no UTF-8 text";
       return { ok: false, error: `${what} (a bundle is gzipped JSON, .lab-run.json.gz)` };
     }
     let json: unknown;
