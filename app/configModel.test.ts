@@ -160,6 +160,8 @@ describe("diffs and URL state", () => {
     expect(r.notices).toHaveLength(2);
     expect(r.notices[0]).toMatch(/^rl\.nope: unknown field/);
     expect(r.notices[1]).toMatch(/^rl\.lr: .*must be <= 1/);
+    // The key is named once, and a word where a number belongs is named.
+    expect(applyQuery(base, "?rl.lr=banana").notices).toEqual(["rl.lr: must be a number (kept the default)"]);
   });
 });
 

@@ -266,7 +266,10 @@ export function applyQuery(
     if (drop.length === 0) break;
     for (const k of drop) {
       const why = v.errors.filter((e) => e.path === k || e.path.startsWith(`${k}.`));
-      const msg = why.length ? why.map((e) => `${e.path}: ${e.message}`).join("; ") : formatErrors(v.errors);
+      // The key once: "rl.lr: must be a number", not "rl.lr: rl.lr: must be a number".
+      const msg = why.length
+        ? why.map((e) => (e.path === k ? e.message : `${e.path}: ${e.message}`)).join("; ")
+        : formatErrors(v.errors);
       notices.push(`${k}: ${msg} (kept the default)`);
       values.delete(k);
     }

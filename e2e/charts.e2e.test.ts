@@ -303,6 +303,24 @@ describe("charts, comparisons and the page on a phone", () => {
       .toBe(2);
     expect(Number(await reward.getAttribute("data-bands"))).toBeGreaterThan(0);
     expect(await legend.getAttribute("data-seeds")).toBe("2");
+
+    // At 390x844 the stored runs fit: Open, Export and Delete on the screen, no sideways scroll;
+    // the tab strip keeps "Config" in view with Runs selected; Escape closes the drawer.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByTestId("tab-runs").click();
+    const actions = page.locator('[data-testid="stored-run"] .run-actions button');
+    expect(await actions.count()).toBeGreaterThanOrEqual(6);
+    for (const box of await actions.evaluateAll((bs) => bs.map((b) => b.getBoundingClientRect().toJSON())))
+      expect(box.right, JSON.stringify(box)).toBeLessThanOrEqual(390);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    const toggle = (await page.getByTestId("drawer-toggle").boundingBox())!;
+    expect(toggle.x).toBeGreaterThanOrEqual(0);
+    expect(toggle.x + toggle.width).toBeLessThanOrEqual(390);
+    await page.getByTestId("drawer-toggle").click();
+    const panel = page.getByTestId("config-panel");
+    await expect.poll(() => panel.isVisible()).toBe(true);
+    await page.keyboard.press("Escape");
+    await expect.poll(() => panel.isVisible()).toBe(false);
     expect(pageErrors).toEqual([]);
     await page.close();
   });
