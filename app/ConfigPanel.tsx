@@ -14,6 +14,7 @@ import {
   fromSlider,
   groupFields,
   paramsText,
+  pretrainedField,
   SLIDER_STEPS,
   type SliderScale,
   sliderScale,
@@ -174,6 +175,24 @@ function FieldInput({
   value: unknown;
 }) {
   const common = { id, "data-path": spec.path };
+  const arch = useLab((s) => pretrainedField(s.form.config as RunConfig, s.modelConfigs, spec.path));
+  if (arch !== null)
+    return (
+      <input {...common} type="text" value={arch} readOnly title="From the pretrained model's config.json" />
+    );
+  if (spec.path === "model.sha256") {
+    const hashes = Object.entries((value ?? {}) as Record<string, string>);
+    return (
+      <ul {...common} className="hash-list" data-testid="sha256-list">
+        {hashes.length === 0 && <li className="muted">none (the model picker sets it for local files)</li>}
+        {hashes.map(([file, h]) => (
+          <li key={file} title={h}>
+            {file} <code>{h.slice(0, 16)}…</code>
+          </li>
+        ))}
+      </ul>
+    );
+  }
   if (spec.kind === "boolean") {
     return (
       <input

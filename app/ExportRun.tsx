@@ -12,6 +12,7 @@ import { activeRun, useLab } from "./store";
 type Status =
   | { kind: "idle" }
   | { kind: "done"; warnings: string[]; file: string }
+  | { kind: "saved"; file: string }
   | { kind: "error"; error: string };
 
 async function download(
@@ -73,7 +74,7 @@ export function ExportRun() {
               data-testid="export-peft"
               onClick={() =>
                 void downloadWeights(run.workerId!, "peft", name)
-                  .then((file) => setStatus({ kind: "done", file, warnings: [] }))
+                  .then((file) => setStatus({ kind: "saved", file }))
                   .catch((err: Error) => setStatus({ kind: "error", error: err.message }))
               }
               title="Download the LoRA adapter as PEFT files (adapter_config.json, adapter_model.safetensors)"
@@ -86,7 +87,7 @@ export function ExportRun() {
             data-testid="export-hf"
             onClick={() =>
               void downloadWeights(run.workerId!, "hf", name)
-                .then((file) => setStatus({ kind: "done", file, warnings: [] }))
+                .then((file) => setStatus({ kind: "saved", file }))
                 .catch((err: Error) => setStatus({ kind: "error", error: err.message }))
             }
             title="Download the model (adapter merged) in the Hugging Face layout (config.json, model.safetensors)"
@@ -99,6 +100,12 @@ export function ExportRun() {
         <span className="muted" role="alert" data-testid="export-error">
           {" "}
           Cannot export: {status.error}
+        </span>
+      )}
+      {status.kind === "saved" && (
+        <span className="muted" data-testid="export-saved">
+          {" "}
+          Downloaded {status.file}
         </span>
       )}
       {status.kind === "done" && (

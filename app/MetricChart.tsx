@@ -25,6 +25,7 @@ import {
   type Legend,
   type Marker,
   type RunSeriesInput,
+  tickLabels,
   xOf,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
@@ -316,7 +317,13 @@ export function MetricChart({ def }: { def: ChartDef }) {
           label: def.unit,
           labelSize: def.unit ? 16 : 0,
           labelFont: axisFont,
-          values: (_u, splits) => splits.map((v) => fmtNum(v)),
+          values: (_u, splits) => {
+            const labels = tickLabels(splits);
+            // On the figure, for tests and for people reading the DOM (the axis is a canvas).
+            const fig = el.closest("figure");
+            if (fig) fig.dataset.yLabels = labels.join("|");
+            return labels;
+          },
         },
       ],
       series,

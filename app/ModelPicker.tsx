@@ -30,6 +30,8 @@ import {
   modelInfoOf,
 } from "./bridge";
 import { setModelSource } from "./formActions";
+import { choose } from "./PresetPicker";
+import { loadPresetIndex, type PresetEntry, pretrainedConflict } from "./presets";
 import { useLab } from "./store";
 
 type DirHandle = {
@@ -37,6 +39,22 @@ type DirHandle = {
   values(): AsyncIterable<{ kind: string; name: string; getFile?: () => Promise<File> }>;
 };
 const dirPicker = (globalThis as { showDirectoryPicker?: () => Promise<DirHandle> }).showDirectoryPicker;
+
+/**
+ * The name of files picked one by one (no folder to name them): config.json's `_name_or_path`
+ * (its last part), else its model_type with "-model", else "picked-model".
+ */
+export async function pickedName(files: { path: string; blob: Blob }[]): Promise<string> {
+  const cfg = files.find((f) => f.path === "config.json");
+  try {
+    const json = cfg ? (JSON.parse(await cfg.blob.text()) as Record<string, unknown>) : {};
+    const named =
+      typeof json._name_or_path === "string" ? json._name_or_path.split("/").filter(Boolean).pop() : "";
+    if (named) return named;
+    if (typeof json.model_type === "string") return `${json.model_type}-model`;
+  } catch {}
+  return "picked-model";
+}
 
 function useRunSource(): { source: ModelSource | null; error: string | null } {
   const model = useLab((s) => (s.form.config as RunConfig).model);
@@ -68,7 +86,20 @@ export function ModelPicker() {
   // The run's own source (from a link, a recipe or this picker): cached, or what is missing.
   useEffect(() => {
     setRunInfo(null);
-    if (!source || source.kind === "folder") return;
+    if (!source) return;
+    if (source.kind === "folder") {
+      // A folder the page serves (public/models/...): its config.json, for the plan and the Model fields.
+      const path = source.path;
+      if (useLab.getState().modelConfigs[path] !== undefined) return;
+      fetch(`${path.replace(/\/+$/, "")}/config.json`)
+        .then((r) => (r.ok ? r.json() : undefined))
+        .then((json) => {
+          if (json !== undefined)
+            useLab.setState((s) => ({ modelConfigs: { ...s.modelConfigs, [path]: json } }));
+        })
+        .catch(() => {});
+      return;
+    }
     modelInfoOf(source).then(setRunInfo, (e: Error) => setError(e.message));
   }, [source]);
   useEffect(() => void refreshCache(), [refreshCache]);
@@ -104,11 +135,11 @@ export function ModelPicker() {
       const s = await addLocalModelFiles(name, files);
       setModelSource(sourceFields(s));
     });
-  const onFiles = (list: FileList | null) => {
+  const onFiles = async (list: FileList | null) => {
     if (!list?.length) return;
     const files = [...list].map((f) => ({ path: f.name, blob: f as Blob }));
     const rel = (list[0] as File & { webkitRelativePath?: string }).webkitRelativePath;
-    void pickFiles(rel ? rel.split("/")[0] : list[0].name.replace(/\.[^.]*$/, "") || "picked", files);
+    void pickFiles(rel ? rel.split("/")[0] : await pickedName(files), files);
   };
   const onDirectory = async () => {
     if (!dirPicker) return;
@@ -121,6 +152,7 @@ export function ModelPicker() {
 
   return (
     <div className="model-picker" data-testid="model-picker">
+      <PresetConflict />
       {sourceError && (
         <div className="field-error" role="alert">
           {sourceError}
@@ -188,14 +220,19 @@ export function ModelPicker() {
       <div className="picker-row">
         <label>
           Local files{" "}
-          <input type="file" multiple data-testid="local-files" onChange={(e) => onFiles(e.target.files)} />
+          <input
+            type="file"
+            multiple
+            data-testid="local-files"
+            onChange={(e) => void onFiles(e.target.files)}
+          />
         </label>
         <label>
           Folder{" "}
           <input
             type="file"
             data-testid="local-folder"
-            onChange={(e) => onFiles(e.target.files)}
+            onChange={(e) => void onFiles(e.target.files)}
             {...({ webkitdirectory: "" } as Record<string, string>)}
           />
         </label>
@@ -227,6 +264,44 @@ export function ModelPicker() {
           Clear the model cache
         </button>
       </details>
+    </div>
+  );
+}
+
+/**
+ * A pretrained model picked on a preset that cannot use it (one that starts from the lab's own
+ * checkpoint): the reason at once, and the recipes made for pretrained models, each applied
+ * with the picked model kept.
+ */
+function PresetConflict() {
+  const config = useLab((s) => s.form.config) as RunConfig;
+  const preset = useLab((s) => s.preset);
+  const [offers, setOffers] = useState<PresetEntry[]>([]);
+  const conflict = pretrainedConflict(config, preset);
+  useEffect(() => {
+    if (conflict && offers.length === 0)
+      void loadPresetIndex().then(({ presets }) => setOffers(presets.filter((p) => p.pretrained)));
+  }, [conflict, offers.length]);
+  if (!conflict) return null;
+  const keep = {
+    pretrained: config.model.pretrained,
+    revision: config.model.revision,
+    sha256: config.model.sha256,
+  };
+  return (
+    <div className="banner banner-error" role="alert" data-testid="preset-conflict">
+      {conflict}.{" "}
+      {offers.map((p) => (
+        <button
+          key={p.id}
+          type="button"
+          data-testid={`offer-${p.id}`}
+          title={p.description}
+          onClick={() => void choose(p).then(() => setModelSource(keep))}
+        >
+          Use {p.name}
+        </button>
+      ))}
     </div>
   );
 }

@@ -16,7 +16,8 @@ let baseNotices: string[] = [];
 
 let contrastOf: (c: RecipeContrast | null) => void = () => {};
 
-async function choose(p: PresetEntry, search = ""): Promise<void> {
+/** Puts a preset into the form (and the URL's values over it, on load). */
+export async function choose(p: PresetEntry, search = "", extra: string[] = []): Promise<void> {
   try {
     const { config: base, contrast } = await presetRecipe(p);
     contrastOf(contrast ?? null);
@@ -26,7 +27,7 @@ async function choose(p: PresetEntry, search = ""): Promise<void> {
       presetConfig: base,
       form: { config, pending: {} },
       liveErrors: {},
-      notices: [...baseNotices, ...notices],
+      notices: [...baseNotices, ...extra, ...notices],
     });
   } catch (err) {
     useLab.setState((s) => pushError(s, (err as Error).message));
@@ -66,8 +67,13 @@ export function PresetPicker() {
       baseNotices = notice ? [notice] : [];
       const search = window.location.search;
       const wanted = new URLSearchParams(search).get("preset") ?? DEFAULT_PRESET;
-      const p = list.find((x) => x.id === wanted) ?? list.find((x) => x.id === DEFAULT_PRESET) ?? list[0];
-      if (p) void choose(p, search);
+      const found = list.find((x) => x.id === wanted);
+      const p = found ?? list.find((x) => x.id === DEFAULT_PRESET) ?? list[0];
+      const extra =
+        found || !p
+          ? []
+          : [`preset: no preset named "${wanted}", opened "${p.id}" (the picker lists the presets)`];
+      if (p) void choose(p, search, extra);
     });
     return () => {
       live = false;

@@ -26,7 +26,8 @@ export function ResumeBanner() {
   return (
     <div className="banner" data-testid="resume-banner">
       <strong>{run.name} was interrupted</strong> (its page was reloaded or closed while it ran
-      {lastStep === undefined ? "" : `, after step ${lastStep}`}).{" "}
+      {/* summary.step is the last row's 0-based index; the page counts steps from 1. */}
+      {lastStep === undefined ? "" : `, after step ${lastStep + 1}`}).{" "}
       {ck
         ? `Its last checkpoint is at ${at}; the steps after it are recomputed.`
         : "It has no checkpoint (checkpoint_every is 0), so it restarts from step 0."}{" "}

@@ -49,7 +49,9 @@ function SessionRuns() {
           <th>Steps</th>
           <th>Changes</th>
           {FINAL_KEYS.map((k) => (
-            <th key={k}>{k}</th>
+            <th key={k} className="wide-col">
+              {k}
+            </th>
           ))}
           <th />
         </tr>
@@ -86,7 +88,9 @@ function SessionRuns() {
                 {r.engine ? "–" : r.n === 1 ? "first run" : formatDiff(r.diff)}
               </td>
               {FINAL_KEYS.map((k) => (
-                <td key={k}>{last[k] === undefined ? "–" : fmtNum(last[k])}</td>
+                <td key={k} className="wide-col">
+                  {last[k] === undefined ? "–" : fmtNum(last[k])}
+                </td>
               ))}
               <td className="run-actions">
                 <button
@@ -132,7 +136,7 @@ function MeanCells({ finals }: { finals: Record<string, number>[] }) {
     const vs = finals.map((f) => f[k]).filter((v): v is number => v !== undefined);
     const st = stat(vs);
     return (
-      <td key={k}>
+      <td key={k} className="wide-col">
         {vs.length === 0 ? "–" : vs.length === 1 ? fmtNum(st.mean) : `${fmtNum(st.mean)} ± ${fmtNum(st.sd)}`}
       </td>
     );
@@ -180,7 +184,7 @@ function StoredGroupRow({ members, activeIds }: { members: StoredRun[]; activeId
         {members.length} of {g.size} seeds stored, {done} done
       </td>
       <td />
-      <td />
+      <td className="wide-col" />
       <MeanCells finals={members.map((m) => m.summary.metrics)} />
       <td className="run-actions">
         <button
@@ -275,9 +279,11 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
           <th>Run</th>
           <th>Status</th>
           <th>Step</th>
-          <th>Updated</th>
+          <th className="wide-col">Updated</th>
           {FINAL_KEYS.map((k) => (
-            <th key={k}>{k}</th>
+            <th key={k} className="wide-col">
+              {k}
+            </th>
           ))}
           <th />
         </tr>
@@ -309,9 +315,11 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
             </td>
             <td data-testid="stored-run-status">{r.status}</td>
             <td>{r.summary.step ?? "–"}</td>
-            <td>{new Date(r.updatedAt).toLocaleString()}</td>
+            <td className="wide-col">{new Date(r.updatedAt).toLocaleString()}</td>
             {FINAL_KEYS.map((k) => (
-              <td key={k}>{r.summary.metrics[k] === undefined ? "–" : fmtNum(r.summary.metrics[k])}</td>
+              <td key={k} className="wide-col">
+                {r.summary.metrics[k] === undefined ? "–" : fmtNum(r.summary.metrics[k])}
+              </td>
             ))}
             <td className="run-actions">
               <button

@@ -6,6 +6,7 @@ import { pauseRun, resetRun, resumeRun, setFastMode, startSeeds, stepRun, stopRu
 import { fmtNum } from "./chartData";
 import { loadStepTimes, measureStepTimes, planText, type StepTimes, saveStepTimes } from "./estimate";
 import { GpuPanel } from "./GpuPanel";
+import { pretrainedConflict } from "./presets";
 import { ShareButton } from "./ShareLink";
 import { activeRun, canTrain, isRunning, useLab } from "./store";
 import { ThemeToggle } from "./ThemeToggle";
@@ -51,10 +52,11 @@ function StartPlan() {
     if (adapter && (times.rlPerRollout !== undefined || times.sftPerExample !== undefined))
       saveStepTimes(adapter, times);
   }, [adapter, times]);
+  const preset = useLab((s) => s.preset);
   if (!config?.rl || !gpu?.ok) return null;
   return (
     <div className="start-plan" data-testid="start-plan">
-      {planText(config, times)}
+      {pretrainedConflict(config, preset) ?? planText(config, times)}
     </div>
   );
 }
@@ -70,8 +72,10 @@ export function RunControls() {
   const running = isRunning(run);
   const paused = phase === "paused";
   const gpu = useLab((s) => s.gpu);
-  const trainable = canTrain({ gpu });
-  const noGpu = gpu && !gpu.ok ? "Training needs WebGPU, which this browser does not offer" : undefined;
+  const conflict = useLab((s) => pretrainedConflict(s.form.config as RunConfig, s.preset));
+  const trainable = canTrain({ gpu }) && !conflict;
+  const noGpu =
+    conflict ?? (gpu && !gpu.ok ? "Training needs WebGPU, which this browser does not offer" : undefined);
   return (
     <div className="run-controls" role="toolbar" aria-label="Run controls">
       <button

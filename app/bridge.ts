@@ -17,6 +17,7 @@ import type {
   TryResult,
 } from "../workers/api";
 import { getTrainer } from "./engine";
+import { pretrainedConflict } from "./presets";
 import {
   activeRun,
   addLoadedRun,
@@ -182,6 +183,12 @@ export async function startSeeds(
   config: RunConfig,
   opts: { edits?: ConfigEdit[]; source?: "local" | "link" | "bundle"; name?: string } = {},
 ): Promise<void> {
+  // A pretrained model on a preset that starts from the lab's own checkpoint: the reason, not a shape error.
+  const conflict = opts.source ? null : pretrainedConflict(config, useLab.getState().preset);
+  if (conflict) {
+    report(new Error(conflict));
+    return;
+  }
   const n = config.seeds ?? 1;
   if (n <= 1) {
     await startRun(config, opts);

@@ -18,6 +18,7 @@ import {
   fmtNum,
   type Marker,
   metricKeys,
+  tickLabels,
 } from "./chartData";
 import { debiasedEma } from "./smoothing";
 import {
@@ -418,5 +419,14 @@ describe("the mismatch charts", () => {
     };
     for (const k of [...keys("is-ratio"), ...keys("mismatch"), ...keys("clipfrac").slice(1)])
       expect(logged, k).toHaveProperty([k]);
+  });
+});
+
+describe("tickLabels", () => {
+  it("keeps 4 significant digits where they tell ticks apart, and adds digits where they do not", () => {
+    expect(tickLabels([0, 0.5, 1, 1.5])).toEqual(["0", "0.5", "1", "1.5"]);
+    expect(tickLabels([0.99995, 1, 1.00005])).toEqual(["0.99995", "1.00000", "1.00005"]);
+    expect(tickLabels([0.9998, 0.9999, 1, 1.0001])).toEqual(["0.9998", "0.9999", "1.0000", "1.0001"]);
+    expect(new Set(tickLabels([1.00001, 1.00002, 1.00003])).size).toBe(3);
   });
 });

@@ -632,6 +632,27 @@ export function fmtNum(v: unknown): string {
   return String(Number(v.toPrecision(4)));
 }
 
+/**
+ * A y axis's tick labels: fmtNum's 4 significant digits, or, where that makes two ticks read
+ * the same (an importance ratio's 0.9999, 1, 1.0001 all "1"), fixed decimals enough to tell
+ * every tick apart.
+ */
+export function tickLabels(splits: readonly number[]): string[] {
+  const plain = splits.map((v) => fmtNum(v));
+  if (new Set(plain).size === plain.length || splits.some((v) => !Number.isFinite(v))) return plain;
+  let step = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < splits.length; i++) {
+    const d = Math.abs(splits[i] - splits[i - 1]);
+    if (d > 0) step = Math.min(step, d);
+  }
+  if (!Number.isFinite(step)) return plain;
+  for (let dp = Math.max(0, Math.ceil(-Math.log10(step) - 1e-6)); dp <= 12; dp++) {
+    const fixed = splits.map((v) => v.toFixed(dp));
+    if (new Set(fixed).size === fixed.length) return fixed;
+  }
+  return plain;
+}
+
 /** The label of an edit marker: `kl_coef 0.05→0.1` (the path's last two segments). */
 export function editLabel(path: string, from: unknown, to: unknown): string {
   const parts = path.split(".").filter((p) => p !== "rl" && p !== "rewards");

@@ -11,6 +11,7 @@ import {
   type FieldMeta,
   fieldMeta,
   getPath,
+  isIntegerField,
   leafPaths,
   type RunConfig,
   setPath,
@@ -43,10 +44,6 @@ export const GROUP_ORDER: { group: FieldGroup; title: string }[] = [
   { group: "sft", title: "SFT cold start" },
 ];
 
-// Integer fields of the schema (z.int); the rest of the numbers are real.
-const INTEGER_RE =
-  /^(seed|checkpoint_every|model\.(layers|d_model|heads|context)|task\.(eval_size|eval_every)|sft\.(steps|batch|warmup_steps)|rl\.(l_max|epochs|minibatches|prompts_per_step|group_size|warmup_steps|history_window)|rl\.value_pretrain\.steps|filters\.max_gen_rounds|sampling\.(top_k|max_new_tokens)|limits\.(max_tool_calls|max_tool_response_chars)|stop\.max_steps)$/;
-
 /** Every editable leaf of the config, in schema order. */
 export function buildFieldSpecs(defaults: RunConfig = defaultRunConfig()): FieldSpec[] {
   const specs: FieldSpec[] = [];
@@ -58,7 +55,11 @@ export function buildFieldSpecs(defaults: RunConfig = defaultRunConfig()): Field
     let kind: FieldKind;
     let nullable = false;
     if (meta.options) kind = "enum";
-    else if (typeof v === "number") kind = "number";
+    else if (path === "model.sha256") {
+      // A record of file -> hash the model picker writes: JSON in links, a list in the panel.
+      kind = "json";
+      nullable = true;
+    } else if (typeof v === "number") kind = "number";
     else if (typeof v === "boolean") kind = "boolean";
     else if (typeof v === "string") kind = path === "rewards.custom_js" ? "text" : "string";
     else if (v === null && (meta.min !== undefined || meta.max !== undefined)) {
@@ -73,7 +74,7 @@ export function buildFieldSpecs(defaults: RunConfig = defaultRunConfig()): Field
       group: meta.group,
       kind,
       nullable,
-      integer: INTEGER_RE.test(path),
+      integer: isIntegerField(path), // the schema says (z.int)
       meta,
       defaultValue: v,
     });
@@ -265,7 +266,10 @@ export function applyQuery(
     if (drop.length === 0) break;
     for (const k of drop) {
       const why = v.errors.filter((e) => e.path === k || e.path.startsWith(`${k}.`));
-      const msg = why.length ? why.map((e) => `${e.path}: ${e.message}`).join("; ") : formatErrors(v.errors);
+      // The key once: "rl.lr: must be a number", not "rl.lr: rl.lr: must be a number".
+      const msg = why.length
+        ? why.map((e) => (e.path === k ? e.message : `${e.path}: ${e.message}`)).join("; ")
+        : formatErrors(v.errors);
       notices.push(`${k}: ${msg} (kept the default)`);
       values.delete(k);
     }
@@ -340,4 +344,31 @@ export function paramCountOf(config: RunConfig): number | null {
 export function paramsText(config: RunConfig): string {
   const n = paramCountOf(config);
   return n === null ? "? params" : `≈${(n / 1e6).toFixed(2)}M params`;
+}
+
+// The lab's architecture fields and what a Hugging Face config.json says for each.
+const PRETRAINED_FIELDS: Record<string, (j: Record<string, unknown>) => unknown> = {
+  "model.layers": (j) => j.num_hidden_layers,
+  "model.d_model": (j) => j.hidden_size,
+  "model.heads": (j) => j.num_attention_heads,
+  "model.norm": () => "rmsnorm",
+  "model.mlp": () => "swiglu",
+  "model.positional": () => "rope",
+  "model.tied_embeddings": (j) => j.tie_word_embeddings ?? false,
+};
+
+/**
+ * With model.pretrained set, an architecture field does not apply: its value is read-only text
+ * from the model's config.json (or a note while it is not read yet). Null for every other field.
+ */
+export function pretrainedField(
+  config: RunConfig,
+  modelConfigs: Record<string, unknown>,
+  path: string,
+): string | null {
+  const p = config?.model?.pretrained;
+  const read = PRETRAINED_FIELDS[path];
+  if (!p || !read) return null;
+  const json = modelConfigs[p] as Record<string, unknown> | undefined;
+  return json ? `${String(read(json))} (config.json)` : "from the model's config.json";
 }

@@ -10,6 +10,8 @@ export interface PresetEntry {
   description: string;
   source: "recipes" | "algorithm";
   file?: string;
+  /** A recipe for a Hugging Face model (its config names model.pretrained). */
+  pretrained?: boolean;
 }
 
 export async function loadPresetIndex(): Promise<{ presets: PresetEntry[]; notice: string | null }> {
@@ -22,13 +24,19 @@ export async function loadPresetIndex(): Promise<{ presets: PresetEntry[]; notic
   try {
     const res = await fetch("recipes/index.json");
     if (!res.ok) throw new Error(`recipes/index.json: HTTP ${res.status}`);
-    const list = (await res.json()) as { file: string; name?: string; description?: string }[];
+    const list = (await res.json()) as {
+      file: string;
+      name?: string;
+      description?: string;
+      pretrained?: boolean;
+    }[];
     const files: PresetEntry[] = list.map((e) => ({
       id: e.file.replace(/\.json$/, ""),
       name: e.name ?? e.file,
       description: e.description ?? "",
       source: "recipes",
       file: e.file,
+      ...(e.pretrained ? { pretrained: true } : {}),
     }));
     return { presets: [...files, ...algorithm], notice: null };
   } catch (err) {
@@ -77,4 +85,17 @@ export function claimParts(
   const claim = /^(.*?\.)(\s|$)/s.exec(rest)?.[1] ?? rest;
   const watch = /\b[Cc]ompare ([^.]*)/.exec(rest)?.[1] ?? null;
   return { source, claim, watch };
+}
+
+/**
+ * Why the form's config cannot run the pretrained model it names, or null: a preset that starts
+ * from the lab's own SFT checkpoint (sft.init_checkpoint, a tiny character model) has nothing
+ * to load into a Hugging Face model's shape. The model picker says so and offers the recipes
+ * made for pretrained models; Start is refused with the same words.
+ */
+export function pretrainedConflict(config: RunConfig, preset: string | null): string | null {
+  const m = config.model;
+  if (!m?.pretrained || !config.sft?.init_checkpoint) return null;
+  const name = m.pretrained.replace(/^(hf|local):/, "");
+  return `${preset ?? "This preset"} starts from the lab's own checkpoint ${config.sft.init_checkpoint.split("/").pop()} (a ${m.layers}-layer character model), which cannot load into ${name}: pick a recipe made for pretrained models, or clear sft.init_checkpoint`;
 }

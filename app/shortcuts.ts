@@ -1,5 +1,6 @@
-// Keyboard shortcuts for run control: space pauses/resumes, s takes one step, Esc stops,
-// 1-5 switch tabs. Ignored while typing in an input, textarea, select or editable element.
+// Keyboard shortcuts for run control: space pauses/resumes, s takes one step, Esc stops (or,
+// while the config drawer is open, closes it), 1-5 switch tabs. Ignored while typing in an
+// input, textarea, select or editable element (Esc on the open drawer excepted).
 import { useEffect } from "react";
 import type { RunConfig } from "../config";
 import { pauseRun, resumeRun, stepRun, stopRun } from "./bridge";
@@ -15,6 +16,11 @@ export function isTyping(target: EventTarget | null): boolean {
 export function useShortcuts() {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
+      // Escape closes the config drawer first (also from a field in it), and stops nothing.
+      if (e.key === "Escape" && useLab.getState().drawer) {
+        useLab.setState({ drawer: false });
+        return;
+      }
       if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target)) return;
       const s = useLab.getState();
       const run = activeRun(s);

@@ -10,6 +10,7 @@ import {
   addLoadedRun,
   addRun,
   applyIncoming,
+  dropFixedErrors,
   initialState,
   type LabState,
   pushError,
@@ -152,6 +153,17 @@ describe("error banners", () => {
     for (let i = 0; i < 3; i++) s = { ...s, ...pushError(s, "Training needs WebGPU") };
     s = { ...s, ...pushError(s, "another") };
     expect(s.errors).toEqual(["Training needs WebGPU", "another"]);
+  });
+
+  it("drops a Start refusal once its cause is fixed in the form, and keeps the others", () => {
+    const bad = defaultRunConfig();
+    bad.sft.warmup_steps = bad.sft.steps + 1;
+    let s: LabState = { ...initialState(), form: { config: bad, pending: {} } };
+    s = { ...s, ...pushError(s, "Config is invalid: sft.warmup_steps: must be <= sft.steps") };
+    s = { ...s, ...pushError(s, "another") };
+    expect(dropFixedErrors(s)).toBeNull();
+    s = { ...s, form: { config: defaultRunConfig(), pending: {} } };
+    expect(dropFixedErrors(s)).toEqual({ errors: ["another"] });
   });
 });
 

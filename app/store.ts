@@ -4,7 +4,7 @@
 // state so app/store.test.ts can test them without a DOM. Only app/bridge.ts talks to the
 // worker; components read this store and call the bridge's actions.
 import { create } from "zustand";
-import { defaultRunConfig, getPath, type RunConfig, setPath } from "../config";
+import { defaultRunConfig, getPath, type RunConfig, setPath, validateRunConfig } from "../config";
 import type {
   GpuStatus,
   LoadedRun,
@@ -18,6 +18,7 @@ import type {
 } from "../workers/api";
 import { type BandMode, editLabel, type Marker, type XAxis } from "./chartData";
 import { type ConfigChange, configDiff, type FormState } from "./configModel";
+import { pretrainedConflict } from "./presets";
 import type { Overlay, SampleFilter } from "./tokenModel";
 
 export const RUN_COLORS = [
@@ -408,6 +409,31 @@ export function inspectorStep(
   const current = pinned && steps.includes(pinned) ? pinned : (steps[steps.length - 1] ?? null);
   return { steps, current };
 }
+
+/**
+ * Banners whose cause the page can check again, and the check that says it is fixed: Start's
+ * refusals of the form's config. The store drops them as soon as the form no longer has the
+ * cause (the person fixed the field), so they do not stay until dismissed.
+ */
+const FIXABLE: { match: RegExp; fixed: (s: LabState) => boolean }[] = [
+  { match: /^Config is invalid: /, fixed: (s) => validateRunConfig(s.form.config).ok },
+  {
+    match: / starts from the lab's own checkpoint .* which cannot load into /,
+    fixed: (s) => pretrainedConflict(s.form.config as RunConfig, s.preset) === null,
+  },
+];
+
+/** The error banners still standing: those whose cause is fixed are dropped (null: none). */
+export function dropFixedErrors(s: LabState): Partial<LabState> | null {
+  const keep = s.errors.filter((e) => !FIXABLE.some((f) => f.match.test(e) && f.fixed(s)));
+  return keep.length === s.errors.length ? null : { errors: keep };
+}
+
+useLab.subscribe((s, prev) => {
+  if (s.errors.length === 0 || (s.form === prev.form && s.preset === prev.preset)) return;
+  const next = dropFixedErrors(s);
+  if (next) useLab.setState(next);
+});
 
 /** Adds an error banner; a message already shown is not shown twice. */
 export function pushError(s: LabState, message: string): Partial<LabState> {

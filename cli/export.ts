@@ -31,7 +31,14 @@ import { chatFactsOf, exportRun, StrictExportError, type Target } from "../expor
 import { mappingTableMarkdown } from "../export/mapping";
 import { trlArgsTableMarkdown } from "../export/trl";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
-import { type HfDtype, hfFiles, hfSourceOf, peftFiles, tokenizerFiles, tokenizerSource } from "../model/hf/write";
+import {
+  type HfDtype,
+  hfFiles,
+  hfSourceOf,
+  peftFiles,
+  tokenizerFiles,
+  tokenizerSource,
+} from "../model/hf/write";
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
 import type { ChatTemplateFacts } from "../model/tool-list-prompt";

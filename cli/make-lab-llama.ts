@@ -15,7 +15,7 @@
 //      the config, and a README.md model card with the run's held-out numbers.
 // --small makes a smaller sibling quickly (one layer, a 320-entry vocabulary, the recipe's SFT
 // cut to --sft-steps), which cli/make-lab-llama.test.ts builds and loads back.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
@@ -118,10 +118,26 @@ export function writeInitFolder(
   return { bpeSize, params: paramLayout(mc).total };
 }
 
+/** The sizes of a folder this script made (for --from). */
+function folderSizes(dir: string, config: RunConfig): { bpeSize: number; params: number } {
+  const cfg = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+  const mc = modelConfig(hfModelConfig(cfg, "config.json", { context: config.model.context }));
+  return { bpeSize: cfg.vocab_size - LAB_LLAMA_ADDED.length, params: paramLayout(mc).total };
+}
+
+/** The SFT lines of an earlier model card (what --from continues). */
+function priorStages(card: string): string {
+  return card
+    .split("\n")
+    .filter((l) => l.startsWith("- SFT") || l.startsWith("- earlier stages"))
+    .map((l) => l.replace(/^- (SFT( \(last stage\))?|earlier stages): /, ""))
+    .join("; ");
+}
+
 async function main() {
   const p = parseCliArgs(
     process.argv.slice(2),
-    { flags: ["--small"], values: ["--recipe", "--out", "--work", "--sft-steps", "--backend"] },
+    { flags: ["--small"], values: ["--recipe", "--out", "--work", "--sft-steps", "--backend", "--from"] },
     usage,
   );
   const small = p.flags.has("--small");
@@ -134,28 +150,36 @@ async function main() {
   if (backend !== "cpu" && backend !== "webgpu") usage(`--backend must be cpu or webgpu, not ${backend}`);
   const r = await loadRecipeFile(recipePath, async (f) => readFileSync(f, "utf8"));
   if (!r.ok) usage(r.error);
-  const initDir = join(work, "init");
+  // --from DIR: a further SFT stage from a model this script made (its tokenizer kept), else a fresh init.
+  const from = p.values.get("--from");
+  const initDir = from ? resolve(from) : join(work, "init");
   const over: Record<string, unknown> = { model: { pretrained: initDir } };
   const steps = p.values.get("--sft-steps");
   if (steps !== undefined)
     over.sft = { steps: Number(steps), warmup_steps: Math.min(r.config.sft.warmup_steps, Number(steps)) };
-  if (small) over.task = { eval_size: Math.min(8, r.config.task.eval_size) };
+  if (small) over.task = { eval_size: Math.min(2, r.config.task.eval_size) };
   const parsed = parseRunConfig(mergeConfig(r.config, over));
   if (!parsed.ok) usage(parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; "));
   const config = parsed.config;
   const t0 = Date.now();
 
   const shape = small ? SMALL_SHAPE : LAB_LLAMA_SHAPE;
-  const init = writeInitFolder(
-    initDir,
-    config,
-    shape,
-    small ? SMALL_VOCAB : LAB_LLAMA_VOCAB,
-    small ? 500 : 2000,
-  );
+  const init = from
+    ? folderSizes(initDir, config)
+    : writeInitFolder(initDir, config, shape, small ? SMALL_VOCAB : LAB_LLAMA_VOCAB, small ? 500 : 2000);
   console.error(
     `1/3 ${initDir}: tokenizer ${init.bpeSize} BPE entries + ${LAB_LLAMA_ADDED.length} added, ${init.params} parameters (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
   );
+  // The source's files, read before OUT (which may be the same folder) is written.
+  const sourceFiles: Record<string, string> = {};
+  for (const f of [
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "generation_config.json",
+    "README.md",
+  ])
+    sourceFiles[f] = existsSync(join(initDir, f)) ? readFileSync(join(initDir, f), "utf8") : "";
 
   let makeModel: (
     mc: Parameters<typeof GpuModel.create>[1],
@@ -197,17 +221,30 @@ async function main() {
   const sftSeconds = (Date.now() - t1) / 1000;
 
   const ck = loadCheckpoint(new Uint8Array(readFileSync(join(sftDir, "weights.safetensors"))));
-  const madeBy = `${recipePath} by npm run make-lab-llama -- ${process.argv.slice(2).join(" ")}`.trim();
+  const earlier = from ? JSON.parse(sourceFiles["config.json"]).made_by : undefined;
+  const madeBy =
+    `${earlier ? `${earlier}; then ` : ""}${recipePath} by npm run make-lab-llama -- ${process.argv.slice(2).join(" ")}`.trim();
   const files = hfFiles(ck.config, ck.weights, null);
   const tensors = [...readSafetensors(files["model.safetensors"]).values()];
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, "model.safetensors"), writeSafetensors(tensors, { format: "pt", made_by: madeBy }));
-  const cfg = JSON.parse(readFileSync(join(initDir, "config.json"), "utf8"));
+  const cfg = JSON.parse(sourceFiles["config.json"]);
   writeFileSync(join(out, "config.json"), `${JSON.stringify({ ...cfg, made_by: madeBy }, null, 2)}\n`);
   for (const f of ["tokenizer.json", "tokenizer_config.json", "generation_config.json"])
-    writeFileSync(join(out, f), readFileSync(join(initDir, f)));
+    writeFileSync(join(out, f), sourceFiles[f]);
   const val = Object.fromEntries(Object.entries(finalRow).filter(([k]) => k.startsWith("val/")));
-  writeFileSync(join(out, "README.md"), modelCard(config, shape, init, madeBy, sftSeconds, val));
+  writeFileSync(
+    join(out, "README.md"),
+    modelCard(
+      config,
+      shape,
+      init,
+      madeBy,
+      sftSeconds,
+      val,
+      from ? priorStages(sourceFiles["README.md"]) : undefined,
+    ),
+  );
   console.error(
     `3/3 ${out}: ${JSON.stringify(val)} (SFT ${sftSeconds.toFixed(0)} s, all ${((Date.now() - t0) / 1000).toFixed(0)} s)`,
   );
@@ -220,6 +257,7 @@ function modelCard(
   madeBy: string,
   sftSeconds: number,
   val: Record<string, unknown>,
+  prior?: string,
 ): string {
   const f = (k: string) => (typeof val[k] === "number" ? (val[k] as number).toFixed(3) : "-");
   return `---
@@ -234,7 +272,7 @@ A tiny LlamaForCausalLM (${init.params.toLocaleString("en")} parameters: ${shape
 
 - made_by: ${madeBy}
 - tokenizer: byte-level BPE, ${init.bpeSize} entries + ${LAB_LLAMA_ADDED.length} added tokens (ChatML and the Hermes tags), trained on the rendered conversations
-- SFT: ${config.sft.steps} steps, batch ${config.sft.batch}, lr ${config.sft.lr}, context ${config.model.context} (${(sftSeconds / 60).toFixed(1)} min on the lab's CPU backend)
+- SFT${prior ? " (last stage)" : ""}: ${config.sft.steps} steps, batch ${config.sft.batch}, lr ${config.sft.lr}, tool demonstrations ${(config.task.options as { sft?: { toolRate?: number } }).sft?.toolRate ?? 0.3}, context ${config.model.context} (${(sftSeconds / 60).toFixed(1)} min on the lab's CPU backend)${prior ? `\n- earlier stages: ${prior}` : ""}
 - held-out (${config.task.eval_size} problems of task ${config.task.name}): greedy accuracy ${f("val/acc")}, greedy valid tool calls ${f("val/tool_call_rate")}; sampled (T = ${config.sampling.temperature}) accuracy ${f("val/acc_sampled")}, valid tool calls ${f("val/tool_call_rate_sampled")}
 
 The demonstrations are imperfect on purpose (the cold start of the calculator claims): some use the tool, the others answer directly and are often wrong on hard products, so RL has something to raise.

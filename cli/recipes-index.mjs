@@ -8,7 +8,9 @@ const index = readdirSync(dir)
   .filter((f) => f.endsWith(".json") && f !== "index.json")
   .map((file) => {
     const r = JSON.parse(readFileSync(`${dir}/${file}`, "utf8"));
-    return { file, name: r.name, description: r.description ?? "" };
+    // pretrained: the recipe runs a Hugging Face model (model.pretrained), so the model picker can offer it.
+    const pretrained = typeof r.config?.model?.pretrained === "string";
+    return { file, name: r.name, description: r.description ?? "", ...(pretrained ? { pretrained } : {}) };
   })
   .sort((a, b) =>
     a.name === "quick-demo" ? -1 : b.name === "quick-demo" ? 1 : a.name.localeCompare(b.name),

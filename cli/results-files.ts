@@ -1,6 +1,7 @@
 // A folder (or one file) on disk as results/'s ResultFile list: every file under it, read only
-// when results/import.ts asks (a run folder's checkpoints are listed, never read). Used by
-// `npm run compare` and results/results.test.ts.
+// when results/import.ts asks (a run folder's checkpoints are listed, never read), each path
+// beginning with the folder's name as a browser's folder pick gives it (webkitRelativePath).
+// Used by `npm run compare` and results/results.test.ts.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative } from "node:path";
 import type { ResultFile } from "../results/read.ts";
@@ -28,7 +29,7 @@ export function resultFilesOf(root: string): ResultFile[] {
       if (SKIP.has(e.name)) continue;
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.isFile()) add(p, relative(root, p).split("\\").join("/"));
+      else if (e.isFile()) add(p, [basename(root), ...relative(root, p).split(/[\\/]/)].join("/"));
     }
   };
   walk(root);

@@ -162,6 +162,12 @@ describe("share links in the app", () => {
     expect(m, label).not.toBeNull();
     const [, name, from] = m!;
     expect(Number(from)).toBeGreaterThanOrEqual(2);
+    // Steps counted from 1 in both: the checkpoint is never after the last step done (the
+    // banner said "after step 3. Its last checkpoint is at step 4" with a 0-based row).
+    const after = /after step (\d+)\)/.exec(resumeText);
+    expect(after, resumeText).not.toBeNull();
+    expect(Number(from)).toBeLessThanOrEqual(Number(after![1]));
+    expect(resumeText).toContain(`Its last checkpoint is at step ${from};`);
     // The page's own URL is not someone else's link.
     expect(await page.getByTestId("link-banner").count()).toBe(0);
     await page.getByTestId("tab-runs").click();
@@ -172,6 +178,14 @@ describe("share links in the app", () => {
     await expect.poll(() => button.isEnabled(), { timeout: 30_000 }).toBe(true);
     await button.click();
     expect(await page.getByTestId("resume-banner").count()).toBe(0);
+    // The elapsed clock goes on from the kept steps' time, not from 0: the rows kept reach
+    // past step 1, when it already read e0.
+    const seconds = (t: string) => {
+      const mm = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(t);
+      return mm ? Number(mm[1] ?? 0) * 3600 + Number(mm[2] ?? 0) * 60 + Number(mm[3] ?? 0) : Number.NaN;
+    };
+    await page.getByTestId("progress-elapsed").waitFor();
+    expect(seconds(await text(page, "progress-elapsed"))).toBeGreaterThanOrEqual(seconds(e0));
     await page.waitForFunction(
       () => document.querySelector('[data-testid="progress"]')?.getAttribute("data-phase") === "done",
       null,

@@ -276,7 +276,18 @@ describe("runs survive and travel", () => {
     const junk = await page.evaluate(() =>
       window.runsLab.importBytes(Array.from(new TextEncoder().encode("hello"))),
     );
-    expect(junk).toEqual({ ok: false, error: expect.stringMatching(/^not a run bundle: /) });
+    expect(junk).toEqual({ ok: false, error: expect.stringMatching(/^not a run bundle: not valid JSON/) });
+    // Random bytes gzipped: named as a gzip without text, and "not a run bundle" said once.
+    const gzNoise = await page.evaluate(async () => {
+      const noise = new Uint8Array(256).map((_, i) => (i * 151 + 7) & 0xff);
+      const s = new Blob([noise]).stream().pipeThrough(new CompressionStream("gzip"));
+      return window.runsLab.importBytes(Array.from(new Uint8Array(await new Response(s).arrayBuffer())));
+    });
+    expect(gzNoise).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^not a run bundle: the gzip file holds no UTF-8 text/),
+    });
+    for (const r of [junk, gzNoise]) if (!r.ok) expect(r.error.match(/run bundle/g)).toHaveLength(1);
     // The worker is still alive and nothing half-imported was stored.
     expect(await page.evaluate(() => window.runsLab.trainer.listRuns())).toHaveLength(runsBefore);
 

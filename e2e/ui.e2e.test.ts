@@ -145,6 +145,24 @@ async function labFlow(page: Page, pageErrors: string[]) {
   );
   expect(await page.getByTestId("app-error").count()).toBe(0);
   await page.screenshot({ path: "e2e/artifacts/ui-running.png" });
+  // The importance ratio sits near 1: its y labels carry the digits that tell them apart.
+  const ratioLabels = ((await page.getByTestId("chart-is-ratio").getAttribute("data-y-labels")) ?? "").split(
+    "|",
+  );
+  expect(ratioLabels.length).toBeGreaterThan(1);
+  expect(new Set(ratioLabels).size, ratioLabels.join(" ")).toBe(ratioLabels.length);
+  // A chart below the fold is drawn up to date as soon as it scrolls into view (it showed the
+  // step-0 point on an axis of 0-100 for ~2 s, then jumped).
+  const lowest = page.getByTestId("chart-throughput");
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await lowest.scrollIntoViewIfNeeded();
+  const top = page.getByTestId("chart-reward");
+  await expect
+    .poll(async () => (await lowest.getAttribute("data-xmax")) === (await top.getAttribute("data-xmax")), {
+      timeout: 500,
+      interval: 50,
+    })
+    .toBe(true);
 
   // Zoom into the reward chart by dragging; the zoom must survive the rows that stream in.
   const rewardChart = page.getByTestId("chart-reward");
@@ -365,5 +383,28 @@ describe("lab UI", () => {
     const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     expect(bg).toBe("rgb(22, 24, 27)");
     await page.screenshot({ path: "e2e/artifacts/ui-dark.png" });
+
+    // Start refuses a config that is invalid across fields; fixing the field clears the banner.
+    await expect.poll(() => page.getByTestId("start").isEnabled(), { timeout: 60_000 }).toBe(true);
+    const warmup = await fieldValue(page, "sft.warmup_steps");
+    await setField(page, "sft.warmup_steps", String(Number(await fieldValue(page, "sft.steps")) + 1));
+    await page.getByTestId("start").click();
+    const appError = page.getByTestId("app-error");
+    await expect.poll(() => appError.textContent()).toMatch(/^Config is invalid: sft\.warmup_steps/);
+    await setField(page, "sft.warmup_steps", warmup);
+    await expect.poll(() => appError.count()).toBe(0);
+    // Before any run, an empty chart's message sits in the plotting area, clear of the y axis's labels.
+    const chart = page.getByTestId("chart-reward");
+    const empty = (await chart.getByTestId("chart-empty").boundingBox())!;
+    const area = (await chart.locator(".u-over").boundingBox())!;
+    expect(empty.x).toBeGreaterThanOrEqual(area.x);
+    expect(empty.x + empty.width).toBeLessThanOrEqual(area.x + area.width + 1);
+    expect(empty.y + empty.height).toBeLessThanOrEqual(area.y + area.height);
+
+    // An unknown preset and a word for a number: one message names both.
+    await page.goto(`${baseUrl}?preset=nonexistent&rl.lr=banana`);
+    await expect
+      .poll(async () => (await notices.allTextContents()).join("\n"), { timeout: 60_000 })
+      .toMatch(/preset: no preset named "nonexistent"[\s\S]*rl\.lr: must be a number/);
   });
 });

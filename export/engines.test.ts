@@ -15,8 +15,7 @@ import { parse } from "yaml";
 import { bundleFromRunFolder } from "../cli/link.ts";
 import { mergeConfig } from "../config/edit.ts";
 import { RECIPES } from "../config/presets.ts";
-import { loadRecipeFile } from "../config/recipe-file.ts";
-import { type RunConfig, validateRunConfig } from "../config/schema.ts";
+import type { RunConfig } from "../config/schema.ts";
 import { JinjaChat } from "../model/chat.ts";
 import { qwen3Files, qwen3Tokenizer } from "../model/qwen3-fixture.ts";
 import { chatToolsOf } from "../model/tool-list-prompt.ts";
@@ -25,6 +24,7 @@ import { rolloutCorrection } from "../rl/mismatch.ts";
 import { createRng } from "../tasks/rng.ts";
 import { exportTask } from "./data.ts";
 import { chatFactsOf, exportRun, StrictExportError } from "./index.ts";
+import { recipeFiles as allRecipeFiles, config } from "./test-runs.ts";
 import { trlArgsTableMarkdown, trlBatch, trlConfig } from "./trl.ts";
 import TRL_KEYS from "./trl-keys.json";
 import { VERL_DEFAULT_GPUS, VERL_ROLLOUT_RS, verlBatch, verlRsThreshold } from "./verl.ts";
@@ -33,11 +33,6 @@ import VERL_ENUMS from "./verl-enums.json";
 const dec = new TextDecoder();
 const text = (b: Uint8Array) => dec.decode(b);
 
-function config(input: unknown): RunConfig {
-  const r = validateRunConfig(input);
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-}
 const short = (c: unknown) =>
   config(mergeConfig(c as RunConfig, { stop: { max_steps: 2 }, task: { eval_size: 4 } }));
 
@@ -53,20 +48,18 @@ function exportable(): { name: string; config: RunConfig }[] {
     }
   });
 }
+/** The exportable recipe files, named by file. */
 async function recipeFiles(): Promise<{ name: string; config: RunConfig }[]> {
-  const index = JSON.parse(readFileSync("public/recipes/index.json", "utf8")) as { file: string }[];
-  const out: { name: string; config: RunConfig }[] = [];
-  for (const { file } of index) {
-    const r = await loadRecipeFile(`public/recipes/${file}`, async (p) => readFileSync(p, "utf8"));
-    if (!r.ok) throw new Error(r.error);
-    try {
-      exportTask(r.config);
-    } catch {
-      continue;
-    }
-    out.push({ name: file, config: r.config });
-  }
-  return out;
+  return (await allRecipeFiles())
+    .filter(({ config: c }) => {
+      try {
+        exportTask(c);
+        return true;
+      } catch {
+        return false;
+      }
+    })
+    .map(({ file, config: c }) => ({ name: file, config: c }));
 }
 /** train_trl.py's LAB object (what the exporter embedded). */
 const labOf = (py: string) => JSON.parse(JSON.parse(py.match(/^LAB = json\.loads\((.*)\)$/m)?.[1] as string));

@@ -206,7 +206,7 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
         path: from(
           model ?? "???",
           model
-            ? "model.source"
+            ? "model.pretrained (local: files picked in the page: the folder they came from)"
             : "the lab's tiny model has no Hugging Face checkpoint: set it (run.sh actor_rollout_ref.model.path=...)",
         ),
         ...(lora.rank > 0

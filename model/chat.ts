@@ -71,6 +71,8 @@ export interface ChatFormat {
   toolResponseTokens(responses: string[]): Rendered;
   /** What lets the model go on when every call of a turn was refused without a notice. */
   continuation(): number[];
+  /** A model's own template only: whether it renders `tools` (false: the tool list goes into the system message). */
+  readonly rendersTools?: boolean;
 }
 
 // ------------------------------------------------------------------------------------

@@ -9,8 +9,11 @@
 //              as much work as 8 nodes), at most 1,000,000 per render, counted before the loop
 //              runs: deterministic, so a render that passes once passes on every machine, and
 //              nested loops are refused before the inner one starts
-//   time       3 s of wall clock per render, checked every 16 nodes (a backstop for work the step
-//              count does not see: one built-in filter over a 100,000-item list)
+//   time       10 s of wall clock per render, checked every 16 nodes (a backstop for work the step
+//              count does not see: one built-in filter over a 100,000-item list; generous, as a
+//              render refused only on a loaded machine would break a run's replay: a 41-message
+//              Qwen3 conversation with 12 tools takes 6,584 steps, 156,000 characters, 0.5 s on a
+//              machine at load 25 on 2 cores)
 //   text       every new string a render makes (pieces, intermediate values, the output) counts
 //              its characters: at most 4,000,000 per render, and no single string over 1,000,000
 //   items      no list over 100,000 items (a list doubled by `+` is refused at once)
@@ -46,7 +49,7 @@ export interface TemplateBudget {
 export const TEMPLATE_BUDGET: Readonly<TemplateBudget> = {
   maxRange: 100_000,
   maxSteps: 1_000_000,
-  timeMs: 3_000,
+  timeMs: 10_000,
   maxText: 4_000_000,
   maxString: 1_000_000,
   maxItems: 100_000,

@@ -86,6 +86,4 @@ export function withToolPrompt<M extends { role: string; content: string }>(
  */
 export interface ChatTemplateFacts {
   renders_tools: boolean;
-  /** The folder whose tokenizer_config.json held the template. */
-  source: string;
 }

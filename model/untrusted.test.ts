@@ -13,7 +13,7 @@ import { tinyHfModel } from "../e2e/tiny-hf";
 import { HF_CONFIG_MAX, hfModelConfig } from "./hf/config";
 import { nodeModelDir } from "./hf/node";
 import { blobModelDir, loadHfModel, type ModelDir } from "./hf/read";
-import { type ByteSource, MAX_SAFETENSORS_HEADER, openSafetensors } from "./safetensors";
+import { type ByteSource, MAX_SAFETENSORS_HEADER, openSafetensors, safetensorsHead } from "./safetensors";
 import { checkRevision, parseModelSource } from "./source";
 import { checkModelFiles, ModelFileError } from "./untrusted";
 
@@ -108,10 +108,22 @@ function mutateJson(bytes: Uint8Array, r: Rng): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(j));
 }
 
+type Header = Record<string, { shape: unknown; data_offsets: number[]; dtype: unknown }>;
+
+/** The same safetensors bytes with the header JSON edited (the data unchanged). */
+function withHeader(bytes: Uint8Array, edit: (h: Header) => void): Uint8Array {
+  const len = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + len)));
+  edit(header);
+  const head = safetensorsHead(header);
+  const out = new Uint8Array(head.length + bytes.length - 8 - len);
+  out.set(head);
+  out.set(bytes.subarray(8 + len), head.length);
+  return out;
+}
+
 /** The safetensors header mutated: a tensor's shape, offsets or dtype, or the length field. */
 function mutateSafetensors(bytes: Uint8Array, r: Rng): Uint8Array {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const len = Number(dv.getBigUint64(0, true));
   const kind = r.int(5);
   if (kind === 0) {
     const out = bytes.slice();
@@ -125,28 +137,24 @@ function mutateSafetensors(bytes: Uint8Array, r: Rng): Uint8Array {
     new DataView(out.buffer).setBigUint64(0, big, true);
     return out;
   }
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + len)));
-  const names = Object.keys(header).filter((k) => k !== "__metadata__");
-  const e = header[r.pick(names)];
-  const other = header[r.pick(names)];
-  if (kind === 1)
-    e.shape = r.pick([[2 ** 31, 2 ** 31, 2 ** 31], [2 ** 53], [-1], [1.5], [1e9, 1e9], "x", []]);
-  else if (kind === 2)
-    e.data_offsets = r.pick([
-      [other.data_offsets[0], other.data_offsets[0] + (e.data_offsets[1] - e.data_offsets[0])],
-      [bytes.length, bytes.length + (e.data_offsets[1] - e.data_offsets[0])],
-      [e.data_offsets[1], e.data_offsets[0]],
-      [0, 2 ** 60],
-      [-8, e.data_offsets[1] - e.data_offsets[0] - 8],
-    ]);
-  else if (kind === 3) e.dtype = r.pick(["F64", "I8", "F32", "BF16", "Q4", 7]);
-  else header.__metadata__ = r.pick([{ a: 1 }, [], "x", { format: "pt" }]);
-  const js = new TextEncoder().encode(JSON.stringify(header));
-  const out = new Uint8Array(8 + js.length + bytes.length - 8 - len);
-  new DataView(out.buffer).setBigUint64(0, BigInt(js.length), true);
-  out.set(js, 8);
-  out.set(bytes.subarray(8 + len), 8 + js.length);
-  return out;
+  return withHeader(bytes, (header) => {
+    const names = Object.keys(header).filter((k) => k !== "__metadata__");
+    const e = header[r.pick(names)];
+    const other = header[r.pick(names)];
+    const size = e.data_offsets[1] - e.data_offsets[0];
+    if (kind === 1)
+      e.shape = r.pick([[2 ** 31, 2 ** 31, 2 ** 31], [2 ** 53], [-1], [1.5], [1e9, 1e9], "x", []]);
+    else if (kind === 2)
+      e.data_offsets = r.pick([
+        [other.data_offsets[0], other.data_offsets[0] + size],
+        [bytes.length, bytes.length + size],
+        [e.data_offsets[1], e.data_offsets[0]],
+        [0, 2 ** 60],
+        [-8, size - 8],
+      ]);
+    else if (kind === 3) e.dtype = r.pick(["F64", "I8", "F32", "BF16", "Q4", 7]);
+    else (header as Record<string, unknown>).__metadata__ = r.pick([{ a: 1 }, [], "x", { format: "pt" }]);
+  });
 }
 
 function dirOf(name: string, files: Record<string, Uint8Array>): ModelDir {
@@ -369,19 +377,7 @@ describe("the named cases", () => {
       new DataView(o.buffer).setBigUint64(0, BigInt(b.length), true);
       return o;
     }, /m\/model\.safetensors: truncated or not a safetensors file \(header length \d+, file size \d+\)/);
-    const header =
-      (edit: (h: Record<string, { shape: unknown; data_offsets: number[]; dtype: string }>) => void) =>
-      (b: Uint8Array) => {
-        const len = Number(new DataView(b.buffer, b.byteOffset).getBigUint64(0, true));
-        const h = JSON.parse(new TextDecoder().decode(b.subarray(8, 8 + len)));
-        edit(h);
-        const js = new TextEncoder().encode(JSON.stringify(h));
-        const out = new Uint8Array(8 + js.length + b.length - 8 - len);
-        new DataView(out.buffer).setBigUint64(0, BigInt(js.length), true);
-        out.set(js, 8);
-        out.set(b.subarray(8 + len), 8 + js.length);
-        return out;
-      };
+    const header = (edit: (h: Header) => void) => (b: Uint8Array) => withHeader(b, edit);
     await named(
       header((h) => {
         h["model.norm.weight"].shape = [2 ** 31, 2 ** 31, 2 ** 31];

@@ -59,6 +59,9 @@ export interface ImportOptions {
 }
 
 const depth = (p: string) => p.split("/").length;
+/** The file of this name nearest the top of what was picked. */
+const shallowest = (files: readonly ResultFile[], name: string) =>
+  files.filter((x) => baseName(x.path) === name).sort((a, b) => depth(a.path) - depth(b.path))[0];
 const DUMP = /^(\d+)\.jsonl$/;
 const COMPLETIONS = /^completions_(\d+)\.parquet$/;
 const CHECKPOINT = /(?:^|\/)checkpoint-(\d+)$/;
@@ -168,9 +171,7 @@ async function readConfigYaml(
   limits: ReadLimits,
   notes: string[],
 ): Promise<{ value: Record<string, unknown> | null; path?: string }> {
-  const f = files
-    .filter((x) => baseName(x.path) === "config.yaml")
-    .sort((a, b) => depth(a.path) - depth(b.path))[0];
+  const f = shallowest(files, "config.yaml");
   if (!f) return { value: null };
   try {
     const v = parseYaml(await readText(f, limits));
@@ -206,9 +207,10 @@ async function importTrl(
     samples.push(...(await readCompletions(await f.bytes(), f.path, step)));
     read.push(f.path);
   }
-  const root = dirName(state.path).replace(CHECKPOINT, "");
   const config = await readTrlScript(files, limits, notes);
   if (config.path) read.push(config.path);
+  // Named by the export folder (train_trl.py's) when it was picked, else by the output folder.
+  const root = config.path !== undefined ? dirName(config.path) : dirName(state.path).replace(CHECKPOINT, "");
   return {
     name: `trl ${baseName(root) || "run"}`,
     info: { engine: "trl", files: read, notes, config: config.value, seed: numberOr(config.value?.seed) },
@@ -225,9 +227,7 @@ async function readTrlScript(
   limits: ReadLimits,
   notes: string[],
 ): Promise<{ value: Record<string, unknown> | null; path?: string }> {
-  const f = files
-    .filter((x) => baseName(x.path) === "train_trl.py")
-    .sort((a, b) => depth(a.path) - depth(b.path))[0];
+  const f = shallowest(files, "train_trl.py");
   if (!f) return { value: null };
   const line = /^LAB = json\.loads\((".*")\)$/m.exec(await readText(f, limits))?.[1];
   try {

@@ -1,14 +1,17 @@
 // Makes results/fixtures/: a verl run and a TRL run of the ci-tiny recipe (the config of
 // docs/experiments/citiny/seed-6, exported with export/), laid out as the exported runs write
-// them, written from the engines' formats (the facts are in results/verl.ts and results/trl.ts):
-//   verl-run/config.yaml                        the export's config (seed 6, experiment ci-tiny)
-//   verl-run/logs/agentic-rl-lab/ci-tiny.jsonl  FileLogger (VERL_FILE_LOGGER_ROOT=logs): orjson
-//                                               lines, validation at step 0 and every 5 steps, 20 steps
-//   verl-run/rollouts/<step>.jsonl              _dump_generations: 2 prompts x 4 samples per step
-//   trl-run/train_trl.py                        the export's script (its LAB line holds the seed)
-//   trl-run/output/trainer_state.json           save_state(): 20 logged steps and the summary entry
-//   trl-run/output/checkpoint-10/trainer_state.json   an older checkpoint's (10 steps)
-//   trl-run/output/completions/completions_<step:05d>.parquet   log_completions, hyparquet-writer
+// them (docs/SCALE-OUT.md "Results": run.sh's VERL_FILE_LOGGER_PATH and rollout_data_dir,
+// train_trl.py's --output-dir), written from the engines' formats (the facts are in
+// results/verl.ts and results/trl.ts):
+//   verl-run/config.yaml                   the export's config (seed 6, experiment ci-tiny)
+//   verl-run/results/metrics.jsonl         FileLogger: orjson lines, validation at step 0 and
+//                                          every 5 steps, 20 steps
+//   verl-run/results/rollouts/<step>.jsonl _dump_generations: 2 prompts x 4 samples per step
+//   verl-run/results/validation/0.jsonl    the same for the validation before training
+//   trl-run/train_trl.py                   the export's script (its LAB line holds the seed)
+//   trl-run/trl-out/trainer_state.json     save_state(): 20 logged steps and the summary entry
+//   trl-run/trl-out/checkpoint-10/trainer_state.json   an older checkpoint's (10 steps)
+//   trl-run/trl-out/completions/completions_<step:05d>.parquet   log_completions, hyparquet-writer
 // The numbers are made up but consistent: each step's score mean is its dump's mean.
 // Run: npx tsx --import ./cli/raw-loader.mjs results/make-fixtures.ts
 // (results/results.test.ts checks the committed files equal what this makes, export files aside).
@@ -184,13 +187,14 @@ async function completions(s: number): Promise<Uint8Array> {
 export async function engineFixtureFiles(): Promise<Record<string, Uint8Array>> {
   const enc = (s: string) => new TextEncoder().encode(s);
   const out: Record<string, Uint8Array> = {
-    "verl-run/logs/agentic-rl-lab/ci-tiny.jsonl": enc(verlLog()),
-    "trl-run/output/trainer_state.json": enc(trainerState(STEPS, true)),
-    "trl-run/output/checkpoint-10/trainer_state.json": enc(trainerState(10, false)),
+    "verl-run/results/metrics.jsonl": enc(verlLog()),
+    "verl-run/results/validation/0.jsonl": enc(`${dump(0).lines.slice(0, 4).map(pyDumps).join("\n")}\n`),
+    "trl-run/trl-out/trainer_state.json": enc(trainerState(STEPS, true)),
+    "trl-run/trl-out/checkpoint-10/trainer_state.json": enc(trainerState(10, false)),
   };
   for (let k = 1; k <= STEPS; k++) {
-    out[`verl-run/rollouts/${k}.jsonl`] = enc(`${dump(k).lines.map(pyDumps).join("\n")}\n`);
-    out[`trl-run/output/completions/completions_${String(k).padStart(5, "0")}.parquet`] =
+    out[`verl-run/results/rollouts/${k}.jsonl`] = enc(`${dump(k).lines.map(pyDumps).join("\n")}\n`);
+    out[`trl-run/trl-out/completions/completions_${String(k).padStart(5, "0")}.parquet`] =
       await completions(k);
   }
   return out;

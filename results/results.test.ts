@@ -39,7 +39,7 @@ const refused = (files: ResultFile[], opts = {}) =>
 describe("fixtures", () => {
   it("the committed engine files are what make-fixtures.ts writes", async () => {
     const files = await engineFixtureFiles();
-    expect(Object.keys(files).length).toBe(43);
+    expect(Object.keys(files).length).toBe(44);
     for (const [p, bytes] of Object.entries(files)) {
       expect(Buffer.compare(readFileSync(join(FIXTURES, p)), Buffer.from(bytes)), p).toBe(0);
     }
@@ -52,9 +52,12 @@ describe("a verl run", () => {
     expect(run.name).toBe("verl ci-tiny");
     expect(run.info).toMatchObject({ engine: "verl", seed: 6 });
     expect(run.info.config?.trainer).toMatchObject({ experiment_name: "ci-tiny" });
-    expect(run.info.files).toContain("logs/agentic-rl-lab/ci-tiny.jsonl");
-    expect(run.info.files).toContain("config.yaml");
-    expect(run.info.files.filter((f) => f.startsWith("rollouts/"))).toHaveLength(20);
+    expect(run.info.files).toContain("verl-run/results/metrics.jsonl");
+    expect(run.info.files).toContain("verl-run/config.yaml");
+    expect(run.info.files.filter((f) => f.startsWith("verl-run/results/rollouts/"))).toHaveLength(20);
+    expect(run.info.notes).toContain(
+      "generation dumps read from verl-run/results/rollouts; not from verl-run/results/validation",
+    );
     // verl step k's training metrics are the lab's row k-1; validation after update k is row k.
     expect(run.rows.map((r) => r.step)).toEqual([...Array(21).keys()]);
     const row = (s: number) => run.rows[s];
@@ -76,7 +79,7 @@ describe("a verl run", () => {
     // From the step's dump: reward/mean is verl's score mean; acc/mean and reward/<term>/mean
     // are computed from the samples (the exported reward.py returns acc and reward/<term>).
     for (let s = 0; s < 20; s++) {
-      const lines = readFileSync(join(VERL, "rollouts", `${s + 1}.jsonl`), "utf8")
+      const lines = readFileSync(join(VERL, "results", "rollouts", `${s + 1}.jsonl`), "utf8")
         .trim()
         .split("\n")
         .map((l) => JSON.parse(l));
@@ -105,6 +108,14 @@ describe("a verl run", () => {
     expect(first.groupsInStep).toBe(2);
   });
 
+  it("reads the file logger's default path (VERL_FILE_LOGGER_ROOT/<project>/<experiment>.jsonl)", async () => {
+    const run = await importResults([
+      memFile("logs/agentic-rl-lab/ci-tiny.jsonl", `${verlLine(1, { "critic/score/mean": 0.5 })}\n`),
+    ]);
+    expect(run.name).toBe("verl ci-tiny");
+    expect(run.rows).toEqual([{ step: 0, phase: "rl", time: Number.NaN, "reward/mean": 0.5 }]);
+  });
+
   it("keeps samples of the newest steps only, as the store keeps a lab run's", async () => {
     const run = await importResults(resultFilesOf(VERL), { keepSampleSteps: 3 });
     expect([...new Set(run.samples.map((s) => s.step))]).toEqual([17, 18, 19]);
@@ -115,10 +126,10 @@ describe("a verl run", () => {
 describe("a TRL run", () => {
   it("reads output_dir's trainer_state.json (not the older checkpoint's) and the completions", async () => {
     const run = await importResults(resultFilesOf(TRL));
-    expect(run.name).toBe("trl output");
+    expect(run.name).toBe("trl trl-run");
     expect(run.info).toMatchObject({ engine: "trl", seed: 6 });
-    expect(run.info.files[0]).toBe("output/trainer_state.json");
-    expect(run.info.files).toContain("train_trl.py");
+    expect(run.info.files[0]).toBe("trl-run/trl-out/trainer_state.json");
+    expect(run.info.files).toContain("trl-run/train_trl.py");
     expect(run.rows.map((r) => r.step)).toEqual([...Array(20).keys()]);
     const r0 = run.rows[0];
     expect(r0["reward/mean"]).toBe(0.5);
@@ -276,7 +287,7 @@ describe("the names table", () => {
 describe("npm run compare", () => {
   // Both engines' reward/mean per step is the mean score of that step's 8 samples (the dumps).
   const means = [...Array(20).keys()].map((k) => {
-    const lines = readFileSync(join(VERL, "rollouts", `${k + 1}.jsonl`), "utf8")
+    const lines = readFileSync(join(VERL, "results", "rollouts", `${k + 1}.jsonl`), "utf8")
       .trim()
       .split("\n");
     return lines.reduce((a, l) => a + JSON.parse(l).score, 0) / lines.length;
@@ -307,7 +318,7 @@ describe("npm run compare", () => {
     expect(out.stdout).toContain(`| trl-run | 1 | ${scores.mean} | ${scores.max} |`);
   });
   it("names a bad engine file", () => {
-    const out = compare("docs/experiments/citiny/seed-6", "results/fixtures/verl-run/rollouts");
+    const out = compare("docs/experiments/citiny/seed-6", "results/fixtures/verl-run/results/rollouts");
     expect(out.status).toBe(2);
     expect(out.stderr).toContain("no verl log");
   });

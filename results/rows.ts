@@ -6,7 +6,7 @@
 // training key of engine step k lands in row k-1 and an evaluation key in row k.
 // Tests: results/results.test.ts.
 import type { MetricsRow, SampleRecord } from "../rl/records.ts";
-import { SAMPLE_GROUPS } from "../rl/records.ts";
+import { emptySample, SAMPLE_GROUPS } from "../rl/records.ts";
 
 /** Metrics rows by lab step, keys added one by one. */
 export class RowBuilder {
@@ -74,25 +74,16 @@ export function sampleRecords(samples: readonly TextSample[]): SampleRecord[] {
   [...groups.values()].slice(0, SAMPLE_GROUPS).forEach((g, gi) => {
     for (const s of g) {
       out.push({
+        ...emptySample(),
         step: s.step,
         groupId: String(gi),
         problemId: s.truth,
-        bucket: "",
         answer: s.truth,
-        promptTokens: [],
-        tokens: [],
-        mask: [],
-        postTool: [],
-        logprobs: [],
-        entropy: [],
-        advantages: [],
         reward: s.reward,
         rewardTerms: s.terms,
         correct: s.correct === true,
-        toolCalls: [],
         finish: "",
         groupsInStep: groups.size,
-        filter: "",
         text: { prompt: s.prompt, response: s.response, correct: s.correct, advantage: s.advantage },
       });
     }

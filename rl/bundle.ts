@@ -217,11 +217,9 @@ const TOP_KEYS = new Set([
 
 function validate(json: unknown): BundleResult {
   const fail = (error: string): BundleResult => ({ ok: false, error });
-  if (!isObj(json)) return fail("not a lab run bundle: the JSON is not an object");
+  if (!isObj(json)) return fail("the JSON is not an object");
   if (json.format !== BUNDLE_FORMAT) {
-    return fail(
-      `not a lab run bundle: format is ${JSON.stringify(json.format) ?? "missing"}, not "${BUNDLE_FORMAT}"`,
-    );
+    return fail(`format is ${JSON.stringify(json.format) ?? "missing"}, not "${BUNDLE_FORMAT}"`);
   }
   if (!(isStep(json.version) && json.version >= 1 && json.version <= BUNDLE_VERSION)) {
     return fail(
@@ -368,7 +366,10 @@ export async function decodeBundle(bytes: Uint8Array): Promise<BundleResult> {
     try {
       text = new TextDecoder("utf-8", { fatal: true }).decode(raw);
     } catch {
-      return { ok: false, error: "not a lab run bundle: the file is neither gzip nor UTF-8 JSON" };
+      // Random bytes gzipped decompress fine: say what the file was, then what is wrong.
+      const what =
+        raw === bytes ? "the file is neither gzip nor UTF-8 text" : "the gzip file holds no UTF-8 text";
+      return { ok: false, error: `${what} (a bundle is gzipped JSON, .lab-run.json.gz)` };
     }
     let json: unknown;
     try {
@@ -376,7 +377,7 @@ export async function decodeBundle(bytes: Uint8Array): Promise<BundleResult> {
     } catch (e) {
       return {
         ok: false,
-        error: `not a lab run bundle: not valid JSON (${(e as Error).message.slice(0, 120)})`,
+        error: `not valid JSON (${(e as Error).message.slice(0, 120)})`,
       };
     }
     return validate(json);

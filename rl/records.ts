@@ -64,6 +64,30 @@ export interface SampleRecord {
   text?: { prompt: string; response: string; correct?: boolean; advantage?: number };
 }
 
+/** A trajectory with nothing in it (an empty completion that stopped): the base of one built by hand. */
+export function emptySample(): SampleRecord {
+  return {
+    step: 0,
+    groupId: "",
+    problemId: "",
+    bucket: "",
+    answer: "",
+    promptTokens: [],
+    tokens: [],
+    mask: [],
+    postTool: [],
+    logprobs: [],
+    entropy: [],
+    advantages: [],
+    reward: 0,
+    rewardTerms: {},
+    correct: false,
+    toolCalls: [],
+    finish: "stop",
+    filter: "",
+  };
+}
+
 export interface StepOutput {
   row: MetricsRow;
   samples: SampleRecord[];

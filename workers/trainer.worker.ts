@@ -236,13 +236,18 @@ async function startRun(
   let edits: ConfigEdit[];
   let resume: RunLoopOptions["resume"];
   let name: string;
+  // A resumed run's clock goes on from its kept rows' time (seconds since it first started).
+  let ranBefore = 0;
   if (options.resumeRunId) {
     const opened = await openStoredRun(store, options.resumeRunId);
     id = options.resumeRunId;
     name = opened.kept.run.name;
     ({ config, edits, resume } = opened);
     // The kept rows, samples and events go back to the UI before training continues.
-    for (const row of opened.kept.rows) listener.row(row);
+    for (const row of opened.kept.rows) {
+      listener.row(row);
+      if (Number.isFinite(row.time)) ranBefore = Math.max(ranBefore, row.time);
+    }
     if (opened.kept.samples.length) listener.samples(storedSamples(opened.kept.samples, config));
     for (const e of opened.kept.events) listener.event(e);
     await store.updateRun(id, { status: "running" });
@@ -256,7 +261,7 @@ async function startRun(
     await store.createRun({ id, name, config, source: options.source ?? "local", group: options.group });
     for (const e of edits) await store.appendEdit(id, e);
   }
-  const startedAt = performance.now();
+  const startedAt = performance.now() - ranBefore * 1000;
   let current: ActiveRun | undefined;
   const persist = (what: Promise<void> | undefined) =>
     what?.catch((err: Error) => {
@@ -363,7 +368,7 @@ async function startRun(
       phase: "loading",
       step: sftLeft ? sftDone : rlDone,
       total: sftLeft ? config.sft.steps : config.stop.max_steps,
-      elapsed: 0,
+      elapsed: ranBefore,
       // Unknown until a step has been timed (the bar says "ETA –", not "0s").
       eta: Number.NaN,
       tokensPerS: Number.NaN,

@@ -8,7 +8,14 @@
 import type { RunConfig } from "../config";
 import { zipFiles } from "../export/zip";
 import { loadCheckpoint } from "../model/checkpoint";
-import { hfFiles, peftFiles, TOKENIZER_FILES, tokenizerFiles, tokenizerSource } from "../model/hf/write";
+import {
+  hfFiles,
+  hfSourceOf,
+  peftFiles,
+  TOKENIZER_FILES,
+  tokenizerFiles,
+  tokenizerSource,
+} from "../model/hf/write";
 
 export type WeightsKind = "peft" | "hf";
 
@@ -26,12 +33,20 @@ export async function weightsZip(
   if (!weights) throw new Error("the run has no checkpoint yet");
   const ck = loadCheckpoint(weights);
   let files: Record<string, Uint8Array>;
+  // A pretrained run's source: the adapter's base_model_name_or_path, the merged model's config.json.
+  const src = hfSourceOf(config);
   if (kind === "peft") {
     if (!ck.adapter)
       throw new Error("the run trains every weight (model.lora.rank 0): download the HF model");
-    files = peftFiles(ck.config, ck.adapter);
+    files = peftFiles(ck.config, ck.adapter, src ?? undefined);
   } else {
-    files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
+    const pretrained = config.model.pretrained;
+    if (src && pretrained) {
+      const bytes = await read(pretrained, "config.json");
+      if (!bytes) throw new Error(`${pretrained}: the source model's config.json is not here`);
+      src.config = JSON.parse(new TextDecoder().decode(bytes));
+    }
+    files = hfFiles(ck.config, ck.weights, ck.adapter ?? null, { source: src ?? undefined });
     const source = tokenizerSource(config);
     if (source) {
       const found: Record<string, Uint8Array> = {};
