@@ -2,10 +2,10 @@
 // `npm run export -- verl|trl` writes (export/index.ts; zip by export/zip.ts) and lists what
 // does not carry over. The exporter is pure and loaded on demand, so it costs the page
 // nothing until it is used. "PEFT adapter" / "HF model" download the run's latest weights in
-// Hugging Face formats (app/bridge.ts downloadWeights, model/hf/write.ts).
+// Hugging Face formats (app/bridge.ts downloadWeights; the worker builds the zip).
 import { useState } from "react";
 import type { RunConfig } from "../config";
-import type { ChatTemplateFacts } from "../model/tool-list-prompt";
+import type { ChatTemplateFacts } from "../model/face";
 import { downloadWeights } from "./bridge";
 import { activeRun, useLab } from "./store";
 

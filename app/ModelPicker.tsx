@@ -9,10 +9,17 @@
 // The memory plan (model/memory-plan.ts) is recomputed as the config changes.
 import { useCallback, useEffect, useMemo, useState } from "react";
 import type { RunConfig } from "../config";
-import { modelConfigOf } from "../model/config";
-import { hfModelConfig } from "../model/hf/read";
-import { DEFAULT_LIMITS, formatBytes, planOfConfig } from "../model/memory-plan";
-import { type ModelSource, parseModelSource, sourceFields, sourceLabel } from "../model/source";
+import {
+  DEFAULT_LIMITS,
+  formatBytes,
+  hfModelConfig,
+  type ModelSource,
+  modelConfigOf,
+  parseModelSource,
+  planOfConfig,
+  sourceFields,
+  sourceLabel,
+} from "../model/face";
 import type { CacheEntry, DownloadProgress, ModelInfo } from "../workers/api";
 import {
   addLocalModelFiles,

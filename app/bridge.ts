@@ -345,45 +345,14 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
 /**
  * Downloads a run's latest weights in Hugging Face formats as a zip: "peft" = the LoRA adapter
  * (adapter_config.json + adapter_model.safetensors), "hf" = the model with the adapter merged
- * (model/hf/write.ts, loaded on demand) with the source model's tokenizer files. Throws (for the caller to show) when the run has no
- * checkpoint yet or its model has no Hugging Face architecture.
+ * with the source model's tokenizer files. The worker builds the zip (TrainerApi.exportWeights);
+ * the page only saves it. Throws (for the caller to show) when the run has no checkpoint yet or
+ * its model has no Hugging Face architecture.
  */
 export async function downloadWeights(runId: string, kind: "peft" | "hf", name: string): Promise<string> {
-  const bytes = await getTrainer().exportBundle(runId, true);
-  const [{ decodeBundle }, { loadCheckpoint }, hf, { zipFiles }] = await Promise.all([
-    import("../rl/bundle.ts"),
-    import("../model/checkpoint.ts"),
-    import("../model/hf/write.ts"),
-    import("../export/zip.ts"),
-  ]);
-  const b = await decodeBundle(bytes);
-  if (!b.ok) throw new Error(b.error);
-  if (!b.run.weights) throw new Error("the run has no checkpoint yet");
-  const ck = loadCheckpoint(b.run.weights);
-  let files: Record<string, Uint8Array>;
-  // A pretrained run's source: the adapter's base_model_name_or_path, the merged model's config.json.
-  const src = hf.hfSourceOf(b.run.config);
-  if (kind === "peft") {
-    if (!ck.adapter)
-      throw new Error("the run trains every weight (model.lora.rank 0): download the HF model");
-    files = hf.peftFiles(ck.config, ck.adapter, src ?? undefined);
-  } else {
-    const pretrained = b.run.config.model.pretrained;
-    if (src && pretrained) {
-      const found = await getTrainer().modelFiles(b.run.config, pretrained, ["config.json"]);
-      if (!found["config.json"]) throw new Error(`${pretrained}: the source model's config.json is not here`);
-      src.config = JSON.parse(new TextDecoder().decode(found["config.json"]));
-    }
-    files = hf.hfFiles(ck.config, ck.weights, ck.adapter ?? null, { source: src ?? undefined });
-    // The source model's tokenizer, chat template and generation files, read in the worker.
-    const source = hf.tokenizerSource(b.run.config);
-    if (source) {
-      const found = await getTrainer().modelFiles(b.run.config, source, hf.TOKENIZER_FILES);
-      Object.assign(files, (await hf.tokenizerFiles(source, async (n) => found[n] ?? null)).files);
-    }
-  }
+  const blob = await getTrainer().exportWeights(runId, kind);
   const file = `${name.replace(/[^\w.-]+/g, "_")}-${kind}.zip`;
-  const url = URL.createObjectURL(new Blob([zipFiles(files) as BlobPart], { type: "application/zip" }));
+  const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;
   a.download = file;

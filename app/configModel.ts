@@ -17,7 +17,7 @@ import {
   setPath,
   validateRunConfig,
 } from "../config";
-import { modelConfigOf, paramLayout } from "../model/config";
+import { modelConfigOf, paramLayout } from "../model/face";
 
 export type FieldKind = "number" | "boolean" | "enum" | "string" | "text" | "json";
 

@@ -28,7 +28,7 @@ import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, modelConfig, paramLayout } from "../model/config";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
-import { hfModelConfig } from "../model/hf/read";
+import { hfModelConfig } from "../model/hf/config";
 import { hfFiles, readSafetensors, writeSafetensors } from "../model/hf/write";
 import {
   LAB_LLAMA_ADDED,
@@ -157,7 +157,7 @@ async function main() {
   const steps = p.values.get("--sft-steps");
   if (steps !== undefined)
     over.sft = { steps: Number(steps), warmup_steps: Math.min(r.config.sft.warmup_steps, Number(steps)) };
-  if (small) over.task = { eval_size: Math.min(8, r.config.task.eval_size) };
+  if (small) over.task = { eval_size: Math.min(2, r.config.task.eval_size) };
   const parsed = parseRunConfig(mergeConfig(r.config, over));
   if (!parsed.ok) usage(parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; "));
   const config = parsed.config;
@@ -172,7 +172,13 @@ async function main() {
   );
   // The source's files, read before OUT (which may be the same folder) is written.
   const sourceFiles: Record<string, string> = {};
-  for (const f of ["config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json", "README.md"])
+  for (const f of [
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "generation_config.json",
+    "README.md",
+  ])
     sourceFiles[f] = existsSync(join(initDir, f)) ? readFileSync(join(initDir, f), "utf8") : "";
 
   let makeModel: (
@@ -227,7 +233,18 @@ async function main() {
   for (const f of ["tokenizer.json", "tokenizer_config.json", "generation_config.json"])
     writeFileSync(join(out, f), sourceFiles[f]);
   const val = Object.fromEntries(Object.entries(finalRow).filter(([k]) => k.startsWith("val/")));
-  writeFileSync(join(out, "README.md"), modelCard(config, shape, init, madeBy, sftSeconds, val, from ? priorStages(sourceFiles["README.md"]) : undefined));
+  writeFileSync(
+    join(out, "README.md"),
+    modelCard(
+      config,
+      shape,
+      init,
+      madeBy,
+      sftSeconds,
+      val,
+      from ? priorStages(sourceFiles["README.md"]) : undefined,
+    ),
+  );
   console.error(
     `3/3 ${out}: ${JSON.stringify(val)} (SFT ${sftSeconds.toFixed(0)} s, all ${((Date.now() - t0) / 1000).toFixed(0)} s)`,
   );

@@ -9,7 +9,12 @@
 //   4. the same model with a hostile chat template (a 100,000,000-item range loop) picked as local
 //      files: the picker says it is refused (file and budget), Start fails with the same refusal,
 //      and the page stays usable (the good files picked next are accepted).
+//   5. the model picked on the default preset (quick-demo, which starts from the lab's own
+//      checkpoint): the reason and the offer of the pretrained recipes at once, Start refused;
+//      the offer applied (lab-llama-calculator, the picked model kept, its architecture fields
+//      read-only from config.json), two RL steps, the PEFT and HF downloads unzipped and checked.
 // Run: `npx vitest run --project e2e e2e/model.e2e.test.ts`.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,6 +45,19 @@ const RUN = [
   "sampling.max_new_tokens=8",
   "stop.max_steps=2",
 ].join("&");
+
+// A zip's files: JSON files parsed, safetensors as their headers, the rest as their size.
+const UNZIP = `
+import json, struct, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None
+out = {}
+for n in z.namelist():
+    b = z.read(n)
+    if n.endswith(".json"): out[n] = json.loads(b)
+    elif n.endswith(".safetensors"): out[n] = json.loads(b[8 : 8 + struct.unpack("<Q", b[:8])[0]])
+    else: out[n] = len(b)
+print(json.dumps(out))
+`;
 
 let browser: Browser;
 let context: BrowserContext;
@@ -190,6 +208,92 @@ describe("pretrained models in the page", () => {
       .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
       .toBe("1");
     await page.close();
+  });
+
+  it("a model picked on the default preset: the reason and the offer at once; the pretrained recipe runs two steps and its PEFT and HF downloads hold the model", async () => {
+    const page = await open("");
+    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
+    // Files picked one by one have no folder: named by config.json (no _name_or_path: its model_type).
+    await expect
+      .poll(() => page.locator('[data-path="model.pretrained"]').inputValue(), { timeout: 60_000 })
+      .toBe("local:qwen3-model");
+    const conflict = page.getByTestId("preset-conflict");
+    await conflict.waitFor({ timeout: 30_000 });
+    expect(await conflict.textContent()).toContain(
+      "quick-demo starts from the lab's own checkpoint quick-demo-sft-v2.safetensors (a 2-layer character model), which cannot load into qwen3-model",
+    );
+    expect(await page.getByTestId("start-plan").textContent()).toContain(
+      "pick a recipe made for pretrained models",
+    );
+    expect(await page.getByTestId("start").isDisabled()).toBe(true);
+    const hashes = page.getByTestId("sha256-list").locator("li");
+    expect(await hashes.count()).toBe(Object.keys(files).length);
+    await page.getByTestId("offer-lab-llama-calculator").click();
+    await expect.poll(() => page.getByTestId("preset-picker").inputValue()).toBe("lab-llama-calculator");
+    expect(await page.locator('[data-path="model.pretrained"]').inputValue()).toBe("local:qwen3-model");
+    expect(await conflict.count()).toBe(0);
+    // The lab's architecture fields do not apply: read-only, from the picked config.json.
+    const layers = page.locator('[data-path="model.layers"]');
+    await expect.poll(() => layers.inputValue()).toBe("1 (config.json)");
+    expect(await layers.getAttribute("readonly")).not.toBeNull();
+    // The recipe at a software GPU's size, by its link (the picked files stay in this browser).
+    const search = new URL(page.url()).search.slice(1);
+    expect(search).toContain("model.sha256=");
+    await page.close();
+    const run = await open(
+      `${search}&rl.prompts_per_step=1&rl.group_size=2&rl.minibatches=1&task.eval_size=1&task.eval_every=0&task.tokenization_check=warn&model.context=512&sampling.max_new_tokens=8&stop.max_steps=2&checkpoint_every=1`,
+    );
+    await runToDone(run);
+    const zips: Record<string, Record<string, unknown>> = {};
+    for (const kind of ["peft", "hf"]) {
+      const [download] = await Promise.all([
+        run.waitForEvent("download"),
+        run.getByTestId(`export-${kind}`).click(),
+      ]);
+      const file = join(mkdtempSync(join(tmpdir(), "lab-weights-")), download.suggestedFilename());
+      await download.saveAs(file);
+      // Unzipped by Python's zipfile: the names, each JSON file, each safetensors header.
+      zips[kind] = JSON.parse(execFileSync("python3", ["-c", UNZIP, file], { encoding: "utf8" })) as Record<
+        string,
+        unknown
+      >;
+    }
+    const peft = zips.peft as Record<string, any>;
+    expect(Object.keys(peft).sort()).toEqual([
+      "README.md",
+      "adapter_config.json",
+      "adapter_model.safetensors",
+    ]);
+    expect(peft["adapter_config.json"]).toMatchObject({
+      base_model_name_or_path: "qwen3-model",
+      peft_type: "LORA",
+      r: 8,
+      lora_alpha: 16,
+      target_modules: ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"],
+    });
+    const at = peft["adapter_model.safetensors"];
+    expect(Object.keys(at).filter((k) => k !== "__metadata__")).toHaveLength(14);
+    expect(at["base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"]).toMatchObject({
+      dtype: "F32",
+      shape: [16, 8],
+    });
+    expect(at["base_model.model.model.layers.0.self_attn.k_proj.lora_B.weight"].shape).toEqual([8, 8]);
+    expect(at["base_model.model.model.layers.0.mlp.down_proj.lora_A.weight"].shape).toEqual([8, 24]);
+    const hf = zips.hf as Record<string, any>;
+    expect(Object.keys(hf).sort()).toEqual([
+      "README.md",
+      "config.json",
+      "model.safetensors",
+      "tokenizer.json",
+      "tokenizer_config.json",
+    ]);
+    // The source's config.json, unchanged by training.
+    expect(hf["config.json"]).toEqual(JSON.parse(files["config.json"].toString()));
+    const mt = hf["model.safetensors"];
+    expect(mt["model.layers.0.self_attn.q_proj.weight"]).toMatchObject({ dtype: "F32", shape: [16, 16] });
+    expect(mt["model.layers.0.mlp.gate_proj.weight"].shape).toEqual([24, 16]);
+    expect(mt["lm_head.weight"]).toBeUndefined(); // tied, as the source
+    await run.close();
   });
 
   it("a link naming a Hub model offers the download; an interrupted download resumes; the second open makes no request", async () => {

@@ -2,9 +2,13 @@
 // and the trainer worker in real Chromium with WebGPU (SwiftShader): reload mid-run and resume
 // from the last IndexedDB checkpoint with no lost rows; a share link with a live edit replayed
 // in a fresh browser context gives the same metrics rows; a destroyed GPUDevice resumes the
-// run; bundle export/import and corrupted bundles; and a browser without WebGPU still imports
+// run; bundle export/import and corrupted bundles; the weights download built in the worker; and a browser without WebGPU still imports
 // and opens a stored run while training says why it is disabled.
 // Run: `E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/runs.e2e.test.ts`.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConfigEdit, defaultRunConfig, mergeConfig, type RunConfig } from "../config";
@@ -27,6 +31,7 @@ interface Harness {
     loseDevice(): Promise<void>;
     listRuns(): Promise<StoredRun[]>;
     loadRun(id: string): Promise<LoadedRun>;
+    exportWeights(id: string, kind: "peft" | "hf"): Promise<Blob>;
   };
   checkpointKeys(runId: string): Promise<[number, number][]>;
   startRun(
@@ -285,6 +290,30 @@ describe("runs survive and travel", () => {
     for (const r of [junk, gzNoise]) if (!r.ok) expect(r.error.match(/run bundle/g)).toHaveLength(1);
     // The worker is still alive and nothing half-imported was stored.
     expect(await page.evaluate(() => window.runsLab.trainer.listRuns())).toHaveLength(runsBefore);
+
+    // The weights download: the worker builds the zip from the stored checkpoint, the page gets one Blob.
+    const zip = await page.evaluate(async (id) => {
+      const blob = await window.runsLab.trainer.exportWeights(id, "hf");
+      return { type: blob.type, bytes: Array.from(new Uint8Array(await blob.arrayBuffer())) };
+    }, runId);
+    expect(zip.type).toBe("application/zip");
+    const file = join(mkdtempSync(join(tmpdir(), "weights-e2e-")), "hf.zip");
+    writeFileSync(file, Uint8Array.from(zip.bytes));
+    const read =
+      "import zipfile,sys,json; z=zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None; print(json.dumps(z.namelist()))";
+    expect(JSON.parse(execFileSync("python3", ["-c", read, file], { encoding: "utf8" }))).toEqual([
+      "config.json",
+      "model.safetensors",
+    ]);
+    const peft = await page.evaluate(async (id) => {
+      try {
+        await window.runsLab.trainer.exportWeights(id, "peft");
+        return null;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    }, runId);
+    expect(peft).toContain("model.lora.rank 0");
     await page.close();
   }, 60_000);
 

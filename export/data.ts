@@ -7,7 +7,7 @@
 // hyparquet-writer; export/export.test.ts reads them back with hyparquet.
 import { parquetWriteBuffer } from "hyparquet-writer";
 import type { RunConfig } from "../config/schema.ts";
-import { type ChatTool, chatToolsOf, withToolPrompt } from "../model/tool-list-prompt.ts";
+import { type ChatTool, chatToolsOf, withToolPrompt } from "../model/face.ts";
 import { makeArithmeticTask } from "../tasks/arithmetic.ts";
 import { makeFunctionCallingTask } from "../tasks/function-calling.ts";
 import { createRng } from "../tasks/rng.ts";

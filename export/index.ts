@@ -12,7 +12,7 @@
 export { trlConfig } from "./trl.ts";
 
 import type { RunConfig } from "../config/schema.ts";
-import type { ChatTemplateFacts } from "../model/tool-list-prompt.ts";
+import type { ChatTemplateFacts } from "../model/face.ts";
 import { isBuiltinTool, type Task } from "../tasks/types.ts";
 import { datasetRows, exportTask, rowsToParquet } from "./data.ts";
 import {

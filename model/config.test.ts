@@ -1,8 +1,13 @@
 // Unit tests of the config and the flat parameter layout.
 import { describe, expect, it } from "vitest";
 import { ALIGN_FLOATS, DEFAULT_MODEL_CONFIG, initParams, modelConfig, paramLayout } from "./config";
+import { VOCAB_SIZE } from "./tokenizer";
 
 describe("config and layout", () => {
+  it("defaults to the character tokenizer's vocabulary (config.ts holds no tokenizer)", () => {
+    expect(DEFAULT_MODEL_CONFIG.vocab).toBe(VOCAB_SIZE);
+  });
+
   it("aligns every tensor to 64 floats without overlap and counts the demo's parameters", () => {
     const layout = paramLayout(DEFAULT_MODEL_CONFIG);
     let end = 0;

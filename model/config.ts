@@ -11,7 +11,6 @@
 
 import type { RunConfig } from "../config";
 import type { LORA_TARGET_NAMES } from "../config/schema";
-import { VOCAB_SIZE } from "./tokenizer";
 
 /** A LoRA target module, by its Hugging Face name (model/lora.ts places each on the layout). */
 export type LoraTarget = (typeof LORA_TARGET_NAMES)[number];
@@ -85,7 +84,7 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   kvHeads: 0,
   headDim: 0,
   context: 128,
-  vocab: VOCAB_SIZE,
+  vocab: 107, // the character tokenizer's (model/tokenizer.ts VOCAB_SIZE; model/config.test.ts checks they agree)
   norm: "layernorm",
   mlp: "gelu",
   mlpRatio: 4,
@@ -109,7 +108,7 @@ export const DEFAULT_MODEL_CONFIG: ModelConfig = {
 };
 
 /** A run's model: RunConfig.model, the tokenizer's vocabulary (the character tokenizer's 107 by default) and a value head for GAE. */
-export function modelConfigOf(c: RunConfig, vocab = VOCAB_SIZE): ModelConfig {
+export function modelConfigOf(c: RunConfig, vocab = DEFAULT_MODEL_CONFIG.vocab): ModelConfig {
   return modelConfig({
     layers: c.model.layers,
     dModel: c.model.d_model,

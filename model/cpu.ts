@@ -42,7 +42,8 @@ import {
   paramViews,
 } from "./cpu-passes";
 import { type BaseStorage, halfBase, halfTensors, type KeptF32, roundHalfBase } from "./half";
-import { type HfOptions, loadHfModel, type ModelDir } from "./hf/read";
+import type { HfOptions } from "./hf/config";
+import { loadHfModel, type ModelDir } from "./hf/read";
 import { initLora, type LoraLayout, loraLayout } from "./lora";
 
 // ---------------------------------------------------------------------------------------

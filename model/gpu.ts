@@ -58,7 +58,8 @@ import type { GpuAdapter } from "./gpu-lora";
 import { backwardPass, forwardPass } from "./gpu-passes";
 import type { BaseStorage } from "./half";
 import { headChunks } from "./head";
-import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf/read";
+import type { HfOptions } from "./hf/config";
+import { loadHfWeights, type ModelDir, readHfConfig } from "./hf/read";
 import { initLora, type LoraLayout, loraLayout } from "./lora";
 import { NORM_LOG, trainCapacity } from "./memory-plan";
 

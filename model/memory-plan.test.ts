@@ -6,8 +6,8 @@ import { describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
 import { modelConfig } from "./config";
 import { HEAD_CHUNK_BYTES } from "./head";
+import { hfModelConfig } from "./hf/config";
 import { QWEN25_05B, SMOLLM2_135M } from "./hf/configs";
-import { hfModelConfig } from "./hf/read";
 import { loraParamCount } from "./lora";
 import {
   GB,

@@ -11,7 +11,8 @@
 // weights. Used by workers/model-cache.ts (the picker) and tested by model/untrusted.test.ts.
 import { jinjaChat } from "./chat";
 import type { ModelConfig } from "./config";
-import { type HfOptions, type ModelDir, openHfTensors, readHfConfig } from "./hf/read";
+import type { HfOptions } from "./hf/config";
+import { type ModelDir, openHfTensors, readHfConfig } from "./hf/read";
 import { HfTokenizer } from "./hf/tokenizer";
 
 /** A model file refused: `file` is its name in the model's folder, the message says why. */

@@ -183,10 +183,11 @@ export interface TrainerApi {
   addLocalModel(name: string, files: { path: string; blob: Blob }[]): Promise<ModelSource>;
   listModelCache(): Promise<CacheEntry[]>;
   /**
-   * Files `names` of a run's model folder `root` (an hf:/local: source in the model cache, or a
-   * path the app serves), those that exist: the HF download copies the tokenizer files through.
+   * A stored run's last checkpoint as one zip in Hugging Face formats, built here in the worker
+   * (workers/weights-export.ts): "peft" the LoRA adapter, "hf" the merged model with the source
+   * model's tokenizer files (from the model cache). An error names why there is none.
    */
-  modelFiles(config: RunConfig, root: string, names: readonly string[]): Promise<Record<string, Uint8Array>>;
+  exportWeights(runId: string, kind: "peft" | "hf"): Promise<Blob>;
   clearModelCache(): Promise<void>;
   /** Checks the worker's sandbox pool (tools, limits, hard kill) and measures calls/s. */
   sandboxSmoke(calls?: number): Promise<SmokeReport>;

@@ -46,6 +46,7 @@ import {
 } from "./model-cache";
 import { MemoryRunStore, openStoredRun, type RecordStore, recordingEvents } from "./run-record";
 import { groupRefs, openRunStore, type RunStore, StorageFullError } from "./store";
+import { weightsZip } from "./weights-export";
 
 let gpu: Promise<Gpu> | undefined;
 let sandbox: SandboxPool | undefined;
@@ -636,14 +637,15 @@ const api: TrainerApi = {
   downloadModel: (source, onProgress, options) => downloadModel(source, onProgress, options),
   addLocalModel: (name, files) => addLocalModel(name, files),
   listModelCache: () => listModelCache(),
-  async modelFiles(config, root, names) {
-    const files = cachedFiles(config, fetchFile);
-    const out: Record<string, Uint8Array> = {};
-    for (const n of names) {
-      const b = await files.openFile(`${root}/${n}`);
-      if (b) out[n] = new Uint8Array(await b.arrayBuffer());
-    }
-    return out;
+  async exportWeights(runId, kind) {
+    const store = await getStore();
+    const data = await store?.exportRun(runId, { weights: true });
+    if (!data) throw new Error(`no stored run ${runId}`);
+    const files = cachedFiles(data.config, fetchFile);
+    return weightsZip(data.config, data.weights, kind, async (root, name) => {
+      const b = await files.openFile(`${root}/${name}`);
+      return b ? new Uint8Array(await b.arrayBuffer()) : null;
+    });
   },
   clearModelCache: () => clearModelCache(),
 

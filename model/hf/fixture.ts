@@ -2,7 +2,8 @@
 // (model/hf/read.ts's names and shapes), random f32 from a seeded LCG with norms at 1, as one
 // safetensors file (model/hf/write.ts's writer). Used by rl/chat-run.test.ts and e2e/tiny-hf.ts.
 
-import { hfModelConfig, hfTensors } from "./read";
+import { hfModelConfig } from "./config";
+import { hfTensors } from "./read";
 import { writeSafetensors } from "./write";
 
 export function randomHfSafetensors(

@@ -13,17 +13,10 @@ import { attnDims, paramLayout } from "../config";
 import { CpuModel } from "../cpu";
 import { goldenLoss, goldenLossGrads, readHfGolden } from "../golden";
 import { bytesSource, toFloat32 } from "../safetensors";
+import { hfModelConfig } from "./config";
 import { QWEN3_06B, QWEN25_05B, SMOLLM2_135M } from "./configs";
 import { nodeModelDir } from "./node";
-import {
-  blobModelDir,
-  hfModelConfig,
-  hfTensors,
-  loadHfModel,
-  loadHfWeights,
-  type ModelDir,
-  readHfConfig,
-} from "./read";
+import { blobModelDir, hfTensors, loadHfModel, loadHfWeights, type ModelDir, readHfConfig } from "./read";
 
 const HF = new URL("../golden/hf/", import.meta.url).pathname;
 const FAMILIES = ["llama", "qwen2", "qwen3"] as const;

@@ -29,7 +29,8 @@ import type { ModelConfig } from "../config";
 import { attnDims, mlpHidden, modelConfig, paramLayout } from "../config";
 import { type LoraLayout, type LoraTarget, loraLayout } from "../lora";
 import { safetensorsHead, toFloat32 } from "../safetensors";
-import { type HfFamily, hfModelConfig, hfTensors } from "./read";
+import { type HfFamily, hfModelConfig } from "./config";
+import { hfTensors } from "./read";
 
 // ---------------------------------------------------------------------------------------
 // safetensors (the lab's tensors are f32; an export may store them as bf16 or f16)
