@@ -114,7 +114,8 @@ export async function hubModelInfo(
     siblings?: { rfilename: string; size?: number; lfs?: { sha256?: string; size?: number } }[];
   };
   // A gated model's file list is public, its files are not: say so before a download fails.
-  if (info.gated && info.gated !== false && !opts.token) throw new Error(accessMessage(repo, 401, undefined, endpoint));
+  if (info.gated && info.gated !== false && !opts.token)
+    throw new Error(accessMessage(repo, 401, undefined, endpoint));
   if (!info.sha || !Array.isArray(info.siblings))
     throw new Error(`hf:${repo}@${revision}: the Hub's answer has no commit or file list`);
   // The answer is untrusted too: the commit and file names become cache keys, sizes loop bounds.

@@ -169,12 +169,19 @@ describe("the Hub client and the model cache", () => {
     );
     expect(auths).toEqual(["Bearer hf_other", "Bearer hf_other"]);
     auths.length = 0;
-    const info = await hubModelInfo("acme/gated", "main", memoryByteStore(), { endpoint, token: "hf_granted" });
+    const info = await hubModelInfo("acme/gated", "main", memoryByteStore(), {
+      endpoint,
+      token: "hf_granted",
+    });
     const granted = memoryByteStore();
     await downloadHub(info, granted, { endpoint, chunkBytes, token: "hf_granted" });
     expect(auths.length).toBeGreaterThan(2);
     expect(auths.every((a) => a === "Bearer hf_granted")).toBe(true);
-    const blob = await openCached({ kind: "hub", repo: "acme/gated", revision: "main" }, "model.safetensors", granted);
+    const blob = await openCached(
+      { kind: "hub", repo: "acme/gated", revision: "main" },
+      "model.safetensors",
+      granted,
+    );
     expect(Buffer.from(await blob!.arrayBuffer()).equals(FILES["model.safetensors"])).toBe(true);
     // The token is sent, never stored: no key or stored byte holds it.
     for (const k of await granted.keys()) {

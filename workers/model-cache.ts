@@ -152,7 +152,10 @@ export async function downloadModel(
   opts: ModelOptions = {},
 ): Promise<ModelInfo> {
   if (s.kind !== "hub") throw new Error(`${sourceLabel(s)}: only Hub models are downloaded`);
-  const m = await hubModelInfo(s.repo, s.revision, modelStore(), { endpoint: opts.endpoint, token: opts.token });
+  const m = await hubModelInfo(s.repo, s.revision, modelStore(), {
+    endpoint: opts.endpoint,
+    token: opts.token,
+  });
   await downloadHub(m, modelStore(), {
     endpoint: opts.endpoint,
     token: opts.token,
