@@ -25,9 +25,11 @@ import {
   addLocalModelFiles,
   clearModelCache,
   downloadHubModel,
+  hubToken,
   listModelCache,
   loadAdapterLimits,
   modelInfoOf,
+  setHubToken,
 } from "./bridge";
 import { setModelSource } from "./formActions";
 import { choose } from "./PresetPicker";
@@ -180,6 +182,7 @@ export function ModelPicker() {
           Check size
         </button>
       </div>
+      <HubTokenField />
       {info && (
         <div className="picker-info" data-testid="hub-info">
           {info.label}: {info.files.length} files, {formatBytes(info.total)}
@@ -411,6 +414,28 @@ export function MemoryPlanView() {
           Does not fit: {p.problems.join("; ")}. Change: {p.advice.join("; ")}.
         </div>
       )}
+    </div>
+  );
+}
+
+/** The Hub token for gated and private models: kept in this browser only (app/bridge.ts hubToken). */
+function HubTokenField() {
+  const [token, setToken] = useState(() => hubToken() ?? "");
+  return (
+    <div className="picker-row">
+      <input
+        type="password"
+        aria-label="Hub token"
+        data-testid="hub-token"
+        autoComplete="off"
+        value={token}
+        onChange={(e) => {
+          setToken(e.target.value);
+          setHubToken(e.target.value);
+        }}
+        placeholder="Hub token (gated/private models)"
+        title="A Hugging Face read token (huggingface.co/settings/tokens): stored in this browser only, sent only to the Hub, never in a link, bundle or export"
+      />
     </div>
   );
 }

@@ -421,8 +421,30 @@ export async function storageUsage(): Promise<string | null> {
 // Pretrained models: the worker reads, hashes, downloads and caches them (workers/model-cache.ts).
 
 /** A model source's files, sizes and cache state; its config.json goes to the store for the memory plan. */
+const HUB_TOKEN_KEY = "lab.hubToken";
+
+/**
+ * The person's Hugging Face token for gated and private models: in this browser's localStorage
+ * only (never in the config, so never in a link, bundle, export or log); the worker sends it to
+ * the Hub as Authorization and keeps it nowhere.
+ */
+export function hubToken(): string | undefined {
+  try {
+    return localStorage.getItem(HUB_TOKEN_KEY) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function setHubToken(token: string): void {
+  try {
+    if (token.trim()) localStorage.setItem(HUB_TOKEN_KEY, token.trim());
+    else localStorage.removeItem(HUB_TOKEN_KEY);
+  } catch {}
+}
+
 export async function modelInfoOf(source: ModelSource): Promise<ModelInfo> {
-  const info = await getTrainer().modelInfo(source);
+  const info = await getTrainer().modelInfo(source, { token: hubToken() });
   rememberModelConfig(source, info);
   return info;
 }
@@ -442,7 +464,7 @@ export async function downloadHubModel(
   source: ModelSource,
   onProgress: (p: DownloadProgress) => void,
 ): Promise<ModelInfo> {
-  const info = await getTrainer().downloadModel(source, Comlink.proxy(onProgress));
+  const info = await getTrainer().downloadModel(source, Comlink.proxy(onProgress), { token: hubToken() });
   rememberModelConfig(source, info);
   return info;
 }

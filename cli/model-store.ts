@@ -45,13 +45,16 @@ export async function hubReader(
   const s = modelSourceOf(config);
   if (s?.kind !== "hub") return null;
   const store = fsByteStore();
-  const m = await hubModelInfo(s.repo, s.revision, store);
+  // Gated and private models: the token from HF_TOKEN, sent to the Hub only, never logged.
+  const token = process.env.HF_TOKEN || undefined;
+  const m = await hubModelInfo(s.repo, s.revision, store, { token });
   const total = m.files.reduce((a, f) => a + f.size, 0);
   log(
     `model ${sourceLabel(s)} (commit ${m.commit.slice(0, 10)}): ${m.files.length} files, ${(total / 1e6).toFixed(1)} MB`,
   );
   let last = 0;
   await downloadHub(m, store, {
+    token,
     onProgress: (p) => {
       if (p.done - last > total / 20 || p.done === total)
         log(`  downloaded ${(p.done / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB`);

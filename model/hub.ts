@@ -63,12 +63,29 @@ async function readJson<T>(store: ByteStore, key: string): Promise<T | null> {
   return b ? (JSON.parse(await b.text()) as T) : null;
 }
 
+/**
+ * The request headers for the Hub: `Authorization: Bearer <token>` when the person gave a Hub
+ * token (gated and private models), nothing else. Only the Hub's own URLs get them (a browser
+ * drops Authorization on a redirect to another origin, such as the Hub's file CDN).
+ */
+function authHeaders(token: string | undefined): Record<string, string> {
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+/** What to do about a 401/403 from the Hub: a gated or private model needs a token with access. */
+function accessMessage(repo: string, status: number, token: string | undefined, endpoint: string): string {
+  const page = `${endpoint}/${repo}`;
+  return token
+    ? `hf:${repo}: the Hub refused your token (HTTP ${status}): the model is gated or private and this token has no access to it; ask for access on ${page} (logged in as the token's owner), or use a token with read access`
+    : `hf:${repo}: the model is gated or private (HTTP ${status}): ask for access on ${page}, then put a Hub token with read access (huggingface.co/settings/tokens) in the model picker's "Hub token" field`;
+}
+
 /** The manifest of a repo at a revision: from the store when it is there (no request), else one Hub API call. */
 export async function hubModelInfo(
   repo: string,
   revision: string,
   store: ByteStore,
-  opts: { endpoint?: string; fetch?: typeof fetch } = {},
+  opts: { endpoint?: string; fetch?: typeof fetch; token?: string } = {},
 ): Promise<HubManifest> {
   checkRepoId(repo);
   checkRevision(revision);
@@ -78,19 +95,27 @@ export async function hubModelInfo(
   const url = `${opts.endpoint ?? HUB_ENDPOINT}/api/models/${repo}/revision/${encodeURIComponent(revision)}?blobs=true`;
   let res: Response;
   try {
-    res = await doFetch(url);
+    res = await doFetch(url, { headers: authHeaders(opts.token) });
   } catch (err) {
     throw new Error(`hf:${repo}@${revision}: cannot reach the Hub (${(err as Error).message})`);
   }
+  const endpoint = opts.endpoint ?? HUB_ENDPOINT;
+  // The Hub answers 401 for a private repo (or none) without a token, 403 for a gated one the token may not read.
+  if (res.status === 403 || (res.status === 401 && opts.token))
+    throw new Error(accessMessage(repo, res.status, opts.token, endpoint));
   if (res.status === 401 || res.status === 404)
     throw new Error(
-      `hf:${repo}@${revision}: no such model or revision on the Hub (HTTP ${res.status}; gated and private models are not supported)`,
+      `hf:${repo}@${revision}: no such model or revision on the Hub (HTTP ${res.status}), or a private one: a private model needs a Hub token in the model picker`,
     );
   if (!res.ok) throw new Error(`hf:${repo}@${revision}: the Hub answered HTTP ${res.status}`);
   const info = (await res.json()) as {
     sha?: string;
+    gated?: unknown;
     siblings?: { rfilename: string; size?: number; lfs?: { sha256?: string; size?: number } }[];
   };
+  // A gated model's file list is public, its files are not: say so before a download fails.
+  if (info.gated && info.gated !== false && !opts.token)
+    throw new Error(accessMessage(repo, 401, undefined, endpoint));
   if (!info.sha || !Array.isArray(info.siblings))
     throw new Error(`hf:${repo}@${revision}: the Hub's answer has no commit or file list`);
   // The answer is untrusted too: the commit and file names become cache keys, sizes loop bounds.
@@ -141,6 +166,7 @@ export async function downloadHub(
     chunkBytes?: number;
     onProgress?: (p: DownloadProgress) => void;
     signal?: AbortSignal;
+    token?: string;
   } = {},
 ): Promise<void> {
   const chunk = opts.chunkBytes ?? CHUNK_BYTES;
@@ -159,12 +185,17 @@ export async function downloadHub(
       const where = `hf:${m.repo}@${m.revision}: ${f.path} bytes ${start}-${end}`;
       let res: Response;
       try {
-        res = await doFetch(url, { headers: { Range: `bytes=${start}-${end}` }, signal: opts.signal });
+        res = await doFetch(url, {
+          headers: { Range: `bytes=${start}-${end}`, ...authHeaders(opts.token) },
+          signal: opts.signal,
+        });
       } catch (err) {
         throw new Error(
           `${where}: download interrupted (${(err as Error).message}); downloading again resumes here`,
         );
       }
+      if (res.status === 401 || res.status === 403)
+        throw new Error(accessMessage(m.repo, res.status, opts.token, opts.endpoint ?? HUB_ENDPOINT));
       if (!res.ok) throw new Error(`${where}: HTTP ${res.status}`);
       let body: Blob;
       try {

@@ -95,12 +95,28 @@ describe("model sources in links", () => {
 let server: Server;
 let endpoint: string;
 const requests: string[] = [];
+const auths: string[] = [];
 let cut: ((range: string) => boolean) | null = null;
 beforeAll(async () => {
   server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
     const range = req.headers.range ?? "";
     requests.push(`${url.pathname}${range ? ` ${range}` : ""}`);
+    auths.push(req.headers.authorization ?? "");
+    // A gated repo: its file list is public (with "gated"), its files only with a granted token.
+    const gated = /^\/(?:api\/models\/)?acme\/gated\//.test(url.pathname);
+    if (gated && url.pathname.startsWith("/api/")) {
+      res.setHeader("content-type", "application/json");
+      const siblings = Object.entries(FILES).map(([rfilename, b]) => ({ rfilename, size: b.length }));
+      res.end(JSON.stringify({ id: "acme/gated", sha: COMMIT, gated: "manual", siblings }));
+      return;
+    }
+    if (gated && req.headers.authorization !== "Bearer hf_granted") {
+      res.statusCode = req.headers.authorization ? 403 : 401;
+      res.end();
+      return;
+    }
+    if (gated) url.pathname = url.pathname.replace("/acme/gated/", "/acme/tiny/");
     if (url.pathname === `/api/models/acme/tiny/revision/main` && url.searchParams.get("blobs") === "true") {
       res.setHeader("content-type", "application/json");
       res.end(
@@ -141,6 +157,39 @@ afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
 
 describe("the Hub client and the model cache", () => {
   const chunkBytes = 16 * 1024; // model.safetensors (52,040 bytes) is 4 chunks
+  it("a gated model: without a token a message says where to ask for access; a token goes to the Hub as Authorization", async () => {
+    const store = memoryByteStore();
+    await expect(hubModelInfo("acme/gated", "main", store, { endpoint })).rejects.toThrow(
+      `hf:acme/gated: the model is gated or private (HTTP 401): ask for access on ${endpoint}/acme/gated, then put a Hub token`,
+    );
+    auths.length = 0;
+    const other = await hubModelInfo("acme/gated", "main", store, { endpoint, token: "hf_other" });
+    await expect(downloadHub(other, store, { endpoint, chunkBytes, token: "hf_other" })).rejects.toThrow(
+      /^hf:acme\/gated: the Hub refused your token \(HTTP 403\): .*ask for access on /,
+    );
+    expect(auths).toEqual(["Bearer hf_other", "Bearer hf_other"]);
+    auths.length = 0;
+    const info = await hubModelInfo("acme/gated", "main", memoryByteStore(), {
+      endpoint,
+      token: "hf_granted",
+    });
+    const granted = memoryByteStore();
+    await downloadHub(info, granted, { endpoint, chunkBytes, token: "hf_granted" });
+    expect(auths.length).toBeGreaterThan(2);
+    expect(auths.every((a) => a === "Bearer hf_granted")).toBe(true);
+    const blob = await openCached(
+      { kind: "hub", repo: "acme/gated", revision: "main" },
+      "model.safetensors",
+      granted,
+    );
+    expect(Buffer.from(await blob!.arrayBuffer()).equals(FILES["model.safetensors"])).toBe(true);
+    // The token is sent, never stored: no key or stored byte holds it.
+    for (const k of await granted.keys()) {
+      expect(k).not.toContain("hf_granted");
+      expect(await (await granted.get(k))!.text()).not.toContain("hf_granted");
+    }
+  });
+
   it("shows the size first, resumes an interrupted download, and opens the second time with no request", async () => {
     const store: ByteStore = memoryByteStore();
     requests.length = 0;

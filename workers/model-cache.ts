@@ -74,6 +74,8 @@ export interface ModelOptions {
   /** The Hub's address (tests serve a fake one). */
   endpoint?: string;
   chunkBytes?: number;
+  /** The person's Hub token (gated and private models): sent to the Hub only, kept nowhere here. */
+  token?: string;
 }
 
 // Checks of cached sources, by source and content (a local source's hashes, a Hub commit).
@@ -126,7 +128,7 @@ export async function modelInfo(s: ModelSource, opts: ModelOptions = {}): Promis
   const st = modelStore();
   const state = await sourceState(s, st);
   if (s.kind === "hub") {
-    const m = await hubModelInfo(s.repo, s.revision, st, { endpoint: opts.endpoint });
+    const m = await hubModelInfo(s.repo, s.revision, st, { endpoint: opts.endpoint, token: opts.token });
     const files = m.files.map((f) => ({ path: f.path, size: f.size }));
     return {
       label: sourceLabel(s),
@@ -150,9 +152,13 @@ export async function downloadModel(
   opts: ModelOptions = {},
 ): Promise<ModelInfo> {
   if (s.kind !== "hub") throw new Error(`${sourceLabel(s)}: only Hub models are downloaded`);
-  const m = await hubModelInfo(s.repo, s.revision, modelStore(), { endpoint: opts.endpoint });
+  const m = await hubModelInfo(s.repo, s.revision, modelStore(), {
+    endpoint: opts.endpoint,
+    token: opts.token,
+  });
   await downloadHub(m, modelStore(), {
     endpoint: opts.endpoint,
+    token: opts.token,
     chunkBytes: opts.chunkBytes ?? CHUNK_BYTES,
     onProgress,
   });
