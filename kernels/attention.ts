@@ -44,19 +44,21 @@ function trainShader(rt: Runtime, C: number, NH: number): string {
   return code;
 }
 
-/** Rows one blocked thread computes at most (R = GH x QB): private memory is 2-3 x R x hs floats. */
-const BLOCKED_ROWS = 8;
-/** Keys one blocked backward_key thread holds (4 x KB x hs floats of private memory). */
-const BLOCKED_KEYS = 4;
+/**
+ * The blocked kernel's sizes: rows one thread computes at most (R = GH x QB; private memory is
+ * 2-3 x R x hs floats) and keys one backward_key thread holds (4 x keys x hs floats). Mutable
+ * for kernels/dev/attention-pretrained.ts, which times other sizes.
+ */
+export const BLOCKED = { rows: 8, keys: 4 };
 const TILED_WG = 64;
 
 /** The blocked kernel's shape for head size hs and GQA group (NH/KVH query heads per kv head). */
 export function blockedShape(hs: number, group: number): { GH: number; QB: number; KB: number } {
   // as many heads of the group as fit (a divisor of it), then queries up to BLOCKED_ROWS rows
   let GH = 1;
-  for (let d = 1; d <= Math.min(group, BLOCKED_ROWS); d++) if (group % d === 0) GH = d;
-  const QB = Math.max(1, Math.floor(BLOCKED_ROWS / GH));
-  return { GH, QB, KB: hs > 64 ? 2 : BLOCKED_KEYS };
+  for (let d = 1; d <= Math.min(group, BLOCKED.rows); d++) if (group % d === 0) GH = d;
+  const QB = Math.max(1, Math.floor(BLOCKED.rows / GH));
+  return { GH, QB, KB: hs > 64 ? Math.max(1, BLOCKED.keys >> 1) : BLOCKED.keys };
 }
 
 /**
@@ -101,7 +103,9 @@ function kernelShader(
   if (kernel === "loop") return trainShader(rt, hs * group, group);
   const stride = Math.ceil(hs / 4) * 4;
   const key =
-    kernel === "tiled" ? `tiled ${hs} ${group} ${rt.maxWorkgroupStorageBytes}` : `blocked ${hs} ${group}`;
+    kernel === "tiled"
+      ? `tiled ${hs} ${group} ${rt.maxWorkgroupStorageBytes}`
+      : `blocked ${hs} ${group} ${BLOCKED.rows} ${BLOCKED.keys}`;
   let code = variants.get(key);
   if (!code) {
     if (kernel === "blocked") {

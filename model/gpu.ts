@@ -95,7 +95,7 @@ import { checkBatch, samplerParams } from "./cpu";
 import { decodeRunStepwise } from "./generate";
 import { GpuBase } from "./gpu-base";
 import type { BaseStorage } from "./half";
-import { headChunks, SampleHead, TrainHead } from "./head";
+import { headChunks, SampleHead, scoredSpans, TrainHead } from "./head";
 import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
 import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
 import {
@@ -261,6 +261,8 @@ class TrainBuffers {
   >;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
   invTemp = 1;
+  /** The rows the head scores (model/head.ts scoredSpans; undefined: all). */
+  spans: [number, number][] | undefined;
   /**
    * Offsets (floats) of logp, entropy, values and the previous steps' grad norms inside io.out:
    * one readback per forward.
@@ -507,6 +509,7 @@ function forwardPass(
     N,
     tb.invTemp,
     copyLogits,
+    tb.spans,
   );
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }
@@ -1191,6 +1194,8 @@ export class GpuModel implements PolicyModel {
    * before AdamW, the path before round trips were counted, kept for side-by-side benchmarks.
    */
   updatePath: "fused" | "legacy" = "fused";
+  /** Score every row in the head even where ScoreBatch.scoreFrom skips some (the path before it; side-by-side benchmarks). */
+  headAllRows = false;
   private zeroPending = false;
   private backwardPending: { hasValue: boolean } | null = null;
   /** step() results waiting for their norm (slot i of normLog) to come back. */
@@ -1381,6 +1386,8 @@ export class GpuModel implements PolicyModel {
     const V = this.config.vocab;
     const tb = this.trainBuffers(B, T);
     tb.invTemp = 1 / (batch.temperature ?? 1);
+    tb.spans =
+      options.logits || this.headAllRows ? undefined : scoredSpans(B, T, this.config.dModel, batch.scoreFrom);
     this.rt.upload(tb.io.tokens, batch.tokens);
     this.rt.upload(tb.io.targets, batch.targets);
     this.rt.upload(tb.io.pos, Uint32Array.from(positions));
