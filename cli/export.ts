@@ -1,33 +1,42 @@
-// `npm run export -- verl <recipe.json | bundle> --out DIR [--strict]`
+// `npm run export -- verl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]`
 // `npm run export -- verl --link '<share url>' --out DIR`
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
-// `npm run export -- --table`   (the mapping table, as docs/SCALE-OUT.md shows it)
+// `npm run export -- --table [trl]`   (the verl mapping table or the TRL one, as docs/SCALE-OUT.md shows them)
 // `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
-// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR]`
-//   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
+// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]
+//   the trained weights in Hugging Face formats (model/hf/write.ts): peft = the LoRA adapter as
 //   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
 //   (config.json + model.safetensors) and the source model's tokenizer, chat template and
 //   generation_config files copied through (from the run's model.tokenizer or model.pretrained:
-//   a folder, or an hf: model in the CLI's model cache; --tokenizer DIR names the folder). The tiny layernorm/gelu/learned model is GPT-2, the
+//   a folder, or an hf: model in the CLI's model cache; --tokenizer DIR names the folder). For a
+//   pretrained run (model.pretrained) the PEFT adapter's base_model_name_or_path is the source
+//   (the hf: repo id with its revision, or the folder), and the merged config.json is the
+//   source's, its weights in the source's dtype (--dtype to choose), with a README.md naming
+//   the source. The tiny layernorm/gelu/learned model is GPT-2, the
 //   rmsnorm/swiglu/rope models the Llama family (llama, qwen2, qwen3 by their options); other
 //   mixes are refused with the field named.
 // Writes a run's export (export/index.ts: config.yaml, tool_config.yaml, reward.py,
 // train/val.parquet, run.sh, README.md for verl; train_trl.py and the same data and reward for
 // TRL) to DIR, and prints every part of the run that does not map as a warning. --strict
-// refuses such a run (exit 3) with the list. Tested by export/export.test.ts.
+// refuses such a run (exit 3) with the list. --gpus N sizes the batches for N GPUs (verl's
+// default 8; TRL's 1 process). A bundle or a run folder of `npm run train` brings the facts the
+// run recorded when it loaded its model (whether its chat template renders tools).
+// Tested by export/export.test.ts.
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseRunConfig } from "../config/migrate";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
-import { hfFiles, peftFiles, tokenizerFiles, tokenizerSource } from "../export/hf";
-import { exportRun, StrictExportError, type Target } from "../export/index";
+import { chatFactsOf, exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
+import { trlArgsTableMarkdown } from "../export/trl";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
+import { type HfDtype, hfFiles, hfSourceOf, peftFiles, tokenizerFiles, tokenizerSource } from "../model/hf/write";
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
+import type { ChatTemplateFacts } from "../model/tool-list-prompt";
 import { parseCliArgs, usageExit } from "./args";
-import { configFromLink, readRunInput } from "./link";
+import { bundleFromRunFolder, configFromLink, readRunInput } from "./link";
 import { fsByteStore } from "./model-store";
 
 interface Args {
@@ -36,17 +45,18 @@ interface Args {
   link?: string;
   out?: string;
   strict: boolean;
+  gpus?: number;
 }
 
 const usage: (msg?: string) => never = usageExit(
-  "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
-    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR]\n" +
+  "usage: npm run export -- verl|trl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]\n" +
+    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]\n" +
     "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
-    "       npm run export -- --table",
+    "       npm run export -- --table [trl]",
 );
 
 function parseArgs(argv: string[]): Args {
-  const p = parseCliArgs(argv, { flags: ["--strict"], values: ["--out", "--link"] }, usage);
+  const p = parseCliArgs(argv, { flags: ["--strict"], values: ["--out", "--link", "--gpus"] }, usage);
   const [target, ...inputs] = p.positionals;
   if (target !== undefined && target !== "verl" && target !== "trl")
     usage(`the target is verl or trl, not ${target}`);
@@ -58,23 +68,40 @@ function parseArgs(argv: string[]): Args {
     out: p.values.get("--out"),
     strict: p.flags.has("--strict"),
   };
+  const gpus = p.values.get("--gpus");
+  if (gpus !== undefined) {
+    if (!/^[1-9]\d*$/.test(gpus)) usage(`--gpus takes a positive whole number, not ${gpus}`);
+    a.gpus = Number(gpus);
+  }
   if (!a.target) usage("a target (verl or trl) is needed");
   if (!a.input && !a.link) usage("a recipe file, a bundle or --link is needed");
   if (!a.out) usage("--out DIR is needed");
   return a;
 }
 
-async function loadRun(a: Args): Promise<{ config: RunConfig; name: string; source: string }> {
+type LoadedInput = { config: RunConfig; name: string; source: string; chat: ChatTemplateFacts | null };
+
+async function loadRun(a: Args): Promise<LoadedInput> {
   if (a.link) {
     const r = await configFromLink(a.link);
-    return { config: r.config, name: r.name, source: "a share link" };
+    return { config: r.config, name: r.name, source: "a share link", chat: null };
   }
   const path = a.input as string;
+  if (existsSync(path) && statSync(path).isDirectory()) {
+    const b = bundleFromRunFolder(path, { weights: false });
+    return { config: b.config, name: b.name, source: `the run folder ${path}`, chat: chatFactsOf(b.events) };
+  }
   const input = await readRunInput(path);
-  if (input) return { config: input.config, name: input.name, source: `the ${input.source} ${path}` };
+  if (input)
+    return {
+      config: input.config,
+      name: input.name,
+      source: `the ${input.source} ${path}`,
+      chat: input.bundle ? chatFactsOf(input.bundle.events) : null,
+    };
   const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"));
   if (!r.ok) throw new Error(r.error);
-  return { config: r.config, name: r.recipe.name, source: path };
+  return { config: r.config, name: r.recipe.name, source: path, chat: null };
 }
 
 /** A run folder's config.json (read only: the folder is left as it is). */
@@ -130,25 +157,39 @@ function sourceReader(
 }
 
 async function weightsExport(kind: "peft" | "hf", argv: string[]) {
-  const p = parseCliArgs(argv.slice(1), { flags: [], values: ["--out", "--tokenizer"] }, usage);
+  const p = parseCliArgs(argv.slice(1), { flags: [], values: ["--out", "--tokenizer", "--dtype"] }, usage);
   const out = p.values.get("--out");
   const input = p.positionals[0];
   if (!input) usage(`${kind} needs a run folder, a bundle or a checkpoint`);
   if (!out) usage("--out DIR is needed");
   const tokenizerArg = p.values.get("--tokenizer");
+  const dtype = p.values.get("--dtype");
+  if (dtype !== undefined && dtype !== "f32" && dtype !== "bf16" && dtype !== "f16")
+    usage(`--dtype must be f32, bf16 or f16, not ${dtype}`);
   let files: Record<string, Uint8Array>;
   let note = "";
   try {
     const { ck, config } = await loadWeights(input);
+    // A pretrained run's source: base_model_name_or_path, and config.json of the merged model.
+    const source = config ? hfSourceOf(config) : null;
     if (kind === "peft") {
       if (!ck.adapter)
         throw new Error(`${input} has no LoRA adapter (model.lora.rank is 0): export hf instead`);
-      files = peftFiles(ck.config, ck.adapter);
+      files = peftFiles(ck.config, ck.adapter, source ?? undefined);
     } else {
-      files = hfFiles(ck.config, ck.weights, ck.adapter ?? null);
-      const source = tokenizerArg ?? (config ? tokenizerSource(config) : null);
-      if (source) {
-        const tok = await tokenizerFiles(source, sourceReader(source, config));
+      if (source && config?.model.pretrained) {
+        const from = tokenizerArg ?? config.model.pretrained;
+        const bytes = await sourceReader(from, config)("config.json");
+        if (!bytes) throw new Error(`${from}/config.json: cannot read the source model's config`);
+        source.config = JSON.parse(new TextDecoder().decode(bytes));
+      }
+      files = hfFiles(ck.config, ck.weights, ck.adapter ?? null, {
+        source: source ?? undefined,
+        dtype: dtype as HfDtype | undefined,
+      });
+      const tokSource = tokenizerArg ?? (config ? tokenizerSource(config) : null);
+      if (tokSource) {
+        const tok = await tokenizerFiles(tokSource, sourceReader(tokSource, config));
         Object.assign(files, tok.files);
         if (tok.note) note = ` (${tok.note})`;
       } else
@@ -169,13 +210,13 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
 
 async function main() {
   if (process.argv.includes("--table")) {
-    console.log(mappingTableMarkdown());
+    console.log(process.argv.includes("trl") ? trlArgsTableMarkdown() : mappingTableMarkdown());
     return;
   }
   const kind = process.argv[2];
   if (kind === "peft" || kind === "hf") return weightsExport(kind, process.argv.slice(2));
   const a = parseArgs(process.argv.slice(2));
-  let run: Awaited<ReturnType<typeof loadRun>>;
+  let run: LoadedInput;
   try {
     run = await loadRun(a);
   } catch (err) {
@@ -189,6 +230,8 @@ async function main() {
       name: run.name,
       strict: a.strict,
       source: run.source,
+      gpus: a.gpus,
+      chat: run.chat,
     });
   } catch (err) {
     console.error(`error: ${(err as Error).message}`);

@@ -831,7 +831,7 @@ describe("TRL", () => {
         Object.keys(args).filter((k) => !known.has(k)),
         name,
       ).toEqual([]);
-      expect(["grpo", "dr_grpo", "dapo"]).toContain(args.loss_type[0]);
+      expect(TRL_KEYS.grpo_config.enums.loss_type.values).toContain(args.loss_type[0]);
       expect(["constant", "linear", "cosine_with_min_lr"]).toContain(args.lr_scheduler_type[0]);
       expect(args.num_generations[0]).toBe(c.rl.group_size);
     }

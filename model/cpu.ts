@@ -13,11 +13,11 @@
 // Network (pre-norm): x = wte[tok] (+ wpe[pos]); per block
 //   x = x + proj(attn(rope?(qkNorm?(qkv(norm1(x))))));  x = x + fcproj(act(fc(norm2(x))));
 // then h = normf(x), logits = h @ lmHead^T, value = h . wv + bv. The tiny GPT models and the
-// Hugging Face Llama family (model/hf.ts: GQA, RMSNorm, SwiGLU, RoPE, Qwen3's q/k norms) are
+// Hugging Face Llama family (model/hf/read.ts: GQA, RMSNorm, SwiGLU, RoPE, Qwen3's q/k norms) are
 // options of this one network.
 // GELU is the tanh form (GPT-2's; WGSL has no erf). Norm eps = config.normEps.
 // Tested by model/cpu.test.ts (PyTorch golden, finite differences, KV cache, generation,
-// overfitting), model/hf.test.ts (each Hugging Face family against PyTorch); the ops alone by
+// overfitting), model/hf/read.test.ts (each Hugging Face family against PyTorch); the ops alone by
 // kernels/reference.test.ts.
 
 import {
@@ -73,7 +73,7 @@ import {
   paramTensors,
 } from "./config";
 import { type BaseStorage, halfBase, halfTensors, type KeptF32, roundHalfBase } from "./half";
-import { type HfOptions, loadHfModel, type ModelDir } from "./hf";
+import { type HfOptions, loadHfModel, type ModelDir } from "./hf/read";
 import { initLora, type LoraBaseWeight, type LoraLayout, type LoraTargetSpec, loraLayout } from "./lora";
 
 // The network takes float32 (the model) or float64 (finite-difference checks) arrays.
@@ -799,7 +799,7 @@ export class CpuModel implements PolicyModel {
     return this.lora && this.adapterOn ? { layout: this.lora, w: this.adapterWeights! } : null;
   }
 
-  /** A Hugging Face checkpoint (model/hf.ts): config.json and its safetensors. */
+  /** A Hugging Face checkpoint (model/hf/read.ts): config.json and its safetensors. */
   static async fromHf(dir: ModelDir, opts: HfOptions = {}): Promise<CpuModel> {
     const { config, weights } = await loadHfModel(dir, opts);
     return new CpuModel(config, weights);

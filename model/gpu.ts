@@ -19,7 +19,7 @@
 // through the network and keeps the final normed hidden state of those rows; decode() feeds,
 // runs the head chunk by chunk with the kernels' sampler and reads back B tokens and log-probs.
 // Tested by model/gpu.gpu.test.ts (PyTorch golden fixture, CPU equality, KV cache, sampling),
-// model/hf.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding) and
+// model/hf/read.gpu.test.ts (each Hugging Face family against PyTorch, GQA KV-cache decoding) and
 // model/windowed.gpu.test.ts (everything under a lowered binding and buffer limit).
 import { tuneMatmulTile } from "../kernels/autotune";
 import {
@@ -96,7 +96,7 @@ import { decodeRunStepwise } from "./generate";
 import { GpuBase } from "./gpu-base";
 import type { BaseStorage } from "./half";
 import { headChunks, SampleHead, scoredSpans, TrainHead } from "./head";
-import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf";
+import { type HfOptions, loadHfWeights, type ModelDir, readHfConfig } from "./hf/read";
 import { initLora, type LoraBaseWeight, type LoraLayout, loraLayout } from "./lora";
 import {
   layerActSizes,
@@ -1339,7 +1339,7 @@ export class GpuModel implements PolicyModel {
   }
 
   /**
-   * A Hugging Face checkpoint (model/hf.ts): config.json and safetensors uploaded tensor by
+   * A Hugging Face checkpoint (model/hf/read.ts): config.json and safetensors uploaded tensor by
    * tensor into the parameter buffer, so host memory peaks near one tensor.
    */
   static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {

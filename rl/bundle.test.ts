@@ -189,6 +189,25 @@ describe("bad bundles are named", () => {
       /^weights: the checkpoint's model \(1 layers.*\) is not config\.model \(2 layers/,
     );
   });
+
+  it("a pretrained run's weights are checked against its context, not the lab's unused model fields", async () => {
+    // model.pretrained: the shape comes from the folder's config.json; config.model.layers etc. stay at their defaults.
+    const pretrained = (context: number) =>
+      errorOf((j) => {
+        j.config.model = {
+          ...j.config.model,
+          layers: 3,
+          d_model: 128,
+          heads: 4,
+          pretrained: "models/x",
+          context,
+        };
+      });
+    expect(await pretrained(16)).toBe("");
+    expect(await pretrained(32)).toMatch(
+      /^weights: the checkpoint's context 16 is not model.context 32 \(model.pretrained models\/x\)/,
+    );
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -187,6 +187,9 @@ function checkEvent(e: unknown, at: string): string | null {
   if (e.edit !== undefined && !(isObj(e.edit) && isStep(e.edit.step) && typeof e.edit.path === "string")) {
     return `${at}.edit: must be {step, path, value}`;
   }
+  if (e.chat !== undefined && !(isObj(e.chat) && typeof e.chat.renders_tools === "boolean")) {
+    return `${at}.chat: must be {renders_tools: boolean}`;
+  }
   return null;
 }
 
@@ -321,7 +324,11 @@ export function phasedEdits(
   });
 }
 
-/** The checkpoint must load and its model shape must be the config's. */
+/**
+ * The checkpoint must load and its model shape must be the config's: config.model's fields for
+ * the lab's own model; for a pretrained one (whose shape is its config.json's, not in the
+ * bundle) the run's context, the one shape field the config sets.
+ */
 function checkWeights(bytes: Uint8Array, config: RunConfig): string | null {
   let ck: ReturnType<typeof loadCheckpoint>;
   try {
@@ -330,6 +337,10 @@ function checkWeights(bytes: Uint8Array, config: RunConfig): string | null {
     return `not a valid safetensors checkpoint (${(e as Error).message})`;
   }
   const m = config.model;
+  if (m.pretrained !== null)
+    return ck.config.context === m.context
+      ? null
+      : `the checkpoint's context ${ck.config.context} is not model.context ${m.context} (model.pretrained ${m.pretrained})`;
   const want = `${m.layers} layers, d_model ${m.d_model}, ${m.heads} heads, context ${m.context}`;
   const got = `${ck.config.layers} layers, d_model ${ck.config.dModel}, ${ck.config.heads} heads, context ${ck.config.context}`;
   return want === got ? null : `the checkpoint's model (${got}) is not config.model (${want})`;

@@ -57,6 +57,11 @@ export interface SampleRecord {
   filter: string;
   /** Multi-turn environments: one row per turn (anchor state, step reward, action token range). */
   steps?: StepRow[];
+  /**
+   * A completion from a verl or TRL run (results/): text only, no tokens or token masks (the
+   * token arrays are empty); `correct` and `advantage` when the engine's file has them.
+   */
+  text?: { prompt: string; response: string; correct?: boolean; advantage?: number };
 }
 
 export interface StepOutput {
