@@ -6,7 +6,9 @@
 //    pick (Runtime.attentionKernel "auto": blocked on lavapipe) vs attention.wgsl's one thread per
 //    query or key ("loop"); the note counts the global K/V floats each reads per query;
 //  - rl_step_smollm2_l4_512: one RL step's GPU work at SmolLM2's layer shape with 4 layers
-//    (bench/rl-shape.ts: LoRA r16, 2 prompts x 2 samples, context 512), the same two kernels.
+//    (bench/rl-shape.ts: LoRA r16, 2 prompts x 2 samples, context 512), the new kernels (the
+//    adapter's attention, the head over response rows) vs the old (loop, every row);
+//    --quick: rl_step_smollm2_l4_128 (1 prompt x 2 samples, context 128) and no context 2048.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick]
 import { fileURLToPath } from "node:url";
 import { attentionBackward, attentionForward, kvReadsPerQuery, trainKernel } from "../kernels/attention";
@@ -16,12 +18,17 @@ import { type AttentionKernel, Runtime } from "../kernels/runtime";
 import { randn } from "../kernels/testing";
 import { GpuModel } from "../model/gpu";
 import { type BenchAdapter, type BenchRow, makeRow } from "./report";
-import { RL_SHAPE, rlShapeConfig, rlShapeStep } from "./rl-shape";
+import { RL_SHAPE, type RlShape, rlShapeConfig, rlShapeStep } from "./rl-shape";
 
 const secs = (t0: number) => (performance.now() - t0) / 1000;
 
 /** Attention forward + backward at SmolLM2's head shape, batch 4, context T: kernel vs "loop". */
-async function attentionRow(rt: Runtime, T: number, reps: number, adapterNote: string): Promise<BenchRow> {
+export async function attentionRow(
+  rt: Runtime,
+  T: number,
+  reps: number,
+  adapterNote: string,
+): Promise<BenchRow> {
   const [B, NH, KVH, hs] = [4, 9, 3, 64];
   const C = NH * hs;
   const row = C + 2 * KVH * hs;
@@ -75,13 +82,15 @@ async function attentionRow(rt: Runtime, T: number, reps: number, adapterNote: s
 }
 
 /** One RL step at SmolLM2's layer shape, 4 layers, context 512: the adapter's attention vs "loop". */
-async function rlStepRow(rt: Runtime, reps: number, adapterNote: string): Promise<BenchRow> {
-  const model = new GpuModel(rt, rlShapeConfig(RL_SHAPE), undefined, 1);
+async function rlStepRow(rt: Runtime, shape: RlShape, reps: number, adapterNote: string): Promise<BenchRow> {
+  const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
   const picked = trainKernel(rt, 64, 3);
   const step = async (kernel: Exclude<AttentionKernel, "auto">, seed: number) => {
     rt.attentionKernel = kernel;
-    const t = await rlShapeStep(model, RL_SHAPE, seed);
+    model.headAllRows = kernel === "loop";
+    const t = await rlShapeStep(model, shape, seed);
     rt.attentionKernel = "auto";
+    model.headAllRows = false;
     return t;
   };
   const t0 = performance.now();
@@ -97,13 +106,13 @@ async function rlStepRow(rt: Runtime, reps: number, adapterNote: string): Promis
   const phases = (x: (typeof ours)[number]) =>
     `rollout ${x.rolloutS.toFixed(1)}, old log-probs ${x.oldLogprobsS.toFixed(1)}, update ${x.updateS.toFixed(1)} s`;
   return makeRow({
-    id: "rl_step_smollm2_l4_512",
+    id: `rl_step_smollm2_l${shape.layers}_${shape.context}`,
     group: "shapes",
     ours: ours.map((x) => x.totalS),
     baseline: base.map((x) => x.totalS),
     unit: "s",
     better: "lower",
-    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${RL_SHAPE.layers}, LoRA r16, random weights, ${RL_SHAPE.prompts} prompts x ${RL_SHAPE.samples} samples, ${RL_SHAPE.promptTokens}-token prompts decoded to context ${RL_SHAPE.context}, old log-probs, one update; ours the ${picked} attention (${phases(ours[0])}), baseline attention.wgsl (${phases(base[0])}); ${reps} interleaved repetitions after a warm-up step (${warmS.toFixed(0)} s); ${adapterNote}`,
+    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention and the head over response rows (${phases(ours[0])}), baseline attention.wgsl and the head over every row (GpuModel.headAllRows; ${phases(base[0])}); ${reps} interleaved repetitions after a warm-up step (${warmS.toFixed(0)} s); ${adapterNote}`,
   });
 }
 
@@ -116,9 +125,12 @@ export async function runShapesBench(opts: {
   const rt = new Runtime(device);
   const rows: BenchRow[] = [];
   try {
+    // --quick (what a loaded 2-core machine finishes): context 512 only, and the RL step at
+    // context 128 with one prompt x 2 samples
     rows.push(await attentionRow(rt, 512, opts.quick ? 2 : 3, adapterNote));
-    rows.push(await attentionRow(rt, 2048, opts.quick ? 1 : 2, adapterNote));
-    rows.push(await rlStepRow(rt, 1, adapterNote));
+    if (!opts.quick) rows.push(await attentionRow(rt, 2048, 2, adapterNote));
+    const quickShape = { ...RL_SHAPE, prompts: 1, context: 128, promptTokens: 96 };
+    rows.push(await rlStepRow(rt, opts.quick ? quickShape : RL_SHAPE, 1, adapterNote));
   } finally {
     device.destroy();
   }
