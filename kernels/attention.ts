@@ -11,6 +11,7 @@
 // ("tiled", GPUs); all three keep no T x T matrix and give the same results to rounding.
 
 import src from "./attention.wgsl?raw";
+import bindingsSrc from "./attention-bindings.wgsl?raw";
 import blockedSrc from "./attention-blocked.wgsl?raw";
 import tiledSrc from "./attention-tiled.wgsl?raw";
 import { attentionSource, decodeAttentionSource } from "./attention-gen";
@@ -112,7 +113,7 @@ function kernelShader(
   if (!code) {
     if (kernel === "blocked") {
       const { GH, QB, KB } = blockedShape(hs, group);
-      code = blockedSrc
+      code = `${blockedSrc}\n${bindingsSrc}`
         .replace("const MAX_HS = 64u;", `const MAX_HS = ${stride}u;`)
         .replace("const QB = 4u;", `const QB = ${QB}u;`)
         .replace("const GH = 3u;", `const GH = ${GH}u;`)
@@ -120,7 +121,7 @@ function kernelShader(
     } else {
       const t = tiledShape(hs, group, rt.maxWorkgroupStorageBytes);
       if (!t) throw new Error(`attention: no tiled kernel for head size ${hs}`);
-      code = tiledSrc
+      code = `${tiledSrc}\n${bindingsSrc}`
         .replace("const MAX_HS = 64u;", `const MAX_HS = ${stride}u;`)
         .replace("const GRP = 3u;", `const GRP = ${group}u;`)
         .replace("const BQ = 21u;", `const BQ = ${t.BQ}u;`)
