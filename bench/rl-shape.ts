@@ -8,8 +8,8 @@
 // `rl_step_smollm2_l4_512` row (old vs new side by side).
 import { type ModelConfig, modelConfig } from "../model/config";
 import type { GpuModel } from "../model/gpu";
-import { hfModelConfig } from "../model/hf/read";
 import { SMOLLM2_135M } from "../model/hf/configs";
+import { hfModelConfig } from "../model/hf/read";
 import { LORA_TARGETS } from "../model/lora";
 import { packSequences, scatterRows } from "../rl/batch";
 

@@ -13,8 +13,8 @@
 import src from "./attention.wgsl?raw";
 import bindingsSrc from "./attention-bindings.wgsl?raw";
 import blockedSrc from "./attention-blocked.wgsl?raw";
-import tiledSrc from "./attention-tiled.wgsl?raw";
 import { attentionSource, decodeAttentionSource } from "./attention-gen";
+import tiledSrc from "./attention-tiled.wgsl?raw";
 import { type AttentionKernel, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 64;
