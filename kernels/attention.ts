@@ -47,8 +47,8 @@ function trainShader(rt: Runtime, C: number, NH: number): string {
 
 /**
  * The blocked kernel's sizes: rows one thread computes at most (R = GH x QB; private memory is
- * 2-3 x R x hs floats) and keys one backward_key thread holds (4 x keys x hs floats), both halved
- * above head size 64. 12 x 8: 2.2x the loop kernel at T 256 (8 x 4: 1.9x, 16 x 8: 1.7x;
+ * 2-3 x R x hs floats) and keys one backward_key thread holds (4 x keys x hs floats), a third and
+ * a quarter of them above head size 64 (LLVM's compile time grows with both). 12 x 8: 2.2x the loop kernel at T 256 (8 x 4: 1.9x, 16 x 8: 1.7x;
  * kernels/dev/attention-pretrained.ts, lavapipe under load). Mutable for that harness.
  */
 export const BLOCKED = { rows: 12, keys: 8 };
@@ -58,10 +58,10 @@ const TILED_WG = 64;
 export function blockedShape(hs: number, group: number): { GH: number; QB: number; KB: number } {
   // as many heads of the group as fit (a divisor of it), then queries up to BLOCKED_ROWS rows
   let GH = 1;
-  const rows = hs > 64 ? Math.max(1, BLOCKED.rows >> 1) : BLOCKED.rows;
+  const rows = hs > 64 ? Math.max(1, Math.floor(BLOCKED.rows / 3)) : BLOCKED.rows;
   for (let d = 1; d <= Math.min(group, rows); d++) if (group % d === 0) GH = d;
   const QB = Math.max(1, Math.floor(rows / GH));
-  return { GH, QB, KB: hs > 64 ? Math.max(1, BLOCKED.keys >> 1) : BLOCKED.keys };
+  return { GH, QB, KB: hs > 64 ? Math.max(1, BLOCKED.keys >> 2) : BLOCKED.keys };
 }
 
 /**

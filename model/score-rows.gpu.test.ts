@@ -22,9 +22,9 @@ describe("head over scored rows", () => {
   });
 
   it("gives the all-rows head's logp, entropy and gradients where scored, 0 elsewhere", async () => {
-    const config = modelConfig({ layers: 1, dModel: 48, heads: 2, context: 16, vocab: 300 });
-    // 40 KiB bindings: the head cuts W into vocabulary slices and the 48 rows into chunks of 32
-    const rt = await limitedRuntime({ maxBindingBytes: 40 * 1024 });
+    const config = modelConfig({ layers: 1, dModel: 48, heads: 2, context: 16, vocab: 400 });
+    // 64 KiB bindings: the head cuts W (75 KiB) into vocabulary slices, chunks of 40 rows at most
+    const rt = await limitedRuntime({ maxBindingBytes: 64 * 1024 });
     const rows = [3, 9, 5].map((p, i) => ({
       prompt: Array.from(randInt(p, config.vocab, 40 + i)),
       response: Array.from(randInt(14 - p, config.vocab, 50 + i)),
