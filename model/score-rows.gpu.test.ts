@@ -1,9 +1,10 @@
 // GPU test of the head over scored rows only (ScoreBatch.scoreFrom, model/head.ts scoredSpans):
 // against the same model scoring every row (GpuModel.headAllRows), the scored positions' logp and
-// entropy and the gradients are bit-identical, the skipped positions come back 0, and a chunked
+// entropy are bit-identical and the gradients equal within STYLE's tolerance (the head's weight
+// gradient sums other chunks), the skipped positions come back 0, and a chunked
 // head (a lowered binding limit) still skips them. Run: npx vitest run --project gpu model/score-rows
 import { describe, expect, it } from "vitest";
-import { limitedRuntime, randInt, randn } from "../kernels/testing";
+import { assertClose, limitedRuntime, randInt, randn, TOL } from "../kernels/testing";
 import { packSequences } from "../rl/batch";
 import { modelConfig } from "./config";
 import { GpuModel } from "./gpu";
@@ -65,6 +66,7 @@ describe("head over scored rows", () => {
       }
     }
     for (const idx of index) for (const i of idx) if (i >= 0) expect(inSpan(i)).toBe(true);
-    expect(Buffer.from(some.grads.buffer).equals(Buffer.from(all.grads.buffer))).toBe(true);
+    // the head's dW sums rows chunk by chunk, and the chunks differ: equal to rounding, not bit for bit
+    assertClose("gradients", some.grads, all.grads, TOL.grad);
   });
 });
