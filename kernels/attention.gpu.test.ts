@@ -53,10 +53,12 @@ async function attnCase(
 }
 
 // both kernels whatever the adapter: attention.wgsl's loops and attention-gen.ts's unrolled ones
+// (the fallback "loop" kernel; the blocked and tiled ones are tested below)
 let unrolled = false;
 async function runtime(): Promise<Runtime> {
   const rt = await gpuRuntime();
   rt.unrolled = unrolled;
+  rt.attentionKernel = "loop";
   return rt;
 }
 
