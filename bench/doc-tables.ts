@@ -17,7 +17,7 @@ import { type BenchReport, type BenchRow, fmtBench } from "./report";
 export const DOC = "docs/PERFORMANCE.md";
 /** The repository root: the doc and the files its markers name are relative to it. */
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const GROUP_ORDER = ["kernels", "model", "sandbox", "rl"];
+const GROUP_ORDER = ["kernels", "model", "sandbox", "rl", "shapes"];
 
 /** "median of N" or "1 run": what a row's figures are. */
 export function statisticOf(r: BenchRow): string {

@@ -1,9 +1,9 @@
 // Per-kernel GPU time of one RL step at SmolLM2-135M's layer shape with 4 layers (bench/rl-shape.ts:
 // LoRA r16, random weights, 2 prompts x 2 samples, context 512: rollout, old log-probs, one update)
 // from timestamp queries (Runtime.startProfile), summed by entry point, on the step after a warm-up
-// step. Needs timestamp-query (lavapipe has it). `--legacy-attention`: today's attention kernels;
-// `--prompt N`, `--layers N`, `--context N` change the shape.
-// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy-attention]
+// step. Needs timestamp-query (lavapipe has it). `--legacy`: the kernels before issue 42 (attention
+// one thread per query or key, the head over every row); `--prompt N`, `--layers N`, `--context N`
+// change the shape. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy]
 import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { ProfiledDispatch } from "../kernels/runtime";
@@ -23,8 +23,10 @@ const shape = {
 };
 const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"] });
 const rt = new Runtime(gpu.device);
-if (process.argv.includes("--legacy")) (rt as { legacyKernels?: boolean }).legacyKernels = true;
+const legacy = process.argv.includes("--legacy");
+if (legacy) rt.attentionKernel = "loop";
 const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
+if (legacy) model.headAllRows = true;
 let last: ProfiledDispatch[] = [];
 for (let s = 0; s < 2; s++) {
   rt.startProfile();

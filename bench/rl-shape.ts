@@ -11,6 +11,7 @@ import type { GpuModel } from "../model/gpu";
 import { hfModelConfig } from "../model/hf/config";
 import { SMOLLM2_135M } from "../model/hf/configs";
 import { LORA_TARGETS } from "../model/lora";
+import { packSequences, scatterRows } from "../rl/batch";
 
 export interface RlShape {
   layers: number;
@@ -79,31 +80,28 @@ export async function rlShapeStep(model: GpuModel, s: RlShape, seed: number): Pr
       })();
   gen.finish();
   const t1 = performance.now();
-  // (B,T): prompt + response; targets shifted left by one; response rows: t >= promptTokens - 1
-  const tokens = new Int32Array(B * T);
-  const targets = new Int32Array(B * T);
-  for (let b = 0; b < B; b++) {
-    const row = [...prompts[b], ...run.tokens[b]].slice(0, T);
-    for (let t = 0; t < T; t++) {
-      tokens[b * T + t] = row[t] ?? 0;
-      targets[b * T + t] = row[t + 1] ?? 0;
-    }
-  }
-  const batch = { B, T, tokens, targets };
-  const responseRow = (t: number) => t >= s.promptTokens - 1 && t < T - 1;
+  // packed as the trainer packs them (rl/batch.ts): prompt rows are not scored (ScoreBatch.scoreFrom)
+  const { batch, index } = packSequences(
+    prompts.map((prompt, b) => ({ prompt, response: run.tokens[b] })),
+    T,
+  );
   const old = await model.forwardScore(batch);
   let sum = 0;
   let n = 0;
-  for (let i = 0; i < B * T; i++)
-    if (responseRow(i % T)) {
-      sum += old.logp[i];
-      n++;
-    }
+  for (const idx of index)
+    for (const i of idx)
+      if (i >= 0) {
+        sum += old.logp[i];
+        n++;
+      }
   const t2 = performance.now();
   model.zeroGrad();
   await model.forwardScore(batch);
-  const dlogp = new Float32Array(B * T);
-  for (let i = 0; i < B * T; i++) if (responseRow(i % T)) dlogp[i] = -1 / n;
+  const dlogp = scatterRows(
+    index.map((idx) => Array.from(idx, () => -1 / n)),
+    index,
+    B * T,
+  );
   await model.backward({ dlogp });
   // awaited at once: the fused update reads the norm back now instead of with the next forward
   await model.step({ lr: 1e-5, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 });

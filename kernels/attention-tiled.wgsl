@@ -9,32 +9,18 @@
 // the adapter's maxComputeWorkgroupStorageSize and rewrites MAX_HS, BQ, GRP and BK per shape.
 // Reference: reference.ts attention*.
 
-struct P { B: u32, T: u32, C: u32, NH: u32, hs: u32, hasMask: u32, scale: f32, stride: u32, KVH: u32 }
-
-@group(0) @binding(0) var<storage, read_write> outp: array<f32>; // (B,T,C)   | dqkv in backward (B,T,C+2KV)
-@group(0) @binding(1) var<storage, read_write> lse: array<f32>;  // (B,NH,T)
-@group(0) @binding(2) var<storage, read_write> qkv: array<f32>;  // (B,T,C+2KV) = [q | k | v]
-@group(0) @binding(3) var<storage, read_write> mask: array<u32>; // (B,T)
-@group(0) @binding(4) var<storage, read_write> dout: array<f32>; // (B,T,C)
-@group(0) @binding(5) var<storage, read_write> fwdout: array<f32>; // (B,T,C) forward output
-@group(0) @binding(6) var<storage, read_write> dsum: array<f32>; // (B,NH,T) scratch: D = dout·out
-@group(0) @binding(7) var<uniform> p: P;
+// struct P, the bindings, LSE_EMPTY and visible(): attention-bindings.wgsl, appended by attention.ts (module-scope declarations may come in any order; the kernel's header stays first, naming it in profiles)
 
 const WG = 64u;
 const MAX_HS = 64u;
 const GRP = 3u; // query heads per kv head
 const BQ = 21u; // queries per workgroup: WG / GRP
 const BK = 16u; // keys (or queries, in backward_key) per tile
-const LSE_EMPTY = 3.0e38;
 
 var<workgroup> ta: array<f32, BK * MAX_HS>; // k tile | q tile in backward_key
 var<workgroup> tb: array<f32, BK * MAX_HS>; // v tile | dout tile
 var<workgroup> tx: array<f32, BK>;          // key visible (1/0) | lse
 var<workgroup> ty: array<f32, BK>;          // (unused) | D
-
-fn visible(b: u32, j: u32) -> bool {
-  return p.hasMask == 0u || mask[b * p.T + j] != 0u;
-}
 
 // workgroup -> (b, kv head g, first query t0); thread -> (head h, query t)
 struct Block { b: u32, g: u32, t0: u32 }

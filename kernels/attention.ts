@@ -11,9 +11,10 @@
 // ("tiled", GPUs); all three keep no T x T matrix and give the same results to rounding.
 
 import src from "./attention.wgsl?raw";
+import bindingsSrc from "./attention-bindings.wgsl?raw";
 import blockedSrc from "./attention-blocked.wgsl?raw";
-import tiledSrc from "./attention-tiled.wgsl?raw";
 import { attentionSource, decodeAttentionSource } from "./attention-gen";
+import tiledSrc from "./attention-tiled.wgsl?raw";
 import { type AttentionKernel, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 64;
@@ -44,19 +45,23 @@ function trainShader(rt: Runtime, C: number, NH: number): string {
   return code;
 }
 
-/** Rows one blocked thread computes at most (R = GH x QB): private memory is 2-3 x R x hs floats. */
-const BLOCKED_ROWS = 8;
-/** Keys one blocked backward_key thread holds (4 x KB x hs floats of private memory). */
-const BLOCKED_KEYS = 4;
+/**
+ * The blocked kernel's sizes: rows one thread computes at most (R = GH x QB; private memory is
+ * 2-3 x R x hs floats) and keys one backward_key thread holds (4 x keys x hs floats), a third and
+ * a quarter of them above head size 64 (LLVM's compile time grows with both). 12 x 8: 2.2x the loop kernel at T 256 (8 x 4: 1.9x, 16 x 8: 1.7x;
+ * kernels/dev/attention-pretrained.ts, lavapipe under load). Mutable for that harness.
+ */
+export const BLOCKED = { rows: 12, keys: 8 };
 const TILED_WG = 64;
 
 /** The blocked kernel's shape for head size hs and GQA group (NH/KVH query heads per kv head). */
 export function blockedShape(hs: number, group: number): { GH: number; QB: number; KB: number } {
   // as many heads of the group as fit (a divisor of it), then queries up to BLOCKED_ROWS rows
   let GH = 1;
-  for (let d = 1; d <= Math.min(group, BLOCKED_ROWS); d++) if (group % d === 0) GH = d;
-  const QB = Math.max(1, Math.floor(BLOCKED_ROWS / GH));
-  return { GH, QB, KB: hs > 64 ? 2 : BLOCKED_KEYS };
+  const rows = hs > 64 ? Math.max(1, Math.floor(BLOCKED.rows / 3)) : BLOCKED.rows;
+  for (let d = 1; d <= Math.min(group, rows); d++) if (group % d === 0) GH = d;
+  const QB = Math.max(1, Math.floor(rows / GH));
+  return { GH, QB, KB: hs > 64 ? Math.max(1, BLOCKED.keys >> 2) : BLOCKED.keys };
 }
 
 /**
@@ -101,12 +106,14 @@ function kernelShader(
   if (kernel === "loop") return trainShader(rt, hs * group, group);
   const stride = Math.ceil(hs / 4) * 4;
   const key =
-    kernel === "tiled" ? `tiled ${hs} ${group} ${rt.maxWorkgroupStorageBytes}` : `blocked ${hs} ${group}`;
+    kernel === "tiled"
+      ? `tiled ${hs} ${group} ${rt.maxWorkgroupStorageBytes}`
+      : `blocked ${hs} ${group} ${BLOCKED.rows} ${BLOCKED.keys}`;
   let code = variants.get(key);
   if (!code) {
     if (kernel === "blocked") {
       const { GH, QB, KB } = blockedShape(hs, group);
-      code = blockedSrc
+      code = `${blockedSrc}\n${bindingsSrc}`
         .replace("const MAX_HS = 64u;", `const MAX_HS = ${stride}u;`)
         .replace("const QB = 4u;", `const QB = ${QB}u;`)
         .replace("const GH = 3u;", `const GH = ${GH}u;`)
@@ -114,7 +121,7 @@ function kernelShader(
     } else {
       const t = tiledShape(hs, group, rt.maxWorkgroupStorageBytes);
       if (!t) throw new Error(`attention: no tiled kernel for head size ${hs}`);
-      code = tiledSrc
+      code = `${tiledSrc}\n${bindingsSrc}`
         .replace("const MAX_HS = 64u;", `const MAX_HS = ${stride}u;`)
         .replace("const GRP = 3u;", `const GRP = ${group}u;`)
         .replace("const BQ = 21u;", `const BQ = ${t.BQ}u;`)

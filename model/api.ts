@@ -28,6 +28,14 @@ export interface ScoreBatch {
    * distribution the rollout sampled from. Entropy and gradients follow the same scaling.
    */
   temperature?: number;
+  /**
+   * (B) the first position of each sequence whose logp and entropy are read (packSequences: a
+   * response's first token is scored at its prompt's last position). Earlier positions need not be
+   * scored: the WebGPU model's head skips their logits (most of a prompt-heavy batch's head work)
+   * and gives them logp = entropy = 0; their dlogp and dentropy must be 0. The CPU model scores
+   * every position. Absent: every position.
+   */
+  scoreFrom?: Int32Array;
 }
 
 export interface ScoreResult {

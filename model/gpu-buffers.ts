@@ -110,6 +110,8 @@ export class TrainBuffers {
   >;
   /** 1/temperature of the batch in these buffers (the head's scaling, forward and backward). */
   invTemp = 1;
+  /** The rows the head scores (model/head.ts scoredSpans; undefined: all). */
+  spans: [number, number][] | undefined;
   /**
    * Offsets (floats) of logp, entropy, values and the previous steps' grad norms inside io.out:
    * one readback per forward.

@@ -221,6 +221,7 @@ export function forwardPass(
     N,
     tb.invTemp,
     copyLogits,
+    tb.spans,
   );
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }

@@ -57,7 +57,7 @@ import { GpuGenerationSession } from "./gpu-generation";
 import type { GpuAdapter } from "./gpu-lora";
 import { backwardPass, forwardPass } from "./gpu-passes";
 import type { BaseStorage } from "./half";
-import { headChunks } from "./head";
+import { headChunks, scoredSpans } from "./head";
 import type { HfOptions } from "./hf/config";
 import { loadHfWeights, type ModelDir, readHfConfig } from "./hf/read";
 import { initLora, type LoraLayout, loraLayout } from "./lora";
@@ -109,6 +109,8 @@ export class GpuModel implements PolicyModel {
    * before AdamW, the path before round trips were counted, kept for side-by-side benchmarks.
    */
   updatePath: "fused" | "legacy" = "fused";
+  /** Score every row in the head even where ScoreBatch.scoreFrom skips some (the path before it; side-by-side benchmarks). */
+  headAllRows = false;
   private zeroPending = false;
   private backwardPending: { hasValue: boolean } | null = null;
   /** step() results waiting for their norm (slot i of normLog) to come back. */
@@ -299,6 +301,8 @@ export class GpuModel implements PolicyModel {
     const V = this.config.vocab;
     const tb = this.trainBuffers(B, T);
     tb.invTemp = 1 / (batch.temperature ?? 1);
+    tb.spans =
+      options.logits || this.headAllRows ? undefined : scoredSpans(B, T, this.config.dModel, batch.scoreFrom);
     this.rt.upload(tb.io.tokens, batch.tokens);
     this.rt.upload(tb.io.targets, batch.targets);
     this.rt.upload(tb.io.pos, Uint32Array.from(positions));

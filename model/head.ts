@@ -24,6 +24,7 @@ import {
   subview,
   type View,
   view,
+  zero,
 } from "../kernels/index";
 
 /** Logits one chunk holds at most (each of the logits and dlogits buffers). */
@@ -68,13 +69,50 @@ export function chunkRows(plan: HeadPlan, N: number): number {
   return rows;
 }
 
-/** The chunks of a batch of N rows, in order. */
-export function headChunks(plan: HeadPlan, N: number): LogitsChunk[] {
+/**
+ * The chunks of a batch of N rows, in order: all of them, or only the rows of `spans` ([start,
+ * end) row ranges in order, each start a multiple of scoredSpans' alignment), never more rows a
+ * chunk than chunkRows(plan, N).
+ */
+export function headChunks(
+  plan: HeadPlan,
+  N: number,
+  spans?: readonly (readonly [number, number])[],
+): LogitsChunk[] {
   const rows = chunkRows(plan, N);
   const out: LogitsChunk[] = [];
-  for (let n0 = 0; n0 < N; n0 += rows)
-    out.push({ rows: Math.min(rows, N - n0), V: plan.V, sliceV: plan.sliceV, rowBase: n0 });
+  for (const [a, b] of spans ?? [[0, N]])
+    for (let n0 = a; n0 < b; n0 += rows)
+      out.push({ rows: Math.min(rows, b - n0), V: plan.V, sliceV: plan.sliceV, rowBase: n0 });
   return out;
+}
+
+/**
+ * The rows of a (B,T) batch the head must score when each sequence b needs logits only from
+ * position from[b] on (the RL update and scoring: prompt rows carry no loss): one span per
+ * sequence, its start rounded down so its rows stay 256-byte aligned in x (C floats a row),
+ * adjacent spans merged. undefined (every row) when nothing is skipped.
+ */
+export function scoredSpans(
+  B: number,
+  T: number,
+  C: number,
+  from: ArrayLike<number> | undefined,
+): [number, number][] | undefined {
+  if (!from) return undefined;
+  const unit = FLOAT_ALIGN / gcd(C, FLOAT_ALIGN);
+  const spans: [number, number][] = [];
+  for (let b = 0; b < B; b++) {
+    const f = Math.min(Math.max(0, Math.floor(from[b])), T);
+    const start = Math.floor((b * T + f) / unit) * unit;
+    const end = (b + 1) * T;
+    if (start >= end) continue;
+    const last = spans[spans.length - 1];
+    if (last && start <= last[1]) last[1] = end;
+    else spans.push([start, end]);
+  }
+  if (spans.length === 1 && spans[0][0] === 0 && spans[0][1] === B * T) return undefined;
+  return spans;
 }
 
 /** Floats of one chunk buffer for batches of up to N rows. */
@@ -132,6 +170,8 @@ export class TrainHead {
   readonly dlogits: View;
   /** The batch size whose logits the logits buffer holds whole (one chunk), or -1. */
   private keptN = -1;
+  /** The rows the last forward scored (undefined: all). */
+  private spans: [number, number][] | undefined;
 
   constructor(
     private readonly rt: Runtime,
@@ -154,6 +194,8 @@ export class TrainHead {
   /**
    * logp, ent (N) of targets under softmax(x·Wᵀ · invTemp). `copyTo` (N*V floats), when given,
    * receives each chunk's logits as written (slice-major per chunk; unsliceLogits reads them).
+   * `spans` (scoredSpans): score only those rows; the others get logp = entropy = 0, no logits,
+   * and backward() takes no gradient through them.
    */
   forward(
     rec: GPUCommandEncoder,
@@ -165,8 +207,14 @@ export class TrainHead {
     N: number,
     invTemp: number,
     copyTo?: View,
+    spans?: [number, number][],
   ): void {
-    const chunks = headChunks(this.plan, N);
+    const chunks = headChunks(this.plan, N, spans);
+    this.spans = spans;
+    if (spans) {
+      zero(this.rt, rec, logp, N);
+      zero(this.rt, rec, ent, N);
+    }
     for (const ch of chunks) {
       const out = subview(this.logits, 0, ch.rows * ch.V);
       headLogits(this.rt, rec, out, x, W, ch, this.C);
@@ -183,7 +231,10 @@ export class TrainHead {
     this.keptN = chunks.length === 1 ? N : -1;
   }
 
-  /** dlogits of wlp*logp + went*entropy per row, then dx (N,C) += and dW (V,C) += through the head. */
+  /**
+   * dlogits of wlp*logp + went*entropy per row, then dx (N,C) += and dW (V,C) += through the head,
+   * over the rows the last forward scored (its spans: the others' wlp and went must be 0).
+   */
   backward(
     rec: Recorder,
     dx: View,
@@ -196,7 +247,7 @@ export class TrainHead {
     N: number,
     invTemp: number,
   ): void {
-    for (const ch of headChunks(this.plan, N)) {
+    for (const ch of headChunks(this.plan, N, this.spans)) {
       const out = subview(this.logits, 0, ch.rows * ch.V);
       const dout = subview(this.dlogits, 0, ch.rows * ch.V);
       if (this.keptN !== N) headLogits(this.rt, rec, out, x, W, ch, this.C);

@@ -20,6 +20,14 @@ describe("packSequences", () => {
     const back = scatterRows([[1, 1, 1], [2]], index, 10);
     expect([...back]).toEqual([0, 1, 1, 1, 0, 2, 0, 0, 0, 0]);
   });
+  it("marks where each row's scored positions start (its prompt's last token), at most T", () => {
+    const rows = [
+      { prompt: [5, 6], response: [7, 8, 9] },
+      { prompt: [5], response: [4] },
+      { prompt: [1, 2, 3, 4, 5, 6], response: [7] },
+    ];
+    expect([...(packSequences(rows, 5).batch.scoreFrom ?? [])]).toEqual([1, 0, 5]);
+  });
   it("cuts rows at maxT and marks the lost response tokens", () => {
     const { batch, index } = packSequences([{ prompt: [1, 2, 3], response: [4, 5, 6] }], 4);
     expect(batch.T).toBe(4);

@@ -26,7 +26,9 @@ export function packSequences(
   const tokens = new Int32Array(B * T).fill(PAD_ID);
   const targets = new Int32Array(B * T).fill(PAD_ID);
   const index: Int32Array[] = [];
+  const scoreFrom = new Int32Array(B); // prompt rows carry no loss: the head skips them
   rows.forEach((r, b) => {
+    scoreFrom[b] = Math.min(Math.max(0, r.prompt.length - 1), T);
     const seq = [...r.prompt, ...r.response].slice(0, T);
     for (let t = 0; t < seq.length; t++) tokens[b * T + t] = seq[t];
     for (let t = 0; t + 1 < seq.length; t++) targets[b * T + t] = seq[t + 1];
@@ -37,7 +39,7 @@ export function packSequences(
     }
     index.push(idx);
   });
-  const batch: ScoreBatch = { B, T, tokens, targets };
+  const batch: ScoreBatch = { B, T, tokens, targets, scoreFrom };
   if (temperature !== undefined) batch.temperature = temperature;
   return { batch, index };
 }

@@ -24,6 +24,7 @@ import { createTrainer } from "../../rl/session";
 import { SandboxPool } from "../../sandbox/pool";
 import { nodeWorkerFactory } from "../../sandbox/pool-node";
 import { type BenchRow, makeRow, median } from "../report";
+import { attentionRow } from "../shapes";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** public/ next to the bundle, or the repo's when run from source. */
@@ -281,6 +282,9 @@ async function measure(outPath: string): Promise<void> {
     `train step d${train.dModel} L${train.layers} T${train.context} B${train.batch}: ${median(tps).toFixed(0)} tokens/s`,
   );
   rows.push(...(await decodeRows(g.device, software)));
+  // issue 42's attention kernels (the adapter's pick: tiled on a GPU) against attention.wgsl's loop
+  for (const T of software ? [512] : [512, 2048])
+    rows.push(await attentionRow(rt, T, software ? 1 : 5, `${g.adapter.description || g.adapter.device}`));
   console.log(
     rows.map((r) => `${r.id}: ${r.ours.toFixed(2)} vs ${r.baseline.toFixed(2)} ${r.unit}`).join("\n"),
   );

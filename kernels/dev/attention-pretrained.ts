@@ -1,16 +1,20 @@
 // Times the training attention kernels (Runtime.attentionKernel: loop, blocked, tiled) forward +
 // backward at a pretrained head shape (default SmolLM2-135M's: 9 heads of 64 over 3 KV heads),
 // wall time per submit, median of interleaved runs, with the max difference from the loop kernel.
-// Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/attention-pretrained.ts [B T NH KVH hs reps] [kernels]
-import { attentionBackward, attentionForward } from "../attention";
-import { createGpu } from "../device";
+// Kernels: loop, blocked, tiled, or blocked:<rows>x<keys> (BLOCKED's sizes); per entry point GPU
+// medians from timestamp queries.
+// Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/attention-pretrained.ts [B,T,NH,KVH,hs,reps] [kernels]
+import { attentionBackward, attentionForward, BLOCKED } from "../attention";
+import { createGpu, ENGINE_FEATURES } from "../device";
 import { nodeGpu } from "../node-gpu";
 import { type AttentionKernel, Runtime } from "../runtime";
 import { randn } from "../testing";
 
 const [B, T, NH, KVH, hs, reps] = (process.argv[2] ?? "1,256,9,3,64,3").split(",").map(Number);
-const kernels = (process.argv[3] ?? "loop,blocked").split(",") as Exclude<AttentionKernel, "auto">[];
-const { device } = await createGpu(await nodeGpu());
+const kernels = (process.argv[3] ?? "loop,blocked").split(",");
+const { device } = await createGpu(await nodeGpu(), {
+  optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"],
+});
 const rt = new Runtime(device);
 const C = NH * hs;
 const row = C + 2 * KVH * hs;
@@ -21,10 +25,14 @@ const lse = rt.tensor(B * NH * T);
 const dqkv = rt.tensor(B * T * row);
 const scratch = rt.tensor(B * NH * T);
 const times = new Map<string, number[]>();
+const entries = new Map<string, number[][]>();
 const results = new Map<string, Float32Array>();
 for (let r = 0; r <= reps; r++) {
   for (const k of kernels) {
-    rt.attentionKernel = k;
+    const [name, size] = k.split(":");
+    rt.attentionKernel = name as Exclude<AttentionKernel, "auto">;
+    if (size) [BLOCKED.rows, BLOCKED.keys] = size.split("x").map(Number);
+    rt.startProfile();
     device.queue.writeBuffer(dqkv.buffer, dqkv.offset, new Float32Array(B * T * row));
     const t0 = performance.now();
     const enc = device.createCommandEncoder();
@@ -33,6 +41,8 @@ for (let r = 0; r <= reps; r++) {
     rt.submit(enc);
     await device.queue.onSubmittedWorkDone();
     const ms = performance.now() - t0;
+    const prof = (await rt.readProfile()).map((d) => d.ns / 1e6);
+    if (r > 0) entries.set(k, [...(entries.get(k) ?? []), prof]);
     if (r === 0) results.set(k, await rt.read(dqkv));
     else times.set(k, [...(times.get(k) ?? []), ms]);
   }
