@@ -3,10 +3,23 @@
 // folder: config.json (the starting config), edits.jsonl (the run's edit log: the input's
 // edits, then live ones), metrics.jsonl, samples.jsonl, events.jsonl, checkpoint.safetensors
 // (the loop's latest checkpoint: weights, optimizer, KL reference, trainer state and the
-// point it was saved at) and weights.safetensors (weights only, to publish). Resuming keeps
+// point it was saved at; written to a temporary file and renamed, the one before kept as
+// checkpoint.prev.safetensors, so a kill mid-write never leaves a run that cannot resume) and
+// weights.safetensors (weights only, to publish). Resuming keeps
 // the rows the checkpoint covers, drops the rest, and hands the loop the checkpoint.
 // Used by cli/train.ts; tested by rl/record.test.ts (the CLI path) and cli/link.test.ts.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import {
   type ConfigEdit,
@@ -96,14 +109,27 @@ export function openRunFolder(dir: string): {
   if (!parsed.ok)
     throw new Error(`${configPath}: ${parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`);
   const edits = folderEdits(dir);
-  const ckPath = join(dir, "checkpoint.safetensors");
+  // The newest readable checkpoint: checkpoint.safetensors, else the one before it (a kill
+  // between the two renames of writeCheckpoint leaves only that one whole).
   let resume: RunLoopOptions["resume"];
   let at: RunPoint = { phase: "sft", step: 0 };
-  if (existsSync(ckPath)) {
-    const bytes = new Uint8Array(readFileSync(ckPath));
-    at = checkpointPoint(bytes) ?? olderCheckpointPoint(bytes, parsed.config);
+  const problems: string[] = [];
+  for (const file of [CHECKPOINT, PREVIOUS_CHECKPOINT]) {
+    const path = join(dir, file);
+    if (!existsSync(path)) continue;
+    const bytes = new Uint8Array(readFileSync(path));
+    try {
+      loadCheckpoint(bytes); // every tensor's offsets inside the file: a cut file throws here
+      at = checkpointPoint(bytes) ?? olderCheckpointPoint(bytes, parsed.config);
+    } catch (e) {
+      problems.push(`${file}: ${(e as Error).message}`);
+      continue;
+    }
+    if (problems.length) console.error(`${dir}: resuming from ${file} (${problems.join("; ")})`);
     resume = { at, checkpoint: bytes };
+    break;
   }
+  if (!resume && problems.length) throw new Error(`${dir}: no readable checkpoint (${problems.join("; ")})`);
   const rows = readJsonl<MetricsRow>(join(dir, "metrics.jsonl"));
   writeJsonl(
     join(dir, "metrics.jsonl"),
@@ -121,6 +147,32 @@ export function openRunFolder(dir: string): {
   );
   if (!existsSync(join(dir, "edits.jsonl"))) writeJsonl(join(dir, "edits.jsonl"), edits);
   return { config: parsed.config, edits, resume };
+}
+
+const CHECKPOINT = "checkpoint.safetensors";
+const PREVIOUS_CHECKPOINT = "checkpoint.prev.safetensors";
+
+/** Writes a file whole or not at all: a synced temporary file renamed over `path`. */
+function writeWhole(path: string, bytes: Uint8Array, keepAs?: string): void {
+  const tmp = `${path}.tmp`;
+  const fd = openSync(tmp, "w");
+  try {
+    writeSync(fd, bytes);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  if (keepAs && existsSync(path)) renameSync(path, keepAs);
+  renameSync(tmp, path);
+}
+
+/**
+ * A checkpoint, crash-safe: written to a temporary file, then the current one becomes
+ * checkpoint.prev.safetensors and the new one takes its name. A kill at any byte leaves a
+ * whole checkpoint to resume from (openRunFolder reads the previous one when it must).
+ */
+export function writeCheckpoint(out: string, bytes: Uint8Array): void {
+  writeWhole(join(out, CHECKPOINT), bytes, join(out, PREVIOUS_CHECKPOINT));
 }
 
 /** Checkpoints of older CLIs carried sft_step and rl_step metadata instead of the loop's point. */
@@ -164,10 +216,10 @@ export async function runToFolder(o: FolderRunOptions): Promise<RunLoop> {
       },
       edit: (e) => append("edits.jsonl", e),
       async checkpoint(ck) {
-        writeFileSync(join(out, "checkpoint.safetensors"), ck.bytes);
+        writeCheckpoint(out, ck.bytes);
         // Weights alone: what gets published (e.g. public/checkpoints/*-sft.safetensors).
         const { config, weights, adapter } = loadCheckpoint(ck.bytes);
-        writeFileSync(join(out, "weights.safetensors"), saveCheckpoint({ config, weights, adapter }));
+        writeWhole(join(out, "weights.safetensors"), saveCheckpoint({ config, weights, adapter }));
       },
     },
     { edits: o.edits, resume: o.resume },

@@ -13,7 +13,7 @@
 // only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/runner.ts's,
 // the folder is cli/run.ts's.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type ConfigEdit, mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { RECIPES } from "../config/presets";
@@ -43,7 +43,8 @@ interface Args {
   /** model.pretrained: a Hugging Face folder, or hf:owner/name (downloaded once into the model cache). */
   model?: string;
   revision?: string;
-  backend: "webgpu" | "cpu";
+  /** --backend; absent: the recorded one on --resume (run.json), else webgpu. */
+  backend?: "webgpu" | "cpu";
   list: boolean;
   quiet: boolean;
 }
@@ -76,8 +77,9 @@ function parseArgs(argv: string[]): Args {
   );
   const v = (name: string) => p.values.get(name);
   const num = (name: string) => (p.values.has(name) ? Number(p.values.get(name)) : undefined);
-  const backend = v("--backend") ?? "webgpu";
-  if (backend !== "webgpu" && backend !== "cpu") usage(`--backend must be webgpu or cpu, not ${backend}`);
+  const backend = v("--backend");
+  if (backend !== undefined && backend !== "webgpu" && backend !== "cpu")
+    usage(`--backend must be webgpu or cpu, not ${backend}`);
   if (p.positionals.length > 1)
     usage(`one recipe at a time (got ${p.positionals[0]} and ${p.positionals[1]})`);
   const a: Args = {
@@ -184,6 +186,20 @@ async function main() {
   const seeds = args.seeds ?? config.seeds;
   if (seeds > 1 && !resume) return runSeeds(out, config.seed, seeds);
   mkdirSync(out, { recursive: true });
+  // A resume keeps the backend the run was recorded with (rows differ across backends); an
+  // explicit --backend that changes it is recorded as an event of the run.
+  const recorded = args.resume ? recordedBackend(out) : undefined;
+  const backend = args.backend ?? recorded ?? "webgpu";
+  if (recorded && backend !== recorded) {
+    const event = {
+      step: resume?.at.step ?? 0,
+      phase: resume?.at.phase ?? "sft",
+      kind: "info",
+      message: `backend changed on resume: ${recorded} -> ${backend} (--backend); rows from here differ from a run on ${recorded}`,
+    };
+    appendFileSync(join(out, "events.jsonl"), `${JSON.stringify(event)}\n`);
+    console.error(`[info] ${event.message}`);
+  }
 
   let makeModel: (
     mc: Parameters<typeof GpuModel.create>[1],
@@ -191,7 +207,7 @@ async function main() {
     seed: number,
   ) => Promise<PolicyModel>;
   let adapterText = "CPU reference model";
-  if (args.backend === "webgpu") {
+  if (backend === "webgpu") {
     const gpu = await createGpu(await nodeGpu());
     adapterText = `${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`.trim();
     makeModel = (mc, w, seed) => GpuModel.create(gpu.device, mc, w, seed);
@@ -207,9 +223,9 @@ async function main() {
   let last: MetricsRow | undefined;
   const firstVal: Record<string, number> = {};
   console.error(
-    `run ${name} -> ${out}${resume ? ` (resumed at ${resume.at.phase} step ${resume.at.step})` : ""}\nbackend: ${args.backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
+    `run ${name} -> ${out}${resume ? ` (resumed at ${resume.at.phase} step ${resume.at.step})` : ""}\nbackend: ${backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
   );
-  recordHowMade(out, args.backend, adapterText, !!resume);
+  recordHowMade(out, backend, adapterText, !!resume);
   let fromHub: Awaited<ReturnType<typeof hubReader>> = null;
   try {
     fromHub = await hubReader(config, (line) => console.error(line));
@@ -261,6 +277,14 @@ async function main() {
     );
   if (firstVal["val/acc"] !== undefined) lines.push(`val/acc at RL step 0: ${fmt(firstVal["val/acc"])}`);
   console.error(lines.join("\n"));
+}
+
+/** The backend of a run folder's latest start or resume (run.json), if it has one. */
+function recordedBackend(out: string): "webgpu" | "cpu" | undefined {
+  const path = join(out, "run.json");
+  if (!existsSync(path)) return undefined;
+  const run = JSON.parse(readFileSync(path, "utf8")) as { backend?: unknown };
+  return run.backend === "cpu" || run.backend === "webgpu" ? run.backend : undefined;
 }
 
 /**

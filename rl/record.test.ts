@@ -11,7 +11,7 @@
 // - wall-time checkpoints (checkpointSeconds) land mid-SFT too, and resume from there;
 // - the committed fixtures of the older formats (bundle v1, link v1) decode and replay.
 // Run: `npx vitest run --project unit rl/record.test.ts`.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
@@ -29,6 +29,7 @@ import {
 import { decodeLink, encodeLink, sealLink } from "../config/link";
 import { CpuModel } from "../model/cpu";
 import { InProcessSandbox } from "../sandbox/run-code";
+import { createRng } from "../tasks/rng";
 import { MemoryRunStore, openStoredRun, recordingEvents } from "../workers/run-record";
 import { decodeBundle, encodeBundle } from "./bundle";
 import { type RunEvents, RunLoop, type RunLoopOptions } from "./runner";
@@ -244,6 +245,41 @@ describe("issue 16's reproductions", () => {
     // A real draw: not a constant, and different from step to step.
     expect(new Set(custom).size).toBe(custom.length);
     expect(comparable(b)).toEqual(comparable(a));
+  });
+
+  it("a checkpoint cut at any byte still resumes, from the one before, to the same rows (issue 36)", async () => {
+    const config = tiny({ sft: { steps: 0 }, stop: { max_steps: 3 }, checkpoint_every: 1 });
+    const ref = await cliRun(folder("cut-ref"), { config, edits: [] });
+    const out = folder("cut");
+    await cliRun(out, { config, edits: [] }, (row) => row.phase === "rl" && row.step === 2);
+    const ck = join(out, "checkpoint.safetensors");
+    const whole = readFileSync(ck);
+    const before = readFileSync(join(out, "checkpoint.prev.safetensors"));
+    const pointOf = (bytes: Uint8Array) => {
+      writeFileSync(ck, bytes);
+      return openRunFolder(out).resume?.at;
+    };
+    const newest = pointOf(whole);
+    const previous = pointOf(before);
+    expect(newest).not.toEqual(previous);
+    // A kill mid-write left the temporary file cut: the whole checkpoint is used.
+    writeFileSync(`${ck}.tmp`, whole.subarray(0, whole.length >> 1));
+    expect(pointOf(whole)).toEqual(newest);
+    // checkpoint.safetensors itself cut (written in place by an older CLI, or a disk that lost
+    // its tail): the previous checkpoint is used, at every cut.
+    const rng = createRng("cut");
+    const cuts = [
+      0,
+      1,
+      8,
+      100,
+      whole.length - 1,
+      ...Array.from({ length: 5 }, () => rng.int(0, whole.length - 1)),
+    ];
+    for (const at of cuts) expect(pointOf(whole.subarray(0, at)), `cut at ${at}`).toEqual(previous);
+    // And the run resumed from there ends with the uninterrupted run's rows.
+    writeFileSync(ck, whole.subarray(0, whole.length >> 1));
+    expect(comparable(await cliRun(out, "resume"))).toEqual(comparable(ref));
   });
 
   it("a recorded rl.lr edit at RL step 2 replays at RL step 2 through the CLI and the worker", async () => {

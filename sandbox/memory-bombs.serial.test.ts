@@ -41,7 +41,7 @@ describe("small-object memory bombs end as MemoryLimit", () => {
       const viaPool = await Promise.all(
         BOMBS.map((code) => pool.run({ code, memory_limit_MB: mb, run_timeout: 10 })),
       );
-      viaPool.forEach((r, i) => expectMemoryLimit(r, mb, BOMBS[i]));
+      for (const [i, r] of viaPool.entries()) expectMemoryLimit(r, mb, BOMBS[i]);
       for (const code of BOMBS)
         expectMemoryLimit(await local.run({ code, memory_limit_MB: mb, run_timeout: 10 }), mb, code);
       expect((await pool.run({ code: "6 * 7" })).value).toBe(42);
