@@ -11,6 +11,7 @@
 // (matmul-gen.ts), whose shape is fixed: nothing is measured there.
 // The measuring runs on a Runtime of its own, so a model's counters (submits, readbacks,
 // dispatches) never include it. Tested by kernels/autotune.gpu.test.ts.
+import { adapterKey } from "./device";
 import { matmul } from "./matmul";
 import type { MatmulShape } from "./reference";
 import { DEFAULT_MATMUL_TILE, Runtime, runsUnrolled, setDeviceMatmulTile } from "./runtime";
@@ -132,11 +133,8 @@ export function browserTileStore(): TileStore | undefined {
   };
 }
 
-/** The adapter as a cache key: vendor, architecture, device and description. */
-export function adapterKey(device: GPUDevice): string {
-  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
-  return [info?.vendor, info?.architecture, info?.device, info?.description].map((x) => x ?? "").join("|");
-}
+/** The adapter as a cache key (kernels/device.ts: info, fallback, features and limits). */
+export { adapterKey };
 
 const memory = new Map<string, TileChoice>();
 const chosen = new WeakMap<GPUDevice, TileChoice>();

@@ -124,13 +124,54 @@ export async function createGpu(gpu: GPU | undefined, options: CreateGpuOptions 
   return { device, adapter: summarizeAdapter(adapter, device) };
 }
 
+/**
+ * A software adapter: one the browser marks as a fallback (`isFallbackAdapter`; Firefox's wgpu
+ * reports empty vendor/architecture/description strings, so only the flag tells), or one whose
+ * info names a software rasteriser (SwiftShader, lavapipe, llvmpipe).
+ */
+export function isSoftwareAdapter(
+  info: (Partial<GPUAdapterInfo> & { isFallbackAdapter?: boolean }) | undefined,
+  adapter?: GPUAdapter,
+): boolean {
+  if (info?.isFallbackAdapter === true) return true;
+  if ((adapter as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter === true) return true;
+  const text = `${info?.vendor ?? ""} ${info?.architecture ?? ""} ${info?.description ?? ""} ${info?.device ?? ""}`;
+  return /swiftshader|llvmpipe|lavapipe|software/i.test(text);
+}
+
+/** The limits that identify an adapter beside its info and features (adapterKey). */
+export const KEY_LIMITS = [
+  "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup",
+  "maxComputeWorkgroupSizeX",
+  "maxStorageBufferBindingSize",
+  "maxBufferSize",
+  "maxStorageBuffersPerShaderStage",
+] as const;
+
+/**
+ * What identifies an adapter, for caches of what was measured on it (the matmul tile): its info
+ * strings, whether it is a fallback, its features and the limits that shape kernels. Info alone is
+ * not enough: Firefox gives empty strings for every adapter.
+ */
+export function adapterKey(device: GPUDevice): string {
+  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  const strings = [info?.vendor, info?.architecture, info?.device, info?.description].map((x) => x ?? "");
+  const limits = device.limits as unknown as Record<string, number | undefined>;
+  return [
+    ...strings,
+    isSoftwareAdapter(info) ? "fallback" : "hardware",
+    [...(device.features ?? [])].sort().join(","),
+    KEY_LIMITS.map((n) => `${n}=${limits?.[n] ?? ""}`).join(","),
+  ].join("|");
+}
+
 function summarizeAdapter(adapter: GPUAdapter, device: GPUDevice): AdapterSummary {
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
   const vendor = info?.vendor ?? "";
   const architecture = info?.architecture ?? "";
   const description = info?.description ?? "";
   const deviceName = info?.device ?? "";
-  const text = `${vendor} ${architecture} ${description} ${deviceName}`.toLowerCase();
   const limits: Record<string, number> = {};
   for (const name of Object.keys(REQUIRED_LIMITS)) {
     limits[name] = (device.limits as unknown as Record<string, number>)[name];
@@ -140,9 +181,7 @@ function summarizeAdapter(adapter: GPUAdapter, device: GPUDevice): AdapterSummar
     architecture,
     device: deviceName,
     description,
-    isFallback:
-      Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter) ||
-      /swiftshader|lavapipe|llvmpipe/.test(text),
+    isFallback: isSoftwareAdapter(info, adapter),
     features: [...device.features].sort(),
     limits,
     subgroupSizes: [

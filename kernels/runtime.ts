@@ -30,7 +30,7 @@
 // - Row reductions (norms, the log-softmax head, the grad norm) use subgroup operations where the
 //   device can (`subgroups`, see kernels/reduce.ts), a workgroup tree elsewhere.
 
-import { canUseSubgroups } from "./device";
+import { canUseSubgroups, isSoftwareAdapter } from "./device";
 import { withReductions } from "./reduce";
 
 export interface View {
@@ -259,9 +259,8 @@ export class Runtime {
     this.modules = cache.modules;
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
-    const text = `${info?.vendor} ${info?.architecture} ${info?.description}`;
     this.unrolled = runsUnrolled(device);
-    this.software = /swiftshader|llvmpipe|lavapipe|software/i.test(text);
+    this.software = isSoftwareAdapter(info);
     this.subgroups = canUseSubgroups(device);
     this.matmulTile = [...(tiles.get(device) ?? DEFAULT_MATMUL_TILE)] as [number, number];
     const sizes = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
