@@ -21,7 +21,7 @@ export default defineConfig({
           name: "unit",
           root: ".",
           include: [
-            "{config,kernels,model,rl,sandbox,tasks,cli,workers,app,bench,export}/**/*.test.{ts,tsx}",
+            "{config,kernels,model,rl,sandbox,tasks,cli,workers,app,bench,export,results}/**/*.test.{ts,tsx}",
           ],
           exclude: ["**/*.gpu.test.ts", "**/*.train.test.ts", "**/*.serial.test.ts", "**/node_modules/**"],
           testTimeout: 30_000,

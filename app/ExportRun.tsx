@@ -2,9 +2,10 @@
 // `npm run export -- verl|trl` writes (export/index.ts; zip by export/zip.ts) and lists what
 // does not carry over. The exporter is pure and loaded on demand, so it costs the page
 // nothing until it is used. "PEFT adapter" / "HF model" download the run's latest weights in
-// Hugging Face formats (app/bridge.ts downloadWeights, export/hf.ts).
+// Hugging Face formats (app/bridge.ts downloadWeights, model/hf/write.ts).
 import { useState } from "react";
 import type { RunConfig } from "../config";
+import type { ChatTemplateFacts } from "../model/tool-list-prompt";
 import { downloadWeights } from "./bridge";
 import { activeRun, useLab } from "./store";
 
@@ -13,12 +14,18 @@ type Status =
   | { kind: "done"; warnings: string[]; file: string }
   | { kind: "error"; error: string };
 
-async function download(config: RunConfig, target: "verl" | "trl", name: string): Promise<Status> {
-  const [{ exportRun }, { zipFiles }] = await Promise.all([
+async function download(
+  config: RunConfig,
+  target: "verl" | "trl",
+  name: string,
+  events: readonly { chat?: ChatTemplateFacts }[],
+): Promise<Status> {
+  const [{ chatFactsOf, exportRun }, { zipFiles }] = await Promise.all([
     import("../export/index.ts"),
     import("../export/zip.ts"),
   ]);
-  const exp = exportRun(config, { target, name, source: "the page" });
+  // What the run recorded when it loaded its model (whether its chat template renders tools).
+  const exp = exportRun(config, { target, name, source: "the page", chat: chatFactsOf(events) });
   const file = `${name.replace(/[^\w.-]+/g, "_")}-${target}.zip`;
   const url = URL.createObjectURL(new Blob([zipFiles(exp.files) as BlobPart], { type: "application/zip" }));
   const a = document.createElement("a");
@@ -36,7 +43,7 @@ export function ExportRun() {
   const config = run?.liveConfig ?? form;
   const name = run?.label ?? (run ? `run-${run.n}` : "lab-run");
   const go = (target: "verl" | "trl") =>
-    download(config, target, name)
+    download(config, target, name, run?.events ?? [])
       .then(setStatus)
       .catch((err: Error) => setStatus({ kind: "error", error: err.message }));
   return (

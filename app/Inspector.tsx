@@ -5,11 +5,12 @@
 // filter decision and tool calls with their sandbox results; hover or click a token for
 // its values. Clicking a trajectory selects it for the reward editor's test. A step records up
 // to 8 groups; GROUPS_SHOWN of them show at once ("2 of 8 groups"), groups with a learning
-// signal (unequal rewards) first, and the person can pick others.
+// signal (unequal rewards) first, and the person can pick others. A verl or TRL run's samples
+// (results/) are text: prompt and response, no tokens or token masks, and the page says so.
 import { useMemo, useState } from "react";
 import type { SampleRecord } from "../workers/api";
 import { fmtNum } from "./chartData";
-import { inspectorStep, openRun, useLab } from "./store";
+import { inspectorStep, openRun, type RunRecord, useLab } from "./store";
 import {
   groupSamples,
   type InspectorToken,
@@ -99,7 +100,7 @@ export function Inspector() {
           {raw ? "Hide JSON" : "Raw JSON"}
         </button>
       </div>
-      <RoleLegend />
+      {run.engine ? <EngineNote engine={run.engine} /> : <RoleLegend />}
       {samples.length === 0 && <div className="panel-empty">No trajectories yet (fast mode sends none).</div>}
       {allGroups.length > 0 && (
         <div className="group-picker" data-testid="group-picker">
@@ -170,6 +171,29 @@ export function Inspector() {
   );
 }
 
+/** What a verl or TRL run is in the lab: text samples, no replay; the files read and left out, its config. */
+function EngineNote({ engine }: { engine: NonNullable<RunRecord["engine"]> }) {
+  return (
+    <div className="engine-note muted" data-testid="engine-note">
+      Ran on {engine.engine}: its samples are the text the engine dumped (prompt and response), with no
+      tokens, token masks, log-probs or per-token advantages. It is not replayable here: the lab has no seed
+      or edit log of it and no checkpoint, so there is no resume, replay or share link.
+      <details>
+        <summary>Files read, left out, config</summary>
+        <ul>
+          {engine.files.map((f) => (
+            <li key={f}>{f}</li>
+          ))}
+          {engine.notes.map((n) => (
+            <li key={n}>{n}</li>
+          ))}
+        </ul>
+        {engine.config && <pre className="raw-json">{JSON.stringify(engine.config, null, 1)}</pre>}
+      </details>
+    </div>
+  );
+}
+
 function RoleLegend() {
   return (
     <div className="role-legend">
@@ -229,7 +253,11 @@ function SampleCard({
       }}
     >
       <div className="sample-head">
-        <span className={sample.correct ? "ok" : "bad"}>{sample.correct ? "✓" : "✗"}</span>
+        {sample.text && sample.text.correct === undefined ? (
+          <span className="muted">?</span>
+        ) : (
+          <span className={sample.correct ? "ok" : "bad"}>{sample.correct ? "✓" : "✗"}</span>
+        )}
         <span>
           reward <b data-testid="sample-reward">{fmtNum(sample.reward)}</b>
         </span>
@@ -242,8 +270,14 @@ function SampleCard({
         <span className="muted">{sample.finish}</span>
         {sample.filter && <span className="badge">{sample.filter}</span>}
       </div>
+      {sample.text && (
+        <div className="tokens sample-text" data-testid="sample-text">
+          <span className="token role-prompt">{sample.text.prompt}</span>
+          <span className="token role-policy">{sample.text.response}</span>
+        </div>
+      )}
       {/* biome-ignore lint/a11y/noStaticElementInteractions: ends the hover preview only */}
-      <div className="tokens" onMouseLeave={() => setHover(null)}>
+      <div className="tokens" onMouseLeave={() => setHover(null)} hidden={sample.text !== undefined}>
         {tokens.map((t, i) => (
           <TokenSpan
             // biome-ignore lint/suspicious/noArrayIndexKey: tokens are positional

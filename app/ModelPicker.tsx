@@ -2,13 +2,15 @@
 // revision (its files and size shown before anything downloads; the download's progress bar;
 // resumed where an interrupted one stopped; cached, so the second open makes no request), or
 // local files / a folder; the cache's contents and a way to clear it. A run (or a link) naming a
-// model that is not cached says so and offers the download. The worker does all reading,
-// hashing and fetching (workers/model-cache.ts); the page holds no weights or tokenizer.
+// model that is not cached says so and offers the download; a cached model whose files the lab
+// refuses (model/untrusted.ts: a hostile chat template, an absurd config) says which and why.
+// The worker does all reading, hashing, checking and fetching (workers/model-cache.ts); the page
+// holds no weights or tokenizer.
 // The memory plan (model/memory-plan.ts) is recomputed as the config changes.
 import { useCallback, useEffect, useMemo, useState } from "react";
 import type { RunConfig } from "../config";
 import { modelConfigOf } from "../model/config";
-import { hfModelConfig } from "../model/hf";
+import { hfModelConfig } from "../model/hf/read";
 import { DEFAULT_LIMITS, formatBytes, planOfConfig } from "../model/memory-plan";
 import { type ModelSource, parseModelSource, sourceFields, sourceLabel } from "../model/source";
 import type { CacheEntry, DownloadProgress, ModelInfo } from "../workers/api";
@@ -179,7 +181,10 @@ export function ModelPicker() {
             : info.state.state === "partial"
               ? " (partly downloaded)"
               : ""}
-          {info.architecture && <span className="muted"> · {info.architecture}</span>}{" "}
+          {info.architecture && <span className="muted"> · {info.architecture}</span>}
+          {info.refused && info.refused !== info.architecture && (
+            <span className="field-error"> · refused: {info.refused}</span>
+          )}{" "}
           {info.state.state === "cached" ? (
             <button
               type="button"
@@ -306,6 +311,12 @@ function RunModelState({
   onDownload: () => void;
 }) {
   if (!info) return <div className="picker-info">{sourceLabel(source)}: looking in the cache…</div>;
+  if (info.state.state === "cached" && info.refused)
+    return (
+      <div className="banner banner-error" role="alert" data-testid="run-model" data-state="refused">
+        This run's model {info.label} is refused: <span data-testid="model-refused">{info.refused}</span>
+      </div>
+    );
   if (info.state.state === "cached")
     return (
       <div className="picker-info" data-testid="run-model" data-state="cached">

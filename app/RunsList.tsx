@@ -12,6 +12,7 @@ import {
   deleteStoredRun,
   exportStoredRun,
   importBundleFile,
+  importResultsFiles,
   openStoredGroup,
   openStoredRun,
   refreshStoredRuns,
@@ -69,7 +70,9 @@ function SessionRuns() {
                 <span className="swatch" style={{ background: r.color }} />{" "}
                 <span data-testid="run-name">{runName(r)}</span>{" "}
                 <span className="muted">
-                  {r.config.rl.advantage} · {r.config.task.name} · seed {r.config.seed}
+                  {r.engine
+                    ? `ran on ${r.engine.engine}: charts and samples only, not replayable`
+                    : `${r.config.rl.advantage} · ${r.config.task.name} · seed ${r.config.seed}`}
                 </span>
               </td>
               <td data-testid="run-status">{r.phase}</td>
@@ -80,7 +83,7 @@ function SessionRuns() {
                   .map((d) => `${d.path}: ${JSON.stringify(d.from)} → ${JSON.stringify(d.to)}`)
                   .join("\n")}
               >
-                {r.n === 1 ? "first run" : formatDiff(r.diff)}
+                {r.engine ? "–" : r.n === 1 ? "first run" : formatDiff(r.diff)}
               </td>
               {FINAL_KEYS.map((k) => (
                 <td key={k}>{last[k] === undefined ? "–" : fmtNum(last[k])}</td>
@@ -228,6 +231,7 @@ function StoredRuns() {
             }}
           />
         </label>
+        <ImportResults />
         {usage && <span className="muted">Storage: {usage}</span>}
       </div>
       {stored.length === 0 ? (
@@ -236,6 +240,30 @@ function StoredRuns() {
         <StoredTable stored={stored} activeIds={activeIds} />
       )}
     </>
+  );
+}
+
+/** A verl or TRL run's results: a folder (the export folder the run wrote into) or loose files. */
+function ImportResults() {
+  const pick = (e: React.ChangeEvent<HTMLInputElement>) => {
+    const files = [...(e.target.files ?? [])];
+    e.target.value = "";
+    if (files.length > 0) void importResultsFiles(files);
+  };
+  return (
+    <span
+      className="import-results"
+      title="verl: the file log (trainer.logger file), rollout dumps, config.yaml; TRL: trainer_state.json, completions/*.parquet (docs/SCALE-OUT.md)"
+    >
+      Import verl/TRL results: folder{" "}
+      <input
+        type="file"
+        data-testid="import-results-folder"
+        {...({ webkitdirectory: "" } as Record<string, string>)}
+        onChange={pick}
+      />{" "}
+      or files <input type="file" multiple data-testid="import-results-files" onChange={pick} />
+    </span>
   );
 }
 
@@ -268,6 +296,16 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
             <td>
               <span data-testid="stored-run-name">{r.name}</span>{" "}
               <span className="muted">{r.source !== "local" ? `(${r.source})` : ""}</span>
+              {r.engine && (
+                <span
+                  className="muted"
+                  data-testid="not-replayable"
+                  title="An engine's run has no seed-and-edit log the lab could replay and no checkpoint: no resume, replay, share link or bundle"
+                >
+                  {" "}
+                  ran on {r.engine.engine}: not replayable
+                </span>
+              )}
             </td>
             <td data-testid="stored-run-status">{r.status}</td>
             <td>{r.summary.step ?? "–"}</td>
@@ -297,13 +335,15 @@ function StoredTable({ stored, activeIds }: { stored: StoredRun[]; activeIds: Se
                   {r.checkpoint ? `Resume from step ${r.checkpoint.step}` : "Restart from step 0"}
                 </button>
               )}
-              <button
-                type="button"
-                onClick={() => void exportStoredRun(r.id, r.name)}
-                title="Download as a bundle file"
-              >
-                Export
-              </button>
+              {!r.engine && (
+                <button
+                  type="button"
+                  onClick={() => void exportStoredRun(r.id, r.name)}
+                  title="Download as a bundle file"
+                >
+                  Export
+                </button>
+              )}
               <button
                 type="button"
                 disabled={activeIds.has(r.id)}

@@ -345,7 +345,7 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
 /**
  * Downloads a run's latest weights in Hugging Face formats as a zip: "peft" = the LoRA adapter
  * (adapter_config.json + adapter_model.safetensors), "hf" = the model with the adapter merged
- * (export/hf.ts, loaded on demand) with the source model's tokenizer files. Throws (for the caller to show) when the run has no
+ * (model/hf/write.ts, loaded on demand) with the source model's tokenizer files. Throws (for the caller to show) when the run has no
  * checkpoint yet or its model has no Hugging Face architecture.
  */
 export async function downloadWeights(runId: string, kind: "peft" | "hf", name: string): Promise<string> {
@@ -353,7 +353,7 @@ export async function downloadWeights(runId: string, kind: "peft" | "hf", name: 
   const [{ decodeBundle }, { loadCheckpoint }, hf, { zipFiles }] = await Promise.all([
     import("../rl/bundle.ts"),
     import("../model/checkpoint.ts"),
-    import("../export/hf.ts"),
+    import("../model/hf/write.ts"),
     import("../export/zip.ts"),
   ]);
   const b = await decodeBundle(bytes);
@@ -417,6 +417,22 @@ export async function importBundleFile(file: File): Promise<void> {
     await getTrainer().importBundle(new Uint8Array(await file.arrayBuffer()));
   } catch (err) {
     report(new Error(`${file.name}: ${message(err)}`));
+  }
+  await refreshStoredRuns();
+}
+
+/**
+ * Stores a verl or TRL run's results (a picked folder's files, or loose files) and opens it next
+ * to the session's runs; a refused file is an error naming it, and nothing is stored.
+ */
+export async function importResultsFiles(files: readonly File[]): Promise<void> {
+  try {
+    const run = await getTrainer().importResults(
+      files.map((f) => ({ path: f.webkitRelativePath || f.name, blob: f })),
+    );
+    await openStoredRun(run.id);
+  } catch (err) {
+    report(new Error(`results not imported: ${message(err)}`));
   }
   await refreshStoredRuns();
 }

@@ -1,6 +1,6 @@
 // Tests of the config panel's model: `npx vitest run app/configModel.test.ts`.
 import { describe, expect, it } from "vitest";
-import { defaultRunConfig, mergeConfig, type RunConfig } from "../config";
+import { defaultRunConfig, mergeConfig, type RunConfig, setPath, validateRunConfig } from "../config";
 import { VOCAB_SIZE } from "../model/tokenizer";
 import {
   applyQuery,
@@ -194,5 +194,23 @@ describe("parameter count", () => {
     expect(paramCountOf(rope)).toBe((paramCountOf(c) ?? 0) - 16 * 8 - 3 * 8);
     expect(paramsText(defaultRunConfig())).toMatch(/^≈0\.\d\dM params$/);
     expect(paramCountOf(mergeConfig(c, { model: { heads: 3 } }))).toBeNull();
+  });
+});
+
+describe("integer fields come from the schema (issue 36)", () => {
+  it("the page refuses 2.5 for every integer field of the schema, and only there", () => {
+    const ints = specs.filter((s) => s.kind === "number" && s.integer).map((s) => s.path);
+    // The four that the hand list missed are among them.
+    for (const p of ["seeds", "model.lora.rank", "task.dev_size", "rl.micro_batch_size"])
+      expect(ints).toContain(p);
+    for (const p of ints) {
+      const r = parseFieldInput(spec(p), "2.5");
+      expect(r, p).toEqual({ ok: false, error: "must be an integer" });
+      // The schema agrees: 2.5 there is refused by validation too.
+      expect(validateRunConfig(setPath(defaultRunConfig(), p, 2.5)).ok, p).toBe(false);
+    }
+    // A real-valued field still takes 2.5 (where its range allows).
+    expect(spec("rl.value_coef").integer).toBe(false);
+    expect(parseFieldInput(spec("rl.value_coef"), "2.5").ok).toBe(true);
   });
 });

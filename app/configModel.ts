@@ -11,6 +11,7 @@ import {
   type FieldMeta,
   fieldMeta,
   getPath,
+  isIntegerField,
   leafPaths,
   type RunConfig,
   setPath,
@@ -43,10 +44,6 @@ export const GROUP_ORDER: { group: FieldGroup; title: string }[] = [
   { group: "sft", title: "SFT cold start" },
 ];
 
-// Integer fields of the schema (z.int); the rest of the numbers are real.
-const INTEGER_RE =
-  /^(seed|checkpoint_every|model\.(layers|d_model|heads|context)|task\.(eval_size|eval_every)|sft\.(steps|batch|warmup_steps)|rl\.(l_max|epochs|minibatches|prompts_per_step|group_size|warmup_steps|history_window)|rl\.value_pretrain\.steps|filters\.max_gen_rounds|sampling\.(top_k|max_new_tokens)|limits\.(max_tool_calls|max_tool_response_chars)|stop\.max_steps)$/;
-
 /** Every editable leaf of the config, in schema order. */
 export function buildFieldSpecs(defaults: RunConfig = defaultRunConfig()): FieldSpec[] {
   const specs: FieldSpec[] = [];
@@ -77,7 +74,7 @@ export function buildFieldSpecs(defaults: RunConfig = defaultRunConfig()): Field
       group: meta.group,
       kind,
       nullable,
-      integer: INTEGER_RE.test(path),
+      integer: isIntegerField(path), // the schema says (z.int)
       meta,
       defaultValue: v,
     });

@@ -29,6 +29,15 @@ describe("plan and time by Start", () => {
     expect(planText(cfg, {})).toBe(
       "Start 10 GRPO steps of 8 prompts × 4 samples. Time on this adapter: measured after the first steps.",
     );
+    // The default demo: its checkpoint, its steps and the held-out metric it shows rising.
+    const demo = config({
+      sft: { steps: 1200, init_checkpoint: "checkpoints/quick-demo-sft-v2.safetensors" },
+      task: { eval_size: 100, eval_every: 5 },
+      stop: { max_steps: 10 },
+    });
+    expect(planText(demo, { rlPerRollout: 0.5 })).toBe(
+      "Start loads quick-demo-sft-v2.safetensors, then 10 GRPO steps of 8 prompts × 8 samples, then evaluates 100 held-out problems every 5 steps (watch val/acc): about 5 min on this adapter (measured 32 s per RL step).",
+    );
     // 10 steps x 32 rollouts x 0.25 s = 80 s; 3 seeds: 240 s = 4 min
     expect(planText({ ...cfg, seeds: 3 }, { rlPerRollout: 0.25 })).toBe(
       "Start 10 GRPO steps of 8 prompts × 4 samples, for 3 seeds (1234–1236) one after another: about 4 min on this adapter (measured 8 s per RL step).",

@@ -1,5 +1,6 @@
 // "What will happen, and about how long": the one line by Start. The plan comes from the
-// config (SFT steps, RL steps, rollouts per step, seeds); the time from step times measured
+// config (SFT steps, RL steps, rollouts per step, the held-out metric to watch, seeds); the
+// time from step times measured
 // on this adapter (the median gap between consecutive rows of a run, per rollout for RL and
 // per example for SFT), remembered per adapter in localStorage. Tested by app/estimate.test.ts.
 import type { RunConfig } from "../config";
@@ -59,8 +60,8 @@ export function planText(config: RunConfig, times: StepTimes): string {
   if (config.task.eval_size > 0)
     parts.push(
       config.task.eval_every > 0
-        ? `evaluates ${config.task.eval_size} held-out problems every ${config.task.eval_every} steps`
-        : `evaluates ${config.task.eval_size} held-out problems at step 0`,
+        ? `evaluates ${config.task.eval_size} held-out problems every ${config.task.eval_every} steps (watch val/acc)`
+        : `evaluates ${config.task.eval_size} held-out problems at step 0 (val/acc)`,
     );
   let what = `Start ${parts.join(", then ")}`;
   if (seeds > 1) what += `, for ${seeds} seeds (${config.seed}–${config.seed + seeds - 1}) one after another`;

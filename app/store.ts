@@ -61,6 +61,8 @@ export interface RunRecord {
   error: string | null;
   /** One seed of a multi-seed run (config.seeds > 1): the seeds run one after another as a group. */
   group?: RunGroup;
+  /** A verl or TRL run brought back (results/): `config` is only the defaults, never replayed. */
+  engine?: StoredRun["engine"];
 }
 
 /** A multi-seed run: `size` seeds from `firstSeed`, this record being seed `seed` (stored with the run). */
@@ -316,7 +318,15 @@ export function addLoadedRun(s: LabState, loaded: LoadedRun): Partial<LabState> 
     status === "error" ? "error" : status === "done" || status === "imported" ? "done" : "stopped";
   return {
     runs: next.runs.map((r) =>
-      r.id === id ? { ...r, workerId: loaded.run.id, phase, label: loaded.run.name } : r,
+      r.id === id
+        ? {
+            ...r,
+            workerId: loaded.run.id,
+            phase,
+            label: loaded.run.name,
+            ...(loaded.run.engine ? { engine: loaded.run.engine, diff: [] } : {}),
+          }
+        : r,
     ),
     activeId,
     openId: id,

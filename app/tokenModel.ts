@@ -197,6 +197,7 @@ export function groupSamples(samples: readonly SampleRecord[]): SampleGroup[] {
 
 /** The advantage a trajectory got: the mean over its trained tokens (GRPO: all equal). */
 export function sampleAdvantage(s: SampleRecord): number | null {
+  if (s.text?.advantage !== undefined) return s.text.advantage;
   let sum = 0;
   let n = 0;
   s.advantages.forEach((a, i) => {

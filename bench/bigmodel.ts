@@ -1,7 +1,7 @@
 // The large-model rows of the model benchmark, in Node through Dawn (lavapipe here: the page's
 // SwiftShader would need more than 10 minutes a row and ~3 GB inside the page at this size):
 //  - smollm2_train_step: train-step tokens/s (forwardScore + backward + clipped AdamW, as the SFT
-//    loop does) at SmolLM2-135M's shape (its config.json through model/hf.ts: 134.5M parameters)
+//    loop does) at SmolLM2-135M's shape (its config.json through model/hf/read.ts: 134.5M parameters)
 //    with random weights, batch 1 x 64 tokens, one timed step after one warm-up step;
 //  - smollm2_decode_kv: KV-cache decode tokens/s at batch 1 at the same shape, with the small-M
 //    matvec (kernels/matvec.wgsl) against the tiled matmul alone;
@@ -25,8 +25,8 @@ import { Runtime } from "../kernels/runtime";
 import { type ModelConfig, modelConfig } from "../model/config";
 import { GpuModel } from "../model/gpu";
 import { describeStorage } from "../model/half";
-import { hfModelConfig } from "../model/hf";
-import { QWEN25_05B, SMOLLM2_135M } from "../model/hf-configs";
+import { QWEN25_05B, SMOLLM2_135M } from "../model/hf/configs";
+import { hfModelConfig } from "../model/hf/read";
 import { LORA_TARGETS } from "../model/lora";
 import { memoryPlan } from "../model/memory-plan";
 import { type BenchRow, makeRow } from "./report";
@@ -48,7 +48,7 @@ function seededTokens(n: number, V: number, seed: number): Int32Array {
 
 const secs = (t0: number) => (performance.now() - t0) / 1000;
 
-/** Qwen2.5-0.5B's shape (its config.json through model/hf.ts) at `context`, with LoRA rank `rank` on all seven targets (0: none) and a base dtype. */
+/** Qwen2.5-0.5B's shape (its config.json through model/hf/read.ts) at `context`, with LoRA rank `rank` on all seven targets (0: none) and a base dtype. */
 export function qwen05bShape(rank: number, context = 512, baseDtype: "f32" | "f16" = "f32"): ModelConfig {
   const mc = hfModelConfig(QWEN25_05B, "Qwen2.5-0.5B config.json", { context });
   return modelConfig({

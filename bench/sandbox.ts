@@ -7,6 +7,8 @@
 // of another checkout of the project at <dir> (e.g. `git archive main | tar -x -C <dir>`, with
 // node_modules linked) side by side in one process, repetitions interleaved, and prints the
 // medians and new/old ratios: how a change to the sandbox moves p50 and calls/s.
+// The seeded clock and Math.random (the default of every call) against `deterministic: false`
+// are timed in the same repetitions, interleaved, order alternating: what determinism costs.
 import { execFile } from "node:child_process";
 import { pathToFileURL } from "node:url";
 import { createNodeSandboxPool } from "../sandbox/pool-node.ts";
@@ -22,8 +24,8 @@ function quantile(xs: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 }
 
-async function oneCall(pool: SandboxRunner): Promise<void> {
-  const r = await callTool(pool, JS_INTERPRETER_TOOL, { code: CODE });
+async function oneCall(pool: SandboxRunner, deterministic = true): Promise<void> {
+  const r = await callTool(pool, JS_INTERPRETER_TOOL, { code: CODE }, deterministic ? {} : { deterministic });
   if (r.value !== EXPECTED) throw new Error(`sandbox returned ${JSON.stringify(r)}`);
 }
 
@@ -78,14 +80,22 @@ export async function runSandboxBench(opts: { quick: boolean }): Promise<BenchRo
 
     const ours = { p50: [] as number[], p99: [] as number[], rate: [] as number[] };
     const base = { p50: [] as number[], p99: [] as number[], rate: [] as number[] };
+    const unseeded = { p50: [] as number[], rate: [] as number[] };
+    const unseededCall = () => oneCall(pool, false);
     for (let r = 0; r < reps; r++) {
+      const unseededLatency = async () =>
+        unseeded.p50.push(quantile(await latencies(unseededCall, n.calls), 0.5));
+      if (r % 2 === 1) await unseededLatency();
       const l = await latencies(call, n.calls);
       ours.p50.push(quantile(l, 0.5));
       ours.p99.push(quantile(l, 0.99));
+      if (r % 2 === 0) await unseededLatency();
       const b = await latencies(oneProcess, n.spawns);
       base.p50.push(quantile(b, 0.5));
       base.p99.push(quantile(b, 0.99));
+      if (r % 2 === 1) unseeded.rate.push(await throughput(unseededCall, n.load, 16));
       ours.rate.push(await throughput(call, n.load, 16));
+      if (r % 2 === 0) unseeded.rate.push(await throughput(unseededCall, n.load, 16));
       base.rate.push(await throughput(oneProcess, n.spawns, 2));
     }
     const note = `${n.calls} calls/rep through a 2-worker pool vs ${n.spawns} \`node -e\` spawns/rep`;
@@ -116,6 +126,24 @@ export async function runSandboxBench(opts: { quick: boolean }): Promise<BenchRo
         ours: ours.rate,
         baseline: base.rate,
         note: `2 workers, 16 calls in flight vs 2 concurrent process spawns`,
+      }),
+      makeRow({
+        id: "sandbox_seeded_p50_vs_unseeded",
+        group: "sandbox",
+        unit: "ms",
+        better: "lower",
+        ours: ours.p50,
+        baseline: unseeded.p50,
+        note: `seeded clock and Math.random (every call's default) vs deterministic: false, interleaved; ${n.calls} calls/rep`,
+      }),
+      makeRow({
+        id: "sandbox_seeded_calls_per_s_vs_unseeded",
+        group: "sandbox",
+        unit: "calls/s",
+        better: "higher",
+        ours: ours.rate,
+        baseline: unseeded.rate,
+        note: "seeded vs deterministic: false, interleaved; 2 workers, 16 calls in flight",
       }),
     ];
   } finally {

@@ -7,6 +7,9 @@
 // size, and each other arm's paired difference from the baseline over the seeds both ran.
 // For training metrics: each seed's mean and max over the run, then mean and band over seeds.
 // (--upto N: only rows up to RL step N.)
+// An arm may also be a verl or TRL run brought back (a folder results/import.ts reads: verl's
+// file log and dumps, TRL's trainer_state.json): its rows under the lab's names at the lab's
+// steps, its seed from the export's config beside it; the table then says the engines differ.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import {
@@ -17,7 +20,10 @@ import {
   type SeedRun,
   type Stat,
 } from "../config/aggregate.ts";
+import { importResults } from "../results/import.ts";
+import { ResultsError } from "../results/read.ts";
 import { parseCliArgs } from "./args.ts";
+import { resultFilesOf } from "./results-files.ts";
 
 const USAGE = "usage: npm run compare -- <arm dir>... [--keys k1,k2] [--upto N] [--band sd|minmax]";
 const args = parseCliArgs(
@@ -74,14 +80,27 @@ function readRun(dir: string): SeedRun {
   return { seed, rows, evalSize, devSize };
 }
 
-function readArm(dir: string): SeedRun[] {
-  if (existsSync(join(dir, "metrics.jsonl"))) return [readRun(dir)];
+/** A lab run's metrics.jsonl has flat rows with a phase; verl's file log has {"step", "data"} lines. */
+const isLabRun = (dir: string) =>
+  existsSync(join(dir, "metrics.jsonl")) &&
+  /"phase"\s*:/.test(readFileSync(join(dir, "metrics.jsonl"), "utf8").split("\n")[0]);
+
+async function readArm(dir: string): Promise<{ engine: string; runs: SeedRun[] }> {
+  if (isLabRun(dir)) return { engine: "lab", runs: [readRun(dir)] };
   if (!existsSync(dir)) fail(`${dir} does not exist`);
-  const seeds = readdirSync(dir).filter(
-    (d) => /^seed-\d+$/.test(d) && existsSync(join(dir, d, "metrics.jsonl")),
-  );
-  if (seeds.length === 0) fail(`${dir}: no metrics.jsonl and no seed-<S>/metrics.jsonl in it`);
-  return seeds.map((d) => readRun(join(dir, d))).sort((a, b) => a.seed - b.seed);
+  const seeds = readdirSync(dir).filter((d) => /^seed-\d+$/.test(d) && isLabRun(join(dir, d)));
+  if (seeds.length > 0) {
+    return { engine: "lab", runs: seeds.map((d) => readRun(join(dir, d))).sort((a, b) => a.seed - b.seed) };
+  }
+  try {
+    const run = await importResults(resultFilesOf(dir));
+    const rows = run.rows.filter((r) => r.step <= upto);
+    return { engine: run.info.engine, runs: [{ seed: run.info.seed ?? Number.NaN, rows }] };
+  } catch (err) {
+    if (err instanceof ResultsError)
+      fail(`${dir}: not a lab run (metrics.jsonl, seed-<S>/) nor a verl or TRL run: ${err.message}`);
+    throw err;
+  }
 }
 
 const f = (x: number) => (Number.isNaN(x) ? "-" : Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(3));
@@ -94,11 +113,17 @@ const bandText = (s: Stat) =>
       : `${f(s.mean)} [${f(s.min)}, ${f(s.max)}]`;
 
 const backends = new Set<string>();
-const arms = dirs.map((d) => ({ name: basename(d), runs: readArm(d) }));
+const arms: { name: string; engine: string; runs: SeedRun[] }[] = [];
+for (const d of dirs) arms.push({ name: basename(d), ...(await readArm(d)) });
 const [baseline] = arms;
 console.log(
   `backend: ${[...backends].join(", ")}${backends.size > 1 ? " (mixed: rows agree per adapter only)" : ""}\narms: ${arms.map((a) => `${a.name} (${a.runs.length} seed${a.runs.length > 1 ? "s" : ""}: ${a.runs.map((r) => r.seed).join(", ")})`).join("; ")}`,
 );
+if (new Set(arms.map((a) => a.engine)).size > 1) {
+  console.log(
+    `engines differ: ${arms.map((a) => `${a.engine} (${a.name})`).join(", ")}: the same recipe on another trainer, sampler, model precision and hardware, so a difference is not the recipe's alone (docs/SCALE-OUT.md)`,
+  );
+}
 console.log(
   `band: ${band === "sd" ? "mean ± sd over seeds" : "mean [min, max] over seeds"}; paired differences are arm - ${baseline.name} over shared seeds\n`,
 );

@@ -1,10 +1,10 @@
-// `npm run export -- verl <recipe.json | bundle> --out DIR [--strict]`
+// `npm run export -- verl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]`
 // `npm run export -- verl --link '<share url>' --out DIR`
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
-// `npm run export -- --table`   (the mapping table, as docs/SCALE-OUT.md shows it)
+// `npm run export -- --table [trl]`   (the verl mapping table or the TRL one, as docs/SCALE-OUT.md shows them)
 // `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
-// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]`
-//   the trained weights in Hugging Face formats (export/hf.ts): peft = the LoRA adapter as
+// `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]
+//   the trained weights in Hugging Face formats (model/hf/write.ts): peft = the LoRA adapter as
 //   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
 //   (config.json + model.safetensors) and the source model's tokenizer, chat template and
 //   generation_config files copied through (from the run's model.tokenizer or model.pretrained:
@@ -18,20 +18,32 @@
 // Writes a run's export (export/index.ts: config.yaml, tool_config.yaml, reward.py,
 // train/val.parquet, run.sh, README.md for verl; train_trl.py and the same data and reward for
 // TRL) to DIR, and prints every part of the run that does not map as a warning. --strict
-// refuses such a run (exit 3) with the list. Tested by export/export.test.ts.
+// refuses such a run (exit 3) with the list. --gpus N sizes the batches for N GPUs (verl's
+// default 8; TRL's 1 process). A bundle or a run folder of `npm run train` brings the facts the
+// run recorded when it loaded its model (whether its chat template renders tools).
+// Tested by export/export.test.ts.
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseRunConfig } from "../config/migrate";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
-import { type HfDtype, hfFiles, hfSourceOf, peftFiles, tokenizerFiles, tokenizerSource } from "../export/hf";
-import { exportRun, StrictExportError, type Target } from "../export/index";
+import { chatFactsOf, exportRun, StrictExportError, type Target } from "../export/index";
 import { mappingTableMarkdown } from "../export/mapping";
+import { trlArgsTableMarkdown } from "../export/trl";
 import { type Checkpoint, loadCheckpoint } from "../model/checkpoint";
+import {
+  type HfDtype,
+  hfFiles,
+  hfSourceOf,
+  peftFiles,
+  tokenizerFiles,
+  tokenizerSource,
+} from "../model/hf/write";
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
+import type { ChatTemplateFacts } from "../model/tool-list-prompt";
 import { parseCliArgs, usageExit } from "./args";
-import { configFromLink, readRunInput } from "./link";
+import { bundleFromRunFolder, configFromLink, readRunInput } from "./link";
 import { fsByteStore } from "./model-store";
 
 interface Args {
@@ -40,17 +52,18 @@ interface Args {
   link?: string;
   out?: string;
   strict: boolean;
+  gpus?: number;
 }
 
 const usage: (msg?: string) => never = usageExit(
-  "usage: npm run export -- verl|trl <recipe.json | bundle> --out DIR [--strict]\n" +
+  "usage: npm run export -- verl|trl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]\n" +
     "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]\n" +
     "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
-    "       npm run export -- --table",
+    "       npm run export -- --table [trl]",
 );
 
 function parseArgs(argv: string[]): Args {
-  const p = parseCliArgs(argv, { flags: ["--strict"], values: ["--out", "--link"] }, usage);
+  const p = parseCliArgs(argv, { flags: ["--strict"], values: ["--out", "--link", "--gpus"] }, usage);
   const [target, ...inputs] = p.positionals;
   if (target !== undefined && target !== "verl" && target !== "trl")
     usage(`the target is verl or trl, not ${target}`);
@@ -62,23 +75,40 @@ function parseArgs(argv: string[]): Args {
     out: p.values.get("--out"),
     strict: p.flags.has("--strict"),
   };
+  const gpus = p.values.get("--gpus");
+  if (gpus !== undefined) {
+    if (!/^[1-9]\d*$/.test(gpus)) usage(`--gpus takes a positive whole number, not ${gpus}`);
+    a.gpus = Number(gpus);
+  }
   if (!a.target) usage("a target (verl or trl) is needed");
   if (!a.input && !a.link) usage("a recipe file, a bundle or --link is needed");
   if (!a.out) usage("--out DIR is needed");
   return a;
 }
 
-async function loadRun(a: Args): Promise<{ config: RunConfig; name: string; source: string }> {
+type LoadedInput = { config: RunConfig; name: string; source: string; chat: ChatTemplateFacts | null };
+
+async function loadRun(a: Args): Promise<LoadedInput> {
   if (a.link) {
     const r = await configFromLink(a.link);
-    return { config: r.config, name: r.name, source: "a share link" };
+    return { config: r.config, name: r.name, source: "a share link", chat: null };
   }
   const path = a.input as string;
+  if (existsSync(path) && statSync(path).isDirectory()) {
+    const b = bundleFromRunFolder(path, { weights: false });
+    return { config: b.config, name: b.name, source: `the run folder ${path}`, chat: chatFactsOf(b.events) };
+  }
   const input = await readRunInput(path);
-  if (input) return { config: input.config, name: input.name, source: `the ${input.source} ${path}` };
+  if (input)
+    return {
+      config: input.config,
+      name: input.name,
+      source: `the ${input.source} ${path}`,
+      chat: input.bundle ? chatFactsOf(input.bundle.events) : null,
+    };
   const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"));
   if (!r.ok) throw new Error(r.error);
-  return { config: r.config, name: r.recipe.name, source: path };
+  return { config: r.config, name: r.recipe.name, source: path, chat: null };
 }
 
 /** A run folder's config.json (read only: the folder is left as it is). */
@@ -187,13 +217,13 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
 
 async function main() {
   if (process.argv.includes("--table")) {
-    console.log(mappingTableMarkdown());
+    console.log(process.argv.includes("trl") ? trlArgsTableMarkdown() : mappingTableMarkdown());
     return;
   }
   const kind = process.argv[2];
   if (kind === "peft" || kind === "hf") return weightsExport(kind, process.argv.slice(2));
   const a = parseArgs(process.argv.slice(2));
-  let run: Awaited<ReturnType<typeof loadRun>>;
+  let run: LoadedInput;
   try {
     run = await loadRun(a);
   } catch (err) {
@@ -207,6 +237,8 @@ async function main() {
       name: run.name,
       strict: a.strict,
       source: run.source,
+      gpus: a.gpus,
+      chat: run.chat,
     });
   } catch (err) {
     console.error(`error: ${(err as Error).message}`);

@@ -10,7 +10,7 @@
 //      generation_config.json);
 //   2. SFT of that folder as model.pretrained by the recipe (full fine-tuning, the model's own
 //      template, Hermes tool calls), a run folder at WORK/sft like npm run train's;
-//   3. the trained weights through the Hugging Face exporter (export/hf.ts) into OUT with the
+//   3. the trained weights through the Hugging Face exporter (model/hf/write.ts) into OUT with the
 //      tokenizer files, `made_by` (the recipe and this command) in the safetensors metadata and
 //      the config, and a README.md model card with the run's held-out numbers.
 // --small makes a smaller sibling quickly (one layer, a 320-entry vocabulary, the recipe's SFT
@@ -20,7 +20,6 @@ import { join, resolve } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { loadRecipeFile } from "../config/recipe-file";
-import { hfFiles, readSafetensors, writeSafetensors } from "../export/hf";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { PolicyModel } from "../model/api";
@@ -29,7 +28,8 @@ import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, modelConfig, paramLayout } from "../model/config";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
-import { hfModelConfig } from "../model/hf";
+import { hfModelConfig } from "../model/hf/read";
+import { hfFiles, readSafetensors, writeSafetensors } from "../model/hf/write";
 import {
   LAB_LLAMA_ADDED,
   LAB_LLAMA_CHAT_TEMPLATE,

@@ -12,7 +12,13 @@ import { modelSourceOf, sourceLabel } from "../model/source";
 export function fsByteStore(
   root = process.env.LAB_MODEL_CACHE ?? join(homedir(), ".cache", "agentic-rl-lab", "models"),
 ): ByteStore {
-  const path = (k: string) => join(root, ...k.split("/").map((p) => encodeURIComponent(p)));
+  // Keys come partly from untrusted names (a revision, a file name): no segment may leave the root.
+  const path = (k: string) => {
+    const parts = k.split("/");
+    if (parts.some((p) => p === "" || p === "." || p === ".."))
+      throw new Error(`model cache: key ${JSON.stringify(k)} has an empty, "." or ".." segment`);
+    return join(root, ...parts.map((p) => encodeURIComponent(p)));
+  };
   const walk = (d: string): string[] =>
     existsSync(d)
       ? readdirSync(d, { withFileTypes: true }).flatMap((e) =>

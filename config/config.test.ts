@@ -19,6 +19,7 @@ import {
   recipeConfig,
   setPath,
 } from "./index.ts";
+import { encodeLink } from "./link.ts";
 
 function errorsOf(input: unknown) {
   const r = parseRunConfig(input);
@@ -303,5 +304,24 @@ describe("recipes", () => {
   it("names the recipe and the field on errors", () => {
     expect(() => recipeConfig("nope")).toThrow(/unknown recipe "nope"/);
     expect(() => recipeConfig("ppo", { rl: { lambda: 2 } })).toThrow(/recipe ppo:\nrl.lambda: must be <= 1/);
+  });
+});
+
+describe("task.options are checked where the config is parsed (issue 36)", () => {
+  it("parseRunConfig and encodeLink refuse task.options {digts: 3}, naming the option", async () => {
+    const bad = parseRunConfig({ task: { options: { digts: 3 } } });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.errors[0].path).toBe("task.options.digts");
+    if (!bad.ok) expect(bad.errors[0].message).toMatch(/^unknown option/);
+    // A near miss is named: frozenlake's size.
+    const near = parseRunConfig({ task: { name: "frozenlake", options: { sise: 4 } } });
+    expect(!near.ok && near.errors[0].message).toMatch(/did you mean size\?/);
+    const range = parseRunConfig({ task: { name: "frozenlake", options: { size: 1.5 } } });
+    expect(!range.ok && range.errors).toEqual([{ path: "task.options.size", message: "must be an integer" }]);
+    await expect(
+      encodeLink({ config: mergeConfig(defaultRunConfig(), { task: { options: { digts: 3 } } }) }),
+    ).rejects.toThrow(/task\.options\.digts: unknown option/);
+    // Good options pass.
+    expect(parseRunConfig({ task: { name: "frozenlake", options: { size: 4 } } }).ok).toBe(true);
   });
 });

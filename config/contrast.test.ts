@@ -1,14 +1,31 @@
 // Every claim preset declares what it changes against its baseline arm, and changes nothing
 // else: both recipe files are resolved (base recipes, extends chains, defaults) and compared
 // leaf by leaf. A path in `contrast.changes` covers its subtree; a declared change that does
-// not differ fails too, so a declaration cannot go stale. Run: npx vitest run config/contrast.test.ts
-import { readdirSync, readFileSync } from "node:fs";
+// not differ fails too, so a declaration cannot go stale. The calculator claims extend and
+// contrast the frozen claim-baseline.json (quick-demo as their tables ran it), and every arm
+// with committed runs (docs/experiments/claims/<arm>/seed-<S>/config.json; the folder
+// "quick-demo" holds claim-baseline's) still resolves to the config those runs recorded, so a
+// change to the default demo cannot change what a committed table means.
+// Run: npx vitest run config/contrast.test.ts
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { contrastViolations, loadRecipeFile } from "./recipe-file.ts";
 
 const dir = new URL("../public/recipes/", import.meta.url);
 const read = async (f: string) => readFileSync(new URL(f, dir), "utf8");
-const claims = readdirSync(dir).filter((f) => f.startsWith("claim-") && f.endsWith(".json"));
+const BASELINE = "claim-baseline.json";
+const claims = readdirSync(dir).filter(
+  (f) => f.startsWith("claim-") && f.endsWith(".json") && f !== BASELINE,
+);
+const runsDir = new URL("../docs/experiments/claims/", import.meta.url);
+
+/** Every leaf of a JSON value by dotted path (arrays whole). */
+function leaves(v: unknown, path = "", out: Record<string, string> = {}): Record<string, string> {
+  if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+    for (const [k, x] of Object.entries(v)) leaves(x, path ? `${path}.${k}` : k, out);
+  } else out[path] = JSON.stringify(v);
+  return out;
+}
 
 describe("claim presets: one declared contrast", () => {
   it("there are claim presets", () => expect(claims.length).toBeGreaterThanOrEqual(10));
@@ -22,6 +39,52 @@ describe("claim presets: one declared contrast", () => {
       const base = await loadRecipeFile(contrast.baseline, read);
       if (!base.ok) throw new Error(base.error);
       expect(contrastViolations(arm.config, base.config, contrast.changes)).toEqual([]);
+    });
+  }
+});
+
+describe("the frozen claim baseline", () => {
+  it("is no claim preset's arm, and every calculator claim extends it and is contrasted with it", async () => {
+    const base = await loadRecipeFile(BASELINE, read);
+    if (!base.ok) throw new Error(base.error);
+    expect(base.recipe.contrast).toBeUndefined();
+    for (const file of claims) {
+      const raw = JSON.parse(await read(file)) as { extends?: string; contrast?: { baseline: string } };
+      expect(raw.extends, `${file} extends the default demo`).not.toBe("quick-demo.json");
+      expect(raw.contrast?.baseline, `${file} is contrasted with the default demo`).not.toBe(
+        "quick-demo.json",
+      );
+    }
+    const onBaseline = claims.filter(
+      (f) => JSON.parse(readFileSync(new URL(f, dir), "utf8")).extends === BASELINE,
+    );
+    expect(onBaseline.length).toBeGreaterThanOrEqual(7);
+  });
+
+  const arms = readdirSync(runsDir).filter((a) => !a.includes("."));
+  it("every arm with committed runs has its recipe file", () => {
+    expect(arms).toContain("quick-demo");
+    for (const arm of arms)
+      expect(existsSync(new URL(arm === "quick-demo" ? BASELINE : `${arm}.json`, dir))).toBe(true);
+  });
+  for (const arm of arms) {
+    const file = arm === "quick-demo" ? BASELINE : `${arm}.json`;
+    it(`${file} resolves to the config of its committed runs (docs/experiments/claims/${arm})`, async () => {
+      const r = await loadRecipeFile(file, read);
+      if (!r.ok) throw new Error(r.error);
+      const now = leaves(r.config);
+      for (const seed of readdirSync(new URL(`${arm}/`, runsDir))) {
+        const ran = leaves(JSON.parse(readFileSync(new URL(`${arm}/${seed}/config.json`, runsDir), "utf8")));
+        // Fields added to the schema since carry their defaults; the seed is the run's own;
+        // checkpoint_every only says when checkpoints were written (5 then, 2 now).
+        const differ = Object.keys(ran).filter(
+          (k) => k !== "seed" && k !== "checkpoint_every" && ran[k] !== now[k],
+        );
+        expect(
+          differ.map((k) => `${seed} ${k}: ran ${ran[k]}, now ${now[k]}`),
+          `${file} no longer resolves to what ${arm}/${seed} ran`,
+        ).toEqual([]);
+      }
     });
   }
 });

@@ -6,6 +6,7 @@
 // unknown field is an error that names it. Tested by config/config.test.ts
 // (`npx vitest run config/`).
 import { z } from "zod";
+import { TASK_OPTIONS, taskOptionIssues } from "./task-options.ts";
 
 export const CONFIG_VERSION = 2;
 
@@ -120,7 +121,17 @@ export const TaskSchema = z
     split_version: z.union([z.literal(1), z.literal(2)]).default(2), // tasks/split.ts: 2 = canonical keys + dev side; configs of version 1 migrate to 1
     dev_size: int(0).default(0), // dev prompts per evaluation (split version 2), reported as dev/*; lab choice (0 = off)
   })
-  .strict();
+  .strict()
+  // Each built-in task's options against its schema, here where a config is parsed, so a link,
+  // a recipe or the CLI with task.options {digts: 3} is refused before anything runs.
+  .superRefine((task, ctx) => {
+    const schema = TASK_OPTIONS[task.name];
+    if (!schema) return;
+    const r = schema.safeParse(task.options);
+    if (r.success) return;
+    for (const issue of taskOptionIssues(task.name, schema, r.error.issues))
+      ctx.addIssue({ code: "custom", path: ["options", ...issue.path], message: issue.message });
+  });
 
 export const SftSchema = z
   .object({
@@ -416,6 +427,33 @@ export function validateRunConfig(input: unknown): ParseResult {
   const r = RunConfigSchema.safeParse(input);
   if (r.success) return { ok: true, config: r.data };
   return { ok: false, errors: issuesToErrors(r.error.issues) };
+}
+
+/** The schema of a leaf of RunConfig by dotted path (defaults, optionals and nullables unwrapped). */
+function leafSchema(path: string): z.ZodType | undefined {
+  const unwrap = (x: z.ZodType): z.ZodType => {
+    for (;;) {
+      const def = (x as unknown as { _zod: { def: { type: string; innerType?: z.ZodType; in?: z.ZodType } } })
+        ._zod.def;
+      if (def.innerType) x = def.innerType;
+      else if (def.type === "pipe" && def.in) x = def.in;
+      else return x;
+    }
+  };
+  let s: z.ZodType = RunConfigSchema;
+  for (const key of path.split(".")) {
+    const shape = (unwrap(s) as z.ZodObject).shape as Record<string, z.ZodType> | undefined;
+    const next = shape?.[key];
+    if (!next) return undefined;
+    s = next;
+  }
+  return unwrap(s);
+}
+
+/** True for the fields the schema declares whole numbers (z.int): the page refuses 2.5 there. */
+export function isIntegerField(path: string): boolean {
+  const s = leafSchema(path);
+  return s instanceof z.ZodNumber && s.isInt === true;
 }
 
 export function formatConfigErrors(errors: readonly ConfigError[]): string {

@@ -6,7 +6,8 @@
 // 390x844 the first chart is within the first screen after opening the charts tab, the config
 // is a drawer and comes after the charts in tab order; Start with seeds 2 runs both seeds one
 // after another as one group, drawn as a mean with a band and listed as a group; after a reload
-// the stored runs list the group, and opening it draws the band again.
+// the stored runs list the group, and opening it draws the band again; a verl and a TRL run
+// brought back (issue #39, results/) chart next to a lab run and a verl sample shows in the inspector.
 // Screenshots: docs/screenshots/compare.png (the README's comparison), e2e/artifacts/.
 // Run: `npx vitest run --project e2e e2e/charts.e2e.test.ts` (`npm run screenshots` retakes
 // the README's screenshots with this file and e2e/ui.e2e.test.ts).
@@ -302,6 +303,91 @@ describe("charts, comparisons and the page on a phone", () => {
       .toBe(2);
     expect(Number(await reward.getAttribute("data-bands"))).toBeGreaterThan(0);
     expect(await legend.getAttribute("data-seeds")).toBe("2");
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+
+  // Issue #39: a verl run (the committed fixture folder: file log, 20 rollout dumps, the
+  // export's config.yaml) and a TRL run (trainer_state.json and completions parquet files)
+  // come back into the page next to a lab run; a bad file is refused naming its line.
+  it("brings a verl and a TRL run back: charted next to a lab run, a verl sample in the inspector", async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    await page.goto(baseUrl);
+    await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
+    await page.getByTestId("tab-runs").click();
+    const names = page.getByTestId("stored-run-name");
+    const before = await names.count();
+    await page
+      .locator('.import-bundle input[type="file"]')
+      .setInputFiles(await bundleFile("lab-arm", 0.03, []));
+    await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(before + 1);
+    await openStored(page, /lab-arm/);
+
+    // A bad verl log: refused with its file and line; nothing stored.
+    const bad = join(mkdtempSync(join(tmpdir(), "results-")), "metrics.jsonl");
+    writeFileSync(bad, '{"step": 1, "data": {"a": 1}}\n{"step": 2, "data": [1]}\n');
+    await page.getByTestId("import-results-files").setInputFiles(bad);
+    await expect
+      .poll(() => page.locator(".errors").textContent(), { timeout: 30_000 })
+      .toContain('metrics.jsonl:2: "data" is an array, not an object of metrics');
+    expect(await names.count()).toBe(before + 1);
+
+    await page.getByTestId("import-results-folder").setInputFiles("results/fixtures/verl-run");
+    await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(before + 2);
+    const trl = "results/fixtures/trl-run/trl-out";
+    await page
+      .getByTestId("import-results-files")
+      .setInputFiles([
+        join(trl, "trainer_state.json"),
+        ...[1, 2, 3].map((k) => join(trl, "completions", `completions_0000${k}.parquet`)),
+      ]);
+    await expect.poll(() => names.count(), { timeout: 60_000 }).toBe(before + 3);
+    const stored = await names.allTextContents();
+    const verlName = stored.find((n) => / verl ci-tiny$/.test(n)) ?? "";
+    const trlName = stored.find((n) => / trl run$/.test(n)) ?? "";
+    expect(verlName).toMatch(/^#\d+ verl ci-tiny$/);
+    expect(trlName).toMatch(/^#\d+ trl run$/);
+    // Never replayed: each says so, with no Resume or Export.
+    for (const name of [verlName, trlName]) {
+      const row = page.getByTestId("stored-run").filter({ hasText: name });
+      expect(await row.getByTestId("not-replayable").textContent()).toMatch(
+        /ran on (verl|trl): not replayable/,
+      );
+      expect(await row.getByRole("button", { name: /Resume|Restart|Export/ }).count()).toBe(0);
+    }
+
+    // The lab's charts draw the three runs on one axis: reward/mean is verl's critic/score/mean
+    // and TRL's reward; the verl run's val/acc/hard (its data source lab/arithmetic/hard).
+    const nameLab = (await page.getByTestId("run-name").filter({ hasText: "lab-arm" }).textContent()) ?? "";
+    await page.getByTestId("tab-charts").click();
+    const reward = page.getByTestId("chart-reward");
+    await expect
+      .poll(() => reward.getByTestId("legend-run").allTextContents(), { timeout: 30_000 })
+      .toEqual([nameLab, verlName, trlName]);
+    await page.getByTestId("add-chart").click();
+    await page.getByTestId("chart-search").fill("acc/hard");
+    await page.getByTestId("chart-option").first().click();
+    const hard = page.getByTestId("chart-key:rl:val/acc/hard");
+    await expect
+      .poll(() => hard.getByTestId("legend-run").allTextContents(), { timeout: 30_000 })
+      .toEqual([nameLab, verlName]);
+    await page.screenshot({ path: "e2e/artifacts/results-back.png" });
+
+    // The inspector shows a verl sample as text, and says there are no token masks.
+    await page.getByTestId("tab-runs").click();
+    await openStored(page, new RegExp(verlName.replace(/[.*+?^${}()|[\]\\#]/g, "\\$&")));
+    await page.getByTestId("tab-inspector").click();
+    const note = page.getByTestId("engine-note");
+    await expect.poll(() => note.textContent(), { timeout: 30_000 }).toContain("no tokens, token masks");
+    expect(await note.textContent()).toContain("not replayable here");
+    const text = page.getByTestId("sample-text");
+    await expect.poll(() => text.count(), { timeout: 30_000 }).toBe(8);
+    expect(await text.first().textContent()).toContain("What is 12 + 7?");
+    expect(await page.getByTestId("sample").first().getByTestId("sample-reward").textContent()).toMatch(
+      /^[01]/,
+    );
     expect(pageErrors).toEqual([]);
     await page.close();
   });

@@ -10,6 +10,9 @@
 //      checkpoint): the reason and the offer of the pretrained recipes at once, Start refused;
 //      the offer applied (lab-llama-calculator, the picked model kept, its architecture fields
 //      read-only from config.json), two RL steps, the PEFT and HF downloads unzipped and checked.
+//   5. the same model with a hostile chat template (a 100,000,000-item range loop) picked as local
+//      files: the picker says it is refused (file and budget), Start fails with the same refusal,
+//      and the page stays usable (the good files picked next are accepted).
 // Run: `npx vitest run --project e2e e2e/model.e2e.test.ts`.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -62,12 +65,19 @@ let files: Record<string, Buffer>;
 let dir: string;
 const hubRequests: string[] = [];
 let cut: string | null = null;
+let evilDir: string;
+const RANGE_LOOP = "{% for i in range(100000000) %}{% endfor %}";
 
 beforeAll(async () => {
   files = tinyHfModel();
   dir = join(mkdtempSync(join(tmpdir(), "lab-model-")), "tiny-qwen3");
   mkdirSync(dir, { recursive: true });
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+  evilDir = join(dir, "..", "evil-qwen3");
+  mkdirSync(evilDir, { recursive: true });
+  const evilConfig = { ...JSON.parse(files["tokenizer_config.json"].toString()), chat_template: RANGE_LOOP };
+  for (const [name, bytes] of Object.entries(files))
+    writeFileSync(join(evilDir, name), name === "tokenizer_config.json" ? JSON.stringify(evilConfig) : bytes);
   browser = await launchChromium();
   context = await browser.newContext();
   // The fake Hub.
@@ -260,6 +270,30 @@ describe("pretrained models in the page", () => {
     expect(mt["model.layers.0.mlp.gate_proj.weight"].shape).toEqual([24, 16]);
     expect(mt["lm_head.weight"]).toBeUndefined(); // tied, as the source
     await run.close();
+  });
+
+  it("a model whose chat template loops over range(100000000) is refused when picked; the page stays usable", async () => {
+    const page = await open(RUN);
+    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(evilDir, f)));
+    const state = page.getByTestId("run-model");
+    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("refused");
+    const refusal =
+      "tokenizer_config.json: chat_template refused by the template sandbox's maxRange budget: range(0, 100000000, 1) has 100000000 items; the template sandbox allows 100000 (Jinja2's MAX_RANGE)";
+    expect(await page.getByTestId("model-refused").textContent()).toContain(refusal);
+    // Start: the run is refused by the same check before it begins.
+    await page.getByTestId("start").click();
+    await expect
+      .poll(async () => (await page.getByTestId("app-error").allTextContents()).join(" "), {
+        timeout: 60_000,
+      })
+      .toContain(refusal);
+    // The page and its worker still answer: the good files are accepted and planned.
+    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
+    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("cached");
+    await expect
+      .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
+      .toBe("1");
+    await page.close();
   });
 
   it("a link naming a Hub model offers the download; an interrupted download resumes; the second open makes no request", async () => {

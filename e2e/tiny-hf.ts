@@ -5,7 +5,7 @@
 // tokenizer_config.json (the chat template unchanged) with the added ids renumbered to match.
 // Random f32 weights (norms at 1), seeded. Node only; used by e2e/model.e2e.test.ts.
 import { readFileSync } from "node:fs";
-import { randomHfSafetensors } from "../model/hf-fixture";
+import { randomHfSafetensors } from "../model/hf/fixture";
 import { QWEN3_DIR } from "../model/qwen3-fixture";
 
 const KEEP = 1024;

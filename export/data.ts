@@ -7,6 +7,7 @@
 // hyparquet-writer; export/export.test.ts reads them back with hyparquet.
 import { parquetWriteBuffer } from "hyparquet-writer";
 import type { RunConfig } from "../config/schema.ts";
+import { type ChatTool, chatToolsOf, withToolPrompt } from "../model/tool-list-prompt.ts";
 import { makeArithmeticTask } from "../tasks/arithmetic.ts";
 import { makeFunctionCallingTask } from "../tasks/function-calling.ts";
 import { createRng } from "../tasks/rng.ts";
@@ -84,11 +85,13 @@ export function toRow(
   c: RunConfig,
   ability: string,
   tools: string[],
+  toolList: ChatTool[] | null = null,
 ): VerlRow {
   const gt = p.meta.gtCalls as unknown[] | undefined;
+  const messages = p.messages.map((m) => ({ role: m.role, content: m.content }));
   return {
     data_source: `lab/${c.task.name}/${p.bucket}`,
-    prompt: p.messages.map((m) => ({ role: m.role, content: m.content })),
+    prompt: toolList ? withToolPrompt(messages, toolList) : messages,
     ability,
     reward_model: { ground_truth: p.answer, style: "rule" },
     extra_info: {
@@ -103,12 +106,21 @@ export function toRow(
   };
 }
 
-export function datasetRows(c: RunConfig): { train: VerlRow[]; val: VerlRow[] } {
+/**
+ * The rows of train.parquet and val.parquet. `toolList`: the run's template ignores `tools`, so
+ * the lab's tool list goes into each prompt's system message (model/tool-list-prompt.ts), as the
+ * lab's JinjaChat puts it there.
+ */
+export function datasetRows(
+  c: RunConfig,
+  o: { toolList?: boolean } = {},
+): { train: VerlRow[]; val: VerlRow[] } {
   const { task, ability } = exportTask(c);
   const tools = task.tools.map((t) => t.name);
+  const list = o.toolList ? chatToolsOf(task.tools) : null;
   return {
-    train: trainProblems(c, task).map((p, i) => toRow(p, i, "train", c, ability, tools)),
-    val: task.evalSet(c.task.eval_size).map((p, i) => toRow(p, i, "test", c, ability, tools)),
+    train: trainProblems(c, task).map((p, i) => toRow(p, i, "train", c, ability, tools, list)),
+    val: task.evalSet(c.task.eval_size).map((p, i) => toRow(p, i, "test", c, ability, tools, list)),
   };
 }
 

@@ -20,8 +20,7 @@ import { parse } from "yaml";
 import { mergeConfig } from "../config/edit.ts";
 import { FIELD_META, leafPaths } from "../config/meta.ts";
 import { RECIPES } from "../config/presets.ts";
-import { loadRecipeFile } from "../config/recipe-file.ts";
-import { defaultRunConfig, type RunConfig, validateRunConfig } from "../config/schema.ts";
+import { defaultRunConfig, type RunConfig } from "../config/schema.ts";
 import { listRegistries } from "../rl/algos/registry.ts";
 import { combineRewards } from "../rl/algos/rewards.ts";
 import { parseAnswer } from "../rl/parse.ts";
@@ -35,18 +34,13 @@ import type { Problem } from "../tasks/types.ts";
 import { EXPORT_TASKS, exportTask } from "./data.ts";
 import { exportRun, StrictExportError, trlConfig } from "./index.ts";
 import { FIELD_DECISIONS, mappingTableMarkdown, REGISTRY_DECISIONS } from "./mapping.ts";
+import { config, recipeFiles } from "./test-runs.ts";
 import TRL_KEYS from "./trl-keys.json";
 import VERL_KEYS from "./verl-keys.json";
 import { zipFiles } from "./zip.ts";
 
 const dec = new TextDecoder();
 const text = (b: Uint8Array) => dec.decode(b);
-
-function config(input: unknown): RunConfig {
-  const r = validateRunConfig(input);
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-}
 
 /** A function-calling base: the task needs the chatml-turns template. */
 const FC = { task: { name: "function-calling", template: "chatml-turns" } };
@@ -123,17 +117,6 @@ function keyProblems(yamlText: string): string[] {
     else if (!typeOk(t, v)) problems.push(`${path}: verl has a ${t}, the export writes ${JSON.stringify(v)}`);
   }
   return problems;
-}
-
-async function recipeFiles(): Promise<{ name: string; config: RunConfig }[]> {
-  const index = JSON.parse(readFileSync("public/recipes/index.json", "utf8")) as { file: string }[];
-  const out: { name: string; config: RunConfig }[] = [];
-  for (const { file } of index) {
-    const r = await loadRecipeFile(`public/recipes/${file}`, async (p) => readFileSync(p, "utf8"));
-    if (!r.ok) throw new Error(r.error);
-    out.push({ name: r.recipe.name, config: r.config });
-  }
-  return out;
 }
 
 describe("verl keys", () => {
@@ -753,12 +736,15 @@ describe("warnings and --strict", () => {
         "public/recipes/claim-tao.json",
         "--out",
         out,
+        "--gpus",
+        "2",
       ],
       {
         encoding: "utf8",
       },
     );
     expect(ok.status, ok.stderr).toBe(0);
+    expect(parse(readFileSync(join(out, "config.yaml"), "utf8")).trainer.n_gpus_per_node).toBe(2);
     expect(ok.stderr).toContain("warning: shaping:tao-code");
     expect(readFileSync(join(out, "run.sh"), "utf8")).toContain(
       'python3 -m verl.trainer.main_ppo --config-path "$(cd "$(dirname "$0")" && pwd)" --config-name config',
@@ -831,7 +817,7 @@ describe("TRL", () => {
         Object.keys(args).filter((k) => !known.has(k)),
         name,
       ).toEqual([]);
-      expect(["grpo", "dr_grpo", "dapo"]).toContain(args.loss_type[0]);
+      expect(TRL_KEYS.grpo_config.enums.loss_type.values).toContain(args.loss_type[0]);
       expect(["constant", "linear", "cosine_with_min_lr"]).toContain(args.lr_scheduler_type[0]);
       expect(args.num_generations[0]).toBe(c.rl.group_size);
     }

@@ -9,30 +9,47 @@
 // Depends on config/, the registry names (mapping.ts) and tasks/. CLI: cli/export.ts
 // (`npm run export -- verl <recipe.json | bundle | --link URL> --out DIR`).
 // Tested by export/export.test.ts (`npx vitest run --project unit export/`).
+export { trlConfig } from "./trl.ts";
+
 import type { RunConfig } from "../config/schema.ts";
+import type { ChatTemplateFacts } from "../model/tool-list-prompt.ts";
 import { isBuiltinTool, type Task } from "../tasks/types.ts";
 import { datasetRows, exportTask, rowsToParquet } from "./data.ts";
-import { mappingTableMarkdown, REGISTRY_DECISIONS, type Unmapped, unmappedInUse } from "./mapping.ts";
-import TRL_PY from "./trl/train_trl.py?raw";
+import {
+  mappingTableMarkdown,
+  pretrainedSource,
+  REGISTRY_DECISIONS,
+  type Unmapped,
+  unmappedInUse,
+} from "./mapping.ts";
+import { TRL_RESULTS, trlArgsTableMarkdown, trlBatch, trlPy, trlWarnings } from "./trl.ts";
 import TRL_KEYS from "./trl-keys.json";
 import LAB_NODE_PY from "./verl/lab_node.py?raw";
 import LAB_TOOLS_PY from "./verl/lab_tools.py?raw";
 import REWARD_PY from "./verl/reward.py?raw";
-import { runSh, toolConfigYaml, verlConfigYaml } from "./verl.ts";
+import { runSh, toolConfigYaml, VERL_RESULTS, verlBatch, verlConfigYaml } from "./verl.ts";
 import VERL_KEYS from "./verl-keys.json";
 
 export const LAB_VERSION = "agentic-rl-lab 0.1.0";
 export const VERL_COMMIT = VERL_KEYS.verl_commit;
 export type Target = "verl" | "trl";
+const ENGINE: Record<Target, string> = { verl: "verl's PPO trainer", trl: "TRL's GRPOTrainer" };
 
 export interface ExportOptions {
   target: Target;
   /** The run's name (experiment name, README title). */
   name: string;
-  /** Refuse the run when any part it uses does not map. */
+  /** Refuse the run when any part it uses does not map (or the GPU count forces an adjustment). */
   strict?: boolean;
   /** Where the run came from (a recipe path, "link", a bundle), for the README. */
   source?: string;
+  /** GPUs the job runs on (verl: default 8, its trainer.n_gpus_per_node x nnodes; TRL: processes, default 1). */
+  gpus?: number;
+  /**
+   * The model's chat template as the run recorded it when it loaded the model (a run event's
+   * `chat`, chatFactsOf); absent when the run never loaded it (a recipe).
+   */
+  chat?: ChatTemplateFacts | null;
 }
 
 export interface ExportResult {
@@ -43,13 +60,25 @@ export interface ExportResult {
 }
 
 export class StrictExportError extends Error {
-  constructor(readonly warnings: Unmapped[]) {
+  constructor(
+    readonly warnings: Unmapped[],
+    target: Target = "verl",
+  ) {
     super(
-      `export --strict: the run uses ${warnings.length} part(s) that verl's PPO trainer does not have:\n${warnings
+      `export --strict: the run uses ${warnings.length} part(s) that ${ENGINE[target]} does not have (or that its GPU count changes):\n${warnings
         .map((w) => `  - ${w.part}: ${w.why}`)
         .join("\n")}`,
     );
   }
+}
+
+/** The chat-template facts a run recorded (its last run event with `chat`), or null. */
+export function chatFactsOf(events: readonly { chat?: ChatTemplateFacts }[]): ChatTemplateFacts | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const chat = events[i].chat;
+    if (chat) return chat;
+  }
+  return null;
 }
 
 const enc = new TextEncoder();
@@ -68,200 +97,49 @@ export function rewardPy(spec: ReturnType<typeof rewardSpec>): string {
   return REWARD_PY.replace(marker, `LAB_REWARD = json.loads(${JSON.stringify(JSON.stringify(spec))})`);
 }
 
-/** Warnings beyond the mapping table that depend on the task and the exact numbers. */
-function taskWarnings(c: RunConfig, task: Task): Unmapped[] {
+/**
+ * Whether the export writes the lab's tool list into the prompts' system message: the run uses
+ * its model's own template (task.template "model", task.tool_prompt "hermes") and recorded that
+ * the template ignores `tools`, as the lab then does (model/chat.ts JinjaChat).
+ */
+export function needsToolList(c: RunConfig, chat: ChatTemplateFacts | null | undefined): boolean {
+  return c.task.template === "model" && c.task.tool_prompt === "hermes" && chat?.renders_tools === false;
+}
+
+/** Warnings beyond the mapping table that depend on the task, the template and the exact numbers. */
+function taskWarnings(c: RunConfig, task: Task, o: ExportOptions): Unmapped[] {
   const out: Unmapped[] = [];
+  const verl = o.target === "verl";
   if (c.task.template === "inline")
     out.push({
       part: "task.template",
-      why: "the inline template with non-JSON calls: verl's Hermes agent loop parses only JSON calls in separate turns; the export uses Hermes turns",
+      why: verl
+        ? "the inline template with non-JSON calls: verl's Hermes agent loop parses only JSON calls in separate turns; the export uses Hermes turns"
+        : "the inline template with non-JSON calls: TRL parses only the JSON calls its chat template's response schema knows; the export uses Hermes turns",
     });
   if (task.tools.some(isBuiltinTool))
     out.push({
       part: "task.tools (code tool)",
       why: 'the code tool is offered as a JSON function {"code": ...}; a model trained in the lab on bare-code calls (<tool_call>1+2</tool_call>) does not write them',
     });
-  if (c.rl.prompts_per_step % c.rl.minibatches !== 0)
+  if (verl && c.rl.prompts_per_step % c.rl.minibatches !== 0)
     out.push({
       part: "rl.minibatches",
       why: `verl splits a step by prompts: ${c.rl.prompts_per_step} prompts do not divide into ${c.rl.minibatches} minibatches (ppo_mini_batch_size ${Math.max(1, Math.floor(c.rl.prompts_per_step / c.rl.minibatches))})`,
     });
-  return out;
-}
-
-/** TRL's GRPOTrainer has less than verl's PPO trainer: these parts do not carry over. */
-function trlWarnings(c: RunConfig): Unmapped[] {
-  const out: Unmapped[] = [];
-  const r = c.rl;
-  if (r.advantage !== "grpo" && r.advantage !== "dr-grpo" && r.advantage !== "liteppo")
-    out.push({
-      part: `advantage:${r.advantage}`,
-      why: "TRL's GRPOTrainer computes group-relative advantages only (grpo, dr-grpo; liteppo as scale_rewards batch)",
-    });
-  if (r.rollout_correction.rollout_is !== "none" || r.rollout_correction.rollout_rs !== "none")
-    out.push({
-      part: "rl.rollout_correction",
-      why: "TRL's vLLM importance-sampling correction has its own knobs (vllm_importance_sampling_*); not written",
-    });
-  if (r.kl.coef > 0 && r.kl.in === "reward")
-    out.push({ part: "rl.kl.in", why: "TRL puts the KL in the loss only (beta)" });
-  if (r.kl.coef > 0 && r.kl.estimator !== "k3")
-    out.push({ part: "rl.kl.estimator", why: "TRL's KL term is k3 only" });
-  if (r.loss_agg === "seq-mean-token-sum")
-    out.push({ part: "agg:seq-mean-token-sum", why: "TRL has no seq-mean-token-sum loss" });
-  if (r.dual_clip_c !== null) out.push({ part: "rl.dual_clip_c", why: "TRL has no dual clip" });
-  if (r.policy_loss !== "ppo-clip")
-    out.push({ part: `policy-loss:${r.policy_loss}`, why: "TRL's GRPO loss is the clipped surrogate" });
-  if (r.entropy_coef > 0)
-    out.push({
-      part: "rl.entropy_coef",
-      why: "TRL's entropy_coef is an adaptive-entropy option; not written",
-    });
-  return out;
-}
-
-const TRL_LOSS: Record<string, string> = {
-  "token-mean": "dapo",
-  "seq-mean-token-mean": "grpo",
-  "seq-mean-token-sum-norm": "dr_grpo",
-  "seq-mean-token-sum": "dr_grpo",
-};
-
-/** A minibatch as TRL's per-device batch x gradient accumulation (rl.micro_batch_size when it divides it). */
-function trlBatch(mini: number, micro: number): Record<string, [unknown, string]> {
-  const source = "rl.prompts_per_step x rl.group_size / rl.minibatches";
-  if (micro > 0 && micro < mini && Number.isInteger(mini / micro)) {
-    return {
-      per_device_train_batch_size: [micro, "rl.micro_batch_size"],
-      gradient_accumulation_steps: [mini / micro, `the minibatch (${source}) / rl.micro_batch_size`],
-    };
+  if (c.task.template === "model" && c.task.tool_prompt === "hermes" && task.tools.length > 0) {
+    if (!o.chat)
+      out.push({
+        part: "task.template (model)",
+        why: "the run did not record whether its model's chat template renders tools (it never loaded the model): the export assumes it does; for a template that ignores them (SmolLM2's) export the run after it started, or its bundle",
+      });
+    else if (!o.chat.renders_tools && !verl)
+      out.push({
+        part: "task.tools (template)",
+        why: 'the model\'s chat template ignores tools, and TRL parses tool calls only for chat templates it knows ("Unrecognized chat template"): train_trl.py passes no tools=, so the tool list is in the system message as in the lab but TRL does not run the calls',
+      });
   }
-  return {
-    per_device_train_batch_size: [mini, source],
-    gradient_accumulation_steps: [1, "one optimizer step per minibatch"],
-  };
-}
-
-/** GRPOConfig's arguments (name -> [value, lab source]). */
-export function trlConfig(c: RunConfig, name: string): Record<string, [unknown, string]> {
-  const r = c.rl;
-  const rollouts = r.prompts_per_step * r.group_size;
-  const sched = r.schedule === "cosine" ? "cosine_with_min_lr" : r.schedule;
-  return {
-    run_name: [name, "the run's name"],
-    seed: [c.seed, "seed"],
-    learning_rate: [r.lr, "rl.lr"],
-    lr_scheduler_type: [sched, "rl.schedule"],
-    ...(sched === "cosine_with_min_lr"
-      ? { lr_scheduler_kwargs: [{ min_lr_rate: r.min_lr_ratio }, "rl.min_lr_ratio"] }
-      : {}),
-    warmup_steps: [r.warmup_steps, "rl.warmup_steps"],
-    adam_beta1: [r.betas[0], "rl.betas[0]"],
-    adam_beta2: [r.betas[1], "rl.betas[1]"],
-    weight_decay: [r.weight_decay, "rl.weight_decay"],
-    max_grad_norm: [r.grad_clip > 0 ? r.grad_clip : 1e9, "rl.grad_clip (0 = off)"],
-    max_steps: [
-      c.stop.max_steps * r.minibatches,
-      "stop.max_steps x rl.minibatches (TRL counts optimizer steps)",
-    ],
-    ...trlBatch(rollouts / r.minibatches, r.micro_batch_size),
-    gradient_checkpointing: [c.model.gradient_checkpointing, "model.gradient_checkpointing"],
-    steps_per_generation: [r.minibatches, "rl.minibatches (one generation feeds them all)"],
-    num_generations: [r.group_size, "rl.group_size"],
-    num_iterations: [r.epochs, "rl.epochs"],
-    shuffle_dataset: [false, "the lab's prompt order"],
-    max_completion_length: [c.sampling.max_new_tokens, "sampling.max_new_tokens"],
-    temperature: [c.sampling.temperature, "sampling.temperature"],
-    top_p: [c.sampling.top_p, "sampling.top_p"],
-    ...(c.sampling.top_k > 0 ? { top_k: [c.sampling.top_k, "sampling.top_k"] } : {}),
-    beta: [r.kl.in === "loss" ? r.kl.coef : 0, "rl.kl.coef (in the loss)"],
-    epsilon: [r.clip_eps_low, "rl.clip_eps_low"],
-    epsilon_high: [r.clip_eps_high, "rl.clip_eps_high"],
-    loss_type: [TRL_LOSS[r.loss_agg], `rl.loss_agg (${r.loss_agg})`],
-    importance_sampling_level: ["token", "the lab's ratios are per token"],
-    scale_rewards:
-      r.advantage === "liteppo"
-        ? ["batch", "rl.advantage liteppo: group mean, batch std"]
-        : [r.advantage !== "dr-grpo" && r.norm_adv_by_std ? "group" : "none", "rl.norm_adv_by_std"],
-    ...(r.top_entropy_quantile < 1
-      ? { top_entropy_quantile: [r.top_entropy_quantile, "rl.top_entropy_quantile"] }
-      : {}),
-    max_tool_calling_iterations: [c.limits.max_tool_calls, "limits.max_tool_calls"],
-    logging_steps: [1, "a metrics row per step"],
-    save_steps: [
-      c.checkpoint_every > 0 ? c.checkpoint_every * r.minibatches : c.stop.max_steps * r.minibatches,
-      "checkpoint_every",
-    ],
-    report_to: ["none", "lab choice"],
-  };
-}
-
-const PY_TYPES: Record<string, string> = {
-  string: "str",
-  integer: "int",
-  number: "float",
-  boolean: "bool",
-  array: "list",
-  object: "dict",
-};
-
-/** The task's tools as Python functions TRL can offer (type hints + Google docstrings). */
-export function trlToolsPy(task: Task): string {
-  const lines: string[] = [];
-  const specs: Record<string, unknown> = {};
-  for (const t of task.tools) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(t.name))
-      throw new Error(`export trl: tool name "${t.name}" is not a Python identifier`);
-    const builtin = isBuiltinTool(t);
-    specs[t.name] = builtin
-      ? { kind: "code", allowed_chars: t.allowedChars ?? null }
-      : { kind: "function", body: t.body };
-    const props: Record<string, { type?: string; description?: string }> = builtin
-      ? {
-          code: {
-            type: "string",
-            description: "JavaScript to run; the value of its last expression is returned",
-          },
-        }
-      : ((t.parameters.properties ?? {}) as Record<string, { type?: string; description?: string }>);
-    const names = Object.keys(props);
-    for (const n of names)
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n))
-        throw new Error(`export trl: argument "${n}" of ${t.name} is not a Python identifier`);
-    const sig = names.map((n) => `${n}: ${PY_TYPES[props[n].type ?? "string"] ?? "str"}`).join(", ");
-    lines.push(`def ${t.name}(${sig}) -> str:`);
-    lines.push(`    """${t.description.replace(/"""/g, "'''").replace(/\\/g, "\\\\")}`);
-    lines.push("");
-    lines.push("    Args:");
-    for (const n of names) lines.push(`        ${n}: ${(props[n].description ?? n).replace(/\\/g, "\\\\")}`);
-    lines.push('    """');
-    lines.push(
-      `    return run_tool(TOOL_SPECS[${JSON.stringify(t.name)}], {${names.map((n) => `${JSON.stringify(n)}: ${n}`).join(", ")}})`,
-    );
-    lines.push("", "");
-  }
-  lines.push(`TOOL_SPECS = json.loads(${JSON.stringify(JSON.stringify(specs))})`);
-  lines.push(`TOOLS = [${task.tools.map((t) => t.name).join(", ")}]`);
-  return lines.join("\n");
-}
-
-function trlPy(c: RunConfig, name: string, task: Task, model: string | null): string {
-  const cfg = trlConfig(c, name);
-  const lab = {
-    model,
-    timeout_s: c.limits.tool_timeout_s,
-    memory_mb: Math.max(512, c.limits.memory_mb),
-    grpo_config: Object.fromEntries(Object.entries(cfg).map(([k, [v]]) => [k, v])),
-  };
-  const sources = Object.entries(cfg).map(([k, [, src]]) => `#   ${k}: ${src}`);
-  const marker = "LAB = None  # @LAB_TRL@ (filled in by the exporter: GRPOConfig arguments, tools, limits)";
-  const toolsMarker = "# @LAB_TOOLS@ (the task's tools as typed Python functions with docstrings, for TRL)";
-  if (!TRL_PY.includes(marker) || !TRL_PY.includes(toolsMarker))
-    throw new Error("export/trl/train_trl.py: a marker line is missing");
-  return TRL_PY.replace(
-    marker,
-    `# GRPOConfig arguments and the lab fields they come from:\n${sources.join("\n")}\nLAB = json.loads(${JSON.stringify(JSON.stringify(lab))})`,
-  ).replace(toolsMarker, trlToolsPy(task));
+  return out;
 }
 
 function readme(
@@ -270,32 +148,43 @@ function readme(
   warnings: Unmapped[],
   terms: string[],
   files: string[],
+  gpus: number,
 ): string {
+  const verl = o.target === "verl";
   const w = warnings.length
     ? warnings.map((x) => `- \`${x.part}\`: ${x.why}`).join("\n")
     : "None: every part this run uses has a counterpart.";
-  const run =
-    o.target === "verl"
-      ? [
-          "```sh",
-          "pip install verl vllm   # verl's own install guide has the exact versions",
-          "# a Sandbox Fusion server (bytedance/SandboxFusion; its README has the docker image) runs the tools",
-          "export SANDBOX_FUSION_URL=http://localhost:8080/run_code",
-          "bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1",
-          "```",
-        ]
-      : [
-          "```sh",
-          "pip install trl datasets",
-          "export SANDBOX_FUSION_URL=http://localhost:8080/run_code",
-          "python3 train_trl.py --model Qwen/Qwen2.5-0.5B-Instruct",
-          "```",
-        ];
+  const run = verl
+    ? [
+        "```sh",
+        "pip install verl vllm   # verl's own install guide has the exact versions",
+        "# a Sandbox Fusion server (bytedance/SandboxFusion; its README has the docker image) runs the tools",
+        "export SANDBOX_FUSION_URL=http://localhost:8080/run_code",
+        "bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
+        "```",
+        "",
+        `The batch sizes are for ${gpus} GPU(s) (trainer.n_gpus_per_node x trainer.nnodes); for another count, export again with \`--gpus N\`.`,
+        "",
+        `Results: \`${VERL_RESULTS.metrics}\` (verl's file logger: one JSON line per step), \`${VERL_RESULTS.rollouts}/<step>.jsonl\` and \`${VERL_RESULTS.validation}/<step>.jsonl\` (the generations), beside run.sh.`,
+      ]
+    : [
+        "```sh",
+        "pip install trl peft datasets",
+        "export SANDBOX_FUSION_URL=http://localhost:8080/run_code",
+        gpus > 1
+          ? `accelerate launch --num_processes ${gpus} train_trl.py${pretrainedSource(c) ? "" : " --model Qwen/Qwen2.5-0.5B-Instruct"}`
+          : `python3 train_trl.py${pretrainedSource(c) ? "" : " --model Qwen/Qwen2.5-0.5B-Instruct"}`,
+        "```",
+        "",
+        `The batch sizes are for ${gpus} process(es); for another count, export again with \`--gpus N\`.`,
+        "",
+        `Results: \`${TRL_RESULTS.state}\` (the log history: one entry per optimizer step) and \`${TRL_RESULTS.completions}\` (each logged step's completions), beside train_trl.py.`,
+      ];
   return [
-    `# ${o.name}: exported to ${o.target === "verl" ? "verl" : "TRL"}`,
+    `# ${o.name}: exported to ${verl ? "verl" : "TRL"}`,
     "",
     `Written by \`npm run export -- ${o.target}\` (${LAB_VERSION}, config version ${c.version})${o.source ? ` from ${o.source}` : ""}.`,
-    o.target === "verl"
+    verl
       ? `Keys checked against verl's own \`ppo_trainer\` config at commit ${VERL_COMMIT}.`
       : `GRPOConfig arguments checked against TRL commit ${TRL_KEYS.grpo_config.trl_commit} and transformers ${TRL_KEYS.training_arguments.transformers_version}.`,
     "",
@@ -317,9 +206,17 @@ function readme(
     "",
     "## Mapping table",
     "",
-    "Every lab field and registry entry: mapped, mapped approximately (how), or not in verl's PPO trainer.",
-    "",
-    mappingTableMarkdown(),
+    ...(verl
+      ? [
+          "Every lab field and registry entry: mapped, mapped approximately (how), or not in verl's PPO trainer.",
+          "",
+          mappingTableMarkdown(),
+        ]
+      : [
+          "Every GRPOConfig argument the TRL export writes and the lab field it comes from.",
+          "",
+          trlArgsTableMarkdown(),
+        ]),
     "",
   ]
     .filter((l, i, a) => !(l === "" && a[i - 1] === ""))
@@ -329,14 +226,18 @@ function readme(
 /** An export of a run: its files and warnings. Throws StrictExportError under `strict`. */
 export function exportRun(c: RunConfig, o: ExportOptions): ExportResult {
   const { task, verifier } = exportTask(c);
+  const verl = o.target === "verl";
+  const vb = verl ? verlBatch(c, o.gpus) : null;
+  const tb = verl ? null : trlBatch(c, o.gpus);
   const warnings = [
-    ...unmappedInUse(c),
-    ...taskWarnings(c, task),
-    ...(o.target === "trl" ? trlWarnings(c) : []),
+    ...(verl ? unmappedInUse(c) : trlWarnings(c)),
+    ...taskWarnings(c, task, o),
+    ...(vb?.warnings ?? tb?.warnings ?? []),
   ];
-  if (o.strict && warnings.length > 0) throw new StrictExportError(warnings);
+  if (o.strict && warnings.length > 0) throw new StrictExportError(warnings, o.target);
   const spec = rewardSpec(c, verifier);
-  const { train, val } = datasetRows(c);
+  const toolList = needsToolList(c, o.chat);
+  const { train, val } = datasetRows(c, { toolList });
   const tools = task.tools.map((t) => t.name);
   const files: Record<string, string | Uint8Array> = {
     "reward.py": rewardPy(spec),
@@ -344,18 +245,19 @@ export function exportRun(c: RunConfig, o: ExportOptions): ExportResult {
     "train.parquet": rowsToParquet(train, tools),
     "val.parquet": rowsToParquet(val, tools),
   };
-  if (o.target === "verl") {
+  if (vb) {
     const header = [
       `config.yaml: a lab run exported to verl (${LAB_VERSION}, RunConfig version ${c.version}).`,
       `Composes verl's own ppo_trainer config; keys checked against verl commit ${VERL_COMMIT}.`,
-      "Run with run.sh. Each key's comment names the lab field it comes from; README.md lists what does not map.",
+      `Batch sizes for ${vb.gpus} GPU(s) (npm run export -- verl --gpus N). Run with run.sh.`,
+      "Each key's comment names the lab field it comes from; README.md lists what does not map.",
     ];
-    files["config.yaml"] = verlConfigYaml(c, o.name, header).text;
+    files["config.yaml"] = verlConfigYaml(c, o.name, header, vb).text;
     files["tool_config.yaml"] = toolConfigYaml(task, c);
     files["lab_tools.py"] = LAB_TOOLS_PY;
     files["run.sh"] = runSh();
-  } else {
-    files["train_trl.py"] = trlPy(c, o.name, task, null);
+  } else if (tb) {
+    files["train_trl.py"] = trlPy(c, o.name, task, { batch: tb, passTools: !toolList });
   }
   const names = [...Object.keys(files), "README.md"].sort();
   files["README.md"] = readme(
@@ -364,6 +266,7 @@ export function exportRun(c: RunConfig, o: ExportOptions): ExportResult {
     warnings,
     spec.terms.map((t) => t.name),
     names,
+    vb?.gpus ?? tb?.gpus ?? 1,
   );
   const out: Record<string, Uint8Array> = {};
   for (const k of Object.keys(files).sort()) {

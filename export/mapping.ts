@@ -131,9 +131,9 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     `${MT}.format: hermes`,
     "verl renders turns with the model's own chat template and parses Hermes JSON calls; the code tool becomes a JSON function {code}; a malformed call is dropped by verl's parser (the lab answers it with an error and counts a failed call)",
   ),
-  "task.tool_prompt": approx(
-    `${MT}.format: hermes`,
-    "verl passes the tools to the chat template only; a template that ignores them (SmolLM2's) shows no tool list there, where the lab lists them in the system message",
+  "task.tool_prompt": mapped(
+    "train.parquet, val.parquet",
+    "hermes: when the run recorded that its model's template ignores tools (SmolLM2's), the lab's tool list (model/tool-list-prompt.ts) is written into each prompt's system message, as the lab puts it there; a template that renders tools gets them from verl",
   ),
   "task.tokenization_check": approx(
     `${MT}.tokenization_sanity_check_mode`,
@@ -207,12 +207,12 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   "rl.entropy_coef": mapped(`${A}.entropy_coeff`, "the same coefficient"),
   "rl.epochs": mapped(`${A}.ppo_epochs`, "the same count"),
   "rl.minibatches": mapped(
-    `${A}.ppo_mini_batch_size, ${A}.ppo_micro_batch_size_per_gpu`,
-    "ppo_mini_batch_size = prompts_per_step / minibatches (verl counts prompts and multiplies by rollout.n); the micro batch is a memory knob with no effect on the update",
+    `${A}.ppo_mini_batch_size, trainer.n_gpus_per_node, trainer.nnodes`,
+    "ppo_mini_batch_size = prompts_per_step / minibatches (verl counts prompts and multiplies by rollout.n) for --gpus GPUs (default verl's 8): verl asserts prompts_per_step x n and ppo_mini_batch_size x n divisible by the GPUs; where they are not, the export runs on the most GPUs that divide the step, and raises ppo_mini_batch_size to the next size that splits evenly, with a warning (--strict refuses)",
   ),
   "rl.micro_batch_size": approx(
     `${A}.ppo_micro_batch_size_per_gpu`,
-    "gradient accumulation in both (same update, less memory); written when it divides the per-GPU share of a minibatch, else the largest divisor <= 8 of that share (verl counts per GPU)",
+    "gradient accumulation in both (same update, less memory); written when it divides the per-GPU share of a minibatch (ppo_mini_batch_size x n / --gpus), else the largest divisor <= 8 of that share",
   ),
   "rl.prompts_per_step": mapped("data.train_batch_size", "prompts per step"),
   "rl.group_size": mapped(`${R}.n`, "samples per prompt"),
@@ -287,17 +287,17 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
     "algorithm.rollout_correction.rollout_is_threshold",
     "the same truncation of the IS weight",
   ),
-  "rl.rollout_correction.rollout_rs": approx(
+  "rl.rollout_correction.rollout_rs": mapped(
     "algorithm.rollout_correction.rollout_rs",
-    "the same token / sequence / geometric rejection of ratios outside [lower, upper]; later verl versions renamed the modes (token_k1, seq_max_k2, ...), and verl's loss then also drops the rejected tokens from its denominator as the lab does",
+    "token -> token_k1, sequence -> seq_sum_k1, geometric -> seq_mean_k1 (verl's k1 modes: the same rejection of a token's, a sequence's product or geometric mean ratio outside the bounds; the rejected tokens leave the loss's denominator in both)",
   ),
   "rl.rollout_correction.rollout_rs_threshold": mapped(
     "algorithm.rollout_correction.rollout_rs_threshold",
-    "the same upper bound (null: the IS threshold)",
+    "written as verl's k1 form 'lower_upper' = '1/upper_1/lower': verl bounds pi_rollout / pi_train, the lab its inverse (null: the IS threshold)",
   ),
-  "rl.rollout_correction.rollout_rs_threshold_lower": unmapped(
-    "verl's pinned config has no lower rejection bound key; its default is the lab's default, 1 / upper",
-    (c) => c.rl.rollout_correction.rollout_rs_threshold_lower !== null,
+  "rl.rollout_correction.rollout_rs_threshold_lower": mapped(
+    "algorithm.rollout_correction.rollout_rs_threshold",
+    "the lower bound, as 1/lower in verl's 'lower_upper' (null: 1 / upper)",
   ),
   "rl.top_entropy_quantile": unmapped(
     "the high-entropy token selection is TRL's (top_entropy_quantile), not in verl's PPO trainer",
@@ -390,8 +390,16 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
     "reinforce-pp": mapped("reinforce_plus_plus", "REINFORCE++ with batch whitening"),
     "reinforce-pp-baseline": mapped("reinforce_plus_plus_baseline", "group-centred REINFORCE++"),
     remax: approx("remax", "verl's ReMax runs its own greedy baseline rollout (the same design)"),
-    gigpo: unmapped("GiGPO is in verl-agent (langfengQ/verl-agent), not in verl"),
-    "reinforce-history": unmapped("a baseline over past batches is not in verl"),
+    gigpo: unmapped(
+      "GiGPO is in verl-agent (langfengQ/verl-agent), not in verl; written as ??? so the job stops when Hydra composes it",
+      undefined,
+      "???",
+    ),
+    "reinforce-history": unmapped(
+      "a baseline over past batches is not in verl; written as ??? so the job stops when Hydra composes it",
+      undefined,
+      "???",
+    ),
     opo: mapped(
       "opo",
       "the same length-weighted group-mean baseline, no std (a singleton group: baseline 0)",
@@ -400,7 +408,11 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
       "grpo_passk",
       "the same: only each group's best response gets R_max - R_second, over std + eps when norm_adv_by_std_in_grpo",
     ),
-    liteppo: unmapped("LitePPO's group-mean / batch-std normalization is not a verl estimator"),
+    liteppo: unmapped(
+      "LitePPO's group-mean / batch-std normalization is not a verl estimator; written as ??? so the job stops when Hydra composes it",
+      undefined,
+      "???",
+    ),
   },
   "policy-loss": {
     "ppo-clip": mapped(

@@ -7,7 +7,8 @@ import { Document, isMap, isScalar, isSeq, type Scalar, stringify } from "yaml";
 import type { RunConfig } from "../config/schema.ts";
 import type { Task, ToolSpec } from "../tasks/types.ts";
 import { isBuiltinTool } from "../tasks/types.ts";
-import { pretrainedSource, REGISTRY_DECISIONS } from "./mapping.ts";
+import { pretrainedSource, REGISTRY_DECISIONS, type Unmapped } from "./mapping.ts";
+import VERL_ENUMS from "./verl-enums.json";
 import VERL_KEYS from "./verl-keys.json";
 
 /** A YAML value with the lab field it comes from (written as an end-of-line comment). */
@@ -39,52 +40,144 @@ function unwrap(
 }
 
 const BIG = 1.0e9; // "off" for verl knobs that cannot be turned off (dual clip, grad clip)
-const GPUS = 8; // verl's default trainer.n_gpus_per_node x nnodes, which the export keeps
+
+/** verl's default GPU count (trainer.n_gpus_per_node x trainer.nnodes of its ppo_trainer config). */
+export const VERL_DEFAULT_GPUS =
+  VERL_ENUMS.defaults["trainer.n_gpus_per_node"].value * VERL_ENUMS.defaults["trainer.nnodes"].value;
+
+/** Where a verl run leaves its results (run.sh and config.yaml; docs/SCALE-OUT.md "Results"). */
+export const VERL_RESULTS = {
+  /** verl's file logger: one JSON line per step, {"step": N, "data": {metric: value}}. */
+  metrics: "results/metrics.jsonl",
+  /** trainer.rollout_data_dir: one <step>.jsonl per step with each rollout's input, output, score. */
+  rollouts: "results/rollouts",
+  /** trainer.validation_data_dir: the same for each validation. */
+  validation: "results/validation",
+} as const;
 
 function gcd(a: number, b: number): number {
   return b === 0 ? a : gcd(b, a % b);
 }
 
+/** verl's name for a registry entry; "???" (OmegaConf's missing value) when verl has none. */
 function verlName(registry: string, name: string): string {
   const d = REGISTRY_DECISIONS[registry]?.[name];
   if (!d) throw new Error(`export: no mapping decision for ${registry} "${name}" (export/mapping.ts)`);
-  return d.verl;
+  // An unmapped entry must stop the job when Hydra composes it, not at its first step.
+  return d.status === "unmapped" ? "???" : d.verl;
+}
+
+/**
+ * The batch arithmetic of a verl job on `gpus` data-parallel GPUs (FSDP, no sequence
+ * parallelism), and the adjustments verl's assertions force, each as a warning:
+ *   verl/utils/config.py:109-112      data.train_batch_size x rollout.n divisible by the GPUs
+ *   verl/workers/fsdp_workers.py:241-262 (actor), 1232-1251 (critic)
+ *                                     ppo_mini_batch_size x rollout.n // GPUs > 0, and that
+ *                                     per-GPU share divisible by ppo_micro_batch_size_per_gpu
+ * The lab's minibatch is rollouts / rl.minibatches; verl's is ppo_mini_batch_size prompts x n.
+ */
+export interface VerlBatch {
+  /** GPUs the job runs on (trainer.n_gpus_per_node x trainer.nnodes). */
+  gpus: number;
+  nGpusPerNode: number;
+  nnodes: number;
+  /** actor.ppo_mini_batch_size (prompts). */
+  miniPrompts: number;
+  /** actor/critic ppo_micro_batch_size_per_gpu. */
+  microPerGpu: number;
+  /** rollout/ref log_prob_micro_batch_size_per_gpu (memory only). */
+  logProbMicro: number;
+  warnings: Unmapped[];
+}
+
+export function verlBatch(c: RunConfig, gpus: number = VERL_DEFAULT_GPUS): VerlBatch {
+  if (!Number.isInteger(gpus) || gpus < 1) throw new Error(`--gpus: ${gpus} is not a positive whole number`);
+  const r = c.rl;
+  const n = r.group_size;
+  const P = r.prompts_per_step;
+  const warnings: Unmapped[] = [];
+  let G = gpus;
+  if ((P * n) % G !== 0) {
+    // The step's rollouts are split evenly over the GPUs: use the most GPUs that divide them.
+    let g = G;
+    while ((P * n) % g !== 0) g--;
+    warnings.push({
+      part: "--gpus",
+      why: `verl needs data.train_batch_size x rollout.n (${P} x ${n} = ${P * n}) divisible by the GPUs (verl/utils/config.py:109-112): ${G} do not divide it, so the export runs on ${g} (trainer.n_gpus_per_node ${g})`,
+    });
+    G = g;
+  }
+  const labMini = Math.max(1, Math.floor(P / r.minibatches));
+  let mini = labMini;
+  // verl's minibatch is whole prompts whose rollouts split evenly over the GPUs.
+  while (mini < P && (P % mini !== 0 || (mini * n) % G !== 0)) mini++;
+  if (mini !== labMini)
+    warnings.push({
+      part: "rl.minibatches",
+      why: `on ${G} GPU(s) verl needs ppo_mini_batch_size x rollout.n divisible by the GPUs (verl/workers/fsdp_workers.py:241-245): ppo_mini_batch_size ${labMini} x ${n} is not, so the export writes ${mini} (${P / mini} minibatch(es) of ${mini * n} rollouts per step instead of the lab's ${r.minibatches})`,
+    });
+  const perGpu = (mini * n) / G;
+  const microPerGpu =
+    r.micro_batch_size > 0 && perGpu % r.micro_batch_size === 0 ? r.micro_batch_size : gcd(perGpu, 8);
+  const nGpusPerNode = G > 8 && G % 8 === 0 ? 8 : G;
+  return {
+    gpus: G,
+    nGpusPerNode,
+    nnodes: G / nGpusPerNode,
+    miniPrompts: mini,
+    microPerGpu,
+    logProbMicro: Math.max(1, Math.min(8, (P * n) / r.minibatches)),
+    warnings,
+  };
 }
 
 /** verl's config as a tree (without hydra/defaults), every leaf naming its lab source. */
 type Correction = RunConfig["rl"]["rollout_correction"];
 const correcting = (rc: Correction) => rc.rollout_is !== "none" || rc.rollout_rs !== "none";
 
+/** The lab's rejection modes as verl's k1 options (rl/mismatch.ts: token, sequence product, geometric mean). */
+export const VERL_ROLLOUT_RS: Record<Exclude<Correction["rollout_rs"], "none">, string> = {
+  token: "token_k1",
+  sequence: "seq_sum_k1",
+  geometric: "seq_mean_k1",
+};
+
+/**
+ * rollout_rs_threshold in the form verl's _parse_rollout_rs_thresholds reads for k1 options,
+ * "lower_upper". verl's k1 statistic is -log_ratio = log(pi_rollout / pi_train) (rollout_corr_helper.py:
+ * token_k1 = -log_ratio_safe, log_ratio = old_log_prob - rollout_log_prob) and it keeps
+ * log(lower) <= k1 <= log(upper); the lab keeps lo <= pi_train / pi_rollout <= hi (rl/mismatch.ts),
+ * the inverse ratio: verl's bounds are [1/hi, 1/lo].
+ */
+export function verlRsThreshold(rc: Correction): string {
+  const hi = rc.rollout_rs_threshold ?? rc.rollout_is_threshold;
+  const lo = rc.rollout_rs_threshold_lower ?? 1 / hi;
+  return `${1 / hi}_${1 / lo}`;
+}
+
 /** algorithm.rollout_correction when rl.rollout_correction is on (verl's names; null = off). */
 function rolloutCorrectionTree(rc: Correction): Tree {
   if (!correcting(rc)) return {};
-  const off = (v: string) => (v === "none" ? null : v);
   return {
     rollout_correction: {
-      rollout_is: from(off(rc.rollout_is), "rl.rollout_correction.rollout_is"),
+      rollout_is: from(rc.rollout_is === "none" ? null : rc.rollout_is, "rl.rollout_correction.rollout_is"),
       rollout_is_threshold: from(rc.rollout_is_threshold, "rl.rollout_correction.rollout_is_threshold"),
-      rollout_rs: from(off(rc.rollout_rs), "rl.rollout_correction.rollout_rs"),
+      rollout_rs: from(
+        rc.rollout_rs === "none" ? null : VERL_ROLLOUT_RS[rc.rollout_rs],
+        `rl.rollout_correction.rollout_rs (${rc.rollout_rs})`,
+      ),
       rollout_rs_threshold: from(
-        rc.rollout_rs === "none" ? null : (rc.rollout_rs_threshold ?? rc.rollout_is_threshold),
-        "rl.rollout_correction.rollout_rs_threshold (null: the IS threshold)",
+        rc.rollout_rs === "none" ? null : verlRsThreshold(rc),
+        "1/upper_1/lower of rl.rollout_correction.rollout_rs_threshold(_lower): verl bounds the inverse ratio",
       ),
       bypass_mode: from(false, "the lab recomputes the old log-probs (decoupled mode)"),
     },
   };
 }
 
-export function verlConfigTree(c: RunConfig, name: string): Tree {
+export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = verlBatch(c)): Tree {
   const r = c.rl;
-  const rollouts = r.prompts_per_step * r.group_size;
-  const miniPrompts = Math.max(1, Math.floor(r.prompts_per_step / r.minibatches));
-  const micro = Math.max(1, Math.min(8, rollouts / r.minibatches));
-  // verl asserts that the per-GPU share of a minibatch divides by the micro batch.
-  const perGpu = (miniPrompts * r.group_size) / GPUS;
-  const trainMicro = !Number.isInteger(perGpu)
-    ? 1
-    : r.micro_batch_size > 0 && perGpu % r.micro_batch_size === 0
-      ? r.micro_batch_size
-      : gcd(perGpu, 8);
+  const { miniPrompts, microPerGpu: trainMicro, logProbMicro: micro } = batch;
   const lora = c.model.lora;
   const klOn = r.kl.coef > 0;
   const klName = verlName("kl", r.kl.estimator);
@@ -144,7 +237,7 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
         ),
         ppo_micro_batch_size_per_gpu: from(
           trainMicro,
-          `memory only (gradient accumulation does not change the update); divides the ${GPUS}-GPU share of a minibatch`,
+          `memory only (gradient accumulation does not change the update); divides the ${batch.gpus}-GPU share of a minibatch`,
         ),
         ppo_epochs: from(r.epochs, "rl.epochs"),
         clip_ratio: from(r.clip_eps_low, "rl.clip_eps_low"),
@@ -261,7 +354,23 @@ export function verlConfigTree(c: RunConfig, name: string): Tree {
     trainer: {
       project_name: "agentic-rl-lab",
       experiment_name: from(name, "the run's name"),
-      logger: ["console"],
+      logger: from(
+        ["console", "file"],
+        "file: verl's file logger writes the metrics (run.sh sets VERL_FILE_LOGGER_PATH)",
+      ),
+      rollout_data_dir: from(
+        VERL_RESULTS.rollouts,
+        "each step's rollouts as <step>.jsonl (run.sh passes the absolute path)",
+      ),
+      validation_data_dir: from(
+        VERL_RESULTS.validation,
+        "each validation's generations (run.sh passes the absolute path)",
+      ),
+      n_gpus_per_node: from(
+        batch.nGpusPerNode,
+        "--gpus (the export's batch arithmetic is for this many GPUs)",
+      ),
+      nnodes: from(batch.nnodes, "--gpus"),
       total_epochs: 1,
       total_training_steps: from(c.stop.max_steps, "stop.max_steps"),
       val_before_train: from(true, "the lab evaluates at RL step 0"),
@@ -281,8 +390,9 @@ export function verlConfigYaml(
   c: RunConfig,
   name: string,
   header: string[],
+  batch: VerlBatch = verlBatch(c),
 ): { text: string; value: Record<string, unknown> } {
-  const { value, comments } = unwrap(verlConfigTree(c, name));
+  const { value, comments } = unwrap(verlConfigTree(c, name, batch));
   const full = {
     hydra: { searchpath: ["pkg://verl.trainer.config"] },
     defaults: ["ppo_trainer", "_self_"],
@@ -359,21 +469,30 @@ export function toolConfigYaml(task: Task, c: RunConfig): string {
 
 /** run.sh: verl's PPO entry point on this folder's config, with absolute paths. */
 export function runSh(): string {
+  const R = VERL_RESULTS;
   return `#!/usr/bin/env bash
 # run.sh: train this exported lab run with verl's PPO trainer (agentic-rl-lab export).
 #   SANDBOX_FUSION_URL=http://host:8080/run_code bash run.sh [hydra overrides...]
-#   e.g. bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct trainer.n_gpus_per_node=1
+#   e.g. bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct
+# The batch sizes are for the GPU count in config.yaml (trainer.n_gpus_per_node x nnodes):
+# export again with --gpus N for another count rather than overriding it.
 # Hydra resolves a relative --config-path against verl's own module, so the path is absolute;
 # the data, tool and reward files are passed as absolute paths for the same reason, and this
 # folder goes on PYTHONPATH so verl can import lab_tools.LabCodeTool.
+# Results land in this folder: ${R.metrics} (verl's file logger, one JSON line per step),
+# ${R.rollouts}/<step>.jsonl and ${R.validation}/<step>.jsonl (the generations).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 export PYTHONPATH="$HERE\${PYTHONPATH:+:$PYTHONPATH}"
+mkdir -p "$HERE/${R.metrics.split("/")[0]}"
+export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$HERE/${R.metrics}}"
 python3 -m verl.trainer.main_ppo --config-path "$(cd "$(dirname "$0")" && pwd)" --config-name config \\
   data.train_files="$HERE/train.parquet" \\
   data.val_files="$HERE/val.parquet" \\
   actor_rollout_ref.rollout.multi_turn.tool_config_path="$HERE/tool_config.yaml" \\
   custom_reward_function.path="$HERE/reward.py" \\
+  trainer.rollout_data_dir="$HERE/${R.rollouts}" \\
+  trainer.validation_data_dir="$HERE/${R.validation}" \\
   "$@"
 `;
 }

@@ -1,13 +1,16 @@
 // GPU tests: causal attention forward/backward vs reference.ts (T=7, head size 24, left- and
 // right-padded masks, large logits), determinism, and decode attention over a KV cache written
 // by kvCacheWrite, checked against the reference and against full attention at the last position;
-// grouped-query attention (6 query heads over 2 or 1 key/value heads) forward, backward and decode.
+// grouped-query attention (6 query heads over 2 or 1 key/value heads) forward, backward and decode;
+// the blocked and tiled training kernels (issue 42) at pretrained shapes: T not a multiple of any
+// block or tile (1, 17, 127, 513), head sizes 64, 128 and 23, GQA ratios 1, 3 and 7, causal and
+// padded, the tiled one under a lowered workgroup-memory limit.
 // Run: npx vitest run --project gpu kernels/attention
 import { beforeAll, describe, expect, it } from "vitest";
-import { attentionBackward, attentionForward, decodeAttention, kvCacheWrite } from "./attention";
+import { attentionBackward, attentionForward, decodeAttention, kvCacheWrite, tiledShape } from "./attention";
 import * as R from "./reference";
 import type { Runtime } from "./runtime";
-import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
+import { assertClose, bitEqual, gpuRuntime, limitedRuntime, randn, TOL } from "./testing";
 
 async function attnCase(
   rt: Runtime,
@@ -188,4 +191,44 @@ describe.each([false, true])("attention (unrolled %s)", (u) => {
         for (let c = 0; c < C; c++)
           expect(kcache[(b * Tmax + t) * C + c]).toBe(qkv[(b * T + t) * 3 * C + C + c]);
   });
+});
+
+describe.each(["blocked", "tiled"] as const)("%s training attention at pretrained shapes", (kernel) => {
+  // 2 KiB of workgroup memory: a tile of 1 key at head size 128, 3 at 64, 10 at 23
+  const runtime = async (storage = 2048) => {
+    const rt = await limitedRuntime({ maxWorkgroupStorageBytes: storage });
+    rt.attentionKernel = kernel;
+    return rt;
+  };
+  const padded = (B: number, T: number, left: number, right: number) => {
+    const m = new Uint32Array(B * T).fill(1);
+    for (let i = 0; i < Math.min(left, T); i++) m[i] = 0; // sequence 0 left padded
+    for (let i = 0; i < Math.min(right, T); i++) m[(B - 1) * T + T - 1 - i] = 0; // the last right padded
+    return m;
+  };
+  it("T=1 and T=17: head sizes 64 and 23, GQA ratios 1 and 3, padded", async () => {
+    const rt = await runtime();
+    await attnCase(rt, 2, 1, 128, 2, null, 1, 2);
+    await attnCase(rt, 2, 17, 69, 3, padded(2, 17, 3, 4), 1, 1);
+  });
+  it("T=127: head size 128, GQA ratio 7 (7 heads over 1), padded; 9 heads of 64 over 3", async () => {
+    const rt = await runtime();
+    await attnCase(rt, 2, 127, 896, 7, padded(2, 127, 5, 9), 1, 1);
+    await attnCase(rt, 1, 127, 576, 9, null, 1, 3);
+  });
+  it("T=513: SmolLM2's head shape (9 heads of 64 over 3), right padded, large logits", async () => {
+    const rt = await runtime(kernel === "tiled" ? 16384 : 2048);
+    await attnCase(rt, 1, 513, 576, 9, padded(1, 513, 0, 40), 4, 3);
+  });
+  if (kernel === "tiled")
+    it("says when the adapter's workgroup memory holds no tile", async () => {
+      expect(tiledShape(128, 1, 1024)).toBeNull();
+      const rt = await runtime(1024);
+      const enc = rt.device.createCommandEncoder();
+      expect(() =>
+        attentionForward(rt, enc, rt.tensor(128), rt.tensor(1), rt.tensor(384), null, 1, 1, 128, 1),
+      ).toThrow(
+        /tiled kernel needs 1032 bytes of workgroup memory for head size 128 \(1 heads a group\), the adapter gives 1024/,
+      );
+    });
 });

@@ -4,10 +4,17 @@
 // the same size (KV = KVH*hs) each serve NH/KVH query heads; KVH defaults to NH (multi-head).
 // WGSL in attention.wgsl (on SwiftShader, `rt.unrolled`: forward, backward and decode unrolled per
 // head size by attention-gen.ts when it is a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
+// Training attention has three kernels (Runtime.attentionKernel, picked per adapter by
+// trainKernel): attention.wgsl's one thread per query or key ("loop", the fallback and the
+// benchmarks' baseline), attention-blocked.wgsl's several rows per thread sharing each K/V load
+// ("blocked", software adapters) and attention-tiled.wgsl's K/V tiles in workgroup memory
+// ("tiled", GPUs); all three keep no T x T matrix and give the same results to rounding.
 
 import src from "./attention.wgsl?raw";
+import blockedSrc from "./attention-blocked.wgsl?raw";
+import tiledSrc from "./attention-tiled.wgsl?raw";
 import { attentionSource, decodeAttentionSource } from "./attention-gen";
-import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
+import { type AttentionKernel, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 64;
 export const MAX_HEAD_SIZE = 128;
@@ -35,6 +42,137 @@ function trainShader(rt: Runtime, C: number, NH: number): string {
     unrolled.set(hs, code);
   }
   return code;
+}
+
+/** Rows one blocked thread computes at most (R = GH x QB): private memory is 2-3 x R x hs floats. */
+const BLOCKED_ROWS = 8;
+/** Keys one blocked backward_key thread holds (4 x KB x hs floats of private memory). */
+const BLOCKED_KEYS = 4;
+const TILED_WG = 64;
+
+/** The blocked kernel's shape for head size hs and GQA group (NH/KVH query heads per kv head). */
+export function blockedShape(hs: number, group: number): { GH: number; QB: number; KB: number } {
+  // as many heads of the group as fit (a divisor of it), then queries up to BLOCKED_ROWS rows
+  let GH = 1;
+  for (let d = 1; d <= Math.min(group, BLOCKED_ROWS); d++) if (group % d === 0) GH = d;
+  const QB = Math.max(1, Math.floor(BLOCKED_ROWS / GH));
+  return { GH, QB, KB: hs > 64 ? 2 : BLOCKED_KEYS };
+}
+
+/**
+ * The tiled kernel's shape: BQ queries of each of the group's heads per workgroup (one thread per
+ * (head, query)), tiles of BK keys (and BK queries in backward_key) sized to the workgroup memory:
+ * two BK x hs tiles and two BK vectors; null where not even one key fits or the group has more
+ * heads than a workgroup has threads.
+ */
+export function tiledShape(
+  hs: number,
+  group: number,
+  storageBytes: number,
+): { BQ: number; BK: number; bytes: number } | null {
+  const stride = Math.ceil(hs / 4) * 4;
+  const BK = Math.min(64, Math.floor(storageBytes / (4 * (2 * stride + 2))));
+  if (BK < 1 || group > TILED_WG) return null;
+  return { BQ: Math.floor(TILED_WG / group), BK, bytes: 4 * BK * (2 * stride + 2) };
+}
+
+/** The training kernel that runs on rt for this head size and group (Runtime.attentionKernel). */
+export function trainKernel(rt: Runtime, hs: number, group: number): Exclude<AttentionKernel, "auto"> {
+  const asked = rt.attentionKernel;
+  if (asked === "tiled" && !tiledShape(hs, group, rt.maxWorkgroupStorageBytes))
+    throw new Error(
+      `attention: the tiled kernel needs ${4 * (2 * Math.ceil(hs / 4) * 4 + 2)} bytes of workgroup memory for head size ${hs} (${group} heads a group), the adapter gives ${rt.maxWorkgroupStorageBytes}`,
+    );
+  if (asked !== "auto") return asked;
+  if (rt.unrolled) return "loop";
+  if (rt.software) return "blocked";
+  return tiledShape(hs, group, rt.maxWorkgroupStorageBytes) ? "tiled" : "blocked";
+}
+
+const variants = new Map<string, string>();
+
+/** The forward/backward shader of `kernel` at this shape (constants rewritten; cached). */
+function kernelShader(
+  rt: Runtime,
+  kernel: Exclude<AttentionKernel, "auto">,
+  hs: number,
+  group: number,
+): string {
+  if (kernel === "loop") return trainShader(rt, hs * group, group);
+  const stride = Math.ceil(hs / 4) * 4;
+  const key =
+    kernel === "tiled" ? `tiled ${hs} ${group} ${rt.maxWorkgroupStorageBytes}` : `blocked ${hs} ${group}`;
+  let code = variants.get(key);
+  if (!code) {
+    if (kernel === "blocked") {
+      const { GH, QB, KB } = blockedShape(hs, group);
+      code = blockedSrc
+        .replace("const MAX_HS = 64u;", `const MAX_HS = ${stride}u;`)
+        .replace("const QB = 4u;", `const QB = ${QB}u;`)
+        .replace("const GH = 3u;", `const GH = ${GH}u;`)
+        .replace("const KB = 4u;", `const KB = ${KB}u;`);
+    } else {
+      const t = tiledShape(hs, group, rt.maxWorkgroupStorageBytes);
+      if (!t) throw new Error(`attention: no tiled kernel for head size ${hs}`);
+      code = tiledSrc
+        .replace("const MAX_HS = 64u;", `const MAX_HS = ${stride}u;`)
+        .replace("const GRP = 3u;", `const GRP = ${group}u;`)
+        .replace("const BQ = 21u;", `const BQ = ${t.BQ}u;`)
+        .replace("const BK = 16u;", `const BK = ${t.BK}u;`);
+    }
+    variants.set(key, code);
+  }
+  return code;
+}
+
+/** Threads (blocked) or workgroups (tiled) of each training entry point, as a dispatch grid size. */
+function trainGrid(
+  kernel: Exclude<AttentionKernel, "auto">,
+  entry: "forward" | "backward_query" | "backward_key",
+  B: number,
+  T: number,
+  NH: number,
+  KVH: number,
+  hs: number,
+  storageBytes: number,
+): number {
+  const group = NH / KVH;
+  if (kernel === "loop") return Math.ceil((B * (entry === "backward_key" ? KVH : NH) * T) / WG);
+  if (kernel === "blocked") {
+    const { GH, QB, KB } = blockedShape(hs, group);
+    const threads =
+      entry === "backward_key" ? B * KVH * Math.ceil(T / KB) : B * KVH * (group / GH) * Math.ceil(T / QB);
+    return Math.ceil(threads / WG);
+  }
+  const t = tiledShape(hs, group, storageBytes);
+  if (!t) throw new Error(`attention: no tiled kernel for head size ${hs}`);
+  return entry === "backward_key" ? B * KVH * Math.ceil(T / TILED_WG) : B * KVH * Math.ceil(T / t.BQ);
+}
+
+/**
+ * Global K and V floats one training pass reads per query row (forward and backward_query alike:
+ * each reads every visible key and value of its rows once), for the benchmark's count, with no
+ * mask: "loop" reads (t+1) keys per query; "blocked" (t0+QB) per thread of GH x QB rows; "tiled"
+ * min(t0+BQ, T) keys rounded up to the tile per workgroup of GRP x BQ rows.
+ */
+export function kvReadsPerQuery(
+  kernel: Exclude<AttentionKernel, "auto">,
+  T: number,
+  hs: number,
+  group: number,
+  storageBytes = 16384,
+): number {
+  let keys = 0;
+  if (kernel === "loop") for (let t = 0; t < T; t++) keys += t + 1;
+  else if (kernel === "blocked") {
+    const { GH, QB } = blockedShape(hs, group);
+    for (let t0 = 0; t0 < T; t0 += QB) keys += Math.min(t0 + QB, T) / GH;
+  } else {
+    const t = tiledShape(hs, group, storageBytes);
+    if (!t) throw new Error(`attention: no tiled kernel for head size ${hs}`);
+    for (let t0 = 0; t0 < T; t0 += t.BQ) keys += (Math.ceil(Math.min(t0 + t.BQ, T) / t.BK) * t.BK) / group;
+  }
+  return (2 * hs * keys) / T;
 }
 
 function params(
@@ -82,12 +220,15 @@ export function attentionForward(
   KVH = NH,
 ) {
   const u = params(rt, B, T, C, NH, mask, 0, KVH);
-  const pipe = rt.pipeline(trainShader(rt, C, NH), "forward", { WG });
+  const [hs, group] = [C / NH, NH / KVH];
+  const kernel = trainKernel(rt, hs, group);
+  const code = kernelShader(rt, kernel, hs, group);
+  const pipe = rt.pipeline(code, "forward", kernel === "tiled" ? {} : { WG });
   rt.dispatch(
     rec,
     pipe,
     [out, lse, qkv, mask ?? rt.dummy, null, null, null, u],
-    [Math.ceil((B * NH * T) / WG)],
+    [trainGrid(kernel, "forward", B, T, NH, KVH, hs, rt.maxWorkgroupStorageBytes)],
   );
 }
 
@@ -113,18 +254,25 @@ export function attentionBackward(
 ) {
   const u = params(rt, B, T, C, NH, mask, 0, KVH);
   const m = mask ?? rt.dummy;
+  const [hs, group] = [C / NH, NH / KVH];
+  const kernel = trainKernel(rt, hs, group);
+  const code = kernelShader(rt, kernel, hs, group);
+  const consts: Record<string, number> = kernel === "tiled" ? {} : { WG };
+  const grid = (e: "backward_query" | "backward_key"): [number] => [
+    trainGrid(kernel, e, B, T, NH, KVH, hs, rt.maxWorkgroupStorageBytes),
+  ];
   rt.dispatch(
     rec,
-    rt.pipeline(trainShader(rt, C, NH), "backward_query", { WG }),
+    rt.pipeline(code, "backward_query", consts),
     [dqkv, lse, qkv, m, dout, out, scratch, u],
-    [Math.ceil((B * NH * T) / WG)],
+    grid("backward_query"),
   );
-  // one thread per key of each kv head (it sums over the query heads that read it)
+  // per key of each kv head (it sums over the query heads that read it)
   rt.dispatch(
     rec,
-    rt.pipeline(trainShader(rt, C, NH), "backward_key", { WG }),
+    rt.pipeline(code, "backward_key", consts),
     [dqkv, lse, qkv, m, dout, null, scratch, u],
-    [Math.ceil((B * KVH * T) / WG)],
+    grid("backward_key"),
   );
 }
 

@@ -149,7 +149,17 @@ export interface RuntimeOptions {
   maxBindingBytes?: number;
   /** Creates buffers of at most this many bytes (default and ceiling: the device's maxBufferSize). */
   maxBufferBytes?: number;
+  /** Workgroup memory a kernel may use (default and ceiling: maxComputeWorkgroupStorageSize). */
+  maxWorkgroupStorageBytes?: number;
 }
+
+/**
+ * The training attention kernels (kernels/attention.ts): "loop" today's one thread per query or
+ * key (attention.wgsl; attention-gen.ts's unrolled form on SwiftShader), "blocked" several rows per
+ * thread sharing each K/V load (attention-blocked.wgsl), "tiled" K/V tiles in workgroup memory
+ * (attention-tiled.wgsl); "auto" lets the adapter pick.
+ */
+export type AttentionKernel = "auto" | "loop" | "blocked" | "tiled";
 
 export class Runtime {
   /** Shared by every Runtime on the device (pipelines are immutable): made once per device. */
@@ -208,6 +218,16 @@ export class Runtime {
    */
   matvec = true;
 
+  /**
+   * Which training attention kernel runs (AttentionKernel): "auto" picks loop on SwiftShader (the
+   * unrolled kernels), blocked on other software adapters (lavapipe: barriers are costly), tiled on
+   * GPUs where a tile fits maxWorkgroupStorageBytes. Benchmarks and tests set it to compare.
+   */
+  attentionKernel: AttentionKernel = "auto";
+
+  /** Workgroup memory a kernel may use, in bytes (see RuntimeOptions). */
+  readonly maxWorkgroupStorageBytes: number;
+
   /** Largest storage binding in bytes, a multiple of 256 (see RuntimeOptions). */
   readonly maxBindingBytes: number;
   /** Largest buffer in bytes, a multiple of 256. */
@@ -228,6 +248,8 @@ export class Runtime {
       "maxBindingBytes",
     );
     this.maxBufferBytes = lim(options.maxBufferBytes, device.limits.maxBufferSize, "maxBufferBytes");
+    const wgs = device.limits.maxComputeWorkgroupStorageSize;
+    this.maxWorkgroupStorageBytes = Math.min(options.maxWorkgroupStorageBytes ?? wgs, wgs);
     let cache = compiled.get(device);
     if (!cache) {
       cache = { pipelines: new Map(), modules: new Map() };
@@ -490,8 +512,10 @@ export class Runtime {
         module = this.device.createShaderModule({ code });
         this.modules.set(code, module);
       }
+      // the label names the kernel in profiles: the shader's first word (its header) and the entry point
+      const word = /^\/\/\s*([A-Za-z0-9'-]+)/.exec(code)?.[1]?.toLowerCase();
       p = this.device.createComputePipeline({
-        label: entryPoint,
+        label: word ? `${word}/${entryPoint}` : entryPoint,
         layout: "auto",
         compute: { module, entryPoint, constants },
       });

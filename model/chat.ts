@@ -20,8 +20,11 @@
 // earlier turns, or BPE merging across a turn boundary): "strict" throws naming the message,
 // "warn" counts it (RenderedChat.mismatches) and re-tokenizes the whole text, keeping the roles
 // of the common token prefix; "off" does the same without counting.
+// The template is untrusted code: it renders in model/jinja-bounds.ts's bounded sandbox (range
+// capped, step, time, text and depth budgets), and one over a budget is refused at construction,
+// naming the file and the budget (TemplateBudgetError).
 // Tested by model/chat.test.ts (Qwen3's tokenizer and template) and model/template.test.ts.
-import { Template } from "@huggingface/jinja";
+import { BoundedTemplate, TemplateBudgetError } from "./jinja-bounds";
 import {
   type Message,
   promptTokens,
@@ -33,16 +36,10 @@ import {
   toolResponseTokens,
 } from "./template";
 import type { Tokenizer } from "./tokenizer";
+import { type ChatTool, functionSpecs, withToolPrompt } from "./tool-list-prompt";
 
-/** A tool as a chat template sees it (OpenAI function shape) plus how inline calls map onto it. */
-export interface ChatTool {
-  name: string;
-  description: string;
-  /** JSON schema of the arguments object. */
-  parameters: Record<string, unknown>;
-  /** A code tool: an inline `<tool_call>CODE</tool_call>` becomes `{"name", "arguments": {[codeArg]: CODE}}`. */
-  codeArg?: string;
-}
+// The tool-list text is a pure module of its own (the export writes it without model files).
+export { type ChatTool, functionSpecs, hermesToolPrompt } from "./tool-list-prompt";
 
 export type TokenizationCheck = "strict" | "warn" | "off";
 export type ToolPrompt = "hermes" | "none";
@@ -74,6 +71,8 @@ export interface ChatFormat {
   toolResponseTokens(responses: string[]): Rendered;
   /** What lets the model go on when every call of a turn was refused without a notice. */
   continuation(): number[];
+  /** A model's own template only: whether it renders `tools` (false: the tool list goes into the system message). */
+  readonly rendersTools?: boolean;
 }
 
 // ------------------------------------------------------------------------------------
@@ -156,31 +155,6 @@ export function hermesCallText(name: string, args: Record<string, unknown>): str
   return `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
 }
 
-/** The OpenAI function shape templates iterate over as `tools`. */
-export function functionSpecs(tools: readonly ChatTool[]): Record<string, unknown>[] {
-  return tools.map((t) => ({
-    type: "function",
-    function: { name: t.name, description: t.description, parameters: t.parameters },
-  }));
-}
-
-/** The tool list in the system message, for a template that ignores `tools` (the "hermes" format). */
-export function hermesToolPrompt(tools: readonly ChatTool[]): string {
-  return [
-    "# Tools",
-    "",
-    "You may call functions to answer. Their signatures, one JSON object per line, are inside <tools></tools>:",
-    "<tools>",
-    ...functionSpecs(tools).map((f) => JSON.stringify(f)),
-    "</tools>",
-    "",
-    "To call one, write its name and a JSON object of arguments inside <tool_call></tool_call> tags:",
-    "<tool_call>",
-    '{"name": <function-name>, "arguments": <args-json-object>}',
-    "</tool_call>",
-  ].join("\n");
-}
-
 // ------------------------------------------------------------------------------------
 // A model's own Jinja template
 
@@ -205,6 +179,14 @@ function chatTemplateOf(config: Record<string, unknown>, source: string, withToo
   }
   throw new Error(
     `${source}: tokenizer_config.json has no "chat_template" (a string, or a list with a "default")`,
+  );
+}
+
+/** A template refused by its budget: the file, the budget's name and what went over it. */
+function overBudget(source: string, err: TemplateBudgetError): TemplateBudgetError {
+  return new TemplateBudgetError(
+    err.budget,
+    `${source}: chat_template refused by the template sandbox's ${err.budget} budget: ${err.message}`,
   );
 }
 
@@ -234,7 +216,7 @@ export class JinjaChat implements ChatFormat {
   readonly rendersTools: boolean;
   /** The template renders assistant `tool_calls`; false means they are written into the content. */
   readonly rendersToolCalls: boolean;
-  private readonly template: Template;
+  private readonly template: BoundedTemplate;
   private readonly specials: Record<string, unknown>;
   private readonly eosText: string;
   private readonly source: string;
@@ -247,8 +229,9 @@ export class JinjaChat implements ChatFormat {
     this.source = options.source ?? "tokenizer_config.json";
     const text = chatTemplateOf(config, this.source, options.tools.length > 0);
     try {
-      this.template = new Template(text);
+      this.template = new BoundedTemplate(text);
     } catch (err) {
+      if (err instanceof TemplateBudgetError) throw overBudget(this.source, err);
       throw new Error(`${this.source}: chat_template does not parse: ${(err as Error).message}`);
     }
     this.specials = {};
@@ -292,6 +275,7 @@ export class JinjaChat implements ChatFormat {
         ...this.specials,
       });
     } catch (err) {
+      if (err instanceof TemplateBudgetError) throw overBudget(this.source, err);
       throw new Error(`${this.source}: chat_template failed to render: ${(err as Error).message}`);
     }
   }
@@ -307,11 +291,7 @@ export class JinjaChat implements ChatFormat {
         return { role: m.role, content: [m.content, ...calls].filter((x) => x.length > 0).join("\n") };
       });
     }
-    if (tools.length > 0 && !this.rendersTools && this.options.toolPrompt === "hermes") {
-      const prompt = hermesToolPrompt(tools);
-      if (out[0]?.role === "system") out[0] = { ...out[0], content: `${out[0].content}\n\n${prompt}` };
-      else out = [{ role: "system", content: prompt }, ...out];
-    }
+    if (!this.rendersTools && this.options.toolPrompt === "hermes") out = withToolPrompt(out, tools);
     return out;
   }
 

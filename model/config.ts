@@ -4,14 +4,27 @@
 // so a GPU storage binding can point straight at it. Gradients and the Adam moments use the
 // same layout in buffers of the same size; the gaps between tensors stay zero.
 // The same object describes the lab's tiny GPT-style models and the Llama family read from a
-// Hugging Face config.json (model/hf.ts): grouped-query attention, a head size of its own,
+// Hugging Face config.json (model/hf/read.ts): grouped-query attention, a head size of its own,
 // per-head q/k norms and which linears carry biases are options of the one network.
 // Also the GPT-2 style seeded initialisation and the seeded PRNG it uses.
 // Tested by model/config.test.ts (layout) and through every model test.
 
 import type { RunConfig } from "../config";
-import type { LoraConfig } from "./lora";
+import type { LORA_TARGET_NAMES } from "../config/schema";
 import { VOCAB_SIZE } from "./tokenizer";
+
+/** A LoRA target module, by its Hugging Face name (model/lora.ts places each on the layout). */
+export type LoraTarget = (typeof LORA_TARGET_NAMES)[number];
+
+/** The adapters on a frozen base (model/lora.ts); here because ModelConfig holds one. */
+export interface LoraConfig {
+  /** Rank r of every adapter; 0: no adapter (full fine-tuning). */
+  rank: number;
+  /** Scale numerator: the adapter's output is multiplied by alpha/rank (PEFT lora_alpha). */
+  alpha: number;
+  /** Hugging Face module names the adapter is on. */
+  targets: LoraTarget[];
+}
 
 export interface ModelConfig {
   /** Transformer blocks. Demo: 3. */
@@ -291,7 +304,7 @@ export function paramTensors<T>(
   };
 }
 
-// Names follow nanoGPT's state dict so checkpoints read naturally next to PyTorch's; model/hf.ts
+// Names follow nanoGPT's state dict so checkpoints read naturally next to PyTorch's; model/hf/read.ts
 // maps Hugging Face names onto them (q, k, v stacked into c_attn, gate and up into c_fc).
 export function paramLayout(c: ModelConfig): ParamLayout {
   const C = c.dModel;

@@ -3,10 +3,10 @@
 // the weights as a flat buffer of our layout, and the expected outputs.
 // Also readHfGolden for the Hugging Face families (make_hf_models.py, magic "GLHF") and
 // readLoraGolden (make_lora_golden.py): all three read one container (readContainer).
-// Used by model/cpu.test.ts, model/gpu.gpu.test.ts, model/hf.test.ts and model/hf.gpu.test.ts.
+// Used by model/cpu.test.ts, model/gpu.gpu.test.ts, model/hf/read.test.ts and model/hf/read.gpu.test.ts.
 import type { AdamWHparams } from "./api";
 import { type ModelConfig, modelConfig, paramLayout } from "./config";
-import { hfTensors } from "./hf";
+import { hfTensors } from "./hf/read";
 import { loraLayout } from "./lora";
 
 export const GOLDEN_MAGIC = 0x4c524c47;
@@ -224,7 +224,7 @@ export function goldenLoss(
 
 // ---------------------------------------------------------------------------------------
 // Golden fixtures of the Hugging Face families (model/golden/make_hf_models.py): same container,
-// magic "GLHF"; tensors carry Hugging Face names, mapped onto the layout by model/hf.ts.
+// magic "GLHF"; tensors carry Hugging Face names, mapped onto the layout by model/hf/read.ts.
 
 export const HF_GOLDEN_MAGIC = 0x46484c47;
 export const HF_GOLDEN_VERSION = 1;

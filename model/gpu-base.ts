@@ -6,7 +6,7 @@
 // f16-rounded values (the CPU model's semantics, the reason in report()). Every tensor view the
 // network binds comes from views(): f16 tensors as HalfViews, which kernels/matmul.ts reads with
 // its f16 variant. Writes take float32 in layout offsets (a piece of a tensor at a time, as
-// model/hf.ts reads them) and round f16 tensors here; read() gives the layout back in f32
+// model/hf/read.ts reads them) and round f16 tensors here; read() gives the layout back in f32
 // (checkpoints and exports keep writing f32). Tested by model/half.gpu.test.ts.
 import {
   alignFloats,

@@ -18,7 +18,7 @@ import { CpuModel } from "./cpu";
 import { goldenLossGrads, type LoraGolden, readLoraGolden } from "./golden";
 import { GpuModel } from "./gpu";
 import { halfTensors } from "./half";
-import { blobModelDir } from "./hf";
+import { blobModelDir } from "./hf/read";
 import { loraLayout } from "./lora";
 import { blobSource, openSafetensors } from "./safetensors";
 

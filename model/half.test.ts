@@ -9,8 +9,8 @@ import { bitEqual, randn } from "../kernels/testing";
 import { modelConfig, paramLayout } from "./config";
 import { CpuModel } from "./cpu";
 import { describeStorage, halfFloats, halfTensors } from "./half";
-import { hfModelConfig } from "./hf";
-import { QWEN25_05B } from "./hf-configs";
+import { QWEN25_05B } from "./hf/configs";
+import { hfModelConfig } from "./hf/read";
 import type { LoraConfig } from "./lora";
 
 const lora = { rank: 2, alpha: 4, targets: ["q_proj", "v_proj", "down_proj"] as LoraConfig["targets"] };

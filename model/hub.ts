@@ -10,7 +10,7 @@
 // local/<name> (the manifest: file -> sha256), sha256/<hex> (a local file's bytes).
 // No DOM: fetch, Blob and crypto.subtle are web standards (also in Node). Tested through the
 // page by e2e/model.e2e.test.ts (a fake Hub behind page.route) and by model/hub.test.ts.
-import { isModelFile, type ModelSource, sourceLabel } from "./source";
+import { checkRepoId, checkRevision, isModelFile, type ModelSource, sourceLabel } from "./source";
 
 /** Blobs by key: Cache Storage in the page's worker, a Map in tests. */
 export interface ByteStore {
@@ -48,6 +48,8 @@ export interface DownloadProgress {
 }
 
 export const HUB_ENDPOINT = "https://huggingface.co";
+/** The largest model file the lab downloads (a browser tab holds far less). */
+export const MAX_FILE_BYTES = 2 ** 40;
 /** Bytes per stored chunk (one Range request each). */
 export const CHUNK_BYTES = 8 * 1024 * 1024;
 
@@ -68,6 +70,8 @@ export async function hubModelInfo(
   store: ByteStore,
   opts: { endpoint?: string; fetch?: typeof fetch } = {},
 ): Promise<HubManifest> {
+  checkRepoId(repo);
+  checkRevision(revision);
   const cached = await readJson<HubManifest>(store, manifestKey(repo, revision));
   if (cached) return cached;
   const doFetch = opts.fetch ?? fetch;
@@ -89,12 +93,19 @@ export async function hubModelInfo(
   };
   if (!info.sha || !Array.isArray(info.siblings))
     throw new Error(`hf:${repo}@${revision}: the Hub's answer has no commit or file list`);
+  // The answer is untrusted too: the commit and file names become cache keys, sizes loop bounds.
+  if (typeof info.sha !== "string" || !/^[0-9a-f]{40}$/.test(info.sha))
+    throw new Error(
+      `hf:${repo}@${revision}: the Hub's commit ${JSON.stringify(info.sha)} is not 40 hex digits`,
+    );
   const files: HubFile[] = [];
   for (const s of info.siblings) {
-    if (!isModelFile(s.rfilename)) continue;
+    if (typeof s?.rfilename !== "string" || !isModelFile(s.rfilename)) continue;
     const size = s.lfs?.size ?? s.size;
-    if (typeof size !== "number")
-      throw new Error(`hf:${repo}@${revision}: the Hub gives no size for ${s.rfilename}`);
+    if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0 || size > MAX_FILE_BYTES)
+      throw new Error(
+        `hf:${repo}@${revision}: the Hub gives no size, or one beyond ${MAX_FILE_BYTES} bytes, for ${s.rfilename}`,
+      );
     files.push({ path: s.rfilename, size, sha256: s.lfs?.sha256 });
   }
   if (!files.some((f) => f.path === "config.json"))

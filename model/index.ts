@@ -10,6 +10,6 @@ export * from "./checkpoint";
 export * from "./config";
 export { CpuModel } from "./cpu";
 export * from "./generate";
-export * from "./hf-tokenizer";
+export * from "./hf/tokenizer";
 export * from "./template";
 export * from "./tokenizer";

@@ -16,23 +16,23 @@
 //   down_proj mlp.c_proj (C, H)          (in H)
 // Each target has its own A and B. On the fused matrix this is the same as one LoRA of rank
 // k*r whose A stacks the k A's and whose B is block diagonal (B_q, B_k, B_v): the fused output
-// columns of q only see B_q. That is how the GPT-2 export writes it (export/hf.ts).
+// columns of q only see B_q. That is how the GPT-2 export writes it (model/hf/write.ts).
 // Tested by model/lora.test.ts (PyTorch golden, base bit-identical, counts, adapter off).
 import { LORA_TARGET_NAMES } from "../config/schema";
-import { attnDims, gaussian, type ModelConfig, mlpHidden, mulberry32 } from "./config";
+import {
+  attnDims,
+  gaussian,
+  type LoraConfig,
+  type LoraTarget,
+  type ModelConfig,
+  mlpHidden,
+  mulberry32,
+} from "./config";
+
+export type { LoraConfig, LoraTarget };
 
 /** The target modules, in adapter order: RunConfig's list (`model.lora.targets`). */
 export const LORA_TARGETS = LORA_TARGET_NAMES;
-export type LoraTarget = (typeof LORA_TARGETS)[number];
-
-export interface LoraConfig {
-  /** Rank r of every adapter; 0: no adapter (full fine-tuning). */
-  rank: number;
-  /** Scale numerator: the adapter's output is multiplied by alpha/rank (PEFT lora_alpha). */
-  alpha: number;
-  /** Hugging Face module names the adapter is on. */
-  targets: LoraTarget[];
-}
 
 export const NO_LORA: LoraConfig = { rank: 0, alpha: 16, targets: [...LORA_TARGETS] };
 

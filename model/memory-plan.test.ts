@@ -6,8 +6,8 @@ import { describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig } from "../config";
 import { modelConfig } from "./config";
 import { HEAD_CHUNK_BYTES } from "./head";
-import { hfModelConfig } from "./hf";
-import { QWEN25_05B, SMOLLM2_135M } from "./hf-configs";
+import { QWEN25_05B, SMOLLM2_135M } from "./hf/configs";
+import { hfModelConfig } from "./hf/read";
 import { loraParamCount } from "./lora";
 import {
   GB,
@@ -20,7 +20,7 @@ import {
 } from "./memory-plan";
 
 // HuggingFaceTB/SmolLM2-135M-Instruct config.json (the fields that shape memory).
-// The published configs (model/hf-configs.ts), read by the lab's own config reader.
+// The published configs (model/hf/configs.ts), read by the lab's own config reader.
 const SMOLLM2 = SMOLLM2_135M;
 const ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"] as const;
 const QWEN25 = QWEN25_05B;

@@ -10,7 +10,7 @@
 //
 // A pure function of (model config, run shape, adapter limits): no GPU, no DOM, so the config
 // panel computes it as the person edits. The sizes are the models' own layout code: the
-// parameter layout (model/config.ts), the adapter's (model/lora.ts), and the arenas model/gpu.ts
+// parameter layout (model/config.ts), the adapter's (model/lora.ts), and the arenas model/gpu-buffers.ts
 // allocates for training, whose sizes are the functions below (layerActSizes, trainIoSizes,
 // trainGradSizes, loraScratchSizes); model/recompute.gpu.test.ts checks the activation and
 // scratch terms against the bytes GpuModel allocates, recomputation on and off.
@@ -40,7 +40,7 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 const align = (n: number) => Math.ceil(Math.max(1, n) / ALIGN_FLOATS) * ALIGN_FLOATS;
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
-/** Floats of each saved activation of one layer for N = B*T rows (model/gpu.ts's layer arena). */
+/** Floats of each saved activation of one layer for N = B*T rows (model/gpu-buffers.ts's layer arena). */
 export function layerActSizes(c: ModelConfig, N: number) {
   const C = c.dModel;
   const H = mlpHidden(c);
@@ -64,7 +64,7 @@ export function layerActSizes(c: ModelConfig, N: number) {
   };
 }
 
-/** Floats of model/gpu.ts's train-io arena for N rows (`normLog`: the step norms' ring it reads back with the forward). */
+/** Floats of model/gpu-buffers.ts's train-io arena for N rows (`normLog`: the step norms' ring it reads back with the forward). */
 export function trainIoSizes(c: ModelConfig, N: number, normLog = NORM_LOG) {
   const C = c.dModel;
   return {
@@ -90,7 +90,7 @@ export function trainIoSizes(c: ModelConfig, N: number, normLog = NORM_LOG) {
   };
 }
 
-/** Floats of model/gpu.ts's train-grad arena (the backward's scratch) for N rows. */
+/** Floats of model/gpu-buffers.ts's train-grad arena (the backward's scratch) for N rows. */
 export function trainGradSizes(c: ModelConfig, N: number) {
   const C = c.dModel;
   const H = mlpHidden(c);
@@ -118,7 +118,7 @@ export function loraScratchSizes(lora: LoraLayout | null, n: number, hs = 1) {
 /** step() results a GpuModel holds before one readback brings their norms (model/gpu.ts). */
 export const NORM_LOG = 64;
 
-/** Token rows model/gpu.ts sizes its training buffers for: the next 1024 rows or power of two, whichever is smaller. */
+/** Token rows model/gpu-buffers.ts sizes its training buffers for: the next 1024 rows or power of two, whichever is smaller. */
 export function trainCapacity(n: number): number {
   return Math.min(Math.ceil(n / 1024) * 1024, 2 ** Math.ceil(Math.log2(Math.max(1, n))));
 }
@@ -165,7 +165,7 @@ export interface PlanBuffer {
   /** The largest range of it one shader binds (a buffer of tensors binds one tensor at a time). */
   binding: number;
   /**
-   * A parameter store (a FlatBuffer of model/gpu.ts): bound in windows, and cut into several
+   * A parameter store (a FlatBuffer of model/gpu-buffers.ts): bound in windows, and cut into several
    * GPUBuffers at tensor starts when over maxBufferSize, so only its largest tensor (`binding`)
    * must fit one buffer.
    */
@@ -223,7 +223,7 @@ function arena(name: string, sizes: Record<string, number>): PlanBuffer {
   return buf(name, sum(vals.map(align)), Math.max(...vals));
 }
 
-/** The training buffers of one model for N token rows (model/gpu.ts TrainBuffers, the head's excepted). */
+/** The training buffers of one model for N token rows (model/gpu-buffers.ts TrainBuffers, the head's excepted). */
 function trainBuffers(c: ModelConfig, N: number, lora: LoraLayout | null, recompute: boolean) {
   const layer = arena("train-layer", layerActSizes(c, N));
   const layers = recompute
@@ -339,7 +339,7 @@ export function memoryPlan(
     buffers: [buf("adam-m", trainable, largestTrained, true), buf("adam-v", trainable, largestTrained, true)],
   });
 
-  // Saved activations and the backward's scratch of one micro-batch: model/gpu.ts's TrainBuffers for N rows.
+  // Saved activations and the backward's scratch of one micro-batch: model/gpu-buffers.ts's TrainBuffers for N rows.
   const train = trainBuffers(c, N, lora, recompute);
   terms.push({
     key: "activations",
@@ -407,7 +407,7 @@ export function memoryPlan(
     // on first use). LoRA: the base with the adapter off, sharing the base buffer (no weights).
     // Either is a model of its own, whose scoring allocates its own training buffers and head.
     const refN = trainCapacity(Math.min(run.referenceRows || rows, run.trainRows) * T);
-    const ref = trainBuffers(c, refN, lora, true); // frozen copies keep the recomputation layout (model/gpu.ts)
+    const ref = trainBuffers(c, refN, lora, true); // frozen copies keep the recomputation layout (model/gpu-buffers.ts)
     const refHead = chunkRowsOf(refN);
     const buffers = [
       ...(lora ? [] : [{ name: "ref-params", bytes: P * F32, binding: largestF32 * F32, windowed: true }]),

@@ -7,7 +7,10 @@
 // A ByteSource is anything with a size and ranged reads: a Blob or File (browser; Node's
 // fs.openAsBlob), or bytes in memory. Every error names the file and the tensor.
 // The lab's own checkpoints (model/checkpoint.ts) use the same format, F32 only.
-// Tested by model/hf.test.ts (good and bad files).
+// The file is untrusted: the header is refused when its length is beyond the file or 16 MB, or a
+// tensor's shape overflows, its dtype and size disagree, its bytes leave the data section or
+// overlap another's; nothing is allocated before these checks but the header itself.
+// Tested by model/hf/read.test.ts (good and bad files) and model/untrusted.test.ts (the fuzz).
 
 /** A file read by ranges. */
 export interface ByteSource {
@@ -72,8 +75,9 @@ export interface SafetensorsFile {
   metadata: Record<string, string>;
 }
 
-// A header larger than this is not a weights file (the format's reference reader caps it at 100 MB).
-const MAX_HEADER = 100_000_000;
+// A header larger than this is not a weights file of the models the lab reads (the format's
+// reference reader caps it at 100 MB; Qwen2.5-0.5B's is 32 KB, a shard of a 70B model's ~100 KB).
+export const MAX_SAFETENSORS_HEADER = 16 * 1024 * 1024;
 
 /** Reads and checks the header: every tensor's dtype, shape and byte range against the file size. */
 export async function openSafetensors(source: ByteSource): Promise<SafetensorsFile> {
@@ -81,11 +85,15 @@ export async function openSafetensors(source: ByteSource): Promise<SafetensorsFi
   if (source.size < 8) throw new Error(`${f}: not a safetensors file (${source.size} bytes, fewer than 8)`);
   const first = await source.read(0, 8);
   const headLen = Number(new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true));
-  if (headLen > MAX_HEADER || 8 + headLen > source.size) {
+  if (8 + headLen > source.size) {
     throw new Error(
       `${f}: truncated or not a safetensors file (header length ${headLen}, file size ${source.size})`,
     );
   }
+  if (headLen > MAX_SAFETENSORS_HEADER)
+    throw new Error(
+      `${f}: the safetensors header is ${headLen} bytes; the lab reads headers of at most ${MAX_SAFETENSORS_HEADER}`,
+    );
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(new TextDecoder().decode(await source.read(8, headLen)));
@@ -99,6 +107,13 @@ export async function openSafetensors(source: ByteSource): Promise<SafetensorsFi
   let metadata: Record<string, string> = {};
   for (const [name, raw] of Object.entries(header)) {
     if (name === "__metadata__") {
+      if (
+        raw !== null &&
+        (typeof raw !== "object" ||
+          Array.isArray(raw) ||
+          !Object.values(raw).every((v) => typeof v === "string"))
+      )
+        throw new Error(`${f}: the safetensors __metadata__ is not an object of strings`);
       metadata = (raw ?? {}) as Record<string, string>;
       continue;
     }
@@ -114,6 +129,8 @@ export async function openSafetensors(source: ByteSource): Promise<SafetensorsFi
       throw new Error(`${where} has dtype ${dtype}, which safetensors does not define`);
     const shape = e.shape as number[];
     const numel = shape.reduce((a, b) => a * b, 1);
+    if (!Number.isSafeInteger(numel * DTYPE_BYTES[dtype]))
+      throw new Error(`${where} has shape [${shape}], whose size overflows`);
     const [b, en] = off as [number, number];
     if (en - b !== numel * DTYPE_BYTES[dtype])
       throw new Error(`${where}: data_offsets [${b}, ${en}) do not hold ${numel} ${dtype} values`);
@@ -124,10 +141,21 @@ export async function openSafetensors(source: ByteSource): Promise<SafetensorsFi
     }
     tensors.set(name, { dtype, shape, begin: dataStart + b, end: dataStart + en });
   }
+  // No two tensors share bytes.
+  const byBegin = [...tensors].filter(([, e]) => e.end > e.begin).sort((x, y) => x[1].begin - y[1].begin);
+  for (let i = 1; i < byBegin.length; i++) {
+    const [prev, p] = byBegin[i - 1];
+    const [name, e] = byBegin[i];
+    if (e.begin < p.end)
+      throw new Error(
+        `${f}: tensors ${prev} and ${name} overlap (data_offsets [${p.begin - dataStart}, ${p.end - dataStart}) and [${e.begin - dataStart}, ${e.end - dataStart}))`,
+      );
+  }
   return { source, tensors, metadata };
 }
 
-function readable(file: SafetensorsFile, name: string): SafetensorsEntry {
+/** The entry of a tensor this reader can widen to float32, or an error naming its dtype. */
+export function readableEntry(file: SafetensorsFile, name: string): SafetensorsEntry {
   const e = file.tensors.get(name);
   if (!e) throw new Error(`${file.source.name}: no tensor ${name}`);
   if (!READABLE.has(e.dtype))
@@ -139,7 +167,7 @@ function readable(file: SafetensorsFile, name: string): SafetensorsEntry {
 
 /** One tensor as float32 (BF16 and F16 widened exactly). */
 export async function readTensor(file: SafetensorsFile, name: string): Promise<Float32Array> {
-  const e = readable(file, name);
+  const e = readableEntry(file, name);
   const bytes = await file.source.read(e.begin, e.end - e.begin);
   if (bytes.length !== e.end - e.begin)
     throw new Error(`${file.source.name} is truncated: tensor ${name} could not be read whole`);
@@ -156,7 +184,7 @@ export async function readTensorChunks(
   maxElems: number,
   each: (start: number, data: Float32Array) => void | Promise<void>,
 ): Promise<void> {
-  const e = readable(file, name);
+  const e = readableEntry(file, name);
   const bytesPer = DTYPE_BYTES[e.dtype];
   const total = (e.end - e.begin) / bytesPer;
   const step = Math.max(1, Math.floor(maxElems));
@@ -198,7 +226,7 @@ function halfToFloat(h: number): number {
 /**
  * What precedes a safetensors file's data: the 8-byte little-endian header length, then the
  * JSON header padded with spaces so the data starts 8-byte aligned (as the reference writer
- * does). Shared by the lab's writers (model/checkpoint.ts, export/hf.ts, cli/stamp-checkpoint.ts).
+ * does). Shared by the lab's writers (model/checkpoint.ts, model/hf/write.ts, cli/stamp-checkpoint.ts).
  */
 export function safetensorsHead(header: Record<string, unknown>): Uint8Array {
   let json = JSON.stringify(header);

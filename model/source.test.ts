@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig, parseRunConfig } from "../config";
 import { decodeLink, encodeLink } from "../config/link";
-import { hfModelConfig, loadHfWeights, readHfConfig } from "./hf";
+import { hfModelConfig, loadHfWeights, readHfConfig } from "./hf/read";
 import {
   addLocalFiles,
   type ByteStore,

@@ -24,13 +24,28 @@ export function checkRepoId(repo: string): string {
   return r;
 }
 
+// A branch, tag or commit: segments like a repo id's parts, "/" between them (refs/pr/1).
+const REVISION = /^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
+
+/**
+ * A Hub revision, or an error naming model.revision: as strict as repo ids, since it becomes
+ * part of the model cache's keys (a folder path in the CLI's cache).
+ */
+export function checkRevision(revision: string): string {
+  if (!REVISION.test(revision) || revision.includes("..") || revision.length > 256)
+    throw new Error(
+      `model.revision: ${JSON.stringify(revision.slice(0, 300))} is not a Hub revision (a branch, tag or commit: letters, digits, ".", "_", "-", segments separated by "/", no "..")`,
+    );
+  return revision;
+}
+
 /** The source a model path names (model.pretrained or model.tokenizer), with the config's revision and hashes. */
 export function parseModelSource(
   path: string,
   model: Pick<RunConfig["model"], "revision" | "sha256">,
 ): ModelSource {
   if (path.startsWith("hf:"))
-    return { kind: "hub", repo: checkRepoId(path.slice(3)), revision: model.revision };
+    return { kind: "hub", repo: checkRepoId(path.slice(3)), revision: checkRevision(model.revision) };
   if (path.startsWith("local:")) {
     const name = path.slice(6);
     if (!name) throw new Error('model.pretrained: "local:" needs a name (local:<name>)');

@@ -13,7 +13,7 @@
 // Pad decodes to "" (it is not text); tokenText(PAD_ID) shows it as "<|pad|>".
 //
 // `Tokenizer` is the one interface the rollout, the trainer and the inspector's pieces use;
-// CHAR_TOKENIZER is this character tokenizer behind it, model/hf-tokenizer.ts a model's own
+// CHAR_TOKENIZER is this character tokenizer behind it, model/hf/tokenizer.ts a model's own
 // tokenizer.json. Tested by model/tokenizer.test.ts.
 
 /** What the engine needs of a tokenizer: ids in, text out, and a readable piece per id. */

@@ -187,6 +187,9 @@ function checkEvent(e: unknown, at: string): string | null {
   if (e.edit !== undefined && !(isObj(e.edit) && isStep(e.edit.step) && typeof e.edit.path === "string")) {
     return `${at}.edit: must be {step, path, value}`;
   }
+  if (e.chat !== undefined && !(isObj(e.chat) && typeof e.chat.renders_tools === "boolean")) {
+    return `${at}.chat: must be {renders_tools: boolean}`;
+  }
   return null;
 }
 

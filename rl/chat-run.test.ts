@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig, type RunConfig } from "../config";
 import { CpuModel } from "../model/cpu";
-import { randomHfSafetensors } from "../model/hf-fixture";
+import { randomHfSafetensors } from "../model/hf/fixture";
 import { QWEN3_DIR } from "../model/qwen3-fixture";
 import { InProcessSandbox } from "../sandbox/run-code";
 import { createTrainer } from "./session";

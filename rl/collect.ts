@@ -56,7 +56,7 @@ export async function rolloutAndReward(
   const rewarded = await computeRewards(
     items.map((it, i) => ({ ...it, groupId: groupOf(i) })),
     c,
-    { step, sandbox: ctx.sandbox },
+    { step, sandbox: ctx.sandbox, label },
   );
   let rewardSeconds = ctx.clock() - rw;
   let seconds = toolSeconds;
@@ -68,7 +68,7 @@ export async function rolloutAndReward(
     const base = await computeRewards(
       greedy.items.map((it, i) => ({ ...it, groupId: groupOf(i * G) })),
       c,
-      { step, sandbox: ctx.sandbox },
+      { step, sandbox: ctx.sandbox, label: `${label}:greedy` },
     );
     // An episode's token rewards sum to its turn-discounted return (tokenRewardsOf), so its
     // baseline is the greedy episode's return measured the same way.

@@ -5,51 +5,19 @@
 // (rl/env-rollout.ts): a prompt is a seed, correct is success, each turn is a GiGPO step row,
 // and always renders as chatml turns with the character tokenizer. Tested by rl/trainer.test.ts and rl/trainer-env.test.ts.
 import type { RunConfig } from "../config";
-import type { SamplingOptions } from "../model/api";
 import { builtinChat, type ChatFormat } from "../model/chat";
 import type { Message } from "../model/template";
 import { CHAR_TOKENIZER } from "../model/tokenizer";
-import type { Rng } from "../tasks/rng";
-import {
-  type AnyTask,
-  type Demo,
-  type EnvTask,
-  isEnvTask,
-  type Problem,
-  type Task,
-  type ToolSpec,
-} from "../tasks/types";
+import { type AnyTask, type EnvTask, isEnvTask, type Problem, type Task } from "../tasks/types";
 import { RETURN } from "./algos/advantage";
 import { lastPolicyIndex } from "./algos/types";
-import type { TrainerContext } from "./context";
+import type { TaskDriver } from "./context";
 import { envPromptMessages, envRollout, turnTokenRewards } from "./env-rollout";
 import { rolloutLimits } from "./options";
 import { parseAnswer } from "./parse";
 import { envMetrics } from "./records";
-import type { RewardedTrajectory, RewardItem } from "./rewards";
+import type { RewardedTrajectory } from "./rewards";
 import { rollout, type Trajectory } from "./rollout";
-
-export interface TaskDriver {
-  /** Tools the model may call (none for environments: they act through their turns). */
-  readonly tools: ToolSpec[];
-  /** The chat format prompts and demonstrations render with, given the run's. */
-  chat(run: ChatFormat): ChatFormat;
-  /** n training prompts (for an environment: its seeds as prompts). */
-  sample(rng: Rng, n: number): Problem[];
-  /** The held-out prompts. */
-  evalSet(n: number): Problem[];
-  /** The dev prompts (split version 2), or undefined when the task has no dev side. */
-  devSet?(n: number): Problem[];
-  sftDemos(rng: Rng, n: number, knobs: Record<string, unknown>): Demo[];
-  /** Rolls out one trajectory per owner and judges it; toolSeconds is time in tools or the env. */
-  rollout(
-    ctx: TrainerContext,
-    owners: Problem[],
-    sampling: SamplingOptions,
-  ): Promise<{ items: RewardItem[]; toolSeconds: number }>;
-  /** val/* metrics beyond accuracy and tool-call rate for one eval mode ("val" or "dev" prefix). */
-  evalMetrics(items: RewardItem[], suffix: string, prefix?: string): Record<string, number>;
-}
 
 export function taskDriver(task: AnyTask): TaskDriver {
   return isEnvTask(task) ? envDriver(task) : singleTurnDriver(task);

@@ -24,12 +24,15 @@ import { flatten, maskedMean, unflatten } from "./algos/types";
 import { aggOptions, policyLossOptions, shapingOptions } from "./options";
 
 /**
- * Losses whose tokens all carry their row's sequence ratio: a token's loss value depends on
- * every log-prob of its row, so a per-token factor cannot scale one token alone (the gradient
- * would no longer be the loss's). There the row is scaled by the pw-weighted mean of its
- * tokens' factors, a constant of the row, and loss and gradient stay consistent.
+ * Losses whose tokens all carry their row's sequence ratio in value and gradient: a token's
+ * loss depends on every log-prob of its row, so a per-token factor cannot scale one token
+ * alone (the gradient would no longer be the loss's). There the row is scaled by one constant:
+ * GMPO by the geometric mean of its tokens' IS weights (verl `geo_mean`), GSPO by their
+ * pw-weighted mean (no verl counterpart: verl's `gspo` is the token form). GSPO-token is not
+ * here: its gradient flows only through each token's own log-prob (the stop-gradient form), so
+ * each token keeps its own weight, as verl multiplies them.
  */
-const SEQUENCE_RATIO = new Set(["gspo", "gspo-token", "gmpo"]);
+const SEQUENCE_RATIO = new Set(["gspo", "gmpo"]);
 
 /** Replaces each row's per-token factors by their pw-weighted mean over the row, in place. */
 function rowMeanScale(scale: Float64Array, pw: ArrayLike<number>, lens: readonly number[]): void {
@@ -43,6 +46,25 @@ function rowMeanScale(scale: Float64Array, pw: ArrayLike<number>, lens: readonly
     }
     const m = den > 0 ? num / den : 1;
     for (let i = at; i < at + L; i++) scale[i] = m;
+    at += L;
+  }
+}
+
+/**
+ * Replaces each row's IS weights by their mask-weighted geometric mean, in place:
+ * exp(Σ m·log(w + 1e-10) / Σ m), verl's `geo_mean` aggregation of rollout IS weights.
+ */
+function rowGeoMeanScale(w: Float64Array, mask: ArrayLike<number>, lens: readonly number[]): void {
+  let at = 0;
+  for (const L of lens) {
+    let num = 0;
+    let den = 0;
+    for (let i = at; i < at + L; i++) {
+      num += mask[i] * Math.log(w[i] + 1e-10);
+      den += mask[i];
+    }
+    const g = den > 0 ? Math.exp(num / den) : 1;
+    for (let i = at; i < at + L; i++) w[i] = g;
     at += L;
   }
 }
@@ -104,13 +126,16 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
   );
   // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights). The
   // rollout correction's IS weights and the top-entropy selection scale the policy term per
-  // token after it (per row for the sequence-ratio losses, SEQUENCE_RATIO); the aggregation's
-  // denominator stays (TRL's entropy mask, verl's IS weights).
+  // token after it (per row for the sequence-ratio losses, SEQUENCE_RATIO: GMPO's IS weights by
+  // their geometric mean, as verl); the aggregation's denominator stays (TRL's entropy mask,
+  // verl's IS weights).
   const pw = pl.weights ?? weights;
   const scale = new Float64Array(pw.length).fill(1);
+  let isScale: Float64Array | undefined;
   if (x.isWeights) {
-    const w = flatten(x.isWeights);
-    for (let i = 0; i < scale.length; i++) scale[i] *= w[i];
+    isScale = flatten(x.isWeights);
+    if (r.policy_loss === "gmpo") rowGeoMeanScale(isScale, flat.mask, lens);
+    else for (let i = 0; i < scale.length; i++) scale[i] *= isScale[i];
   }
   // Tokens a selection rule picked, for the inspector: Clip-Cov / KL-Cov's covariance picks,
   // or the top-entropy tokens that keep their policy loss.
@@ -122,6 +147,7 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     selected = selected ? selected.map((x, i) => Math.max(x, sel[i])) : sel;
   }
   if (SEQUENCE_RATIO.has(r.policy_loss)) rowMeanScale(scale, pw, lens);
+  if (isScale && r.policy_loss === "gmpo") for (let i = 0; i < scale.length; i++) scale[i] *= isScale[i];
   const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
   let loss = aggregate(
     pl.loss.map((l, i) => l * scale[i]),

@@ -7,7 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { assertClose } from "../kernels/testing";
 import { modelConfig } from "../model/config";
-import { CpuModel, forward } from "../model/cpu";
+import { CpuModel } from "../model/cpu";
+import { forward } from "../model/cpu-passes";
 import { loraLayout, randomLora } from "../model/lora";
 import { coupledGrads as gradsWith } from "./minibatch-testing";
 

@@ -9,7 +9,8 @@ import { describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig, POLICY_LOSS_NAMES, type RunConfig } from "../config";
 import { ADVANTAGE, withAdvantageDefaults } from "./algos/advantage";
 import { POLICY_LOSS, positiveLm } from "./algos/losses";
-import { actorMetrics } from "./algos/masks";
+import { actorMetrics, topEntropyMask } from "./algos/masks";
+import { flatten, unflatten } from "./algos/types";
 import { type MinibatchInput, minibatchLoss } from "./loss";
 
 function config(policyLoss: string, over: object = {}): RunConfig {
@@ -63,6 +64,34 @@ const VARIANTS: { label: string; over: object; x: MinibatchInput }[] = [
   },
 ];
 
+/**
+ * GSPO-token's policy-term gradient written out (verl `gspo`): log s_it = sg[log s_i] + lp_t −
+ * sg[lp_t], so d/dlp_t of −A_t·s_it·is_t·sel_t·w_t is −A_t·s_i·is_t·sel_t·w_t, w the
+ * seq-mean-token-mean weight m_t/(Σ_row m·|B'|). Written for unclipped rows (asserted).
+ */
+function gspoTokenGrad(c: RunConfig, x: MinibatchInput): number[][] {
+  const sel = unflatten(
+    topEntropyMask(flatten(x.entropy), flatten(x.mask), c.rl.top_entropy_quantile),
+    x.mask.map((m) => m.length),
+  );
+  const rowsWithTokens = x.mask.filter((m) => Array.from(m).some((v) => v > 0)).length;
+  return x.mask.map((m, b) => {
+    let len = 0;
+    let sumD = 0;
+    for (let t = 0; t < m.length; t++) {
+      len += m[t];
+      sumD += m[t] * (x.logprob[b][t] - x.oldLogprob[b][t]);
+    }
+    const s = len > 0 ? Math.exp(sumD / len) : 1;
+    if (len > 0 && (s < 1 - c.rl.clip_eps_low || s > 1 + c.rl.clip_eps_high)) throw new Error("row clipped");
+    return Array.from(m, (mt, t) =>
+      mt === 0
+        ? 0
+        : (-x.advantages[b][t] * s * (x.isWeights?.[b][t] ?? 1) * sel[b][t] * mt) / (len * rowsWithTokens),
+    );
+  });
+}
+
 describe("finite differences through minibatchLoss", () => {
   for (const name of POLICY_LOSS_NAMES)
     for (const { label, over, x: X } of VARIANTS) {
@@ -83,13 +112,19 @@ describe("finite differences through minibatchLoss", () => {
             // loss with the weight frozen, so move lp_old with lp (the weight stays put; nothing
             // else in the loss reads lp_old).
             const moveOld = name === "cispo";
-            const at = (e: number) =>
-              minibatchLoss(c, {
+            // GSPO-token with per-token IS weights: its stop-gradients make the gradient differ
+            // from the value's derivative by design (verl's form), so its policy term is checked
+            // against the analytic gradient and only the other terms by differences.
+            const analytic = name === "gspo-token" && X.isWeights !== undefined;
+            const at = (e: number) => {
+              const o = minibatchLoss(c, {
                 ...X,
                 logprob: shift(X.logprob, b, t, e),
                 oldLogprob: moveOld ? shift(X.oldLogprob, b, t, e) : X.oldLogprob,
-              }).loss;
-            const fd = (at(h) - at(-h)) / (2 * h);
+              });
+              return analytic ? o.loss - o.metrics["actor/pg_loss"] : o.loss;
+            };
+            const fd = (at(h) - at(-h)) / (2 * h) + (analytic ? gspoTokenGrad(c, X)[b][t] : 0);
             if (!(Math.abs(fd - g) <= 1e-7 + 1e-5 * Math.abs(fd))) bad.push(`(${b},${t}) fd ${fd} vs ${g}`);
           }
         });
@@ -204,5 +239,50 @@ describe("issue 25 fixes", () => {
       postTool: [[0, 0]],
     });
     expect(k.metrics["actor/ppo_kl"]).toBeCloseTo(15.05, 12);
+  });
+});
+
+describe("issue 36: verl's numbers for the sequence-ratio losses with rollout IS weights", () => {
+  // One row, mask [1, 1], lp = old = −1, A = [1, 2], IS weights [0.5, 1.5], token-mean.
+  const one: MinibatchInput = {
+    logprob: [[-1, -1]],
+    oldLogprob: [[-1, -1]],
+    advantages: [[1, 2]],
+    mask: [[1, 1]],
+    entropy: [[1, 1]],
+    postTool: [[0, 0]],
+    isWeights: [[0.5, 1.5]],
+  };
+  const plain = (name: string) =>
+    mergeConfig(defaultRunConfig(), {
+      rl: {
+        policy_loss: name,
+        loss_agg: "token-mean",
+        kl: { coef: 0 },
+        entropy_coef: 0,
+        positive_lm_coef: 0,
+      },
+    });
+
+  it("gspo-token multiplies each token's term by its own weight: −1.75, dL/dlp [−0.25, −1.5]", () => {
+    // verl: mean(−A·s·w) = (−1·0.5 − 2·1.5)/2; the gradient flows through each token's own lp.
+    const out = minibatchLoss(plain("gspo-token"), one);
+    expect(out.loss).toBeCloseTo(-1.75, 12);
+    expect(out.dlogp[0][0]).toBeCloseTo(-0.25, 12);
+    expect(out.dlogp[0][1]).toBeCloseTo(-1.5, 12);
+  });
+
+  it("gmpo weights a row by the geometric mean of its IS weights: −1.5·sqrt(0.75) = −1.29904", () => {
+    const out = minibatchLoss(plain("gmpo"), one);
+    const g = Math.sqrt(0.75);
+    expect(out.loss).toBeCloseTo(-1.5 * g, 5); // verl's log(w + 1e-10): equal to ~1e-10
+    expect(out.loss).toBeCloseTo(-1.29904, 5);
+    // d/dlp_t of −Ā·exp(mean δ)·g = −Ā·g/2 for each token.
+    expect(out.dlogp[0][0]).toBeCloseTo((-1.5 * g) / 2, 8);
+    expect(out.dlogp[0][1]).toBeCloseTo((-1.5 * g) / 2, 8);
+    // GMPO's value is a function of every lp of the row, so differences check its gradient.
+    const h = 1e-6;
+    const at = (e: number) => minibatchLoss(plain("gmpo"), { ...one, logprob: [[-1 + e, -1]] }).loss;
+    expect((at(h) - at(-h)) / (2 * h)).toBeCloseTo(out.dlogp[0][0], 8);
   });
 });

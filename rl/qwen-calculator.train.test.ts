@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { mergeConfig, parseRunConfig, type RunConfig } from "../config";
-import { hfFiles } from "../export/hf";
 import { modelConfig } from "../model/config";
 import { CpuModel } from "../model/cpu";
+import { hfFiles } from "../model/hf/write";
 import { QWEN3_DIR } from "../model/qwen3-fixture";
 import { InProcessSandbox } from "../sandbox/run-code";
 import { createTrainer } from "./session";
@@ -23,7 +23,7 @@ beforeAll(async () => {
   sandbox = await InProcessSandbox.create();
   dir = join(mkdtempSync(join(tmpdir(), "lab-qwen2-")), "tiny-qwen2");
   mkdirSync(dir, { recursive: true });
-  // A tiny Qwen2 in the Hugging Face layout, written by the lab's own exporter (export/hf.ts).
+  // A tiny Qwen2 in the Hugging Face layout, written by the lab's own exporter (model/hf/write.ts).
   const c = modelConfig({
     layers: 1,
     dModel: 8,

@@ -230,6 +230,22 @@ describe("the promise: a link or bundle replays the run", () => {
 });
 
 describe("issue 16's reproductions", () => {
+  it("a link whose custom reward calls Math.random and Date.now replays row for row (issue 36)", async () => {
+    const config = tiny({
+      sft: { steps: 0 },
+      stop: { max_steps: 2 },
+      rewards: { custom_js: "(x) => Math.random() + (Date.now() % 7)" },
+    });
+    const link = await configFromLink(await encodeLink({ config, edits: [] }));
+    const a = await cliRun(folder("random-a"), link);
+    const b = await cliRun(folder("random-b"), link);
+    const custom = a.map((r) => r["reward/custom-js/mean"]).filter((v) => v !== undefined);
+    expect(custom.length).toBeGreaterThan(0);
+    // A real draw: not a constant, and different from step to step.
+    expect(new Set(custom).size).toBe(custom.length);
+    expect(comparable(b)).toEqual(comparable(a));
+  });
+
   it("a recorded rl.lr edit at RL step 2 replays at RL step 2 through the CLI and the worker", async () => {
     const config = tiny({ sft: { steps: 0 } });
     const edits: ConfigEdit[] = [{ phase: "rl", step: 2, path: "rl.lr", value: 1e-5 }];

@@ -57,6 +57,35 @@ export interface SampleRecord {
   filter: string;
   /** Multi-turn environments: one row per turn (anchor state, step reward, action token range). */
   steps?: StepRow[];
+  /**
+   * A completion from a verl or TRL run (results/): text only, no tokens or token masks (the
+   * token arrays are empty); `correct` and `advantage` when the engine's file has them.
+   */
+  text?: { prompt: string; response: string; correct?: boolean; advantage?: number };
+}
+
+/** A trajectory with nothing in it (an empty completion that stopped): the base of one built by hand. */
+export function emptySample(): SampleRecord {
+  return {
+    step: 0,
+    groupId: "",
+    problemId: "",
+    bucket: "",
+    answer: "",
+    promptTokens: [],
+    tokens: [],
+    mask: [],
+    postTool: [],
+    logprobs: [],
+    entropy: [],
+    advantages: [],
+    reward: 0,
+    rewardTerms: {},
+    correct: false,
+    toolCalls: [],
+    finish: "stop",
+    filter: "",
+  };
 }
 
 export interface StepOutput {

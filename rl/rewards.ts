@@ -6,6 +6,7 @@
 import type { RunConfig } from "../config";
 import { runRewardFunction } from "../sandbox/tools";
 import type { JsonValue, SandboxRunner } from "../sandbox/types";
+import { hash32 } from "../tasks/rng";
 import type { Problem } from "../tasks/types";
 import { combineRewards, type RewardInput } from "./algos/rewards";
 import type { StepRow } from "./algos/types";
@@ -83,7 +84,7 @@ export async function runCustomReward(
   sandbox: SandboxRunner,
   source: string,
   input: RewardInput,
-  limits: { timeoutS: number; memoryMB: number },
+  limits: { timeoutS: number; memoryMB: number; seed?: number },
 ): Promise<{ ok: true; value: number } | { ok: false; error: string }> {
   const src = JSON.stringify(source);
   const fn = `(function () {
@@ -97,6 +98,7 @@ export async function runCustomReward(
   return runRewardFunction(sandbox, fn, input as unknown as JsonValue, {
     run_timeout: limits.timeoutS,
     memory_limit_MB: limits.memoryMB,
+    seed: limits.seed,
   });
 }
 
@@ -108,7 +110,7 @@ export async function runCustomReward(
 export async function computeRewards(
   items: RewardItem[],
   config: RunConfig,
-  ctx: { step: number; sandbox: SandboxRunner },
+  ctx: { step: number; sandbox: SandboxRunner; label?: string },
 ): Promise<RewardedTrajectory[]> {
   const rc = { step: ctx.step, totalSteps: config.stop.max_steps, maxLength: config.sampling.max_new_tokens };
   const inputs = items.map((it) => rewardInput(it.traj, it.problem, it.correct, rc));
@@ -127,10 +129,12 @@ export async function computeRewards(
   const custom = config.rewards.custom_js.trim();
   const customResults = custom
     ? await Promise.all(
-        inputs.map((x) =>
+        inputs.map((x, i) =>
           runCustomReward(ctx.sandbox, custom, x, {
             timeoutS: config.limits.tool_timeout_s,
             memoryMB: config.limits.memory_mb,
+            // The sandbox's Math.random: seeded by the run seed and the call's place.
+            seed: hash32(`${config.seed}:reward:${ctx.label ?? ctx.step}:${i}`),
           }),
         ),
       )

@@ -14,6 +14,7 @@ import type { GenerationSession, PolicyModel, SamplingOptions } from "../model/a
 import type { ChatFormat } from "../model/chat";
 import { decodeRun } from "../model/generate";
 import { headTail } from "../sandbox/run-code";
+import { hash32 } from "../tasks/rng";
 
 /** What the agent loop needs of a model: its context length and a generation session. */
 export type GenerationPolicy = Pick<PolicyModel, "startGeneration"> & {
@@ -45,7 +46,8 @@ export interface ToolOutcome {
 /** How calls are found in a generated segment and executed; built from the task's tools. */
 export interface ToolProtocol {
   parse(segment: string): ToolCallRequest[];
-  execute(calls: ToolCallRequest[]): Promise<ToolOutcome[]>;
+  /** seeds[i]: the sandbox seed of calls[i] (its place in the run); absent: seed 0. */
+  execute(calls: ToolCallRequest[], seeds?: number[]): Promise<ToolOutcome[]>;
 }
 
 export interface RolloutLimits {
@@ -174,7 +176,7 @@ export async function rollout(
       );
       if (pending.length > 0) {
         const t0 = performance.now();
-        await runPending(pending, states, session, chat, limits, tools!, contextLength);
+        await runPending(pending, states, session, chat, limits, tools!, contextLength, opts.sampling.seed);
         if (opts.stats) opts.stats.toolSeconds += (performance.now() - t0) / 1000;
       }
     }
@@ -203,22 +205,27 @@ async function runPending(
   limits: RolloutLimits,
   tools: ToolProtocol,
   contextLength: number,
+  samplingSeed: number,
 ): Promise<void> {
   // Decide per call whether it runs (within maxToolCalls), then run every allowed call of
   // the whole batch at once: the sandbox pool executes them in parallel.
   const allowed: ToolCallRequest[] = [];
+  // Each call's sandbox seed (its Math.random): the rollout's seed (run seed and label),
+  // the trajectory and the call index, so a replay gives every program the same numbers.
+  const seeds: number[] = [];
   const plan = pending.map(({ seq, calls }) => {
     const s = states[seq];
     return calls.map((call) => {
       const run = s.callsExecuted < limits.maxToolCalls;
       if (run) {
+        seeds.push(hash32(`${samplingSeed}:tool:${seq}:${s.callsExecuted}`));
         s.callsExecuted++;
         allowed.push(call);
       }
       return run;
     });
   });
-  const outcomes = allowed.length > 0 ? await tools.execute(allowed) : [];
+  const outcomes = allowed.length > 0 ? await tools.execute(allowed, seeds) : [];
   let k = 0;
   for (let p = 0; p < pending.length; p++) {
     const { seq, calls } = pending[p];

@@ -23,6 +23,7 @@
 import { type ConfigEdit, comparePoints, type EditPhase, type RunPoint } from "../config";
 import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
 import { describeStorage } from "../model/half";
+import type { ChatTemplateFacts } from "../model/tool-list-prompt";
 import type { MetricsRow, SampleRecord, Trainer, TrainerRunState } from "./trainer";
 
 export type RunPhase = "idle" | "sft" | "rl" | "paused" | "done" | "error";
@@ -37,6 +38,8 @@ export interface RunEvents {
     kind: "edit" | "edit-refused" | "skipped" | "paused" | "stopped" | "error" | "info";
     message: string;
     edit?: ConfigEdit;
+    /** The model's chat template, as loaded (the export reads it: export/index.ts chatFactsOf). */
+    chat?: ChatTemplateFacts;
   }): void;
   phase?(phase: RunPhase): void;
   /** A live edit was applied: a new entry of the run's edit log (replayed edits are not reported here). */
@@ -270,6 +273,20 @@ export class RunLoop {
           phase: sft ? "sft" : "rl",
           kind: "info",
           message: describeStorage(storage),
+        });
+      }
+      // A model's own chat template: whether it renders the tools is part of the run's record.
+      const rendersTools = tr.chat.rendersTools;
+      if (rendersTools !== undefined) {
+        const sft = tr.sftStepIndex < tr.config.sft.steps;
+        this.on.event?.({
+          step: sft ? tr.sftStepIndex : tr.rlStepIndex,
+          phase: sft ? "sft" : "rl",
+          kind: "info",
+          message: rendersTools
+            ? "the model's chat template renders the tools itself"
+            : "the model's chat template ignores tools: the tool list goes into the system message",
+          chat: { renders_tools: rendersTools },
         });
       }
       if (tr.sftStepIndex < tr.config.sft.steps) {

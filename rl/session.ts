@@ -2,14 +2,14 @@
 // model (WebGPU or CPU), which sandbox to use and how to read a file (fetch in the browser,
 // fs in Node). A run that names sft.init_checkpoint starts from those weights and skips SFT.
 // A run that names model.pretrained (a Hugging Face folder: config.json + safetensors) takes
-// its architecture and weights from there (model/hf.ts); the lab's architecture fields are then
+// its architecture and weights from there (model/hf/read.ts); the lab's architecture fields are then
 // unused, and model.context sets the sequence length.
 // Used by workers/trainer.worker.ts and cli/train.ts.
 import type { RunConfig } from "../config";
 import type { PolicyModel } from "../model/api";
 import { loadCheckpoint } from "../model/checkpoint";
 import { initParams, loraConfigOf, type ModelConfig, modelConfig, paramLayout } from "../model/config";
-import { loadHfWeights, type ModelDir, readHfConfig } from "../model/hf";
+import { loadHfWeights, type ModelDir, readHfConfig } from "../model/hf/read";
 import { type PlanLimits, planOfConfig, planRefusal } from "../model/memory-plan";
 import { blobSource } from "../model/safetensors";
 import type { SandboxRunner } from "../sandbox/types";

@@ -5,7 +5,7 @@
 import type { RunConfig } from "../config";
 import { builtinChat, type ChatFormat, jinjaChat } from "../model/chat";
 import { modelConfigOf } from "../model/config";
-import { HfTokenizer, loadHfTokenizerFiles } from "../model/hf-tokenizer";
+import { HfTokenizer, loadHfTokenizerFiles } from "../model/hf/tokenizer";
 import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { getTask } from "../tasks/index";
 import { type AnyTask, type EnvTask, isEnvTask, type Task } from "../tasks/types";

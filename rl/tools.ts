@@ -8,7 +8,7 @@
 // describes it so). Malformed JSON, an unknown tool and bad arguments each come back as a
 // failed tool result the model sees (ok: false), never as exceptions.
 // Tested by rl/rollout.test.ts and rl/hermes.test.ts.
-import type { ChatTool } from "../model/chat";
+import { CODE_ARG } from "../model/tool-list-prompt";
 import { formatToolResponse } from "../sandbox/tools";
 import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../sandbox/types";
 import { isBuiltinTool, type ToolSpec } from "../tasks/types";
@@ -28,26 +28,8 @@ function outcomeOf(r: RunCodeResult): ToolOutcome {
   return { ok, text: formatToolResponse(r, { maxChars: Number.MAX_SAFE_INTEGER }), status, detail: r.value };
 }
 
-/** The code tool's one argument in the Hermes form. */
-export const CODE_ARG = "code";
-
-/** The task's tools as a chat template lists them (a code tool takes `{"code": string}`). */
-export function chatToolsOf(tools: readonly ToolSpec[]): ChatTool[] {
-  return tools.map((t) =>
-    isBuiltinTool(t)
-      ? {
-          name: t.name,
-          description: t.description,
-          parameters: {
-            type: "object",
-            properties: { [CODE_ARG]: { type: "string", description: "The JavaScript code to run." } },
-            required: [CODE_ARG],
-          },
-          codeArg: CODE_ARG,
-        }
-      : { name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> },
-  );
-}
+// The task's tools as a chat template lists them: a pure module the export shares.
+export { CODE_ARG, chatToolsOf } from "../model/tool-list-prompt";
 
 export function makeToolProtocol(
   tools: ToolSpec[],
@@ -63,7 +45,7 @@ export function makeToolProtocol(
   const allowed = builtin?.allowedChars ? new RegExp(`^[${builtin.allowedChars}]*$`) : undefined;
   const request = { run_timeout: limits.timeoutS, memory_limit_MB: limits.memoryMB };
 
-  async function runOne(call: ToolCallRequest): Promise<ToolOutcome> {
+  async function runOne(call: ToolCallRequest, seed: number | undefined): Promise<ToolOutcome> {
     if (call.error) return { ok: false, text: call.error, status: "ParseError" };
     if (builtin && call.name === builtin.name) {
       // Inline calls carry bare code; Hermes calls carry it as the "code" argument.
@@ -76,13 +58,13 @@ export function makeToolProtocol(
         };
       if (allowed && !allowed.test(code))
         return { ok: false, text: "SyntaxError", status: "Refused: characters" };
-      return outcomeOf(await sandbox.run({ ...request, code }));
+      return outcomeOf(await sandbox.run({ ...request, code, seed }));
     }
     const spec = userTools.find((t) => t.name === call.name);
     if (!spec)
       return { ok: false, text: `Error: unknown tool ${JSON.stringify(call.name)}`, status: "UnknownTool" };
     const code = `${spec.name}(${JSON.stringify(call.arguments ?? {})})`;
-    return outcomeOf(await sandbox.run({ ...request, code, tools: [spec] }));
+    return outcomeOf(await sandbox.run({ ...request, code, tools: [spec], seed }));
   }
 
   return {
@@ -94,10 +76,10 @@ export function makeToolProtocol(
           : { name: "", raw: c.raw, error: `Error: ${c.message}` },
       );
     },
-    execute(calls) {
+    execute(calls, seeds) {
       return Promise.all(
-        calls.map((c) =>
-          runOne(c).catch((e: Error) => ({ ok: false, text: e.message, status: "SandboxError" })),
+        calls.map((c, i) =>
+          runOne(c, seeds?.[i]).catch((e: Error) => ({ ok: false, text: e.message, status: "SandboxError" })),
         ),
       );
     },

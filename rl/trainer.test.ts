@@ -3,7 +3,9 @@
 // gradient, edits apply, and the same seed replays the same rows.
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig, type RunConfig } from "../config";
+import { builtinChat } from "../model/chat";
 import { CpuModel } from "../model/cpu";
+import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { InProcessSandbox } from "../sandbox/run-code";
 import { RunLoop } from "./runner";
 import { modelConfigOf, taskOf } from "./setup";
@@ -175,5 +177,21 @@ describe("loss masks", () => {
   it("trains on tool tokens when the mask is off (the contrast)", () => {
     const out = minibatchLoss(tinyConfig(), { ...rows, mask: [[1, 1, 1, 1, 1]] });
     expect(out.dlogp[0][2]).not.toBe(0);
+  });
+
+  it("records whether the model's chat template renders tools (the export reads it), and only for a model's own template", async () => {
+    const config = tinyConfig({ sft: { steps: 0 }, stop: { max_steps: 1 } });
+    const events = async (rendersTools?: boolean) => {
+      const chat = { ...builtinChat("inline", CHAR_TOKENIZER), rendersTools };
+      const policy = new CpuModel(modelConfigOf(config), undefined, config.seed);
+      const out: { kind: string; chat?: unknown }[] = [];
+      await new RunLoop(new Trainer(config, { policy, task: taskOf(config), sandbox, chat }), {
+        event: (e) => out.push(e),
+      }).run();
+      return out.filter((e) => e.chat !== undefined);
+    };
+    expect(await events(false)).toMatchObject([{ kind: "info", chat: { renders_tools: false } }]);
+    expect(await events(true)).toMatchObject([{ kind: "info", chat: { renders_tools: true } }]);
+    expect(await events(undefined)).toEqual([]);
   });
 });

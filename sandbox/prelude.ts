@@ -217,16 +217,19 @@ export const BOUNDED_SOURCE = `(function (u) {
     if (s === undefined) s = safeString(v);
     return "=" + s.slice(0, max + 1);
   }
+  // "cut": the name or message was cut to the cap (the result reports truncated).
   function describe(e, max) {
     if (e !== null && typeof e === "object" && "message" in e) {
-      const stack = e.stack;
+      const stack = e.stack, name = safeString(e.name), message = safeString(e.message);
       return stringify({
-        name: cut(safeString(e.name), max),
-        message: cut(safeString(e.message), max),
+        name: cut(name, max),
+        message: cut(message, max),
         stack: typeof stack === "string" ? stack.slice(0, max) : "",
+        cut: name.length > max || message.length > max,
       });
     }
-    return stringify({ name: "Error", message: "Uncaught " + show(e, max).slice(1, max + 1), stack: "" });
+    const s = show(e, max);
+    return stringify({ name: "Error", message: "Uncaught " + s.slice(1, max + 1), stack: "", cut: s.length > max + 1 });
   }
   return { show: show, encode: encode, describe: describe, cut: cut };
 })`;

@@ -300,3 +300,62 @@ describe("headTail", () => {
     expect(headTail("😀a", 1)).toBe("");
   });
 });
+
+describe("time and randomness (issue 36)", () => {
+  const draws = "[Math.random(), Math.random(), Math.random()]";
+  it("Math.random is the seed's sequence: same seed, same numbers; another seed, others", () => {
+    const a = run(draws, { seed: 7 }).value as number[];
+    expect(run(draws, { seed: 7 }).value).toEqual(a);
+    expect(run("1 + 1").status).toBe("Success"); // an unrelated call in between changes nothing
+    expect(run(draws, { seed: 7 }).value).toEqual(a);
+    const b = run(draws, { seed: 8 }).value as number[];
+    expect(b).not.toEqual(a);
+    for (const x of [...a, ...b]) expect(x >= 0 && x < 1).toBe(true);
+    // No seed is seed 0, still one fixed sequence.
+    expect(run(draws).value).toEqual(run(draws, { seed: 0 }).value);
+  });
+
+  it("the clock starts at clock_ms (2025-01-01 by default) and advances 1 ms per read", () => {
+    const r = run("[Date.now(), Date.now(), new Date().toISOString(), new Date(0).getTime()]");
+    expect(r.value).toEqual([1735689600000, 1735689600001, "2025-01-01T00:00:00.002Z", 0]);
+    expect(run("Date.now()", { clock_ms: 5000 }).value).toBe(5000);
+    // A loop that waits on the clock ends after 100 reads, every time.
+    const wait = "const s = Date.now(); let n = 0; while (Date.now() - s < 100) n++; n";
+    expect(run(wait).value).toBe(99);
+    // Subclasses and instanceof still work.
+    expect(run("class D extends Date {}; const d = new D(); [d instanceof Date, d.getTime()]").value).toEqual(
+      [true, 1735689600000],
+    );
+  });
+
+  it("deterministic: false gives the host's clock and an unseeded Math.random (the benchmark's switch)", () => {
+    const before = Date.now();
+    const t = run("Date.now()", { deterministic: false }).value as number;
+    expect(t).toBeGreaterThanOrEqual(before);
+    expect(Date.now()).toBeGreaterThanOrEqual(t); // the host's Date.now is restored
+    const r = [0, 1, 2].map(() => JSON.stringify(run(draws, { deterministic: false }).value));
+    expect(new Set(r).size).toBeGreaterThan(1);
+  });
+
+  it("refuses a bad seed, clock or switch, naming the field", () => {
+    expect(run("1", { seed: -1 }).run_result.stderr).toContain("seed: expected an integer in [0, 2^32)");
+    expect(run("1", { seed: 1.5 }).status).toBe("SandboxError");
+    expect(run("1", { clock_ms: Number.NaN }).run_result.stderr).toContain("clock_ms:");
+    expect(run("1", { deterministic: "yes" as unknown as boolean }).run_result.stderr).toContain(
+      "deterministic:",
+    );
+  });
+});
+
+describe("a cut error message reports truncated (issue 36)", () => {
+  it("an Error whose message passes the cap, and a thrown string that does", () => {
+    const long = run("throw new Error('m'.repeat(5000))", { max_output_bytes: 3000 });
+    expect(long.error?.message.length).toBeLessThanOrEqual(3000);
+    expect(long.error?.message).toContain("...");
+    expect(long.truncated).toBe(true);
+    const str = run("throw 's'.repeat(5000)", { max_output_bytes: 3000 });
+    expect(str.truncated).toBe(true);
+    // Under the cap: not truncated.
+    expect(run("throw new Error('short')").truncated).toBe(false);
+  });
+});

@@ -24,6 +24,7 @@ import {
   RUN_DEFAULTS,
   type RunCodeRequest,
   type RunCodeResult,
+  SANDBOX_CLOCK_MS,
   type SandboxErrorInfo,
   type SandboxRunner,
   sandboxError,
@@ -148,11 +149,25 @@ export function shouldReloadModule(mod: QuickJSWASMModule): boolean {
 }
 
 /**
+ * Time and randomness. QuickJS reads the clock through one import of its wasm, emscripten's
+ * `_emscripten_date_now`, which calls the host's `Date.now()` each time: for Date.now(),
+ * new Date() and Date(), and once when a context is made, to seed that context's Math.random
+ * (xorshift64* from the microseconds). A deterministic call (the default) replaces the host's
+ * Date.now while it runs, which is synchronous: the context is made at the clock `seed` ms,
+ * so its Math.random is the seed's sequence, and the program's clock starts at `clock_ms`
+ * and advances 1 ms per read, so a loop that waits on the clock ends, the same way every
+ * time. Nothing in the sandbox costs a cycle more than with the host's clock.
+ */
+const hostDateNow = Date.now;
+
+/**
  * Minimum time the host gives itself after the code ended to read its value or error out of
  * the VM. Reading a value out may use what is left of run_timeout when that is longer; it is
  * bounded by the output cap, so only the program's own toJSON or getters can make it slow.
  */
 const POST_PHASE_MS = 250;
+/** Least headroom above the memory limit for QuickJS to reach the interrupt check (see runCode). */
+const MEMORY_HEADROOM_MIN = 8 << 20;
 /** Extra heap for reading results out after the code hit its memory limit. */
 const POST_PHASE_HEAP = 1 << 20;
 const MAX_STACK_TEXT = 2000;
@@ -184,6 +199,13 @@ export function resolveRequest(request: RunCodeRequest): string | ResolvedLimits
     return `memory_limit_MB: expected a number in [1, 1024], got ${limits.memory_limit_MB}`;
   if (!(Number.isInteger(limits.max_output_bytes) && limits.max_output_bytes >= 0))
     return `max_output_bytes: expected a non-negative integer, got ${limits.max_output_bytes}`;
+  const { seed, clock_ms, deterministic } = request;
+  if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32))
+    return `seed: expected an integer in [0, 2^32), got ${seed}`;
+  if (clock_ms !== undefined && !Number.isSafeInteger(clock_ms))
+    return `clock_ms: expected an integer (ms since the epoch), got ${clock_ms}`;
+  if (deterministic !== undefined && typeof deterministic !== "boolean")
+    return `deterministic: expected a boolean, got ${String(deterministic)}`;
   const tools = request.tools ?? [];
   if (!Array.isArray(tools)) return "tools: expected an array";
   const names = new Set<string>();
@@ -244,6 +266,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   const heapBytes = Math.floor(limits.memory_limit_MB * 1024 * 1024);
   const cap = limits.max_output_bytes;
   const out = new OutputCapture(cap);
+  const deterministic = request.deterministic !== false;
 
   const runDeadline = t0 + limits.run_timeout * 1000;
   let phaseDeadline = runDeadline;
@@ -258,6 +281,14 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   const capBytes = heap
     ? Math.max(startBytes, heap.baseBytes + heapBytes - HEAP_SLACK_BYTES)
     : startBytes + heapBytes;
+  // QuickJS does not survive every failed malloc: a heap of small objects (push({}),
+  // Map.set) that runs into the limit can crash the wasm afterwards ("table index is out of
+  // bounds") while it unwinds and collects. So the first refusal is the limit, as before (a
+  // program may catch that "out of memory" and carry on, and the allocation counts stay
+  // exact), and from the next interrupt check on the grow may go a headroom further, room
+  // for QuickJS to throw, unwind and collect (a program that catches the error and keeps
+  // allocating meets the second refusal there); a thrown error stays a MemoryLimit.
+  const hardBytes = capBytes + Math.max(MEMORY_HEADROOM_MIN, heapBytes / 2);
   // Host-side work inside a call (argument checks) must not fail on the call's budget.
   const unbudgeted = <T>(f: () => T): T => {
     const saved = budget.limitBytes;
@@ -269,8 +300,15 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     }
   };
   let memoryExceeded = false;
+  let mainPhase = true;
+  let rescued = false;
   const overMemory = () => {
     if (!heap && memory.buffer.byteLength > capBytes) memoryExceeded = true;
+    if (heap && mainPhase && budget.refused && !rescued) {
+      // The headroom after the first refusal (see hardBytes).
+      rescued = true;
+      budget.limitBytes = hardBytes;
+    }
     return memoryExceeded;
   };
   let rt: QuickJSRuntime | undefined;
@@ -295,6 +333,10 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     }
     budget.limitBytes = capBytes;
     budget.refused = false;
+    if (deterministic) {
+      const seedMs = request.seed ?? 0;
+      Date.now = () => seedMs;
+    }
     rt = mod.newRuntime();
     rt.setMemoryLimit(heapBytes);
     rt.setMaxStackSize(RUN_DEFAULTS.max_stack_bytes);
@@ -307,6 +349,10 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     const runtime = rt;
     const vm = runtime.newContext();
     ctx = vm;
+    if (deterministic) {
+      let clock = request.clock_ms ?? SANDBOX_CLOCK_MS;
+      Date.now = () => clock++;
+    }
 
     // The helpers live in a second context of the same runtime that the code never sees, so
     // replaced built-ins (JSON, String...) cannot change how results are read. Compiled on
@@ -417,7 +463,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     }
     vm.setProp(vm.global, "console", consoleObject);
     let thrown: QuickJSHandle | undefined;
-    if (tools.length > 0) {
+    if (!thrown && tools.length > 0) {
       const check = own(
         vm.newFunction("check", (i, a) =>
           unbudgeted(() => {
@@ -480,6 +526,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     // Once malloc has failed, whatever the code throws (QuickJS may even throw null when it
     // cannot allocate the error) is a consequence of the memory limit.
     const memoryRefused = budget.refused;
+    mainPhase = false;
 
     // Post phase: a little heap of its own, and a deadline of its own, to read results out.
     phaseDeadline = performance.now() + POST_PHASE_MS;
@@ -511,7 +558,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       // The code threw at once, whatever its error does when read: a description that runs
       // out of time or memory keeps the kind (Exception, or MemoryLimit after a refused grow).
       const text = helper("describe", thrown, Math.max(cap, MAX_STACK_TEXT));
-      let d: { name?: string; message?: string; stack?: string } | undefined;
+      let d: { name?: string; message?: string; stack?: string; cut?: boolean } | undefined;
       if (text !== undefined && !interrupted) {
         try {
           d = JSON.parse(text);
@@ -522,7 +569,15 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
         const stack = d.stack ? headOf(d.stack, MAX_STACK_TEXT) : undefined;
         let kind = classify(message);
         if (kind === "Exception" && memoryRefused) kind = "MemoryLimit";
-        error = { kind, name: String(d.name ?? "Error"), message, stack, line: lineOf(stack) };
+        // QuickJS throws null when it cannot even allocate the out-of-memory error.
+        if (kind === "MemoryLimit" && vm.sameValue(thrown, vm.null))
+          error = {
+            kind,
+            name: "InternalError",
+            message: `out of memory (memory_limit_MB = ${limits.memory_limit_MB})`,
+          };
+        else error = { kind, name: String(d.name ?? "Error"), message, stack, line: lineOf(stack) };
+        if (d.cut) valueTruncated = true;
       } else if (memoryRefused || budget.refused) {
         error = {
           kind: "MemoryLimit",
@@ -570,6 +625,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
       error = { kind: "StackOverflow", name: "InternalError", message: "stack overflow (inside a built-in)" };
     else crash = `the interpreter crashed: ${message}`;
   } finally {
+    Date.now = hostDateNow;
     budget.limitBytes = Number.POSITIVE_INFINITY;
     if (!brokenModules.has(mod)) {
       try {

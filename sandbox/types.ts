@@ -37,7 +37,22 @@ export interface RunCodeRequest {
   max_output_bytes?: number;
   /** Functions defined in the sandbox before the code runs. */
   tools?: ToolSpec[];
+  /**
+   * Seed of the call's Math.random, an integer in [0, 2^32) (default 0). The lab derives it
+   * from the run seed and the call's place (rl/`callSeed`), so a replay sees the same numbers.
+   */
+  seed?: number;
+  /** Start of the call's virtual clock, ms since the epoch (default SANDBOX_CLOCK_MS). */
+  clock_ms?: number;
+  /**
+   * true (default): seeded Math.random and the virtual clock. false: the host's, unseeded
+   * (the sandbox benchmark's switch; no run of the lab sets it).
+   */
+  deterministic?: boolean;
 }
+
+/** Where every sandboxed program's clock starts: 2025-01-01T00:00:00Z. */
+export const SANDBOX_CLOCK_MS = Date.UTC(2025, 0, 1);
 
 export type ErrorKind = "Exception" | "Timeout" | "MemoryLimit" | "StackOverflow" | "HardKill";
 

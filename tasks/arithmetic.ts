@@ -4,9 +4,7 @@
 // plausibly wrong on hard, in the `inline` transcript. Knobs change the mix and difficulty.
 // Tested by tasks/arithmetic.test.ts.
 
-import { z } from "zod";
 import { CALC_ALLOWED_CHARS, calculator } from "./calc.ts";
-import { share, whole } from "./options.ts";
 import type { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type {
@@ -51,41 +49,6 @@ export interface ArithmeticConfig {
   /** The train/eval split (tasks/split.ts): 2 keys problems canonically and has a dev side. */
   splitVersion: SplitVersion;
 }
-
-/** task.options of the arithmetic task: ArithmeticConfig's fields, and `sft` (ArithmeticDemoKnobs). */
-export const ARITHMETIC_OPTIONS = z
-  .object({
-    hardFraction: share(),
-    hardMulFraction: share(),
-    mulDigits: z.tuple([whole(1), whole(1)]),
-    sumDigits: whole(1),
-    easyMulFraction: share(),
-    easyMulMax: whole(1),
-    easyAddMax: whole(1),
-    random: z
-      .object({
-        steps: whole(1),
-        digits: whole(1),
-        operators: z.array(z.enum(["+", "-", "*"])).min(1, "needs at least one operator"),
-        parens: z.boolean(),
-      })
-      .strict(),
-    evalFraction: share(),
-    sft: z
-      .object({
-        toolRate: share(),
-        thinkRate: share(),
-        wrongRate: share(),
-        easyWrongRate: share(),
-        toolErrorRate: share(),
-        thinkTool: z.string(),
-        thinkDirect: z.string(),
-      })
-      .partial()
-      .strict(),
-  })
-  .partial()
-  .strict();
 
 export const DEFAULT_ARITHMETIC_CONFIG: ArithmeticConfig = {
   hardFraction: 0.5,

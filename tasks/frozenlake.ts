@@ -4,7 +4,6 @@
 // in a hole, a small penalty for an invalid action; episodes stop at maxSteps. The GiGPO
 // anchor key is the map id plus the agent's position. Tested by tasks/frozenlake.test.ts.
 
-import { z } from "zod";
 import {
   DELTAS,
   drawSeeds,
@@ -14,7 +13,6 @@ import {
   parseAction,
   solverDemos,
 } from "./env-util.ts";
-import { anyNumber, share, whole } from "./options.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { Env, EnvTask, StepResult } from "./types.ts";
 
@@ -32,21 +30,6 @@ export interface FrozenLakeConfig {
   /** Use the one-line instructions (FROZENLAKE_BRIEF): shorter episodes for small contexts. */
   brief: boolean;
 }
-
-/** task.options of frozenlake: FrozenLakeConfig's fields, and `sft` ({thinkRate}). */
-export const FROZENLAKE_OPTIONS = z
-  .object({
-    size: whole(2),
-    frozenProb: share(),
-    slipProb: share(),
-    maxSteps: whole(1),
-    goalReward: anyNumber(),
-    invalidPenalty: anyNumber(),
-    brief: z.boolean(),
-    sft: z.object({ thinkRate: share() }).partial().strict(),
-  })
-  .partial()
-  .strict();
 
 export const DEFAULT_FROZENLAKE: FrozenLakeConfig = {
   size: 4,

@@ -12,8 +12,6 @@
 // verify() grades the final answer and reports predicted vs ground-truth calls for the
 // ToolRL / Tool-N1 rewards. Tested by tasks/function-calling.test.ts.
 
-import { z } from "zod";
-import { share } from "./options.ts";
 import { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { CallRecord, Demo, LocalToolResult, Message, Problem, Task, UserToolSpec } from "./types.ts";
@@ -442,21 +440,6 @@ export function compactSystemPrompt(tools: UserToolSpec[]): string {
     tools.map(sig).join("; ")
   );
 }
-
-/**
- * task.options of function-calling: library ("seeds" or "catalogue"), templates, evalFraction,
- * compact and `sft` ({thinkRate}).
- */
-export const FUNCTION_CALLING_OPTIONS = z
-  .object({
-    library: z.enum(["seeds", "catalogue"]),
-    templates: z.array(z.string()),
-    evalFraction: share(),
-    compact: z.boolean(),
-    sft: z.object({ thinkRate: share() }).partial().strict(),
-  })
-  .partial()
-  .strict();
 
 export function makeFunctionCallingTask(
   opts: {

@@ -4,14 +4,21 @@
 // task is one entry. JSONL tasks are made at run time by importJsonl().
 // Tested by tasks/index.test.ts.
 import type { z } from "zod";
-import { ARITHMETIC_OPTIONS, makeArithmeticTask } from "./arithmetic.ts";
-import { FROZENLAKE_OPTIONS, makeFrozenLakeTask } from "./frozenlake.ts";
-import { FUNCTION_CALLING_OPTIONS, makeFunctionCallingTask } from "./function-calling.ts";
-import { parseTaskOptions } from "./options.ts";
-import { makeSokobanTask, SOKOBAN_OPTIONS } from "./sokoban.ts";
+import { makeArithmeticTask } from "./arithmetic.ts";
+import { makeFrozenLakeTask } from "./frozenlake.ts";
+import { makeFunctionCallingTask } from "./function-calling.ts";
+import {
+  ARITHMETIC_OPTIONS,
+  FROZENLAKE_OPTIONS,
+  FUNCTION_CALLING_OPTIONS,
+  parseTaskOptions,
+  SOKOBAN_OPTIONS,
+  WORD_PROBLEMS_OPTIONS,
+} from "./options.ts";
+import { makeSokobanTask } from "./sokoban.ts";
 import { SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { AnyTask } from "./types.ts";
-import { makeWordProblemsTask, WORD_PROBLEMS_OPTIONS } from "./word-problems.ts";
+import { makeWordProblemsTask } from "./word-problems.ts";
 
 export interface TaskEntry<O extends { sft?: unknown } = { sft?: unknown }> {
   /** task.options: a strict object; `sft` holds the demo knobs the trainer passes to sftDemos. */

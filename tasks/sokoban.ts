@@ -5,7 +5,6 @@
 // box off one, +10 when all are placed. GiGPO anchor: room id + player + boxes.
 // Tested by tasks/sokoban.test.ts (includes a BFS solver that checks solvability).
 
-import { z } from "zod";
 import {
   DELTAS,
   drawSeeds,
@@ -15,7 +14,6 @@ import {
   parseAction,
   solverDemos,
 } from "./env-util.ts";
-import { anyNumber, share, whole } from "./options.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { Env, EnvTask, StepResult } from "./types.ts";
 
@@ -35,25 +33,6 @@ export interface SokobanConfig {
   solvedReward: number;
   invalidPenalty: number;
 }
-
-/** task.options of sokoban: SokobanConfig's fields, and `sft` ({thinkRate}). */
-export const SOKOBAN_OPTIONS = z
-  .object({
-    width: whole(3),
-    height: whole(3),
-    boxes: whole(1),
-    innerWalls: whole(0),
-    reverseSteps: whole(1),
-    maxSteps: whole(1),
-    stepPenalty: anyNumber(),
-    boxOnReward: anyNumber(),
-    boxOffPenalty: anyNumber(),
-    solvedReward: anyNumber(),
-    invalidPenalty: anyNumber(),
-    sft: z.object({ thinkRate: share() }).partial().strict(),
-  })
-  .partial()
-  .strict();
 
 export const DEFAULT_SOKOBAN: SokobanConfig = {
   width: 6,

@@ -3,10 +3,8 @@
 // `inline` transcript. Numbers are drawn so the arithmetic is 2-3 digit work; the verifier
 // is numeric. Buckets: one-step and two-step. Tested by tasks/word-problems.test.ts.
 
-import { z } from "zod";
 import { CALCULATOR_TOOL, directDemoMessages, perturbNumber, toolDemoMessages } from "./arithmetic.ts";
 import { calculator } from "./calc.ts";
-import { share } from "./options.ts";
 import type { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type { Demo, LocalToolResult, Problem, Task } from "./types.ts";
@@ -117,16 +115,6 @@ export interface WordDemoKnobs {
   /** Direct answers on two-step problems: share that are wrong (1-2 digits changed). */
   wrongRate: number;
 }
-
-/** task.options of word-problems: templates, evalFraction and `sft` (WordDemoKnobs). */
-export const WORD_PROBLEMS_OPTIONS = z
-  .object({
-    templates: z.array(z.string()),
-    evalFraction: share(),
-    sft: z.object({ toolRate: share(), thinkRate: share(), wrongRate: share() }).partial().strict(),
-  })
-  .partial()
-  .strict();
 
 export const DEFAULT_WORD_DEMO_KNOBS: WordDemoKnobs = { toolRate: 0.5, thinkRate: 0.3, wrongRate: 1 };
 

@@ -5,6 +5,7 @@ import type { ConfigEdit, RunConfig } from "../config";
 import type { AdapterSummary } from "../kernels/device";
 import type { CacheEntry, DownloadProgress } from "../model/hub";
 import type { ModelSource } from "../model/source";
+import type { ChatTemplateFacts } from "../model/tool-list-prompt";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 import type { SmokeReport } from "../sandbox/smoke";
 import type { ModelInfo, ModelOptions } from "./model-cache";
@@ -59,6 +60,8 @@ export interface RunEvent {
   kind: "edit" | "edit-refused" | "skipped" | "paused" | "stopped" | "error" | "info";
   message: string;
   edit?: ConfigEdit;
+  /** The model's chat template as loaded (rl/runner.ts): whether it renders the tools. */
+  chat?: ChatTemplateFacts;
 }
 
 /** Progress for the progress bar: where the run is and how fast it goes. */
@@ -160,6 +163,11 @@ export interface TrainerApi {
   exportBundle(runId: string, weights?: boolean): Promise<Uint8Array>;
   /** Stores a bundle file as a run (read-only); a bad file is an error naming what is wrong. */
   importBundle(bytes: Uint8Array): Promise<StoredRun>;
+  /**
+   * Stores a verl or TRL run's results (files of a picked folder, or loose files; results/import.ts)
+   * as a run named by its engine; a bad file is an error naming the file and line, nothing stored.
+   */
+  importResults(files: { path: string; blob: Blob }[]): Promise<StoredRun>;
   storageUsage(): Promise<StorageUsage | null>;
   /** Destroys the GPU device (testing device loss: the run resumes from its last checkpoint). */
   loseDevice(): Promise<void>;

@@ -1,11 +1,12 @@
 // The page's model cache: model/hub.ts's ByteStore over the Cache Storage API (one cache,
 // "lab-models-v1"), which a dedicated worker can use and which survives reloads; and the worker's
 // model calls (sizes, download with progress, picked files, list and clear), so that tokenizers
-// and weights are read in the trainer worker, never on the page's main thread.
+// and weights are read in the trainer worker, never on the page's main thread. A cached model's
+// files are checked as untrusted input when the picker asks about it (ModelInfo.refused).
 // Tested by e2e/model.e2e.test.ts.
 
 import type { RunConfig } from "../config";
-import { hfModelConfig } from "../model/hf";
+import type { ModelDir } from "../model/hf/read";
 import {
   addLocalFiles,
   type ByteStore,
@@ -21,7 +22,9 @@ import {
   openCached,
   sourceState,
 } from "../model/hub";
+import { blobSource } from "../model/safetensors";
 import { type ModelSource, parseModelSource, sourceLabel } from "../model/source";
+import { checkModelFiles, ModelFileError } from "../model/untrusted";
 
 const CACHE_NAME = "lab-models-v1";
 const ORIGIN = "https://lab-model-cache.invalid/";
@@ -63,6 +66,8 @@ export interface ModelInfo {
   config?: unknown;
   /** config.json's architecture in words, or why it is not supported. */
   architecture?: string;
+  /** Why the lab refuses the model's files (model/untrusted.ts: the file and the check), if it does. */
+  refused?: string;
 }
 
 export interface ModelOptions {
@@ -71,16 +76,50 @@ export interface ModelOptions {
   chunkBytes?: number;
 }
 
-async function configOf(s: ModelSource): Promise<{ config?: unknown; architecture?: string }> {
+// Checks of cached sources, by source and content (a local source's hashes, a Hub commit).
+const checked = new Map<string, Promise<{ config?: unknown; architecture?: string; refused?: string }>>();
+
+/**
+ * config.json and the untrusted-file check of a cached source (model/untrusted.ts: every file
+ * read through the lab's bounded readers, the chat template rendered in its sandbox), so the
+ * picker shows a refused model before any run. Not cached yet: nothing to check.
+ */
+async function checkCached(
+  s: ModelSource,
+  commit?: string,
+): Promise<{ config?: unknown; architecture?: string; refused?: string }> {
   const blob = await openCached(s, "config.json", modelStore()).catch(() => null);
   if (!blob) return {};
-  const config = JSON.parse(await blob.text());
-  try {
-    const mc = hfModelConfig(config);
-    return { config, architecture: `${mc.layers} layers, width ${mc.dModel}, vocabulary ${mc.vocab}` };
-  } catch (err) {
-    return { config, architecture: (err as Error).message };
+  const key = JSON.stringify([sourceLabel(s), commit ?? null, s.kind === "local" ? s.sha256 : null]);
+  let p = checked.get(key);
+  if (!p) {
+    p = (async () => {
+      const name = s.kind === "local" ? `local:${s.name}` : s.kind === "hub" ? `hf:${s.repo}` : s.path;
+      const dir: ModelDir = {
+        name,
+        open: async (path) => {
+          const b = await openCached(s, path, modelStore());
+          return b ? blobSource(b, `${name}/${path}`) : null;
+        },
+      };
+      let config: unknown;
+      try {
+        config = JSON.parse(await blob.text());
+      } catch {}
+      try {
+        const { config: mc } = await checkModelFiles(dir);
+        return { config, architecture: `${mc.layers} layers, width ${mc.dModel}, vocabulary ${mc.vocab}` };
+      } catch (err) {
+        if (!(err instanceof ModelFileError)) throw err;
+        return err.file === "config.json"
+          ? { architecture: err.message, refused: err.message }
+          : { config, refused: err.message };
+      }
+    })();
+    checked.set(key, p);
+    p.catch(() => checked.delete(key));
   }
+  return p;
 }
 
 export async function modelInfo(s: ModelSource, opts: ModelOptions = {}): Promise<ModelInfo> {
@@ -95,12 +134,12 @@ export async function modelInfo(s: ModelSource, opts: ModelOptions = {}): Promis
       total: files.reduce((a, f) => a + f.size, 0),
       state,
       commit: m.commit,
-      ...(await configOf(s)),
+      ...(await checkCached(s, m.commit)),
     };
   }
   if (s.kind === "local") {
     const files = Object.keys(s.sha256).map((path) => ({ path, size: 0 }));
-    return { label: sourceLabel(s), files, total: state.bytes, state, ...(await configOf(s)) };
+    return { label: sourceLabel(s), files, total: state.bytes, state, ...(await checkCached(s)) };
   }
   throw new Error(`${s.path}: a folder model is read from the app's files, not the model cache`);
 }

@@ -23,6 +23,7 @@
 // Chromium (e2e/persist.e2e.test.ts).
 import { type DBSchema, type IDBPDatabase, type IDBPTransaction, openDB, type StoreNames } from "idb";
 import type { ConfigEdit, RunConfig } from "../config";
+import type { EngineInfo } from "../results/import";
 import { phasedEdits, type RunEventRecord } from "../rl/bundle";
 import type { MetricsRow, SampleRecord } from "../rl/trainer";
 
@@ -53,8 +54,13 @@ export interface RunMeta {
   createdAt: number;
   updatedAt: number;
   status: RunStatus;
-  /** Where the run came from: trained here, imported from a bundle, or opened from a link. */
-  source: "local" | "bundle" | "link";
+  /**
+   * Where the run came from: trained here, imported from a bundle, opened from a link, or a
+   * verl or TRL run's results brought back (results/; never replayed: no seed or edit log).
+   */
+  source: "local" | "bundle" | "link" | "verl" | "trl";
+  /** A verl or TRL run: the files read, what was left out, the export's config beside them. */
+  engine?: EngineInfo;
   /** The last value of every metric (timing/* and perf/* left out), and where the run is. */
   summary: RunSummary;
 }
@@ -120,6 +126,8 @@ export interface RunData {
   samples: SampleRecord[];
   events: RunEventRecord[];
   weights?: Uint8Array;
+  /** A verl or TRL run's results (results/import.ts), stored as source "verl" / "trl". */
+  engine?: EngineInfo;
 }
 
 interface LabDB extends DBSchema {
@@ -213,6 +221,7 @@ export interface NewRun {
   source?: RunMeta["source"];
   /** The multi-seed run this run is a seed of: the run joins its group record. */
   group?: RunGroupRef;
+  engine?: EngineInfo;
 }
 
 /** A new run's record: status "running" and source "local" unless given, an empty summary. */
@@ -226,6 +235,7 @@ export function newRunMeta(meta: NewRun, now = Date.now()): RunMeta {
     status: meta.status ?? "running",
     source: meta.source ?? "local",
     summary: emptySummary(),
+    ...(meta.engine ? { engine: meta.engine } : {}),
   };
 }
 
@@ -624,6 +634,7 @@ export class RunStore {
       createdAt: Number.isNaN(created) ? Date.now() : created,
       status: "imported",
       source,
+      engine: data.engine,
     });
     await this.write(["runs", "edits", "events", "metrics", "samples"], async (tx) => {
       let summary = emptySummary();

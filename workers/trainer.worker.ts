@@ -4,11 +4,12 @@
 // fetched from the app's public folder; hf: and local: models come from the model cache
 // (workers/model-cache.ts), which this worker also fills (downloads, picked files).
 import * as Comlink from "comlink";
-import type { ConfigEdit, RunConfig } from "../config";
+import { type ConfigEdit, defaultRunConfig, type RunConfig } from "../config";
 import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kernels/device";
 import type { PolicyModel } from "../model/api";
 import { GpuModel } from "../model/gpu";
 import { CHAR_TOKENIZER } from "../model/tokenizer";
+import { importResults } from "../results/import";
 import { decodeBundle, encodeBundle } from "../rl/bundle";
 import { taskDriver } from "../rl/driver";
 import { parseAnswer } from "../rl/parse";
@@ -589,6 +590,34 @@ const api: TrainerApi = {
     // A name of its own: "#N <original> (imported)", never the original's "#M".
     const name = await nextRunName(`${r.run.name.replace(/^#\d+\s*/, "")} (imported)`);
     return store.importRun({ ...r.run, name }, "bundle");
+  },
+  async importResults(files) {
+    // Parsed whole before anything is stored: a refused file leaves the store untouched.
+    const store = await getStore();
+    if (!store) throw new Error("this browser gives the lab no IndexedDB storage to import into");
+    const run = await importResults(
+      files.map(({ path, blob }) => ({
+        path,
+        size: blob.size,
+        text: () => blob.text(),
+        bytes: () => blob.arrayBuffer(),
+      })),
+      { keepSampleSteps: store.keepSampleSteps },
+    );
+    return store.importRun(
+      {
+        name: await nextRunName(run.name),
+        createdAt: new Date().toISOString(),
+        // No lab config made this run: the defaults stand in (never replayed); run.info.config is the engine's.
+        config: defaultRunConfig(),
+        edits: [],
+        metrics: run.rows,
+        samples: run.samples,
+        events: [],
+        engine: run.info,
+      },
+      run.info.engine,
+    );
   },
   async storageUsage() {
     return (await (await getStore())?.usage()) ?? null;

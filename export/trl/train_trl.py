@@ -2,10 +2,11 @@
 # (agentic-rl-lab). The same data (train.parquet / val.parquet), the same reward (reward.py's
 # terms, on the completion rendered in the lab's transcript form) and the same tools (the
 # task's JavaScript tools, run in Sandbox Fusion by lab_node.py).
-#   pip install trl datasets   # and a Sandbox Fusion server for the tools
-#   SANDBOX_FUSION_URL=http://host:8080/run_code python3 train_trl.py --model Qwen/Qwen2.5-0.5B-Instruct
+#   pip install trl peft datasets   # and a Sandbox Fusion server for the tools
+#   SANDBOX_FUSION_URL=http://host:8080/run_code python3 train_trl.py [--model Qwen/Qwen2.5-0.5B-Instruct]
 # The GRPOConfig below names the lab field each argument comes from; README.md lists what TRL
-# does not have.
+# does not have. Results land in --output-dir (trl-out beside this file): trainer_state.json
+# (the log history) and completions/completions_<step>.parquet.
 import argparse
 import json
 import os
@@ -103,22 +104,34 @@ def main():
 
     p = argparse.ArgumentParser()
     p.add_argument("--model", default=LAB["model"], required=LAB["model"] is None)
-    p.add_argument("--output-dir", default=os.path.join(HERE, "trl-out"))
+    p.add_argument("--output-dir", default=os.path.join(HERE, LAB["output_dir"]))
     a = p.parse_args()
+    os.makedirs(os.path.join(a.output_dir, "completions"), exist_ok=True)
     data = load_dataset(
         "parquet",
         data_files={"train": os.path.join(HERE, "train.parquet"), "test": os.path.join(HERE, "val.parquet")},
     )
     config = GRPOConfig(output_dir=a.output_dir, **LAB["grpo_config"])
+    extra = {}
+    if LAB["lora"] is not None:
+        from peft import LoraConfig
+
+        extra["peft_config"] = LoraConfig(task_type="CAUSAL_LM", **LAB["lora"])
+    # A chat template that ignores tools cannot take them (TRL cannot parse its calls): the
+    # prompts carry the tool list in their system message instead, as in the lab.
+    if LAB["pass_tools"]:
+        extra["tools"] = TOOLS
     trainer = GRPOTrainer(
         model=a.model,
         reward_funcs=lab_reward,
         args=config,
         train_dataset=data["train"],
         eval_dataset=data["test"],
-        tools=TOOLS,
+        **extra,
     )
     trainer.train()
+    # trainer_state.json in output_dir itself (otherwise only inside checkpoint-<step>/).
+    trainer.save_state()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 # Writes model/golden/gpt2/golden.bin (the GLRL format of make_golden.py: u32 magic 0x4C524C47,
 # u32 version 1, u32 json length, JSON header, padding to 4, data): tokens, targets (B,T) and
 # the log-probs of the targets under the base, base + PEFT adapter, and the merged model.
-# Checked by export/hf.test.ts.
+# Checked by model/hf/write.test.ts.
 import json
 import math
 import os

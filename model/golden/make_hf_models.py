@@ -3,7 +3,7 @@
 #   /usr/bin/python3 model/golden/make_hf_models.py
 # Writes model/golden/hf/<family>/: config.json, bf16 safetensors in the Hugging Face layout
 # (llama sharded in two files with model.safetensors.index.json), and golden.bin; read by
-# model/hf.ts and model/golden.ts, checked by model/hf.test.ts (CPU) and model/hf.gpu.test.ts.
+# model/hf/read.ts and model/golden.ts, checked by model/hf/read.test.ts (CPU) and model/hf/read.gpu.test.ts.
 # Other sizes (e.g. a tiny qwen3 with a real tokenizer's vocabulary) for other tests:
 #   /usr/bin/python3 model/golden/make_hf_models.py --family qwen3 --vocab 151936 --out DIR --no-golden
 # (--max-position N raises max_position_embeddings, for prompts longer than the fixture's 32:

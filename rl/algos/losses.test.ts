@@ -177,6 +177,32 @@ describe("agg (§0, §2)", () => {
     expect(L("seq-mean-token-sum")).toBeCloseTo(5, 12);
   });
 
+  it("seq-mean-token-sum counts a fully masked row in |B| (verl's agg_loss would not)", () => {
+    // Rows [1, 1] (ℓ 1) and a rejected [0, 0]: (2 + 0)/2 = 1; verl's masked seq-mean gives 2/1.
+    const w = flatten(
+      AGG["seq-mean-token-sum"](
+        [
+          [1, 1],
+          [0, 0],
+        ],
+        {},
+      ),
+    );
+    expect(aggregate([1, 1, 1, 1], w)).toBe(1);
+    // seq-mean-token-mean leaves the fully masked row out of |B'|.
+    const m = flatten(
+      AGG["seq-mean-token-mean"](
+        [
+          [1, 1],
+          [0, 0],
+        ],
+        {},
+      ),
+    );
+    expect(aggregate([1, 1, 1, 1], m)).toBe(1);
+    expect(aggregate([1, 1, 3, 3], m)).toBe(1);
+  });
+
   it("empty masks contribute nothing and never divide by zero", () => {
     const w = AGG["seq-mean-token-mean"](
       [

@@ -1,0 +1,118 @@
+// One RL step's GPU work at a pretrained model's layer shape (issue 42): SmolLM2-135M's layers
+// (d 576, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49,152, tied) with fewer of them, LoRA
+// rank 16 on all seven targets, random weights; P prompts x S samples decoded to the context
+// (random weights never stop), then the old policy's log-probs over the whole batch and one
+// update (forward, backward on the response rows' log-probs, clipped AdamW on the adapter), as
+// the GRPO trainer does with one epoch of one minibatch. No tools, no reward: those are CPU work.
+// Used by bench/profile-rl-shape.ts (per-kernel timestamps) and the kernels bench's
+// `rl_step_smollm2_l4_512` row (old vs new side by side).
+import { type ModelConfig, modelConfig } from "../model/config";
+import type { GpuModel } from "../model/gpu";
+import { hfModelConfig } from "../model/hf/read";
+import { SMOLLM2_135M } from "../model/hf/configs";
+import { LORA_TARGETS } from "../model/lora";
+
+export interface RlShape {
+  layers: number;
+  /** prompts x samples = rows decoded and trained */
+  prompts: number;
+  samples: number;
+  promptTokens: number;
+  /** prompt + response tokens of every row */
+  context: number;
+}
+
+export const RL_SHAPE: RlShape = { layers: 4, prompts: 2, samples: 2, promptTokens: 384, context: 512 };
+
+export function rlShapeConfig(s: RlShape = RL_SHAPE): ModelConfig {
+  const mc = hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: s.context });
+  return modelConfig({
+    ...mc,
+    layers: s.layers,
+    lora: { rank: 16, alpha: 32, targets: [...LORA_TARGETS] },
+  });
+}
+
+export function seededTokens(n: number, V: number, seed: number): number[] {
+  let x = seed >>> 0 || 1;
+  return Array.from({ length: n }, () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % V;
+  });
+}
+
+export interface RlStepTimes {
+  rolloutS: number;
+  oldLogprobsS: number;
+  updateS: number;
+  totalS: number;
+  /** mean log-prob of the response tokens under the old policy (a sanity figure) */
+  meanLogp: number;
+}
+
+/** One step at shape `s` on `model` (made from rlShapeConfig(s)); `seed` varies the prompts and samples. */
+export async function rlShapeStep(model: GpuModel, s: RlShape, seed: number): Promise<RlStepTimes> {
+  const V = model.config.vocab;
+  const B = s.prompts * s.samples;
+  const T = s.context;
+  const R = s.context - s.promptTokens;
+  const prompts: number[][] = [];
+  for (let p = 0; p < s.prompts; p++) {
+    const toks = seededTokens(s.promptTokens, V, seed * 101 + p + 1);
+    for (let k = 0; k < s.samples; k++) prompts.push(toks);
+  }
+  const t0 = performance.now();
+  const gen = model.startGeneration({ temperature: 1, seed });
+  await gen.prefill(prompts);
+  const active = new Array(B).fill(true);
+  const run = gen.decodeMany
+    ? await gen.decodeMany(active, R, () => false)
+    : await (async () => {
+        const tokens: number[][] = prompts.map(() => []);
+        for (let i = 0; i < R; i++) {
+          const d = await gen.decode(active);
+          for (let b = 0; b < B; b++) tokens[b].push(d.tokens[b]);
+        }
+        return { tokens };
+      })();
+  gen.finish();
+  const t1 = performance.now();
+  // (B,T): prompt + response; targets shifted left by one; response rows: t >= promptTokens - 1
+  const tokens = new Int32Array(B * T);
+  const targets = new Int32Array(B * T);
+  for (let b = 0; b < B; b++) {
+    const row = [...prompts[b], ...run.tokens[b]].slice(0, T);
+    for (let t = 0; t < T; t++) {
+      tokens[b * T + t] = row[t] ?? 0;
+      targets[b * T + t] = row[t + 1] ?? 0;
+    }
+  }
+  const batch = { B, T, tokens, targets };
+  const responseRow = (t: number) => t >= s.promptTokens - 1 && t < T - 1;
+  const old = await model.forwardScore(batch);
+  let sum = 0;
+  let n = 0;
+  for (let i = 0; i < B * T; i++)
+    if (responseRow(i % T)) {
+      sum += old.logp[i];
+      n++;
+    }
+  const t2 = performance.now();
+  model.zeroGrad();
+  await model.forwardScore(batch);
+  const dlogp = new Float32Array(B * T);
+  for (let i = 0; i < B * T; i++) if (responseRow(i % T)) dlogp[i] = -1 / n;
+  await model.backward({ dlogp });
+  // awaited at once: the fused update reads the norm back now instead of with the next forward
+  await model.step({ lr: 1e-5, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 });
+  const t3 = performance.now();
+  return {
+    rolloutS: (t1 - t0) / 1000,
+    oldLogprobsS: (t2 - t1) / 1000,
+    updateS: (t3 - t2) / 1000,
+    totalS: (t3 - t0) / 1000,
+    meanLogp: sum / n,
+  };
+}

@@ -1,0 +1,524 @@
+// Generation on WebGPU: per-layer KV caches (B, context, KV); a "feed step" pushes one token for
+// each sequence that has input waiting (prompt, appended tool response or the last sampled
+// token) through the network (model/gpu-passes.ts's blockForward with cached attention) and
+// keeps the final normed hidden state of those rows; decode() feeds, runs the head chunk by
+// chunk with the kernels' sampler and reads back B tokens and log-probs; decodeMany() records a
+// window of feed steps per submit. Legend as model/gpu.ts.
+// Tested by model/gpu.gpu.test.ts (KV cache, sampling), model/decode-window.gpu.test.ts and
+// model/hf/read.gpu.test.ts (GQA KV-cache decoding).
+import {
+  alignFloats,
+  decodeAttention,
+  embeddingForward,
+  kvCacheWrite,
+  type Runtime,
+  subview,
+  unsliceLogits,
+  type View,
+  view,
+} from "../kernels/index";
+import type { DecodeResult, DecodeRun, GenerationSession, RunEnd, SamplingOptions } from "./api";
+import { attnDims, type ModelConfig, mlpHidden } from "./config";
+import { samplerParams } from "./cpu-generation";
+import { decodeRunStepwise } from "./generate";
+import { arena, type ParamViews } from "./gpu-buffers";
+import { type GpuAdapter, type LoraScratch, loraForward } from "./gpu-lora";
+import { blockForward, normForward } from "./gpu-passes";
+import { SampleHead } from "./head";
+import type { LoraBaseWeight } from "./lora";
+import { loraScratchSizes } from "./memory-plan";
+
+// ---------------------------------------------------------------------------------------
+// Generation: KV caches and feed steps of one token per sequence
+
+export const NO_SLOT = 0xffffffff; // kvCacheWrite skips slots >= Tmax: rows without input write nothing
+
+/** The per-step inputs of a feed step: (B) each, uploaded before the submit that runs it. */
+export interface FeedInputs {
+  tokens: View;
+  pos: View;
+  slot: View;
+  lens: View;
+}
+
+/** What a generation session reads of its model (GpuModel, model/gpu.ts). */
+export interface GpuGenerationHost {
+  readonly rt: Runtime;
+  readonly config: ModelConfig;
+  /** The base weights' views. */
+  readonly params: ParamViews;
+  /** The LoRA adapter, or null (none, or the reference view with it off). */
+  readonly adapter: GpuAdapter | null;
+  /** Tokens decodeMany samples per submit at most. */
+  readonly decodeWindow: number;
+}
+
+/** Most tokens one decodeMany samples per submit (the window the runtime picks from). */
+export const MAX_DECODE_WINDOW = 32;
+
+export class GpuGenerationSession implements GenerationSession {
+  private B = 0;
+  private kcache: View[] = [];
+  private vcache: View[] = [];
+  private step: Record<
+    | "tokens"
+    | "pos"
+    | "slot"
+    | "lens"
+    | "x"
+    | "tmp"
+    | "ln1"
+    | "ln1Mean"
+    | "ln1Rstd"
+    | "qkvRaw"
+    | "qkRstd"
+    | "qkv"
+    | "atty"
+    | "res2"
+    | "ln2"
+    | "ln2Mean"
+    | "ln2Rstd"
+    | "fch"
+    | "fchAct"
+    | "res3"
+    | "sampled"
+    | "rowStep",
+    View
+  > | null = null;
+  private loraScratch: LoraScratch | null = null;
+  /**
+   * Inputs of up to `slots` feed steps recorded into one encoder (tokens, pos, slot, lens, each
+   * (slots, aB)), the window's sampler counters (W, aB) and its sampled tokens and log-probs
+   * (W, aB) each: one readback for the window.
+   */
+  private multi: { inputs: GPUBuffer; slots: number; counters: View; out: View } | null = null;
+  /** The head's logits chunk: the head runs at decode time, on `hidden`, chunk by chunk. */
+  private head: SampleHead | null = null;
+  /** (B,C) final normed hidden state of each sequence's last fed token (its own buffer: a copy target). */
+  private hidden: View | null = null;
+  private fed: number[] = []; // tokens in each cache
+  private queue: number[][] = []; // tokens waiting to be fed, per sequence
+  /** Tokens each sequence has sampled: the sampler's counter for its next draw. */
+  private sampledCount: number[] = [];
+  private buffers: GPUBuffer[] = [];
+
+  constructor(
+    private readonly model: GpuGenerationHost,
+    private readonly sampling: SamplingOptions,
+  ) {}
+
+  async prefill(prompts: number[][]): Promise<void> {
+    this.finish();
+    const { rt, config: c } = this.model;
+    const B = prompts.length;
+    const C = c.dModel;
+    const H = mlpHidden(c);
+    const { NH, KVH, Q, KV, QKV } = attnDims(c);
+    const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+    this.B = B;
+    prompts.forEach((p, i) => {
+      if (p.length === 0) throw new Error(`prompt ${i} is empty`);
+      if (p.length > c.context)
+        throw new Error(`prompt ${i} has ${p.length} tokens, the context is ${c.context}`);
+    });
+    const cache = (label: string) => {
+      const buf = rt.buffer(B * c.context * KV, label);
+      this.buffers.push(buf);
+      return view(buf, 0, B * c.context * KV); // (B,context,KV)
+    };
+    this.kcache = Array.from({ length: c.layers }, (_, l) => cache(`kcache-${l}`));
+    this.vcache = Array.from({ length: c.layers }, (_, l) => cache(`vcache-${l}`));
+    this.step = arena(rt, "decode-step", {
+      tokens: B,
+      pos: B,
+      slot: B,
+      lens: B,
+      x: B * C,
+      tmp: B * C,
+      ln1: B * C,
+      ln1Mean: B,
+      ln1Rstd: B,
+      qkvRaw: c.qkNorm ? B * QKV : 1,
+      qkRstd: c.qkNorm ? B * (NH + KVH) : 1,
+      qkv: B * QKV,
+      atty: B * Q,
+      res2: B * C,
+      ln2: B * C,
+      ln2Mean: B,
+      ln2Rstd: B,
+      fch: B * fcRows,
+      fchAct: B * H,
+      res3: B * C,
+      sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
+      rowStep: B,
+    });
+    this.buffers.push(this.step.tokens.buffer);
+    const ad = this.model.adapter;
+    if (ad) {
+      this.loraScratch = arena(rt, "decode-lora", loraScratchSizes(ad.layout, B));
+      this.buffers.push(this.loraScratch.loraU.buffer);
+    }
+    this.head = new SampleHead(rt, c.vocab, C, B);
+    const hidden = rt.buffer(B * C, "decode-hidden");
+    this.buffers.push(hidden);
+    this.hidden = view(hidden, 0, B * C);
+    this.fed = prompts.map(() => 0);
+    this.queue = prompts.map((p) => [...p]);
+    this.sampledCount = prompts.map(() => 0);
+    this.multi = null;
+    if (this.model.decodeWindow > 1) {
+      // The whole prefill in one submit, no readback (the first decodeMany's submit would
+      // take it too, but a prefill is often followed by a plain decode in tests).
+      const enc = rt.device.createCommandEncoder();
+      this.recordDrain(enc, 0);
+      rt.submit(enc);
+    } else {
+      this.drain();
+    }
+  }
+
+  /**
+   * One-token path (decode, and decodeMany with model.decodeWindow 1): feeds every waiting
+   * token, one step (one submit) per token position, no readback. `then` records more work
+   * (the sampler) into the last step's encoder. A step's inputs are uploaded after the
+   * previous step's submit, which the queue orders before them.
+   */
+  private drain(then?: (enc: GPUCommandEncoder) => void): void {
+    const rt = this.model.rt;
+    const s = this.step!;
+    let enc: GPUCommandEncoder | null = null;
+    while (this.queue.some((q) => q.length > 0)) {
+      if (enc) rt.submit(enc);
+      enc = rt.device.createCommandEncoder();
+      this.feedStep(enc, s, this.takeQueued());
+    }
+    if (!enc && !then) return;
+    enc ??= rt.device.createCommandEncoder();
+    then?.(enc);
+    rt.submit(enc);
+  }
+
+  /** Step inputs for one token of every sequence with input waiting (pops them off the queues). */
+  private takeQueued() {
+    const B = this.B;
+    const context = this.model.config.context;
+    const tokens = new Int32Array(B);
+    const pos = new Uint32Array(B);
+    const slot = new Uint32Array(B).fill(NO_SLOT);
+    const lens = new Uint32Array(B).fill(1);
+    const rows: number[] = [];
+    for (let b = 0; b < B; b++) {
+      if (this.queue[b].length === 0) continue;
+      if (this.fed[b] >= context) throw new Error(`sequence ${b} exceeds the context ${context}`);
+      tokens[b] = this.queue[b].shift()!;
+      pos[b] = this.fed[b];
+      slot[b] = this.fed[b];
+      lens[b] = this.fed[b] + 1;
+      this.fed[b]++;
+      rows.push(b);
+    }
+    return { tokens, pos, slot, lens, rows };
+  }
+
+  /** The views of feed-step slot i of the multi-step inputs (made to fit `slots` steps). */
+  private inputSlot(i: number): FeedInputs {
+    const m = this.multi!;
+    const aB = alignFloats(this.B);
+    const at = (k: number): View => ({
+      buffer: m.inputs,
+      offset: (k * m.slots + i) * aB * 4,
+      size: this.B * 4,
+    });
+    return { tokens: at(0), pos: at(1), slot: at(2), lens: at(3) };
+  }
+
+  private ensureMulti(slots: number): void {
+    if (this.multi && this.multi.slots >= slots) return;
+    const rt = this.model.rt;
+    const aB = alignFloats(this.B);
+    const W = MAX_DECODE_WINDOW;
+    if (this.multi) {
+      this.multi.inputs.destroy();
+      this.multi.counters.buffer.destroy();
+    }
+    // Sized for the longest drain (a full context) plus a window, rounded up.
+    const n = Math.max(slots, this.model.config.context + W);
+    const inputs = rt.buffer(4 * n * aB, "decode-multi-inputs");
+    const rest = rt.buffer(3 * W * aB, "decode-window");
+    this.buffers.push(inputs, rest);
+    this.multi = {
+      inputs,
+      slots: n,
+      counters: view(rest, 0, W * aB),
+      out: view(rest, W * aB, 2 * W * aB),
+    };
+  }
+
+  /**
+   * Records every waiting token's feed step into `enc` (one encoder, one submit for a whole
+   * prefill or appended tool responses), using input slots from `first`; returns the next free slot.
+   */
+  private recordDrain(enc: GPUCommandEncoder, first: number): number {
+    const rt = this.model.rt;
+    const steps = Math.max(0, ...this.queue.map((q) => q.length));
+    this.ensureMulti(first + steps + MAX_DECODE_WINDOW);
+    let i = first;
+    while (this.queue.some((q) => q.length > 0)) {
+      const inp = this.takeQueued();
+      const v = this.inputSlot(i++);
+      rt.upload(v.tokens, inp.tokens);
+      rt.upload(v.pos, inp.pos);
+      rt.upload(v.slot, inp.slot);
+      rt.upload(v.lens, inp.lens);
+      this.recordFeed(enc, v, inp.rows);
+    }
+    return i;
+  }
+
+  /** Uploads one step's inputs into the session's step buffers and records the step. */
+  private feedStep(
+    enc: GPUCommandEncoder,
+    s: FeedInputs,
+    inp: ReturnType<GpuGenerationSession["takeQueued"]>,
+  ) {
+    const rt = this.model.rt;
+    rt.upload(s.tokens, inp.tokens);
+    rt.upload(s.pos, inp.pos);
+    rt.upload(s.slot, inp.slot);
+    rt.upload(s.lens, inp.lens);
+    this.recordFeed(enc, s, inp.rows);
+  }
+
+  /**
+   * One token for every row through the network (rows whose slot is NO_SLOT compute but write
+   * nothing); the final hidden state of `copyRows` goes to `hidden`, what the next sample reads.
+   */
+  private recordFeed(enc: GPUCommandEncoder, inp: FeedInputs, copyRows: number[]): void {
+    const { rt, config: c, params: p } = this.model;
+    const s = this.step!;
+    const B = this.B;
+    const C = c.dModel;
+    embeddingForward(rt, enc, s.x, inp.tokens, inp.pos, p.wte, p.wpe, B, C); // (B,C)
+    let residual = s.x;
+    const ad = this.model.adapter;
+    p.layers.forEach((lp, l) => {
+      const lora = (out: View, inp0: View, w: LoraBaseWeight) =>
+        loraForward(rt, enc, ad, this.loraScratch, l, w, out, inp0, B);
+      blockForward(
+        rt,
+        enc,
+        c,
+        lp,
+        s,
+        residual,
+        s.tmp,
+        inp.pos,
+        B,
+        () => {
+          const { NH, KVH, Q } = attnDims(c);
+          const [k, v] = [this.kcache[l], this.vcache[l]];
+          kvCacheWrite(rt, enc, k, v, s.qkv, inp.slot, B, c.context, Q, NH, undefined, KVH);
+          decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
+        },
+        lora,
+      );
+      // The next block may read res3 as its residual: no dispatch binds it with the res3 it writes.
+      residual = s.res3;
+    });
+    normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, residual, p.lnfw, p.lnfb, B);
+    const h = this.hidden!;
+    for (const b of copyRows) {
+      enc.copyBufferToBuffer(s.ln1.buffer, s.ln1.offset + b * C * 4, h.buffer, h.offset + b * C * 4, C * 4);
+    }
+  }
+
+  async decode(active: ArrayLike<boolean>): Promise<DecodeResult> {
+    const { rt, config: c } = this.model;
+    const B = this.B;
+    for (let b = 0; b < B; b++) {
+      if (active[b] && this.fed[b] + this.queue[b].length >= c.context)
+        throw new Error(`sequence ${b} is full`);
+    }
+    const a = alignFloats(B);
+    const s = this.step!;
+    const sampled = s.sampled;
+    const at = (k: number): View => ({ buffer: sampled.buffer, offset: sampled.offset + k * 4, size: B * 4 });
+    rt.upload(s.rowStep, Uint32Array.from(this.sampledCount));
+    const params = samplerParams(this.sampling, 0);
+    const h = this.hidden!;
+    this.drain((enc) =>
+      this.head!.sample(enc, at(0), at(a), h, this.model.params.lmHead, B, params, s.rowStep),
+    );
+    const bytes = await rt.readBytes(sampled);
+    const toks = new Int32Array(bytes, 0, B);
+    const lps = new Float32Array(bytes, a * 4, B);
+    const tokens = new Int32Array(B).fill(-1);
+    const logprobs = new Float32Array(B).fill(Number.NaN);
+    for (let b = 0; b < B; b++) {
+      if (!active[b]) continue;
+      tokens[b] = toks[b];
+      logprobs[b] = lps[b];
+      this.queue[b].push(toks[b]);
+      this.sampledCount[b]++;
+    }
+    return { tokens, logprobs };
+  }
+
+  /**
+   * k = min(maxTokens, model.decodeWindow) tokens per submit: the waiting tokens' feed steps,
+   * then k samples, each but the last fed back on the GPU (its token read by the embedding
+   * straight from the sampler's output), and one readback of the k x B tokens. The CPU cuts
+   * each row where `ends` says; the cache positions past a cut are simply not counted (the
+   * attention reads lens positions) and are overwritten later. Row b's j-th draw uses its own
+   * counter (sampledCount[b] + j), so the tokens equal one decode() per token.
+   */
+  async decodeMany(active: ArrayLike<boolean>, maxTokens: number, ends: RunEnd): Promise<DecodeRun> {
+    const c = this.model.config;
+    if (Math.min(maxTokens, this.model.decodeWindow) <= 1)
+      return decodeRunStepwise(this, active, maxTokens, ends, c.context);
+    const B = this.B;
+    const out: DecodeRun = { tokens: [], logprobs: [] };
+    const running: boolean[] = [];
+    for (let b = 0; b < B; b++) {
+      out.tokens.push([]);
+      out.logprobs.push([]);
+      running.push(Boolean(active[b]));
+    }
+    for (let made = 0; made < maxTokens && running.some(Boolean); ) {
+      const k = Math.min(maxTokens - made, this.model.decodeWindow, MAX_DECODE_WINDOW);
+      const w = await this.window(running, k, ends);
+      for (let b = 0; b < B; b++) {
+        if (!running[b]) continue;
+        out.tokens[b].push(...w.tokens[b]);
+        out.logprobs[b].push(...w.logprobs[b]);
+        // a row keeps running only if its whole window was kept without a cut
+        if (w.cut[b]) running[b] = false;
+      }
+      made += k;
+    }
+    return out;
+  }
+
+  /** One window of up to k tokens per active row in one submit; cut[b]: the run of row b ended. */
+  private async window(active: boolean[], k: number, ends: RunEnd): Promise<DecodeRun & { cut: boolean[] }> {
+    const { rt, config: c } = this.model;
+    const B = this.B;
+    const len0 = this.lengths();
+    const kb = Array.from({ length: B }, (_, b) => {
+      if (!active[b]) return 0;
+      if (len0[b] >= c.context) throw new Error(`sequence ${b} is full`);
+      return Math.min(k, c.context - len0[b]);
+    });
+    const K = Math.max(...kb);
+    const out = {
+      tokens: kb.map((): number[] => []),
+      logprobs: kb.map((): number[] => []),
+      cut: kb.map(() => false),
+    };
+    if (K === 0) return out;
+    const aB = alignFloats(B);
+    const enc = rt.device.createCommandEncoder();
+    let slot = this.recordDrain(enc, 0);
+    const m = this.multi!;
+    const start = [...this.fed]; // cache lengths once the waiting tokens are in
+    const counters = new Uint32Array(K * aB);
+    for (let j = 0; j < K; j++) for (let b = 0; b < B; b++) counters[j * aB + b] = this.sampledCount[b] + j;
+    rt.upload(subview(m.counters, 0, K * aB), counters);
+    const tokAt = (j: number): View => subview(m.out, j * aB, B);
+    const lpAt = (j: number): View => subview(m.out, (MAX_DECODE_WINDOW + j) * aB, B);
+    const params = samplerParams(this.sampling, 0);
+    for (let j = 0; j < K; j++) {
+      // j = 0 samples from the hidden state each row left in `hidden`; later steps from the rows just fed
+      const from = j === 0 ? this.hidden! : this.step!.ln1;
+      this.head!.sample(
+        enc,
+        tokAt(j),
+        lpAt(j),
+        from,
+        this.model.params.lmHead,
+        B,
+        params,
+        subview(m.counters, j * aB, B),
+      );
+      if (j === K - 1) break;
+      const pos = new Uint32Array(B);
+      const slots = new Uint32Array(B).fill(NO_SLOT);
+      const lens = new Uint32Array(B).fill(1);
+      for (let b = 0; b < B; b++) {
+        if (j + 1 >= kb[b]) continue; // this row needs no token j + 1
+        pos[b] = start[b] + j;
+        slots[b] = start[b] + j;
+        lens[b] = start[b] + j + 1;
+      }
+      const v = this.inputSlot(slot++);
+      rt.upload(v.pos, pos);
+      rt.upload(v.slot, slots);
+      rt.upload(v.lens, lens);
+      this.recordFeed(enc, { ...v, tokens: tokAt(j) }, []);
+    }
+    const read = rt.recordRead(enc, subview(m.out, 0, 2 * MAX_DECODE_WINDOW * aB));
+    rt.submit(enc);
+    const bytes = await read();
+    const toks = new Int32Array(bytes);
+    const lps = new Float32Array(bytes);
+    for (let b = 0; b < B; b++) {
+      let n = 0;
+      while (n < kb[b]) {
+        const tok = toks[n * aB + b];
+        const lp = lps[(MAX_DECODE_WINDOW + n) * aB + b];
+        out.tokens[b].push(tok);
+        out.logprobs[b].push(lp);
+        n++;
+        if (ends(b, tok, lp, len0[b] + n) || len0[b] + n >= c.context) {
+          out.cut[b] = true;
+          break;
+        }
+      }
+      if (n === 0) continue;
+      // tokens 0..n-2 are in the cache; token n-1 waits to be fed like a decode()'s token
+      this.fed[b] = start[b] + n - 1;
+      this.queue[b].push(out.tokens[b][n - 1]);
+      this.sampledCount[b] += n;
+    }
+    return out;
+  }
+
+  async append(seq: number, tokens: number[]): Promise<void> {
+    if (this.fed[seq] + this.queue[seq].length + tokens.length > this.model.config.context) {
+      throw new Error(`append: sequence ${seq} would exceed the context ${this.model.config.context}`);
+    }
+    this.queue[seq].push(...tokens);
+  }
+
+  /** (V) logits the next decode of this sequence samples from (tests). */
+  async nextLogits(seq: number): Promise<Float32Array> {
+    this.drain();
+    const rt = this.model.rt;
+    const V = this.model.config.vocab;
+    const enc = rt.device.createCommandEncoder();
+    const { view: out, chunk } = this.head!.chunkLogits(
+      enc,
+      this.hidden!,
+      this.model.params.lmHead,
+      this.B,
+      seq,
+    );
+    rt.submit(enc);
+    const row = seq - chunk.rowBase;
+    return unsliceLogits(await rt.read(out), chunk).slice(row * V, (row + 1) * V);
+  }
+
+  lengths(): number[] {
+    return this.fed.map((f, b) => f + this.queue[b].length);
+  }
+
+  finish(): void {
+    for (const b of this.buffers) b.destroy();
+    this.buffers = [];
+    this.head?.destroy();
+    this.head = null;
+    this.step = null;
+    this.multi = null;
+    this.B = 0;
+  }
+}
