@@ -6,13 +6,13 @@
 //      repo id: a link naming it offers the download (size first); the first download is cut
 //      off mid-way and the second resumes, fetching only what is missing;
 //   3. a second open of that link loads the model and runs with zero requests to the Hub;
-//   4. the same model with a hostile chat template (a 100,000,000-item range loop) picked as local
-//      files: the picker says it is refused (file and budget), Start fails with the same refusal,
-//      and the page stays usable (the good files picked next are accepted).
-//   5. the model picked on the default preset (quick-demo, which starts from the lab's own
+//   4. the model picked on the default preset (quick-demo, which starts from the lab's own
 //      checkpoint): the reason and the offer of the pretrained recipes at once, Start refused;
 //      the offer applied (lab-llama-calculator, the picked model kept, its architecture fields
 //      read-only from config.json), two RL steps, the PEFT and HF downloads unzipped and checked.
+//   5. the same model with a hostile chat template (a 100,000,000-item range loop) picked as local
+//      files: the picker says it is refused (file and budget), Start fails with the same refusal,
+//      and the page stays usable (the good files picked next are accepted).
 // Run: `npx vitest run --project e2e e2e/model.e2e.test.ts`.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -186,30 +186,6 @@ describe("pretrained models in the page", () => {
     await page.close();
   });
 
-  it("a model whose chat template loops over range(100000000) is refused when picked; the page stays usable", async () => {
-    const page = await open(RUN);
-    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(evilDir, f)));
-    const state = page.getByTestId("run-model");
-    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("refused");
-    const refusal =
-      "tokenizer_config.json: chat_template refused by the template sandbox's maxRange budget: range(0, 100000000, 1) has 100000000 items; the template sandbox allows 100000 (Jinja2's MAX_RANGE)";
-    expect(await page.getByTestId("model-refused").textContent()).toContain(refusal);
-    // Start: the run is refused by the same check before it begins.
-    await page.getByTestId("start").click();
-    await expect
-      .poll(async () => (await page.getByTestId("app-error").allTextContents()).join(" "), {
-        timeout: 60_000,
-      })
-      .toContain(refusal);
-    // The page and its worker still answer: the good files are accepted and planned.
-    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
-    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("cached");
-    await expect
-      .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
-      .toBe("1");
-    await page.close();
-  });
-
   it("a model picked on the default preset: the reason and the offer at once; the pretrained recipe runs two steps and its PEFT and HF downloads hold the model", async () => {
     const page = await open("");
     await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
@@ -294,6 +270,30 @@ describe("pretrained models in the page", () => {
     expect(mt["model.layers.0.mlp.gate_proj.weight"].shape).toEqual([24, 16]);
     expect(mt["lm_head.weight"]).toBeUndefined(); // tied, as the source
     await run.close();
+  });
+
+  it("a model whose chat template loops over range(100000000) is refused when picked; the page stays usable", async () => {
+    const page = await open(RUN);
+    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(evilDir, f)));
+    const state = page.getByTestId("run-model");
+    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("refused");
+    const refusal =
+      "tokenizer_config.json: chat_template refused by the template sandbox's maxRange budget: range(0, 100000000, 1) has 100000000 items; the template sandbox allows 100000 (Jinja2's MAX_RANGE)";
+    expect(await page.getByTestId("model-refused").textContent()).toContain(refusal);
+    // Start: the run is refused by the same check before it begins.
+    await page.getByTestId("start").click();
+    await expect
+      .poll(async () => (await page.getByTestId("app-error").allTextContents()).join(" "), {
+        timeout: 60_000,
+      })
+      .toContain(refusal);
+    // The page and its worker still answer: the good files are accepted and planned.
+    await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
+    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("cached");
+    await expect
+      .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
+      .toBe("1");
+    await page.close();
   });
 
   it("a link naming a Hub model offers the download; an interrupted download resumes; the second open makes no request", async () => {
