@@ -64,6 +64,9 @@ let context: BrowserContext;
 let files: Record<string, Buffer>;
 let dir: string;
 const hubRequests: string[] = [];
+const GATED = "acme/gated-qwen3";
+const TOKEN = "hf_e2eTokenNotForLinks";
+const gatedAuth: string[] = [];
 let cut: string | null = null;
 let evilDir: string;
 const RANGE_LOOP = "{% for i in range(100000000) %}{% endfor %}";
@@ -86,8 +89,32 @@ beforeAll(async () => {
     const url = new URL(req.url());
     const range = (await req.allHeaders()).range ?? "";
     hubRequests.push(`${req.method()} ${url.pathname}${range ? ` ${range}` : ""}`);
-    const cors = { "access-control-allow-origin": "*", "access-control-allow-headers": "range" };
+    const cors = {
+      "access-control-allow-origin": "*",
+      "access-control-allow-headers": "range, authorization",
+    };
     if (req.method() === "OPTIONS") return route.fulfill({ status: 204, headers: cors });
+    // A gated repo: its file list is public (marked "gated"), its files need the granted token.
+    if (url.pathname.startsWith(`/api/models/${GATED}/`) || url.pathname.startsWith(`/${GATED}/`)) {
+      gatedAuth.push((await req.allHeaders()).authorization ?? "");
+      const siblings = Object.entries(files).map(([rfilename, b]) => ({ rfilename, size: b.length }));
+      if (url.pathname.startsWith("/api/"))
+        return route.fulfill({
+          status: 200,
+          headers: { ...cors, "content-type": "application/json" },
+          body: JSON.stringify({ id: GATED, sha: COMMIT, gated: "manual", siblings }),
+        });
+      if (gatedAuth.at(-1) !== `Bearer ${TOKEN}`) return route.fulfill({ status: 401, headers: cors });
+      const body = files[url.pathname.split("/").pop() ?? ""];
+      const r = /^bytes=(\d+)-(\d+)$/.exec(range);
+      if (!body || !r) return route.fulfill({ status: 404, headers: cors });
+      const [a, b] = [Number(r[1]), Number(r[2])];
+      return route.fulfill({
+        status: 206,
+        headers: { ...cors, "content-range": `bytes ${a}-${b}/${body.length}` },
+        body: body.subarray(a, b + 1),
+      });
+    }
     if (
       url.pathname === `/api/models/${REPO}/revision/main` ||
       url.pathname === `/api/models/${REPO}/revision/${COMMIT}`
@@ -294,6 +321,31 @@ describe("pretrained models in the page", () => {
     expect(mt["model.layers.0.mlp.gate_proj.weight"].shape).toEqual([24, 16]);
     expect(mt["lm_head.weight"]).toBeUndefined(); // tied, as the source
     await run.close();
+  });
+
+  it("a gated model: without a token it says so and where to ask for access; with one it downloads, the token in no link", async () => {
+    const page = await open(RUN);
+    await page.getByTestId("hub-repo").fill(GATED);
+    await page.getByTestId("hub-check").click();
+    await expect
+      .poll(() => page.getByTestId("model-error").textContent(), { timeout: 30_000 })
+      .toContain(
+        `the model is gated or private (HTTP 401): ask for access on https://huggingface.co/${GATED}`,
+      );
+    expect(gatedAuth).toEqual([""]);
+    await page.getByTestId("hub-token").fill(TOKEN);
+    await page.getByTestId("hub-check").click();
+    await page.getByTestId("hub-download").click();
+    await expect.poll(() => page.getByTestId("hub-use").count(), { timeout: 60_000 }).toBe(1);
+    expect(gatedAuth.length).toBeGreaterThan(2);
+    expect(gatedAuth.slice(1).every((a) => a === `Bearer ${TOKEN}`)).toBe(true);
+    await page.getByTestId("hub-use").click();
+    // Kept in this browser only: in localStorage, not in the address bar, the config or the share link.
+    expect(await page.evaluate(() => localStorage.getItem("lab.hubToken"))).toBe(TOKEN);
+    await expect.poll(() => page.evaluate(() => location.search)).toContain("gated-qwen3");
+    expect(await page.evaluate(() => location.href)).not.toContain(TOKEN);
+    expect(await page.evaluate(() => document.body.innerText)).not.toContain(TOKEN);
+    await page.close();
   });
 
   it("a link naming a Hub model offers the download; an interrupted download resumes; the second open makes no request", async () => {
