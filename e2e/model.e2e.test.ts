@@ -344,7 +344,7 @@ describe("pretrained models in the page", () => {
     expect(await page.evaluate(() => localStorage.getItem("lab.hubToken"))).toBe(TOKEN);
     await expect.poll(() => page.evaluate(() => location.search)).toContain("gated-qwen3");
     expect(await page.evaluate(() => location.href)).not.toContain(TOKEN);
-    expect(await page.evaluate(() => document.body.innerText)).not.toContain(TOKEN);
+    expect(await page.evaluate(() => document.body.textContent)).not.toContain(TOKEN);
     await page.close();
   });
 
