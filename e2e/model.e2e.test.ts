@@ -64,6 +64,9 @@ let context: BrowserContext;
 let files: Record<string, Buffer>;
 let dir: string;
 const hubRequests: string[] = [];
+const GATED = "acme/gated-qwen3";
+const TOKEN = "hf_e2eTokenNotForLinks";
+const gatedAuth: string[] = [];
 let cut: string | null = null;
 let evilDir: string;
 const RANGE_LOOP = "{% for i in range(100000000) %}{% endfor %}";
@@ -86,8 +89,32 @@ beforeAll(async () => {
     const url = new URL(req.url());
     const range = (await req.allHeaders()).range ?? "";
     hubRequests.push(`${req.method()} ${url.pathname}${range ? ` ${range}` : ""}`);
-    const cors = { "access-control-allow-origin": "*", "access-control-allow-headers": "range" };
+    const cors = {
+      "access-control-allow-origin": "*",
+      "access-control-allow-headers": "range, authorization",
+    };
     if (req.method() === "OPTIONS") return route.fulfill({ status: 204, headers: cors });
+    // A gated repo: its file list is public (marked "gated"), its files need the granted token.
+    if (url.pathname.startsWith(`/api/models/${GATED}/`) || url.pathname.startsWith(`/${GATED}/`)) {
+      gatedAuth.push((await req.allHeaders()).authorization ?? "");
+      const siblings = Object.entries(files).map(([rfilename, b]) => ({ rfilename, size: b.length }));
+      if (url.pathname.startsWith("/api/"))
+        return route.fulfill({
+          status: 200,
+          headers: { ...cors, "content-type": "application/json" },
+          body: JSON.stringify({ id: GATED, sha: COMMIT, gated: "manual", siblings }),
+        });
+      if (gatedAuth.at(-1) !== `Bearer ${TOKEN}`) return route.fulfill({ status: 401, headers: cors });
+      const body = files[url.pathname.split("/").pop() ?? ""];
+      const r = /^bytes=(\d+)-(\d+)$/.exec(range);
+      if (!body || !r) return route.fulfill({ status: 404, headers: cors });
+      const [a, b] = [Number(r[1]), Number(r[2])];
+      return route.fulfill({
+        status: 206,
+        headers: { ...cors, "content-range": `bytes ${a}-${b}/${body.length}` },
+        body: body.subarray(a, b + 1),
+      });
+    }
     if (
       url.pathname === `/api/models/${REPO}/revision/main` ||
       url.pathname === `/api/models/${REPO}/revision/${COMMIT}`
@@ -272,6 +299,7 @@ describe("pretrained models in the page", () => {
     await run.close();
   });
 
+<<<<<<< HEAD
   it("a model whose chat template loops over range(100000000) is refused when picked; the page stays usable", async () => {
     const page = await open(RUN);
     await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(evilDir, f)));
@@ -293,6 +321,30 @@ describe("pretrained models in the page", () => {
     await expect
       .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
       .toBe("1");
+=======
+  it("a gated model: without a token it says so and where to ask for access; with one it downloads, the token in no link", async () => {
+    const page = await open(RUN);
+    await page.getByTestId("hub-repo").fill(GATED);
+    await page.getByTestId("hub-check").click();
+    await expect
+      .poll(() => page.getByTestId("model-error").textContent(), { timeout: 30_000 })
+      .toContain(
+        `the model is gated or private (HTTP 401): ask for access on https://huggingface.co/${GATED}`,
+      );
+    expect(gatedAuth).toEqual([""]);
+    await page.getByTestId("hub-token").fill(TOKEN);
+    await page.getByTestId("hub-check").click();
+    await page.getByTestId("hub-download").click();
+    await expect.poll(() => page.getByTestId("hub-use").count(), { timeout: 60_000 }).toBe(1);
+    expect(gatedAuth.length).toBeGreaterThan(2);
+    expect(gatedAuth.slice(1).every((a) => a === `Bearer ${TOKEN}`)).toBe(true);
+    await page.getByTestId("hub-use").click();
+    // Kept in this browser only: in localStorage, not in the address bar, the config or the share link.
+    expect(await page.evaluate(() => localStorage.getItem("lab.hubToken"))).toBe(TOKEN);
+    await expect.poll(() => page.evaluate(() => location.search)).toContain("gated-qwen3");
+    expect(await page.evaluate(() => location.href)).not.toContain(TOKEN);
+    expect(await page.evaluate(() => document.body.textContent)).not.toContain(TOKEN);
+>>>>>>> page
     await page.close();
   });
 
