@@ -299,7 +299,6 @@ describe("pretrained models in the page", () => {
     await run.close();
   });
 
-<<<<<<< HEAD
   it("a model whose chat template loops over range(100000000) is refused when picked; the page stays usable", async () => {
     const page = await open(RUN);
     await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(evilDir, f)));
@@ -321,7 +320,9 @@ describe("pretrained models in the page", () => {
     await expect
       .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })
       .toBe("1");
-=======
+    await page.close();
+  });
+
   it("a gated model: without a token it says so and where to ask for access; with one it downloads, the token in no link", async () => {
     const page = await open(RUN);
     await page.getByTestId("hub-repo").fill(GATED);
@@ -344,7 +345,6 @@ describe("pretrained models in the page", () => {
     await expect.poll(() => page.evaluate(() => location.search)).toContain("gated-qwen3");
     expect(await page.evaluate(() => location.href)).not.toContain(TOKEN);
     expect(await page.evaluate(() => document.body.textContent)).not.toContain(TOKEN);
->>>>>>> page
     await page.close();
   });
 
