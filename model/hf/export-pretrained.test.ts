@@ -19,9 +19,9 @@ import { assertClose } from "../../kernels/testing";
 import { saveCheckpoint } from "../checkpoint";
 import { loraConfigOf, type ModelConfig, modelConfig, paramLayout } from "../config";
 import { CpuModel } from "../cpu";
-import { loadHfWeights, readHfConfig } from "./read";
-import { nodeModelDir } from "./node";
 import { loraLayout } from "../lora";
+import { nodeModelDir } from "./node";
+import { loadHfWeights, readHfConfig } from "./read";
 import { hfSourceOf, peftFiles, readSafetensors } from "./write";
 
 const SRC = "model/golden/hf/llama";
