@@ -191,7 +191,7 @@ describe("the model under a lowered binding limit", () => {
     expect(() => new GpuModel(small, big)).toThrow(/params: the tensor at float 0 needs 153600 bytes, over/);
     const enc = device.createCommandEncoder();
     expect(() => zero(small, enc, small.tensor(5000))).toThrow(
-      /binding 0 of fill is 20000 bytes, over the binding limit of 16384/,
+      /binding 0 of elementwise\/fill is 20000 bytes, over the binding limit of 16384/,
     );
   });
 });
