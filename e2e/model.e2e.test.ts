@@ -350,12 +350,16 @@ describe("pretrained models in the page", () => {
 
   it("a link naming a Hub model offers the download; an interrupted download resumes; the second open makes no request", async () => {
     const link = `${RUN}&model.pretrained=hf:${REPO}&model.revision=main`;
+    hubRequests.length = 0; // the gated-model case before this one asks the same fake Hub
     const page = await open(link);
     const state = page.getByTestId("run-model");
     await expect.poll(() => state.getAttribute("data-state"), { timeout: 30_000 }).toBe("missing");
     const total = Object.values(files).reduce((a, b) => a + b.length, 0);
     expect(hubRequests.length).toBeGreaterThan(0);
-    expect(hubRequests.every((r) => r === `GET /api/models/${REPO}/revision/main`)).toBe(true);
+    expect(
+      hubRequests.every((r) => r === `GET /api/models/${REPO}/revision/main`),
+      JSON.stringify(hubRequests),
+    ).toBe(true);
     expect(await state.textContent()).toContain(`is not downloaded (${formatBytes(total)})`);
 
     // The weights' request drops: the files before them stay cached.
