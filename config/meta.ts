@@ -559,7 +559,8 @@ export const FIELD_META: Record<string, FieldMeta> = {
     // A reward that runs for real time: the sandbox's clock is virtual (1 ms a read), so a loop on
     // Date.now() would end after 30 reads, not 30 ms.
     activeWhen: {
-      "rewards.custom_js": "(x) => { let s = 0; for (let i = 0; i < 1e6; i++) s += i; return s > 0 ? 1 : 0; }",
+      "rewards.custom_js":
+        "(x) => { let s = 0; for (let i = 0; i < 1e6; i++) s += i; return s > 0 ? 1 : 0; }",
     },
   }),
   "limits.memory_mb": live("limits", "Sandbox memory limit per call (MB).", {
