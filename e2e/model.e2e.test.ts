@@ -2,8 +2,8 @@
 // the context's Cache Storage). A tiny Qwen3 with a cut-down real Qwen3 tokenizer (e2e/tiny-hf.ts):
 //   1. a link naming local files that are not in this browser says so; the same model picked
 //      as local files through the picker, the run started: two RL steps, then "try the model";
-//   2. a fake Hub (context.route: the model-info API and /resolve with Range) serves the model by
-//      repo id: a link naming it offers the download (size first); the first download is cut
+//   2. a fake Hub (e2e/fake-hub.ts behind context.route: the endpoints and headers the official
+//      client @huggingface/hub reads) serves the model by repo id: a link naming it offers the download (size first); the first download is cut
 //      off mid-way and the second resumes, fetching only what is missing;
 //   3. a second open of that link loads the model and runs with zero requests to the Hub;
 //   4. the model picked on the default preset (quick-demo, which starts from the lab's own
@@ -22,6 +22,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { formatBytes } from "../model/memory-plan";
 import { launchChromium } from "./chromium";
+import { fakeHub } from "./fake-hub";
 import { tinyHfModel } from "./tiny-hf";
 
 const baseUrl = inject("baseUrl");
@@ -67,6 +68,7 @@ const hubRequests: string[] = [];
 const GATED = "acme/gated-qwen3";
 const TOKEN = "hf_e2eTokenNotForLinks";
 const gatedAuth: string[] = [];
+const HUB = "https://huggingface.co";
 let cut: string | null = null;
 let evilDir: string;
 const RANGE_LOOP = "{% for i in range(100000000) %}{% endfor %}";
@@ -83,66 +85,38 @@ beforeAll(async () => {
     writeFileSync(join(evilDir, name), name === "tokenizer_config.json" ? JSON.stringify(evilConfig) : bytes);
   browser = await launchChromium();
   context = await browser.newContext();
-  // The fake Hub.
-  await context.route("https://huggingface.co/**", async (route) => {
+  // The fake Hub (e2e/fake-hub.ts: the endpoints and headers the official client reads). Its LFS
+  // file is served by the Hub's origin here: Playwright does not route the request a fulfilled
+  // redirect leads to, so the redirect to a file CDN is checked in Node (model/source.test.ts).
+  const handle = fakeHub(
+    {
+      [REPO]: {
+        commit: COMMIT,
+        files: { ...files, "README.md": Buffer.from("0123456789") },
+        lfs: ["model.safetensors"],
+      },
+      [GATED]: { commit: COMMIT, files, lfs: ["model.safetensors"], gated: "manual", tokens: [TOKEN] },
+    },
+    { hubUrl: HUB },
+  );
+  await context.route(`${HUB}/**`, async (route) => {
     const req = route.request();
+    const headers = await req.allHeaders();
     const url = new URL(req.url());
-    const range = (await req.allHeaders()).range ?? "";
-    hubRequests.push(`${req.method()} ${url.pathname}${range ? ` ${range}` : ""}`);
-    const cors = {
-      "access-control-allow-origin": "*",
-      "access-control-allow-headers": "range, authorization",
-    };
-    if (req.method() === "OPTIONS") return route.fulfill({ status: 204, headers: cors });
-    // A gated repo: its file list is public (marked "gated"), its files need the granted token.
-    if (url.pathname.startsWith(`/api/models/${GATED}/`) || url.pathname.startsWith(`/${GATED}/`)) {
-      gatedAuth.push((await req.allHeaders()).authorization ?? "");
-      const siblings = Object.entries(files).map(([rfilename, b]) => ({ rfilename, size: b.length }));
-      if (url.pathname.startsWith("/api/"))
-        return route.fulfill({
-          status: 200,
-          headers: { ...cors, "content-type": "application/json" },
-          body: JSON.stringify({ id: GATED, sha: COMMIT, gated: "manual", siblings }),
-        });
-      if (gatedAuth.at(-1) !== `Bearer ${TOKEN}`) return route.fulfill({ status: 401, headers: cors });
-      const body = files[url.pathname.split("/").pop() ?? ""];
-      const r = /^bytes=(\d+)-(\d+)$/.exec(range);
-      if (!body || !r) return route.fulfill({ status: 404, headers: cors });
-      const [a, b] = [Number(r[1]), Number(r[2])];
-      return route.fulfill({
-        status: 206,
-        headers: { ...cors, "content-range": `bytes ${a}-${b}/${body.length}` },
-        body: body.subarray(a, b + 1),
-      });
-    }
-    if (
-      url.pathname === `/api/models/${REPO}/revision/main` ||
-      url.pathname === `/api/models/${REPO}/revision/${COMMIT}`
-    ) {
-      const siblings = [
-        { rfilename: "README.md", size: 10 },
-        ...Object.entries(files).map(([rfilename, b]) => ({ rfilename, size: b.length })),
-      ];
-      return route.fulfill({
-        status: 200,
-        headers: { ...cors, "content-type": "application/json" },
-        body: JSON.stringify({ id: REPO, sha: COMMIT, siblings }),
-      });
-    }
-    const m = new RegExp(`^/${REPO}/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
-    const body = m ? files[m[1]] : undefined;
-    if (!body) return route.fulfill({ status: 404, headers: cors });
-    if (cut && m?.[1] === cut) {
+    const range = headers.range ?? "";
+    if (req.method() !== "OPTIONS")
+      hubRequests.push(`${req.method()} ${url.pathname}${range ? ` ${range}` : ""}`);
+    if (url.pathname.includes(`/${GATED}/`)) gatedAuth.push(headers.authorization ?? "");
+    // A dropped connection on the first chunk of `cut` (not the client's one-byte info request).
+    if (cut && range !== "bytes=0-0" && url.pathname.endsWith(`/${cut}`)) {
       cut = null;
       return route.abort("connectionreset");
     }
-    const r = /^bytes=(\d+)-(\d+)$/.exec(range);
-    if (!r) return route.fulfill({ status: 200, headers: cors, body });
-    const [a, b] = [Number(r[1]), Number(r[2])];
+    const out = handle({ method: req.method(), url: req.url(), headers });
     return route.fulfill({
-      status: 206,
-      headers: { ...cors, "content-range": `bytes ${a}-${b}/${body.length}` },
-      body: body.subarray(a, b + 1),
+      status: out.status,
+      headers: out.headers,
+      body: out.body ? Buffer.from(out.body) : undefined,
     });
   });
 }, 120_000);
@@ -357,7 +331,10 @@ describe("pretrained models in the page", () => {
     const total = Object.values(files).reduce((a, b) => a + b.length, 0);
     expect(hubRequests.length).toBeGreaterThan(0);
     expect(
-      hubRequests.every((r) => r === `GET /api/models/${REPO}/revision/main`),
+      hubRequests.every(
+        (r) =>
+          r === `GET /api/models/${REPO}/revision/main` || r === `GET /api/models/${REPO}/tree/${COMMIT}`,
+      ),
       JSON.stringify(hubRequests),
     ).toBe(true);
     expect(await state.textContent()).toContain(`is not downloaded (${formatBytes(total)})`);
@@ -378,10 +355,13 @@ describe("pretrained models in the page", () => {
     await expect.poll(() => state.getAttribute("data-state"), { timeout: 30_000 }).toBe("cached");
     const size = files["model.safetensors"].length;
     const rest = Object.keys(files).filter((f) => !first.some((r) => r.includes(`/${f} `)));
+    // Per file, the client's one-byte info request (fileDownloadInfo), then the chunk.
+    const resolve = (f: string) => `GET /${REPO}/resolve/${COMMIT}/${f}`;
     expect(hubRequests.filter((r) => !r.includes("/api/")).sort()).toEqual(
       [
-        `GET /${REPO}/resolve/${COMMIT}/model.safetensors bytes=0-${size - 1}`,
-        ...rest.map((f) => `GET /${REPO}/resolve/${COMMIT}/${f} bytes=0-${files[f].length - 1}`),
+        `${resolve("model.safetensors")} bytes=0-0`,
+        `${resolve("model.safetensors")} bytes=0-${size - 1}`,
+        ...rest.flatMap((f) => [`${resolve(f)} bytes=0-0`, `${resolve(f)} bytes=0-${files[f].length - 1}`]),
       ].sort(),
     );
     await page.getByTestId("model-cache").evaluate((el) => {

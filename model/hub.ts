@@ -1,15 +1,27 @@
 // Models from the Hugging Face Hub and from picked files, kept in a byte store (the browser's
 // Cache Storage: workers/model-cache.ts) so the second open makes no request.
-//   hubModelInfo   one request (GET /api/models/<repo>/revision/<rev>?blobs=true): the commit,
-//                  the files the lab reads and their sizes, shown before anything downloads.
-//   downloadHub    each file in chunks fetched with Range requests; every chunk is stored as it
-//                  arrives, so an interrupted download resumes at the first missing chunk.
+// The Hub API is spoken by the official client, @huggingface/hub; this file keeps the lab's own
+// chunked, resumable store and its messages (gated and private models, bad answers).
+//   hubModelInfo   modelInfo (the commit a revision resolves to) and listFiles at that commit:
+//                  the files the lab reads, their sizes and hashes, shown before anything downloads.
+//   downloadHub    fileDownloadInfo names each file's URL; the file comes in chunks fetched with
+//                  Range requests, every chunk stored as it arrives, so an interrupted download
+//                  resumes at the first missing chunk.
 //   addLocalFiles  picked files stored by SHA-256 (the hashes the run config records).
 //   openCached     a cached file as one Blob over its chunks (read lazily by the safetensors reader).
 // Store layout (keys): hub/<repo>@<rev>/manifest, hub/<repo>@<commit>/<file>#<chunk>,
 // local/<name> (the manifest: file -> sha256), sha256/<hex> (a local file's bytes).
 // No DOM: fetch, Blob and crypto.subtle are web standards (also in Node). Tested through the
-// page by e2e/model.e2e.test.ts (a fake Hub behind page.route) and by model/hub.test.ts.
+// page by e2e/model.e2e.test.ts and in Node by model/source.test.ts, both against e2e/fake-hub.ts
+// (the Hub's endpoints and headers as the official client reads them).
+import {
+  fileDownloadInfo,
+  HubApiError,
+  InvalidApiResponseFormatError,
+  type ListFileEntry,
+  listFiles,
+  modelInfo,
+} from "@huggingface/hub";
 import { checkRepoId, checkRevision, isModelFile, type ModelSource, sourceLabel } from "./source";
 
 /** Blobs by key: Cache Storage in the page's worker, a Map in tests. */
@@ -25,6 +37,8 @@ export interface HubFile {
   size: number;
   /** The LFS object's SHA-256 (safetensors and other large files), when the Hub gives it. */
   sha256?: string;
+  /** The Xet content hash, for a file the Hub stores with Xet. */
+  xetHash?: string;
 }
 
 export interface HubManifest {
@@ -80,7 +94,62 @@ function accessMessage(repo: string, status: number, token: string | undefined, 
     : `hf:${repo}: the model is gated or private (HTTP ${status}): ask for access on ${page}, then put a Hub token with read access (huggingface.co/settings/tokens) in the model picker's "Hub token" field`;
 }
 
-/** The manifest of a repo at a revision: from the store when it is there (no request), else one Hub API call. */
+/** The official client's options for one call: where the Hub is, which fetch, which token. */
+function clientOptions(opts: { endpoint?: string; fetch?: typeof fetch; token?: string }) {
+  if (opts.token && !/^hf_[\x21-\x7e]+$/.test(opts.token))
+    throw new Error(
+      'Hub token: a Hugging Face token starts with "hf_" and has no spaces (huggingface.co/settings/tokens)',
+    );
+  return {
+    hubUrl: opts.endpoint ?? HUB_ENDPOINT,
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    ...(opts.token ? { accessToken: opts.token } : {}),
+  };
+}
+
+/**
+ * Runs one call of the official client and says what went wrong in the lab's words: a 401/403 as
+ * the gated/private message, a 404 as no such model or file, a network failure as one, a malformed
+ * answer as one. Errors of the lab's own checks pass through.
+ */
+async function hubCall<T>(
+  where: string,
+  repo: string,
+  opts: { endpoint?: string; token?: string },
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof HubApiError) {
+      const s = err.statusCode;
+      // The Hub answers 401 for a private repo (or none) without a token, 403 for a gated one the token may not read.
+      if (s === 403 || (s === 401 && opts.token))
+        throw new Error(accessMessage(repo, s, opts.token, opts.endpoint ?? HUB_ENDPOINT));
+      if (s === 401 || s === 404)
+        throw new Error(
+          `${where}: no such model or revision on the Hub (HTTP ${s}), or a private one: a private model needs a Hub token in the model picker`,
+        );
+      throw new Error(`${where}: the Hub answered HTTP ${s}`);
+    }
+    if (err instanceof InvalidApiResponseFormatError || err instanceof SyntaxError)
+      throw new Error(`${where}: the Hub's answer is malformed (${err.message})`);
+    // fetch rejects with a TypeError when the request never gets an answer.
+    if (err instanceof TypeError) throw new Error(`${where}: cannot reach the Hub (${err.message})`);
+    throw err;
+  }
+}
+
+const HEX40 = /^[0-9a-f]{40}$/;
+const HEX64 = /^[0-9a-f]{64}$/;
+/** The most entries a repo's top-level listing may have (the answer is untrusted: pages could go on). */
+const MAX_LISTING = 10_000;
+
+/**
+ * The manifest of a repo at a revision: from the store when it is there (no request), else two
+ * calls of the official client: `modelInfo` (the commit the revision resolves to, gated or not),
+ * then `listFiles` at that commit (sizes, LFS SHA-256, Xet hashes).
+ */
 export async function hubModelInfo(
   repo: string,
   revision: string,
@@ -91,55 +160,53 @@ export async function hubModelInfo(
   checkRevision(revision);
   const cached = await readJson<HubManifest>(store, manifestKey(repo, revision));
   if (cached) return cached;
-  const doFetch = opts.fetch ?? fetch;
-  const url = `${opts.endpoint ?? HUB_ENDPOINT}/api/models/${repo}/revision/${encodeURIComponent(revision)}?blobs=true`;
-  let res: Response;
-  try {
-    res = await doFetch(url, { headers: authHeaders(opts.token) });
-  } catch (err) {
-    throw new Error(`hf:${repo}@${revision}: cannot reach the Hub (${(err as Error).message})`);
-  }
-  const endpoint = opts.endpoint ?? HUB_ENDPOINT;
-  // The Hub answers 401 for a private repo (or none) without a token, 403 for a gated one the token may not read.
-  if (res.status === 403 || (res.status === 401 && opts.token))
-    throw new Error(accessMessage(repo, res.status, opts.token, endpoint));
-  if (res.status === 401 || res.status === 404)
-    throw new Error(
-      `hf:${repo}@${revision}: no such model or revision on the Hub (HTTP ${res.status}), or a private one: a private model needs a Hub token in the model picker`,
-    );
-  if (!res.ok) throw new Error(`hf:${repo}@${revision}: the Hub answered HTTP ${res.status}`);
-  const info = (await res.json()) as {
-    sha?: string;
-    gated?: unknown;
-    siblings?: { rfilename: string; size?: number; lfs?: { sha256?: string; size?: number } }[];
-  };
+  const where = `hf:${repo}@${revision}`;
+  const client = clientOptions(opts);
+  const info = await hubCall(where, repo, opts, () =>
+    modelInfo({ ...client, name: repo, revision, additionalFields: ["sha"] }),
+  );
   // A gated model's file list is public, its files are not: say so before a download fails.
-  if (info.gated && info.gated !== false && !opts.token)
-    throw new Error(accessMessage(repo, 401, undefined, endpoint));
-  if (!info.sha || !Array.isArray(info.siblings))
-    throw new Error(`hf:${repo}@${revision}: the Hub's answer has no commit or file list`);
+  if (info.gated && !opts.token) throw new Error(accessMessage(repo, 401, undefined, client.hubUrl));
   // The answer is untrusted too: the commit and file names become cache keys, sizes loop bounds.
-  if (typeof info.sha !== "string" || !/^[0-9a-f]{40}$/.test(info.sha))
-    throw new Error(
-      `hf:${repo}@${revision}: the Hub's commit ${JSON.stringify(info.sha)} is not 40 hex digits`,
-    );
+  if (typeof info.sha !== "string" || !HEX40.test(info.sha))
+    throw new Error(`${where}: the Hub's commit ${JSON.stringify(info.sha)} is not 40 hex digits`);
+  const commit = info.sha;
+  // The lab reads top-level files only (isModelFile), so the listing is not recursive.
+  const listing = await hubCall(where, repo, opts, async () => {
+    const out: ListFileEntry[] = [];
+    for await (const e of listFiles({ ...client, repo, revision: commit })) {
+      out.push(e);
+      if (out.length > MAX_LISTING)
+        throw new Error(`${where}: the Hub lists more than ${MAX_LISTING} files at the top of the repo`);
+    }
+    return out;
+  });
   const files: HubFile[] = [];
-  for (const s of info.siblings) {
-    if (typeof s?.rfilename !== "string" || !isModelFile(s.rfilename)) continue;
-    const size = s.lfs?.size ?? s.size;
+  for (const e of listing) {
+    if (e?.type !== "file" || typeof e.path !== "string" || !isModelFile(e.path)) continue;
+    const size = e.lfs?.size ?? e.size;
     if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0 || size > MAX_FILE_BYTES)
       throw new Error(
-        `hf:${repo}@${revision}: the Hub gives no size, or one beyond ${MAX_FILE_BYTES} bytes, for ${s.rfilename}`,
+        `${where}: the Hub gives no size, or one beyond ${MAX_FILE_BYTES} bytes, for ${e.path}`,
       );
-    files.push({ path: s.rfilename, size, sha256: s.lfs?.sha256 });
+    const f: HubFile = { path: e.path, size };
+    if (e.lfs !== undefined) {
+      if (!HEX64.test(String(e.lfs.oid)))
+        throw new Error(`${where}: the Hub's LFS hash of ${e.path} is not a SHA-256 (64 hex digits)`);
+      f.sha256 = e.lfs.oid;
+    }
+    if (e.xetHash !== undefined) {
+      if (!HEX64.test(String(e.xetHash)))
+        throw new Error(`${where}: the Hub's Xet hash of ${e.path} is not 64 hex digits`);
+      f.xetHash = e.xetHash;
+    }
+    files.push(f);
   }
   if (!files.some((f) => f.path === "config.json"))
-    throw new Error(`hf:${repo}@${revision}: the repo has no config.json (not a transformers model)`);
+    throw new Error(`${where}: the repo has no config.json (not a transformers model)`);
   if (!files.some((f) => f.path.endsWith(".safetensors")))
-    throw new Error(
-      `hf:${repo}@${revision}: the repo has no .safetensors weights (only safetensors are read)`,
-    );
-  return { repo, revision, commit: info.sha, files };
+    throw new Error(`${where}: the repo has no .safetensors weights (only safetensors are read)`);
+  return { repo, revision, commit, files };
 }
 
 /** Bytes of a manifest's files already in the store. */
@@ -155,7 +222,9 @@ export async function cachedBytes(m: HubManifest, store: ByteStore, chunk = CHUN
 /**
  * Fetches every file of `m` that the store does not hold yet, chunk by chunk (Range requests),
  * storing each chunk as it arrives; the manifest is stored last, so a model counts as cached only
- * when every chunk is there. Throws (keeping what arrived) when a request fails.
+ * when every chunk is there. The official client's `fileDownloadInfo` names each file's download
+ * URL at the commit (and checks its size); the token goes only to the Hub's own origin, never to a
+ * file CDN. Throws (keeping what arrived) when a request fails.
  */
 export async function downloadHub(
   m: HubManifest,
@@ -171,45 +240,61 @@ export async function downloadHub(
 ): Promise<void> {
   const chunk = opts.chunkBytes ?? CHUNK_BYTES;
   const doFetch = opts.fetch ?? fetch;
+  const client = clientOptions(opts);
+  const hubOrigin = new URL(client.hubUrl).origin;
   const total = m.files.reduce((a, f) => a + f.size, 0);
   const keys = new Set(await store.keys());
   let done = await cachedBytes(m, store, chunk);
   let fetched = 0;
   for (const f of m.files) {
-    const url = `${opts.endpoint ?? HUB_ENDPOINT}/${m.repo}/resolve/${encodeURIComponent(m.commit)}/${f.path}`;
-    for (let i = 0; i < chunkCount(f.size, chunk); i++) {
-      const key = chunkKey(m, f.path, i);
-      if (keys.has(key)) continue;
+    const missing = [...Array(chunkCount(f.size, chunk)).keys()].filter(
+      (i) => !keys.has(chunkKey(m, f.path, i)),
+    );
+    if (!missing.length) continue;
+    const where = `hf:${m.repo}@${m.revision}: ${f.path}`;
+    const info = await hubCall(where, m.repo, opts, () =>
+      fileDownloadInfo({ ...client, repo: m.repo, path: f.path, revision: m.commit }),
+    );
+    if (!info) throw new Error(`${where}: the Hub has no such file at commit ${m.commit}`);
+    if (info.size !== f.size)
+      throw new Error(`${where}: the Hub's download gives ${info.size} bytes, its file list ${f.size}`);
+    const toHub = new URL(info.url).origin === hubOrigin;
+    for (const i of missing) {
       const start = i * chunk;
       const end = Math.min(f.size, start + chunk) - 1; // inclusive
-      const where = `hf:${m.repo}@${m.revision}: ${f.path} bytes ${start}-${end}`;
+      const at = `${where} bytes ${start}-${end}`;
       let res: Response;
       try {
-        res = await doFetch(url, {
-          headers: { Range: `bytes=${start}-${end}`, ...authHeaders(opts.token) },
+        res = await doFetch(info.url, {
+          headers: { Range: `bytes=${start}-${end}`, ...(toHub ? authHeaders(opts.token) : {}) },
           signal: opts.signal,
         });
       } catch (err) {
         throw new Error(
-          `${where}: download interrupted (${(err as Error).message}); downloading again resumes here`,
+          `${at}: download interrupted (${(err as Error).message}); downloading again resumes here`,
         );
       }
+      if ((res.status === 401 || res.status === 403) && toHub)
+        throw new Error(accessMessage(m.repo, res.status, opts.token, client.hubUrl));
+      // A file CDN's signed link expires: the next download asks the Hub for a fresh one.
       if (res.status === 401 || res.status === 403)
-        throw new Error(accessMessage(m.repo, res.status, opts.token, opts.endpoint ?? HUB_ENDPOINT));
-      if (!res.ok) throw new Error(`${where}: HTTP ${res.status}`);
+        throw new Error(
+          `${at}: the download link expired (HTTP ${res.status}); downloading again resumes here`,
+        );
+      if (!res.ok) throw new Error(`${at}: HTTP ${res.status}`);
       let body: Blob;
       try {
         body = await res.blob();
       } catch (err) {
         throw new Error(
-          `${where}: download interrupted (${(err as Error).message}); downloading again resumes here`,
+          `${at}: download interrupted (${(err as Error).message}); downloading again resumes here`,
         );
       }
       // A server that ignores Range answers 200 with the whole file.
       if (res.status === 200 && body.size === f.size) body = body.slice(start, end + 1);
       if (body.size !== end - start + 1)
-        throw new Error(`${where}: got ${body.size} bytes, expected ${end - start + 1}`);
-      await store.put(key, body);
+        throw new Error(`${at}: got ${body.size} bytes, expected ${end - start + 1}`);
+      await store.put(chunkKey(m, f.path, i), body);
       done += body.size;
       fetched += body.size;
       opts.onProgress?.({ file: f.path, done, total, fetched });

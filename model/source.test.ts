@@ -4,12 +4,14 @@
 // before downloading, Range requests, an interrupted download that resumes at the first missing
 // chunk, the second open with zero requests, and the cached files reading back byte for byte.
 // Run: `npx vitest run --project unit model/source.test.ts`.
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig, parseRunConfig } from "../config";
 import { decodeLink, encodeLink } from "../config/link";
+import { type FakeRequest, type FakeResponse, fakeHub, fakeXetHash } from "../e2e/fake-hub";
 import { hfModelConfig } from "./hf/config";
 import { loadHfWeights, readHfConfig } from "./hf/read";
 import {
@@ -91,84 +93,79 @@ describe("model sources in links", () => {
   });
 });
 
-// A fake Hub: the model-info API and /resolve with Range; `cut` makes one chunk request fail.
-let server: Server;
+// The fake Hub of e2e/fake-hub.ts (the endpoints and headers the official client reads) on two
+// origins: the Hub, and the file CDN its LFS files redirect to. Listings come two entries a page.
+// `cut` drops the connection of one request.
+let hub: Server;
+let cdn: Server;
 let endpoint: string;
 const requests: string[] = [];
 const auths: string[] = [];
+const cdnAuths: string[] = [];
 let cut: ((range: string) => boolean) | null = null;
-beforeAll(async () => {
-  server = createServer((req, res) => {
+const LFS = ["model.safetensors"];
+const serve = (handler: () => (req: FakeRequest) => FakeResponse, log: string, authLog: string[]) =>
+  createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
     const range = req.headers.range ?? "";
-    requests.push(`${url.pathname}${range ? ` ${range}` : ""}`);
-    auths.push(req.headers.authorization ?? "");
-    // A gated repo: its file list is public (with "gated"), its files only with a granted token.
-    const gated = /^\/(?:api\/models\/)?acme\/gated\//.test(url.pathname);
-    if (gated && url.pathname.startsWith("/api/")) {
-      res.setHeader("content-type", "application/json");
-      const siblings = Object.entries(FILES).map(([rfilename, b]) => ({ rfilename, size: b.length }));
-      res.end(JSON.stringify({ id: "acme/gated", sha: COMMIT, gated: "manual", siblings }));
-      return;
-    }
-    if (gated && req.headers.authorization !== "Bearer hf_granted") {
-      res.statusCode = req.headers.authorization ? 403 : 401;
-      res.end();
-      return;
-    }
-    if (gated) url.pathname = url.pathname.replace("/acme/gated/", "/acme/tiny/");
-    if (url.pathname === `/api/models/acme/tiny/revision/main` && url.searchParams.get("blobs") === "true") {
-      res.setHeader("content-type", "application/json");
-      res.end(
-        JSON.stringify({
-          id: "acme/tiny",
-          sha: COMMIT,
-          siblings: Object.entries(FILES).map(([rfilename, b]) => ({ rfilename, size: b.length })),
-        }),
-      );
-      return;
-    }
-    const m = /^\/acme\/tiny\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname);
-    const body = m && m[1] === COMMIT ? FILES[m[2]] : undefined;
-    if (!body) {
-      res.statusCode = 404;
-      res.end();
-      return;
-    }
-    const r = /^bytes=(\d+)-(\d+)$/.exec(range);
-    if (!r) {
-      res.end(body);
-      return;
-    }
+    const cursor = url.searchParams.get("cursor");
+    requests.push(`${log}${url.pathname}${cursor ? `?cursor=${cursor}` : ""}${range ? ` ${range}` : ""}`);
+    authLog.push(req.headers.authorization ?? "");
     if (cut?.(range)) {
       cut = null;
       res.destroy(); // the connection drops mid-download
       return;
     }
-    const [a, b] = [Number(r[1]), Number(r[2])];
-    res.statusCode = 206;
-    res.setHeader("content-range", `bytes ${a}-${b}/${body.length}`);
-    res.end(body.subarray(a, b + 1));
+    const host = req.headers.host ?? "";
+    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+    const out = handler()({ method: req.method ?? "GET", url: `http://${host}${req.url}`, headers });
+    res.writeHead(out.status, out.headers);
+    res.end(out.body ? Buffer.from(out.body) : undefined);
   });
-  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+let handle: (req: FakeRequest) => FakeResponse;
+beforeAll(async () => {
+  hub = serve(() => handle, "", auths);
+  cdn = serve(() => handle, "cdn:", cdnAuths);
+  const listen = async (s: Server) => {
+    await new Promise<void>((ok) => s.listen(0, "127.0.0.1", ok));
+    return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+  };
+  endpoint = await listen(hub);
+  const cdnUrl = await listen(cdn);
+  const files = { ...FILES, "onnx/model.safetensors": Buffer.from("nested: not read") };
+  handle = fakeHub(
+    {
+      "acme/tiny": { commit: COMMIT, files, lfs: LFS },
+      "acme/gated": { commit: COMMIT, files, lfs: LFS, gated: "manual", tokens: ["hf_granted"] },
+      "acme/xet": { commit: COMMIT, files, lfs: LFS, xet: LFS },
+      "acme/private": { commit: COMMIT, files, private: true, tokens: ["hf_granted"] },
+    },
+    { hubUrl: endpoint, cdnUrl, pageSize: 2 },
+  );
 });
-afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
+afterAll(async () => {
+  await new Promise<void>((ok) => hub.close(() => ok()));
+  await new Promise<void>((ok) => cdn.close(() => ok()));
+});
 
 describe("the Hub client and the model cache", () => {
   const chunkBytes = 16 * 1024; // model.safetensors (52,040 bytes) is 4 chunks
-  it("a gated model: without a token a message says where to ask for access; a token goes to the Hub as Authorization", async () => {
+  it("a gated model: without a token a message says where to ask for access; a token goes to the Hub as Authorization, never to the file CDN", async () => {
     const store = memoryByteStore();
+    auths.length = 0;
     await expect(hubModelInfo("acme/gated", "main", store, { endpoint })).rejects.toThrow(
       `hf:acme/gated: the model is gated or private (HTTP 401): ask for access on ${endpoint}/acme/gated, then put a Hub token`,
     );
+    expect(auths).toEqual([""]); // one call (the model info says "gated"), no listing
     auths.length = 0;
     const other = await hubModelInfo("acme/gated", "main", store, { endpoint, token: "hf_other" });
     await expect(downloadHub(other, store, { endpoint, chunkBytes, token: "hf_other" })).rejects.toThrow(
       /^hf:acme\/gated: the Hub refused your token \(HTTP 403\): .*ask for access on /,
     );
-    expect(auths).toEqual(["Bearer hf_other", "Bearer hf_other"]);
+    expect(auths.length).toBeGreaterThan(2);
+    expect(auths.every((a) => a === "Bearer hf_other")).toBe(true);
     auths.length = 0;
+    cdnAuths.length = 0;
     const info = await hubModelInfo("acme/gated", "main", memoryByteStore(), {
       endpoint,
       token: "hf_granted",
@@ -177,6 +174,9 @@ describe("the Hub client and the model cache", () => {
     await downloadHub(info, granted, { endpoint, chunkBytes, token: "hf_granted" });
     expect(auths.length).toBeGreaterThan(2);
     expect(auths.every((a) => a === "Bearer hf_granted")).toBe(true);
+    // The weights (an LFS file) come from the CDN origin: the token is not sent there.
+    expect(cdnAuths.length).toBeGreaterThan(1);
+    expect(cdnAuths.every((a) => a === "")).toBe(true);
     const blob = await openCached(
       { kind: "hub", repo: "acme/gated", revision: "main" },
       "model.safetensors",
@@ -190,16 +190,68 @@ describe("the Hub client and the model cache", () => {
     }
   });
 
+  it("a private model, a missing one, a bad revision and a malformed token are each named", async () => {
+    const store = memoryByteStore();
+    await expect(hubModelInfo("acme/private", "main", store, { endpoint })).rejects.toThrow(
+      "hf:acme/private@main: no such model or revision on the Hub (HTTP 401), or a private one: a private model needs a Hub token",
+    );
+    await expect(hubModelInfo("acme/nothing", "main", store, { endpoint })).rejects.toThrow(
+      "hf:acme/nothing@main: no such model or revision on the Hub (HTTP 401)",
+    );
+    await expect(hubModelInfo("acme/tiny", "v9", store, { endpoint })).rejects.toThrow(
+      "hf:acme/tiny@v9: no such model or revision on the Hub (HTTP 404)",
+    );
+    await expect(hubModelInfo("acme/tiny", "main", store, { endpoint, token: "my token" })).rejects.toThrow(
+      'Hub token: a Hugging Face token starts with "hf_"',
+    );
+    const info = await hubModelInfo("acme/private", "main", store, { endpoint, token: "hf_granted" });
+    expect(info.files.map((f) => f.path)).toEqual(["config.json", "model.safetensors"]);
+    await expect(
+      hubModelInfo("acme/tiny", "main", store, { endpoint: "http://127.0.0.1:9" }),
+    ).rejects.toThrow(/^hf:acme\/tiny@main: cannot reach the Hub \(/);
+  });
+
+  it("a file stored with Xet: its Xet hash is listed and its bytes come through the download URL the client names", async () => {
+    const store = memoryByteStore();
+    const info = await hubModelInfo("acme/xet", "main", store, { endpoint });
+    const w = FILES["model.safetensors"];
+    expect(info.files.find((f) => f.path === "model.safetensors")).toEqual({
+      path: "model.safetensors",
+      size: w.length,
+      sha256: createHash("sha256").update(w).digest("hex"),
+      xetHash: fakeXetHash(w),
+    });
+    requests.length = 0;
+    await downloadHub(info, store, { endpoint, chunkBytes });
+    // The client asks for the Xet file info (its Accept header), then the lab's Range requests.
+    expect(requests.filter((r) => r.includes("model.safetensors"))[0]).toBe(
+      `/acme/xet/resolve/${COMMIT}/model.safetensors bytes=0-0`,
+    );
+    const blob = await openCached(
+      { kind: "hub", repo: "acme/xet", revision: "main" },
+      "model.safetensors",
+      store,
+    );
+    expect(Buffer.from(await blob!.arrayBuffer()).equals(w)).toBe(true);
+  });
+
   it("shows the size first, resumes an interrupted download, and opens the second time with no request", async () => {
     const store: ByteStore = memoryByteStore();
     requests.length = 0;
     const info = await hubModelInfo("acme/tiny", "main", store, { endpoint });
     expect(info.commit).toBe(COMMIT);
+    // The listing's LFS hash is the file's SHA-256; README.md and the onnx/ folder are not read.
+    const weightsSha = createHash("sha256").update(FILES["model.safetensors"]).digest("hex");
     expect(info.files).toEqual([
-      { path: "config.json", size: FILES["config.json"].length, sha256: undefined },
-      { path: "model.safetensors", size: 52040, sha256: undefined },
+      { path: "config.json", size: FILES["config.json"].length },
+      { path: "model.safetensors", size: 52040, sha256: weightsSha },
     ]);
-    expect(requests).toEqual(["/api/models/acme/tiny/revision/main"]);
+    // modelInfo, then listFiles at the commit (two pages, the second named by the Link header).
+    expect(requests).toEqual([
+      "/api/models/acme/tiny/revision/main",
+      `/api/models/acme/tiny/tree/${COMMIT}`,
+      `/api/models/acme/tiny/tree/${COMMIT}?cursor=2`,
+    ]);
 
     // The third chunk of the weights fails: the first two (and config.json) stay stored.
     cut = (range) => range === `bytes=${2 * chunkBytes}-${3 * chunkBytes - 1}`;
@@ -214,8 +266,14 @@ describe("the Hub client and the model cache", () => {
     requests.length = 0;
     const progress: number[] = [];
     await downloadHub(info, store, { endpoint, chunkBytes, onProgress: (p) => progress.push(p.done) });
-    const res = `/acme/tiny/resolve/${COMMIT}/model.safetensors`;
-    expect(requests).toEqual([`${res} bytes=32768-49151`, `${res} bytes=49152-52039`]);
+    // fileDownloadInfo (the redirect to the CDN followed), then only the missing chunks, from the CDN.
+    const cdnFile = `cdn:/repos/${weightsSha}`;
+    expect(requests).toEqual([
+      `/acme/tiny/resolve/${COMMIT}/model.safetensors bytes=0-0`,
+      `${cdnFile} bytes=0-0`,
+      `${cdnFile} bytes=32768-49151`,
+      `${cdnFile} bytes=49152-52039`,
+    ]);
     expect(progress.at(-1)).toBe(52040 + FILES["config.json"].length);
 
     // A second open: the manifest and every chunk come from the store.
