@@ -6,7 +6,8 @@
 // step or wall time, PNG and CSV downloads, a log-y toggle and, for gradient norm and KL, an
 // optional 5th-95th percentile range; an empty chart says why.
 // Zoom survives streaming (setData(data, false) while zoomed); double-click resets it.
-// It redraws only when on screen and not in fast mode.
+// It redraws only when on screen (or within half a screen of it) and not in fast mode; a chart
+// scrolled into view is drawn before the frame that shows it.
 import { useEffect, useMemo, useRef, useState } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -32,6 +33,18 @@ import { percentileRange } from "./smoothing";
 import { activeRun, openRun, type RunRecord, runName, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
+/** Charts within this many screen heights of the view are kept drawn. */
+const NEAR_SCREEN = 0.5;
+
+interface Drawing {
+  data: ChartData;
+  markers: { x: number; marker: Marker }[];
+  width: number;
+  log: boolean;
+}
+/** Whether what uPlot holds (`d`) is what the last render computed (`cur`). */
+const sameDrawing = (d: Drawing | null, cur: Drawing) =>
+  !!d && d.data === cur.data && d.markers === cur.markers && d.width === cur.width && d.log === cur.log;
 
 /** Pins `step` in the inspector when the opened run has trajectories for it. */
 function pinInspectorStep(step: number) {
@@ -257,19 +270,60 @@ export function MetricChart({ def }: { def: ChartDef }) {
   const keysWithPoints = [...new Set(currentSeries.map((s) => s.key))].join(",");
   const bands = data.series.filter((s) => s.band).length;
   const seedRuns = new Set(data.series.filter((s) => s.role === "seed").map((s) => s.runId)).size;
-  const lastSeen = useRef({ data, markers, legend });
-  lastSeen.current = { data, markers, legend };
+  const lastSeen = useRef({ data, markers, legend, width, log, fast });
+  lastSeen.current = { data, markers, legend, width, log, fast };
+  /** What uPlot was last given. */
+  const drawn = useRef<typeof lastSeen.current | null>(null);
 
+  /** Gives uPlot the newest data (from the last render) unless it has it already. */
+  const draw = () => {
+    const u = plot.current;
+    const cur = lastSeen.current;
+    if (!u || cur.fast || sameDrawing(drawn.current, lastSeen.current)) return;
+    drawn.current = cur;
+    markersRef.current = cur.markers;
+    if (u.width !== cur.width) u.setSize({ width: cur.width, height: 190 });
+    if (zoomed.current) {
+      u.setData(toAligned(cur.data, cur.log), false);
+      u.redraw();
+    } else {
+      u.setData(toAligned(cur.data, cur.log));
+    }
+  };
+  const drawRef = useRef(draw);
+  drawRef.current = draw;
+
+  // Off-screen charts are not drawn (setData costs a canvas redraw per row). A chart coming on
+  // screen must not show what it held when it left (or the step-0 point it was created with):
+  // an IntersectionObserver's callback and the React effect it leads to run only after the frame
+  // that shows the chart is painted (seconds later on a busy page). So the observer's margin keeps
+  // charts within half a screen of the view drawn, and a scroll that brings a stale chart into
+  // view draws it in the scroll event, which the browser dispatches before that frame's paint.
   useEffect(() => {
     const el = holder.current;
     if (!el) return;
     const ro = new ResizeObserver(() => setWidth(Math.max(200, Math.floor(el.clientWidth))));
     ro.observe(el);
-    const io = new IntersectionObserver((entries) => setVisible(entries.some((e) => e.isIntersecting)));
+    const io = new IntersectionObserver(
+      (entries) => {
+        const on = entries.at(-1)?.isIntersecting ?? false;
+        if (on) drawRef.current();
+        setVisible(on);
+      },
+      { rootMargin: `${NEAR_SCREEN * 100}% 0px` },
+    );
     io.observe(el);
+    const onScroll = () => {
+      if (!plot.current || lastSeen.current.fast || sameDrawing(drawn.current, lastSeen.current)) return;
+      const r = el.getBoundingClientRect();
+      const margin = window.innerHeight * NEAR_SCREEN;
+      if (r.bottom > -margin && r.top < window.innerHeight + margin && r.width > 0) drawRef.current();
+    };
+    document.addEventListener("scroll", onScroll, { capture: true, passive: true });
     return () => {
       ro.disconnect();
       io.disconnect();
+      document.removeEventListener("scroll", onScroll, { capture: true });
     };
   }, []);
 
@@ -338,6 +392,14 @@ export function MetricChart({ def }: { def: ChartDef }) {
             fig.dataset.zoomed = zoomed.current ? "1" : "0";
           },
         ],
+        // The last x uPlot was given, on the figure: beside data-x-last (the data's), it says
+        // whether the canvas shows the newest data (tests of off-screen charts read it).
+        setData: [
+          (u) => {
+            const fig = el.closest("figure");
+            if (fig) fig.dataset.drawnXLast = String(u.data[0].at(-1) ?? "");
+          },
+        ],
         setSelect: [
           (u) => {
             if (u.select.width > 0) zoomed.current = true;
@@ -399,6 +461,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
     u.over.addEventListener("dblclick", onDbl);
     u.over.addEventListener("click", onClick);
     plot.current = u;
+    drawn.current = { ...lastSeen.current, width: u.width };
     zoomed.current = false;
     return () => {
       u.over.removeEventListener("dblclick", onDbl);
@@ -408,17 +471,9 @@ export function MetricChart({ def }: { def: ChartDef }) {
     };
   }, [shapeKey]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: draw reads these through lastSeen
   useEffect(() => {
-    const u = plot.current;
-    if (!u || !visible || fast) return;
-    markersRef.current = markers;
-    if (u.width !== width) u.setSize({ width, height: 190 });
-    if (zoomed.current) {
-      u.setData(toAligned(data, log), false);
-      u.redraw();
-    } else {
-      u.setData(toAligned(data, log));
-    }
+    if (visible) draw();
   }, [data, markers, visible, fast, width, log]);
 
   const empty = data.series.length === 0;
@@ -433,6 +488,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
       data-bands={bands}
       data-seed-runs={seedRuns}
       data-x-label={xLabel}
+      data-x-last={data.x.at(-1) ?? ""}
       data-unit={def.unit ?? ""}
     >
       <figcaption>
