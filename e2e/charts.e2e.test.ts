@@ -8,9 +8,8 @@
 // after another as one group, drawn as a mean with a band and listed as a group; after a reload
 // the stored runs list the group, and opening it draws the band again; a verl and a TRL run
 // brought back (issue #39, results/) chart next to a lab run and a verl sample shows in the inspector.
-// Screenshots: docs/screenshots/compare.png (the README's comparison), e2e/artifacts/.
-// Run: `npx vitest run --project e2e e2e/charts.e2e.test.ts` (`npm run screenshots` retakes
-// the README's screenshots with this file and e2e/ui.e2e.test.ts).
+// Screenshots: e2e/artifacts/ (the README's are taken by e2e/screenshots.ts, `npm run screenshots`).
+// Run: `npx vitest run --project e2e e2e/charts.e2e.test.ts`.
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,7 +23,6 @@ import { launchChromium } from "./chromium";
 const baseUrl = inject("baseUrl");
 let browser: Browser;
 mkdirSync("e2e/artifacts", { recursive: true });
-mkdirSync("docs/screenshots", { recursive: true });
 beforeAll(async () => {
   browser = await launchChromium();
 });
@@ -209,7 +207,7 @@ describe("charts, comparisons and the page on a phone", () => {
       el.scrollTop = 0;
     });
     await page.evaluate(() => window.scrollTo(0, 0));
-    await page.screenshot({ path: "docs/screenshots/compare.png" });
+    await page.screenshot({ path: "e2e/artifacts/charts-compare.png" });
     expect(pageErrors).toEqual([]);
     expect(consoleErrors.filter((e) => /404|favicon/i.test(e))).toEqual([]);
     await page.close();

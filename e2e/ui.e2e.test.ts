@@ -7,7 +7,7 @@
 // prompt of the run's task, refuses temperature -1 and answers; "Apply" refuses a reward that
 // throws, a reward without a function says so, and one that throws only on later steps shows
 // its failures as a metric, a banner and a line on the inspector card while the run goes on.
-// Screenshots go to e2e/artifacts/ and docs/screenshots/.
+// Screenshots go to e2e/artifacts/ (the README's are taken by e2e/screenshots.ts).
 // Run: `npx vitest run --project e2e e2e/ui.e2e.test.ts`.
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
@@ -17,7 +17,6 @@ import { launchChromium } from "./chromium";
 const baseUrl = inject("baseUrl");
 const browsers: Browser[] = [];
 mkdirSync("e2e/artifacts", { recursive: true });
-mkdirSync("docs/screenshots", { recursive: true });
 
 afterAll(async () => {
   await Promise.all(browsers.map((b) => b.close()));
@@ -117,7 +116,6 @@ async function labFlow(page: Page, pageErrors: string[]) {
     el.scrollTop = 0;
   });
   await page.getByTestId("config-panel").screenshot({ path: "e2e/artifacts/ui-config.png" });
-  await page.screenshot({ path: "docs/screenshots/config-panel.png" });
   await setField(page, "rl.clip_eps_low", "0.2");
   await expect.poll(() => page.getByTestId("config-errors").count()).toBe(0);
   // A fixed field loses its error, also when the fix is the value it had before.
@@ -244,7 +242,6 @@ async function labFlow(page: Page, pageErrors: string[]) {
   });
   await page.getByTestId("chart-reward").scrollIntoViewIfNeeded();
   await page.screenshot({ path: "e2e/artifacts/ui-main.png" });
-  await page.screenshot({ path: "docs/screenshots/main.png" });
 
   // Inspector: find masked tool-response tokens in some step's trajectories.
   await page.getByTestId("tab-inspector").click();
@@ -288,7 +285,6 @@ async function labFlow(page: Page, pageErrors: string[]) {
   );
   expect(await page.locator('[data-testid="token"][data-mask="0"][data-heat="1"]').count()).toBe(0);
   await page.screenshot({ path: "e2e/artifacts/ui-inspector.png" });
-  await page.screenshot({ path: "docs/screenshots/inspector.png" });
 
   // Try the model: the prompt starts as one of the run's task (ci-tiny: no 3-digit operand);
   // a negative temperature is named and Generate waits.
