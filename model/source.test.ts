@@ -1,8 +1,10 @@
 // Model sources: a share link naming a model source round-trips (a Hub repo at a revision, local
 // files by hash); a source that is not cached is said, naming the model; and the Hub client
-// against a fake Hub served over HTTP on localhost (the tiny Qwen3 of model/golden/hf): sizes
-// before downloading, Range requests, an interrupted download that resumes at the first missing
-// chunk, the second open with zero requests, and the cached files reading back byte for byte.
+// (@huggingface/hub under model/hub.ts) against e2e/fake-hub.ts served over HTTP on two localhost
+// origins, the Hub and its file CDN (the tiny Qwen3 of model/golden/hf): sizes and hashes before
+// downloading, Range requests, an interrupted download that resumes at the first missing chunk,
+// the second open with zero requests, the cached files reading back byte for byte, the token to
+// the Hub only, Xet files, and private, missing and gated models named.
 // Run: `npx vitest run --project unit model/source.test.ts`.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
