@@ -33,6 +33,8 @@ import { percentileRange } from "./smoothing";
 import { activeRun, openRun, type RunRecord, runName, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
+/** The y axis's least width (px): labels and ticks. */
+const Y_AXIS_MIN = 52;
 /** Charts within this many screen heights of the view are kept drawn. */
 const NEAR_SCREEN = 0.5;
 
@@ -367,7 +369,26 @@ export function MetricChart({ def }: { def: ChartDef }) {
           stroke: cssVar("--muted"),
           grid: { stroke: cssVar("--grid") },
           ticks: { stroke: cssVar("--grid") },
-          size: 52,
+          // Wide enough for the longest tick label (near 1 the importance ratio's read "1.000005":
+          // a fixed 52 px cut their first digits); measured with the axis's own font.
+          size: (u, values, axisIdx, cycleNum) => {
+            const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number; font?: unknown };
+            if (cycleNum > 1 && axis._size) return axis._size;
+            const longest = (values ?? []).reduce(
+              (a, v) => (String(v).length > a.length ? String(v) : a),
+              "",
+            );
+            const font = Array.isArray(axis.font) ? String(axis.font[0]) : String(axis.font ?? "");
+            if (font) u.ctx.font = font;
+            const text = Math.ceil(u.ctx.measureText(longest).width / uPlot.pxRatio);
+            const size = Math.max(Y_AXIS_MIN, text + (axis.ticks?.size ?? 10) + (axis.gap ?? 5) + 2);
+            const fig = el.closest("figure");
+            if (fig) {
+              fig.dataset.yLabelWidth = String(text);
+              fig.dataset.yAxisSize = String(size);
+            }
+            return size;
+          },
           label: def.unit,
           labelSize: def.unit ? 16 : 0,
           labelFont: axisFont,

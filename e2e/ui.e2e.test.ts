@@ -149,6 +149,13 @@ async function labFlow(page: Page, pageErrors: string[]) {
   );
   expect(ratioLabels.length).toBeGreaterThan(1);
   expect(new Set(ratioLabels).size, ratioLabels.join(" ")).toBe(ratioLabels.length);
+  // ... and the axis is wide enough for them (its ticks are 10 px, the gap 5 px).
+  const ratio = page.getByTestId("chart-is-ratio");
+  const labelWidth = Number(await ratio.getAttribute("data-y-label-width"));
+  expect(
+    labelWidth + 15,
+    `y labels ${labelWidth} px in an axis of ${await ratio.getAttribute("data-y-axis-size")} px`,
+  ).toBeLessThanOrEqual(Number(await ratio.getAttribute("data-y-axis-size")));
   // A chart below the fold is drawn up to date in the first frame that shows it (it showed the
   // step-0 point on an axis of 0-100 for ~2 s, then jumped). With the window 400 px high (charts
   // within half a screen of the view are kept drawn), from the top of the page, once rows arrived
