@@ -273,7 +273,7 @@ A tiny LlamaForCausalLM (${init.params.toLocaleString("en")} parameters: ${shape
 - made_by: ${madeBy}
 - tokenizer: byte-level BPE, ${init.bpeSize} entries + ${LAB_LLAMA_ADDED.length} added tokens (ChatML and the Hermes tags), trained on the rendered conversations
 - SFT${prior ? " (last stage)" : ""}: ${config.sft.steps} steps, batch ${config.sft.batch}, lr ${config.sft.lr}, tool demonstrations ${(config.task.options as { sft?: { toolRate?: number } }).sft?.toolRate ?? 0.3}, context ${config.model.context} (${(sftSeconds / 60).toFixed(1)} min on the lab's CPU backend)${prior ? `\n- earlier stages: ${prior}` : ""}
-- held-out (${config.task.eval_size} problems of task ${config.task.name}): greedy accuracy ${f("val/acc")}, greedy valid tool calls ${f("val/tool_call_rate")}; sampled (T = ${config.sampling.temperature}) accuracy ${f("val/acc_sampled")}, valid tool calls ${f("val/tool_call_rate_sampled")}
+- held-out (${config.task.eval_size} problems of task ${config.task.name}): greedy accuracy ${f("val/acc")}, tool calls ${f("val/tool_call_rate")} (valid: ran without error ${f("val/valid_call_rate")}); sampled (T = ${config.sampling.temperature}) accuracy ${f("val/acc_sampled")}, tool calls ${f("val/tool_call_rate_sampled")} (valid ${f("val/valid_call_rate_sampled")})
 
 The demonstrations are imperfect on purpose (the cold start of the calculator claims): some use the tool, the others answer directly and are often wrong on hard products, so RL has something to raise.
 `;

@@ -1,5 +1,5 @@
 // Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics:
-// accuracy, tool-call rate, greedy accuracy per bucket; environments add steps and return),
+// accuracy, tool-call rate, valid-call rate (a call that ran without error), greedy accuracy per bucket; environments add steps and return),
 // and the same on its dev set (dev/*, split version 2, when task.dev_size > 0): choose
 // stopping steps on dev/* and report val/*.
 // For an environment, val/acc is the success rate of episodes on its eval seeds.
@@ -29,9 +29,12 @@ export async function evaluate(
     const { items } = await rolloutProblems(ctx, problems, 1, `${label}:${rlStep}`, mode === "greedy");
     const correct = items.map((r) => r.correct);
     const calls = items.map(({ traj }) => traj.toolCalls.some((x) => x.executed));
+    // a call whose sandbox status was Success (a parse error or an exception is executed too)
+    const valid = items.map(({ traj }) => traj.toolCalls.some((x) => x.outcome.ok));
     const suffix = mode === "greedy" ? "" : "_sampled";
     out[`${prefix}/acc${suffix}`] = mean(correct.map(Number));
     out[`${prefix}/tool_call_rate${suffix}`] = mean(calls.map(Number));
+    out[`${prefix}/valid_call_rate${suffix}`] = mean(valid.map(Number));
     Object.assign(out, ctx.driver.evalMetrics(items, suffix, prefix));
     if (mode === "greedy") {
       // task.buckets picks which of the task's buckets are reported (all of them when it names none).

@@ -72,6 +72,8 @@ describe("Trainer (CPU model)", () => {
       "val/acc_sampled",
       "val/tool_call_rate",
       "val/tool_call_rate_sampled",
+      "val/valid_call_rate",
+      "val/valid_call_rate_sampled",
     ]) {
       expect(rl[0], key).toHaveProperty([key]);
     }
