@@ -23,7 +23,7 @@ import { createTrainer } from "./session";
 import type { MetricsRow } from "./trainer";
 
 /** The recipe, shortened for CI: fewer prompts, steps and held-out problems. */
-export const CI_OVERRIDES = {
+const CI_OVERRIDES = {
   seed: 5,
   task: { eval_size: 32, eval_every: 0 },
   rl: { prompts_per_step: 8, group_size: 4 },
