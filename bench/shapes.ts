@@ -9,7 +9,9 @@
 //    (bench/rl-shape.ts: LoRA r16, 2 prompts x 2 samples, context 512), the new kernels (the
 //    adapter's attention, the head over response rows) vs the old (loop, every row);
 //    --quick: rl_step_smollm2_l4_128 (1 prompt x 2 samples, context 128) and no context 2048.
-// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick]
+//  - decode_smollm2_b1: KV-cache decode tokens/s at batch 1 at SmolLM2-135M's whole shape, the
+//    fused decode kernels (kernels/decode.ts) vs the path before them (Runtime.legacyDecode);
+// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,attention,rl]
 import { fileURLToPath } from "node:url";
 import { attentionBackward, attentionForward, kvReadsPerQuery, trainKernel } from "../kernels/attention";
 import { createGpu } from "../kernels/device";
@@ -17,6 +19,8 @@ import { nodeGpu } from "../kernels/node-gpu";
 import { type AttentionKernel, Runtime } from "../kernels/runtime";
 import { randn } from "../kernels/testing";
 import { GpuModel } from "../model/gpu";
+import { hfModelConfig } from "../model/hf/config";
+import { SMOLLM2_135M } from "../model/hf/configs";
 import { type BenchAdapter, type BenchRow, makeRow } from "./report";
 import { RL_SHAPE, type RlShape, rlShapeConfig, rlShapeStep } from "./rl-shape";
 
@@ -81,6 +85,69 @@ export async function attentionRow(
   });
 }
 
+/**
+ * KV-cache decode at batch 1 at SmolLM2-135M's whole shape (30 layers, random weights): the fused
+ * decode kernels (kernels/decode.ts) vs the path before them (Runtime.legacyDecode), `tokens`
+ * decoded tokens a repetition, repetitions interleaved on one model and one generation session
+ * each, tokens/s.
+ */
+export async function decodeRow(
+  rt: Runtime,
+  tokens: number,
+  reps: number,
+  adapterNote: string,
+): Promise<BenchRow> {
+  const c = hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: 256 });
+  let t0 = performance.now();
+  const model = new GpuModel(rt, c, undefined, 1);
+  const initS = secs(t0);
+  const session = async (legacy: boolean) => {
+    rt.legacyDecode = legacy;
+    const gen = model.startGeneration({ temperature: 1, seed: 3 });
+    await gen.prefill([[1, 2, 3, 4]]);
+    await gen.decode([true]); // pipeline compiles
+    rt.legacyDecode = false;
+    return gen;
+  };
+  t0 = performance.now();
+  const gens = { fused: await session(false), legacy: await session(true) };
+  const warmS = secs(t0);
+  const rate = async (legacy: boolean) => {
+    rt.legacyDecode = legacy;
+    const gen = legacy ? gens.legacy : gens.fused;
+    const t = performance.now();
+    for (let i = 0; i < tokens; i++) await gen.decode([true]);
+    rt.legacyDecode = false;
+    return tokens / secs(t);
+  };
+  const ours: number[] = [];
+  const base: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    base.push(await rate(true));
+    ours.push(await rate(false));
+  }
+  // the two paths' next-token logits after the same tokens: equal within rounding
+  const [a, b] = [await gens.fused.nextLogits(0), await gens.legacy.nextLogits(0)];
+  const same =
+    JSON.stringify(gens.fused.lengths()) === JSON.stringify(gens.legacy.lengths())
+      ? ""
+      : " (lengths differ!)";
+  let maxDiff = 0;
+  for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+  gens.fused.finish();
+  gens.legacy.finish();
+  model.dispose();
+  return makeRow({
+    id: "decode_smollm2_b1",
+    group: "shapes",
+    ours,
+    baseline: base,
+    unit: "tokens/s",
+    better: "higher",
+    note: `KV-cache decode at batch 1, SmolLM2-135M's shape (d576 L30, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49152), random weights, after a 4-token prompt; ours the fused decode kernels (linear-rows.wgsl in vec4s with RMSNorm, residual and SwiGLU folded in, rope-append.wgsl: 6 dispatches a block), baseline the path before them (Runtime.legacyDecode: matvec.wgsl, 13 dispatches a block); ${tokens} tokens a repetition, ${reps} interleaved repetitions after one warm-up token each (${warmS.toFixed(0)} s; init ${initS.toFixed(0)} s); max |logits ours - baseline| after the same sampled tokens ${maxDiff.toExponential(1)}${same}; ${adapterNote}`,
+  });
+}
+
 /** One RL step at SmolLM2's layer shape, 4 layers, context 512: the adapter's attention vs "loop". */
 async function rlStepRow(rt: Runtime, shape: RlShape, reps: number, adapterNote: string): Promise<BenchRow> {
   const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
@@ -88,9 +155,11 @@ async function rlStepRow(rt: Runtime, shape: RlShape, reps: number, adapterNote:
   const step = async (kernel: Exclude<AttentionKernel, "auto">, seed: number) => {
     rt.attentionKernel = kernel;
     model.headAllRows = kernel === "loop";
+    rt.legacyDecode = kernel === "loop";
     const t = await rlShapeStep(model, shape, seed);
     rt.attentionKernel = "auto";
     model.headAllRows = false;
+    rt.legacyDecode = false;
     return t;
   };
   const t0 = performance.now();
@@ -112,25 +181,31 @@ async function rlStepRow(rt: Runtime, shape: RlShape, reps: number, adapterNote:
     baseline: base.map((x) => x.totalS),
     unit: "s",
     better: "lower",
-    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention and the head over response rows (${phases(ours[0])}), baseline attention.wgsl and the head over every row (GpuModel.headAllRows; ${phases(base[0])}); ${reps} interleaved repetitions after a warm-up step (${warmS.toFixed(0)} s); ${adapterNote}`,
+    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention, the head over response rows and the fused decode kernels (${phases(ours[0])}), baseline attention.wgsl, the head over every row and the decode before the fused kernels (GpuModel.headAllRows, Runtime.legacyDecode; ${phases(base[0])}); ${reps} interleaved repetitions after a warm-up step (${warmS.toFixed(0)} s); ${adapterNote}`,
   });
 }
 
 export async function runShapesBench(opts: {
   quick: boolean;
+  /** Row kinds to run (decode, attention, rl); all when absent. */
+  only?: string[];
 }): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
   const gpu = await createGpu(await nodeGpu());
   const { device, adapter } = gpu;
   const adapterNote = `Node/Dawn adapter: ${adapter.description || adapter.vendor}${adapter.isFallback ? " (software)" : ""}`;
   const rt = new Runtime(device);
   const rows: BenchRow[] = [];
+  const runs = (kind: string) => !opts.only || opts.only.includes(kind);
   try {
     // --quick (what a loaded 2-core machine finishes): context 512 only, and the RL step at
     // context 128 with one prompt x 2 samples
-    rows.push(await attentionRow(rt, 512, opts.quick ? 2 : 3, adapterNote));
-    if (!opts.quick) rows.push(await attentionRow(rt, 2048, 2, adapterNote));
+    if (runs("decode")) rows.push(await decodeRow(rt, opts.quick ? 4 : 8, 3, adapterNote));
+    if (runs("attention")) {
+      rows.push(await attentionRow(rt, 512, opts.quick ? 2 : 3, adapterNote));
+      if (!opts.quick) rows.push(await attentionRow(rt, 2048, 2, adapterNote));
+    }
     const quickShape = { ...RL_SHAPE, prompts: 1, context: 128, promptTokens: 96 };
-    rows.push(await rlStepRow(rt, opts.quick ? quickShape : RL_SHAPE, 1, adapterNote));
+    if (runs("rl")) rows.push(await rlStepRow(rt, opts.quick ? quickShape : RL_SHAPE, 1, adapterNote));
   } finally {
     device.destroy();
   }
@@ -142,7 +217,9 @@ export async function runShapesBench(opts: {
 
 const argv1 = process.argv[1];
 if (argv1 && fileURLToPath(import.meta.url) === argv1) {
-  const { rows } = await runShapesBench({ quick: process.argv.includes("--quick") });
+  const i = process.argv.indexOf("--only");
+  const only = i > 0 ? process.argv[i + 1].split(",") : undefined;
+  const { rows } = await runShapesBench({ quick: process.argv.includes("--quick"), only });
   for (const r of rows)
     console.log(`${r.id}: ours ${r.ours} baseline ${r.baseline} ratio ${r.ratio.toFixed(2)}; ${r.note}`);
 }

@@ -12,6 +12,7 @@ import {
   embeddingForward,
   kvCacheWrite,
   type Runtime,
+  ropeAppend,
   subview,
   unsliceLogits,
   type View,
@@ -23,7 +24,7 @@ import { samplerParams } from "./cpu-generation";
 import { decodeRunStepwise } from "./generate";
 import { arena, type ParamViews } from "./gpu-buffers";
 import { type GpuAdapter, type LoraScratch, loraForward } from "./gpu-lora";
-import { type BlockActs, blockForward, normForward } from "./gpu-passes";
+import { type BlockActs, blockForward, decodeBlockForward, fusedDecodeFits, normForward } from "./gpu-passes";
 import { SampleHead } from "./head";
 import type { LoraBaseWeight } from "./lora";
 import { loraScratchSizes } from "./memory-plan";
@@ -279,9 +280,30 @@ export class GpuGenerationSession implements GenerationSession {
     embeddingForward(rt, enc, s.x, inp.tokens, inp.pos, p.wte, p.wpe, B, C); // (B,C)
     let residual = s.x;
     const ad = this.model.adapter;
+    const fused = fusedDecodeFits(rt, c, B);
+    const { NH, KVH, Q, hs } = attnDims(c);
     p.layers.forEach((lp, l) => {
       const lora = (out: View, inp0: View, w: LoraBaseWeight) =>
         loraForward(rt, enc, ad, this.loraScratch, l, w, out, inp0, B);
+      const [k, v] = [this.kcache[l], this.vcache[l]];
+      const attention = () =>
+        decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
+      if (fused) {
+        const ropeBase = c.positional === "rope" ? c.ropeTheta : null;
+        const append = (qkv: View) =>
+          ropeAppend(rt, enc, qkv, k, v, inp.pos, inp.slot, {
+            B,
+            Tmax: c.context,
+            NH,
+            KVH,
+            headDim: hs,
+            ropeBase,
+          });
+        const loraOn = (w: LoraBaseWeight) => !!ad && ad.layout.layers[l].some((t) => t.weight === w);
+        decodeBlockForward(rt, enc, c, lp, s, residual, B, append, attention, ad ? lora : null, loraOn);
+        residual = s.res3;
+        return;
+      }
       blockForward(
         rt,
         enc,
@@ -293,10 +315,8 @@ export class GpuGenerationSession implements GenerationSession {
         inp.pos,
         B,
         () => {
-          const { NH, KVH, Q } = attnDims(c);
-          const [k, v] = [this.kcache[l], this.vcache[l]];
           kvCacheWrite(rt, enc, k, v, s.qkv, inp.slot, B, c.context, Q, NH, undefined, KVH);
-          decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
+          attention();
         },
         lora,
       );
