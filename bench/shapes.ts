@@ -11,145 +11,105 @@
 //    --quick: rl_step_smollm2_l4_128 (1 prompt x 2 samples, context 128) and no context 2048.
 //  - decode_smollm2_b1: KV-cache decode tokens/s at batch 1 at SmolLM2-135M's whole shape, the
 //    fused decode kernels (kernels/decode.ts) vs the path before them (Runtime.legacyDecode);
-// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,attention,rl]
+//  - decode_smollm2_l2_b1_swiftshader, attention_fwd_bwd_smollm2_128_b1_swiftshader: the same
+//    measurements in headless Chromium on SwiftShader (bench/shapes-page.ts) at sizes it finishes
+//    (2 layers; batch 1, context 128), where "auto" keeps the unrolled loop attention (ratio ~1);
+// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,attention,rl,page]
+import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { attentionBackward, attentionForward, kvReadsPerQuery, trainKernel } from "../kernels/attention";
+import { launchChromium } from "../e2e/chromium";
+import { kvReadsPerQuery, trainKernel } from "../kernels/attention";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { type AttentionKernel, Runtime } from "../kernels/runtime";
-import { randn } from "../kernels/testing";
 import { GpuModel } from "../model/gpu";
-import { hfModelConfig } from "../model/hf/config";
-import { SMOLLM2_135M } from "../model/hf/configs";
+import { serveBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow } from "./report";
 import { RL_SHAPE, type RlShape, rlShapeConfig, rlShapeStep } from "./rl-shape";
+import { type AttentionMeasure, type DecodeMeasure, measureAttention, measureDecode } from "./shapes-measure";
+import type { ShapesPageResult, ShapesPageSpec } from "./shapes-page";
 
 const secs = (t0: number) => (performance.now() - t0) / 1000;
 
-/** Attention forward + backward at SmolLM2's head shape, batch 4, context T: kernel vs "loop". */
+/** Attention forward + backward at SmolLM2's head shape, batch B, context T: kernel vs "loop". */
 export async function attentionRow(
   rt: Runtime,
   T: number,
   reps: number,
   adapterNote: string,
+  B = 4,
 ): Promise<BenchRow> {
-  const [B, NH, KVH, hs] = [4, 9, 3, 64];
-  const C = NH * hs;
-  const row = C + 2 * KVH * hs;
-  const qkv = rt.tensor(randn(B * T * row, 1));
-  const dout = rt.tensor(randn(B * T * C, 2));
-  const out = rt.tensor(B * T * C);
-  const lse = rt.tensor(B * NH * T);
-  const dqkv = rt.tensor(B * T * row);
-  const scratch = rt.tensor(B * NH * T);
-  const picked = trainKernel(rt, hs, NH / KVH);
-  const run = async (kernel: Exclude<AttentionKernel, "auto">) => {
-    rt.attentionKernel = kernel;
-    const t0 = performance.now();
-    const enc = rt.device.createCommandEncoder();
-    attentionForward(rt, enc, out, lse, qkv, null, B, T, C, NH, KVH);
-    attentionBackward(rt, enc, dqkv, scratch, dout, qkv, out, lse, null, B, T, C, NH, KVH);
-    rt.submit(enc);
-    await rt.device.queue.onSubmittedWorkDone();
-    return secs(t0);
-  };
-  const outputs = async () => ({ out: await rt.read(out), dqkv: await rt.read(dqkv) });
-  // warm-up (pipeline compiles) and a parity check of the two kernels' outputs
-  await run("loop");
-  const a = await outputs();
-  rt.device.queue.writeBuffer(dqkv.buffer, dqkv.offset, new Float32Array(B * T * row));
-  await run(picked);
-  const b = await outputs();
-  let maxDiff = 0;
-  for (let i = 0; i < a.out.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a.out[i] - b.out[i]));
-  for (let i = 0; i < a.dqkv.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a.dqkv[i] - b.dqkv[i]));
-  const ours: number[] = [];
-  const base: number[] = [];
-  for (let r = 0; r < reps; r++) {
-    base.push(await run("loop"));
-    ours.push(await run(picked));
-  }
-  rt.attentionKernel = "auto";
-  for (const v of [qkv, dout, out, lse, dqkv, scratch]) v.buffer.destroy();
+  const m = await measureAttention(rt, B, T, reps);
+  return attentionRowOf(m, B, T, reps, rt.maxWorkgroupStorageBytes, adapterNote);
+}
+
+/** The attention row of a measurement (Node or page); `suffix` names the page's rows. */
+export function attentionRowOf(
+  m: AttentionMeasure,
+  B: number,
+  T: number,
+  reps: number,
+  storageBytes: number,
+  adapterNote: string,
+  suffix = "",
+): BenchRow {
+  const [NH, KVH, hs] = [9, 3, 64];
   const readsLoop = kvReadsPerQuery("loop", T, hs, NH / KVH);
-  const readsOurs = kvReadsPerQuery(picked, T, hs, NH / KVH, rt.maxWorkgroupStorageBytes);
+  const readsOurs = kvReadsPerQuery(m.kernel, T, hs, NH / KVH, storageBytes);
   const readsTiled = kvReadsPerQuery("tiled", T, hs, NH / KVH, 16384);
   return makeRow({
-    id: `attention_fwd_bwd_smollm2_${T}`,
+    id: `attention_fwd_bwd_smollm2_${T}${B === 4 ? "" : `_b${B}`}${suffix}`,
     group: "shapes",
-    ours,
-    baseline: base,
+    ours: m.ours,
+    baseline: m.base,
     unit: "s",
     better: "lower",
-    note: `causal attention forward + backward, 9 heads of 64 over 3 KV heads, batch 4, context ${T}, no T x T buffer; ours the ${picked} kernel (the adapter's pick), baseline attention.wgsl (one thread per query or key); global K/V floats read per query in forward (and again in backward_query): ${readsOurs.toFixed(0)} vs ${readsLoop.toFixed(0)} (${(readsLoop / readsOurs).toFixed(1)}x fewer; the tiled GPU kernel at 16 KiB: ${readsTiled.toFixed(0)}, ${(readsLoop / readsTiled).toFixed(1)}x); max |ours - baseline| over out and dqkv ${maxDiff.toExponential(1)}; ${reps} interleaved repetitions after a warm-up; ${adapterNote}`,
+    note: `causal attention forward + backward, 9 heads of 64 over 3 KV heads, batch ${B}, context ${T}, no T x T buffer; ours the ${m.kernel} kernel (the adapter's pick), baseline attention.wgsl (one thread per query or key); global K/V floats read per query in forward (and again in backward_query): ${readsOurs.toFixed(0)} vs ${readsLoop.toFixed(0)} (${(readsLoop / readsOurs).toFixed(1)}x fewer; the tiled GPU kernel at 16 KiB: ${readsTiled.toFixed(0)}, ${(readsLoop / readsTiled).toFixed(1)}x); max |ours - baseline| over out and dqkv ${m.maxDiff.toExponential(1)}; ${reps} interleaved repetitions after a warm-up; ${adapterNote}`,
   });
 }
 
 /**
- * KV-cache decode at batch 1 at SmolLM2-135M's whole shape (30 layers, random weights): the fused
- * decode kernels (kernels/decode.ts) vs the path before them (Runtime.legacyDecode), `tokens`
- * decoded tokens a repetition, repetitions interleaved on one model and one generation session
- * each, tokens/s.
+ * KV-cache decode at batch 1 at SmolLM2-135M's shape (random weights): the fused decode kernels
+ * (kernels/decode.ts) vs the path before them (Runtime.legacyDecode), `tokens` decoded tokens a
+ * repetition, repetitions interleaved on one model and one generation session each, tokens/s.
  */
 export async function decodeRow(
   rt: Runtime,
   tokens: number,
   reps: number,
   adapterNote: string,
+  layers = 30,
 ): Promise<BenchRow> {
-  const c = hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: 256 });
-  let t0 = performance.now();
-  const model = new GpuModel(rt, c, undefined, 1);
-  const initS = secs(t0);
-  const session = async (legacy: boolean) => {
-    rt.legacyDecode = legacy;
-    const gen = model.startGeneration({ temperature: 1, seed: 3 });
-    await gen.prefill([[1, 2, 3, 4]]);
-    await gen.decode([true]); // pipeline compiles
-    rt.legacyDecode = false;
-    return gen;
-  };
-  t0 = performance.now();
-  const gens = { fused: await session(false), legacy: await session(true) };
-  const warmS = secs(t0);
-  const rate = async (legacy: boolean) => {
-    rt.legacyDecode = legacy;
-    const gen = legacy ? gens.legacy : gens.fused;
-    const t = performance.now();
-    for (let i = 0; i < tokens; i++) await gen.decode([true]);
-    rt.legacyDecode = false;
-    return tokens / secs(t);
-  };
-  const ours: number[] = [];
-  const base: number[] = [];
-  for (let r = 0; r < reps; r++) {
-    base.push(await rate(true));
-    ours.push(await rate(false));
-  }
-  // the two paths' next-token logits after the same tokens: equal within rounding
-  const [a, b] = [await gens.fused.nextLogits(0), await gens.legacy.nextLogits(0)];
-  const same =
-    JSON.stringify(gens.fused.lengths()) === JSON.stringify(gens.legacy.lengths())
-      ? ""
-      : " (lengths differ!)";
-  let maxDiff = 0;
-  for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
-  gens.fused.finish();
-  gens.legacy.finish();
-  model.dispose();
+  return decodeRowOf(await measureDecode(rt, layers, tokens, reps), layers, tokens, reps, adapterNote);
+}
+
+/** The decode row of a measurement (Node or page); `suffix` names the page's rows. */
+export function decodeRowOf(
+  m: DecodeMeasure,
+  layers: number,
+  tokens: number,
+  reps: number,
+  adapterNote: string,
+  suffix = "",
+): BenchRow {
   return makeRow({
-    id: "decode_smollm2_b1",
+    id: `decode_smollm2${layers === 30 ? "" : `_l${layers}`}_b1${suffix}`,
     group: "shapes",
-    ours,
-    baseline: base,
+    ours: m.ours,
+    baseline: m.base,
     unit: "tokens/s",
     better: "higher",
-    note: `KV-cache decode at batch 1, SmolLM2-135M's shape (d576 L30, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49152), random weights, after a 4-token prompt; ours the fused decode kernels (linear-rows.wgsl in vec4s with RMSNorm, residual and SwiGLU folded in, rope-append.wgsl: 6 dispatches a block), baseline the path before them (Runtime.legacyDecode: matvec.wgsl, 13 dispatches a block); ${tokens} tokens a repetition, ${reps} interleaved repetitions after one warm-up token each (${warmS.toFixed(0)} s; init ${initS.toFixed(0)} s); max |logits ours - baseline| after the same sampled tokens ${maxDiff.toExponential(1)}${same}; ${adapterNote}`,
+    note: `KV-cache decode at batch 1, SmolLM2-135M's shape (d576, ${layers === 30 ? "all 30 layers" : `${layers} of its 30 layers`}, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49152), random weights, after a 4-token prompt; ours the fused decode kernels (linear-rows.wgsl in vec4s with RMSNorm, residual and SwiGLU folded in, rope-append.wgsl: ${m.dispatches.ours.toFixed(0)} dispatches a token), baseline the path before them (Runtime.legacyDecode: matvec.wgsl, ${m.dispatches.base.toFixed(0)} dispatches a token); ${tokens} tokens a repetition, ${reps} interleaved repetitions after one warm-up token each (${m.warmS.toFixed(0)} s; init ${m.initS.toFixed(0)} s); max |next-token logits ours - baseline| after the same sampled tokens ${m.maxDiff.toExponential(1)}${m.sameLengths ? "" : " (lengths differ!)"}; ${adapterNote}`,
   });
 }
 
 /** One RL step at SmolLM2's layer shape, 4 layers, context 512: the adapter's attention vs "loop". */
-async function rlStepRow(rt: Runtime, shape: RlShape, reps: number, adapterNote: string): Promise<BenchRow> {
+export async function rlStepRow(
+  rt: Runtime,
+  shape: RlShape,
+  reps: number,
+  adapterNote: string,
+): Promise<BenchRow> {
   const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
   const picked = trainKernel(rt, 64, 3);
   const step = async (kernel: Exclude<AttentionKernel, "auto">, seed: number) => {
@@ -185,9 +145,53 @@ async function rlStepRow(rt: Runtime, shape: RlShape, reps: number, adapterNote:
   });
 }
 
+/** The SwiftShader rows' sizes: SmolLM2's layer shape with 2 layers, attention at batch 1, context 128. */
+export const PAGE_SPEC: ShapesPageSpec = {
+  decode: { layers: 2, tokens: 3, reps: 3 },
+  attention: { B: 1, T: 128, reps: 3 },
+};
+
+/** The decode and attention rows measured in headless Chromium (SwiftShader), rows suffixed _swiftshader. */
+export async function pageRows(spec: ShapesPageSpec = PAGE_SPEC): Promise<BenchRow[]> {
+  const server = await serveBenchPage("shapes-page.ts", "shapes");
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(m.text());
+    });
+    await page.goto(server.url);
+    await page
+      .waitForFunction(() => "shapesBench" in globalThis, null, { timeout: 60_000 })
+      .catch(() => {
+        throw new Error(`the shapes bench page did not load: ${errors.join("; ") || "no error reported"}`);
+      });
+    page.setDefaultTimeout(0);
+    const r = (await page.evaluate(
+      (x) =>
+        (
+          globalThis as unknown as { shapesBench: (s: ShapesPageSpec) => Promise<ShapesPageResult> }
+        ).shapesBench(x),
+      spec,
+    )) as ShapesPageResult;
+    const note = `Chromium page adapter: ${r.adapter.description || r.adapter.vendor}${r.adapter.isFallback ? " (software)" : ""}`;
+    const { decode: d, attention: a } = spec;
+    return [
+      decodeRowOf(r.decode, d.layers, d.tokens, d.reps, note, "_swiftshader"),
+      attentionRowOf(r.attention, a.B, a.T, a.reps, r.storageBytes, note, "_swiftshader"),
+    ];
+  } finally {
+    await browser.close();
+    await server.close();
+    rmSync(server.dir, { recursive: true, force: true });
+  }
+}
+
 export async function runShapesBench(opts: {
   quick: boolean;
-  /** Row kinds to run (decode, attention, rl); all when absent. */
+  /** Row kinds to run (decode, attention, rl, page); all when absent. */
   only?: string[];
 }): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
   const gpu = await createGpu(await nodeGpu());
@@ -206,6 +210,7 @@ export async function runShapesBench(opts: {
     }
     const quickShape = { ...RL_SHAPE, prompts: 1, context: 128, promptTokens: 96 };
     if (runs("rl")) rows.push(await rlStepRow(rt, opts.quick ? quickShape : RL_SHAPE, 1, adapterNote));
+    if (runs("page")) rows.push(...(await pageRows()));
   } finally {
     device.destroy();
   }

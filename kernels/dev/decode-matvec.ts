@@ -2,10 +2,10 @@
 // submit, median of interleaved runs, and the max difference from matmulRef.
 // Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/decode-matvec.ts [K,N,reps] [variants]
 import { createGpu, ENGINE_FEATURES } from "../device";
+import mv0 from "../matvec.wgsl?raw";
 import { nodeGpu } from "../node-gpu";
 import { packUniform, Runtime } from "../runtime";
 import { randn } from "../testing";
-import mv0 from "../matvec.wgsl?raw";
 
 const [K, N, reps] = (process.argv[2] ?? "576,3072,20").split(",").map(Number);
 const { device } = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES] });
@@ -178,7 +178,12 @@ for (let r = 0; r <= 5; r++) {
     const t0 = performance.now();
     const enc = device.createCommandEncoder();
     for (let i = 0; i < reps; i++)
-      rt.dispatch(enc, pipe, [out, A, Bt, name === "v0" ? rt.dummy : null, rt.uniform(u)], [v.cols === 1 ? Math.ceil(N / v.wg) : N]);
+      rt.dispatch(
+        enc,
+        pipe,
+        [out, A, Bt, name === "v0" ? rt.dummy : null, rt.uniform(u)],
+        [v.cols === 1 ? Math.ceil(N / v.wg) : N],
+      );
     rt.submit(enc);
     await device.queue.onSubmittedWorkDone();
     const ms = (performance.now() - t0) / reps;
@@ -194,6 +199,8 @@ for (let r = 0; r <= 5; r++) {
 for (const [name, t] of times) {
   t.sort((x, y) => x - y);
   const med = t[t.length >> 1];
-  console.log(`${name} median ${med.toFixed(2)} ms/dispatch, ${((K * N) / med / 1e6).toFixed(2)} GMAC/s (${t.map((x) => x.toFixed(1)).join(" ")})`);
+  console.log(
+    `${name} median ${med.toFixed(2)} ms/dispatch, ${((K * N) / med / 1e6).toFixed(2)} GMAC/s (${t.map((x) => x.toFixed(1)).join(" ")})`,
+  );
 }
 device.destroy();
