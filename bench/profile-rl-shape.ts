@@ -2,7 +2,8 @@
 // LoRA r16, random weights, 2 prompts x 2 samples, context 512: rollout, old log-probs, one update)
 // from timestamp queries (Runtime.startProfile), summed by entry point, on the step after a warm-up
 // step. Needs timestamp-query (lavapipe has it). `--legacy`: the kernels before issue 42 (attention
-// one thread per query or key, the head over every row); `--prompt N`, `--layers N`, `--context N`
+// one thread per query or key, the head over every row, the decode before the fused kernels and the
+// batched prefill: Runtime.legacyDecode); `--prompt N`, `--layers N`, `--context N`
 // change the shape. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy]
 import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
@@ -24,7 +25,10 @@ const shape = {
 const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"] });
 const rt = new Runtime(gpu.device);
 const legacy = process.argv.includes("--legacy");
-if (legacy) rt.attentionKernel = "loop";
+if (legacy) {
+  rt.attentionKernel = "loop";
+  rt.legacyDecode = true;
+}
 const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
 if (legacy) model.headAllRows = true;
 let last: ProfiledDispatch[] = [];
