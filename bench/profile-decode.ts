@@ -1,7 +1,7 @@
 // Per-kernel GPU time of KV-cache decoding at batch 1 at SmolLM2-135M's shape (random weights,
 // 30 layers unless --layers), from timestamp queries (Runtime.startProfile), summed by entry
 // point over the timed tokens, and the wall time per token. Needs timestamp-query (lavapipe has it).
-// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-decode.ts [--layers N] [--tokens N]
+// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-decode.ts [--layers N] [--tokens N] [--legacy] [--no-profile]
 import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { ProfiledDispatch } from "../kernels/runtime";
@@ -21,6 +21,8 @@ const gpu = await createGpu(await nodeGpu(), {
   optionalFeatures: profiling ? [...ENGINE_FEATURES, "timestamp-query"] : [...ENGINE_FEATURES],
 });
 const rt = new Runtime(gpu.device);
+// --legacy: the decode before the fused kernels (matvec.wgsl, 13 dispatches a block)
+rt.legacyDecode = process.argv.includes("--legacy");
 const c = { ...hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: 256 }), layers };
 let t0 = performance.now();
 const model = new GpuModel(rt, c, undefined, 1);

@@ -14,7 +14,8 @@
 //  - decode_smollm2_l2_b1_swiftshader, attention_fwd_bwd_smollm2_128_b1_swiftshader: the same
 //    measurements in headless Chromium on SwiftShader (bench/shapes-page.ts) at sizes it finishes
 //    (2 layers; batch 1, context 128), where "auto" keeps the unrolled loop attention (ratio ~1);
-// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,attention,rl,page]
+// SHAPES_ONLY=decode,page npm run bench -- shapes runs those kinds and keeps the other shapes rows.
+// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,attention,attention2048,rl,page]
 import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { launchChromium } from "../e2e/chromium";
@@ -24,7 +25,7 @@ import { nodeGpu } from "../kernels/node-gpu";
 import { type AttentionKernel, Runtime } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
 import { serveBenchPage } from "./page";
-import { type BenchAdapter, type BenchRow, makeRow } from "./report";
+import { type BenchAdapter, type BenchRow, makeRow, readLatest } from "./report";
 import { RL_SHAPE, type RlShape, rlShapeConfig, rlShapeStep } from "./rl-shape";
 import { type AttentionMeasure, type DecodeMeasure, measureAttention, measureDecode } from "./shapes-measure";
 import type { ShapesPageResult, ShapesPageSpec } from "./shapes-page";
@@ -148,7 +149,7 @@ export async function rlStepRow(
 /** The SwiftShader rows' sizes: SmolLM2's layer shape with 2 layers, attention at batch 1, context 128. */
 export const PAGE_SPEC: ShapesPageSpec = {
   decode: { layers: 2, tokens: 3, reps: 3 },
-  attention: { B: 1, T: 128, reps: 3 },
+  attention: { B: 1, T: 128, reps: 5 },
 };
 
 /** The decode and attention rows measured in headless Chromium (SwiftShader), rows suffixed _swiftshader. */
@@ -191,7 +192,7 @@ export async function pageRows(spec: ShapesPageSpec = PAGE_SPEC): Promise<BenchR
 
 export async function runShapesBench(opts: {
   quick: boolean;
-  /** Row kinds to run (decode, attention, rl, page); all when absent. */
+  /** Row kinds to run (decode, attention, attention2048, rl, page); all when absent. */
   only?: string[];
 }): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
   const gpu = await createGpu(await nodeGpu());
@@ -199,18 +200,33 @@ export async function runShapesBench(opts: {
   const adapterNote = `Node/Dawn adapter: ${adapter.description || adapter.vendor}${adapter.isFallback ? " (software)" : ""}`;
   const rt = new Runtime(device);
   const rows: BenchRow[] = [];
-  const runs = (kind: string) => !opts.only || opts.only.includes(kind);
+  const only = opts.only ?? process.env.SHAPES_ONLY?.split(",");
+  const runs = (kind: string) => !only || only.includes(kind);
   try {
     // --quick (what a loaded 2-core machine finishes): context 512 only, and the RL step at
     // context 128 with one prompt x 2 samples
     if (runs("decode")) rows.push(await decodeRow(rt, opts.quick ? 4 : 8, 3, adapterNote));
-    if (runs("attention")) {
-      rows.push(await attentionRow(rt, 512, opts.quick ? 2 : 3, adapterNote));
-      if (!opts.quick) rows.push(await attentionRow(rt, 2048, 2, adapterNote));
-    }
+    if (runs("attention")) rows.push(await attentionRow(rt, 512, opts.quick ? 2 : 3, adapterNote));
+    if (runs("attention2048") && (!opts.quick || only))
+      rows.push(await attentionRow(rt, 2048, 1, adapterNote));
     const quickShape = { ...RL_SHAPE, prompts: 1, context: 128, promptTokens: 96 };
     if (runs("rl")) rows.push(await rlStepRow(rt, opts.quick ? quickShape : RL_SHAPE, 1, adapterNote));
     if (runs("page")) rows.push(...(await pageRows()));
+    // a partial run keeps the previous shapes rows of the kinds it did not run
+    if (only) {
+      const kind = (id: string) =>
+        id.endsWith("_swiftshader")
+          ? "page"
+          : id.startsWith("decode_")
+            ? "decode"
+            : id.endsWith("_2048")
+              ? "attention2048"
+              : id.split("_")[0];
+      const kept = (readLatest()?.rows ?? []).filter(
+        (r) => r.group === "shapes" && !runs(kind(r.id)) && !rows.some((x) => x.id === r.id),
+      );
+      rows.unshift(...kept);
+    }
   } finally {
     device.destroy();
   }
