@@ -9,6 +9,7 @@ import { Runtime } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
 import { hfModelConfig } from "../model/hf/config";
 import { SMOLLM2_135M } from "../model/hf/configs";
+import { profileTable } from "./profile-table";
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(name);
@@ -44,19 +45,7 @@ const total = last.reduce((a, d) => a + d.ns, 0);
 console.log(
   `${tokens} tokens: wall ${((wall / tokens) * 1000).toFixed(0)} ms/token (profiled), GPU ${(total / 1e6 / tokens).toFixed(0)} ms/token, ${last.length / tokens} dispatches/token`,
 );
-const by = new Map<string, { ns: number; n: number }>();
-for (const d of last) {
-  const e = by.get(d.label) ?? { ns: 0, n: 0 };
-  e.ns += d.ns;
-  e.n++;
-  by.set(d.label, e);
-}
-console.log("| kernel | dispatches/token | GPU ms/token | share |");
-console.log("|---|---:|---:|---:|");
-for (const [label, e] of [...by].sort((a, b) => b[1].ns - a[1].ns))
-  console.log(
-    `| ${label} | ${e.n / tokens} | ${(e.ns / 1e6 / tokens).toFixed(1)} | ${((100 * e.ns) / total).toFixed(1)}% |`,
-  );
+console.log(profileTable(last, tokens, "/token"));
 gen.finish();
 model.dispose();
 gpu.device.destroy();

@@ -10,6 +10,7 @@ import { nodeGpu } from "../kernels/node-gpu";
 import type { ProfiledDispatch } from "../kernels/runtime";
 import { Runtime } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
+import { profileTable } from "./profile-table";
 import { RL_SHAPE, rlShapeConfig, rlShapeStep } from "./rl-shape";
 
 const arg = (name: string, dflt: number) => {
@@ -41,18 +42,7 @@ for (let s = 0; s < 2; s++) {
     `step ${s}: wall ${t.totalS.toFixed(1)} s (rollout ${t.rolloutS.toFixed(1)}, old log-probs ${t.oldLogprobsS.toFixed(1)}, update ${t.updateS.toFixed(1)}), GPU ${gpuS.toFixed(1)} s over ${last.length} dispatches; mean response logp ${t.meanLogp.toFixed(2)}`,
   );
 }
-const by = new Map<string, { ns: number; n: number }>();
-for (const d of last) {
-  const e = by.get(d.label) ?? { ns: 0, n: 0 };
-  e.ns += d.ns;
-  e.n++;
-  by.set(d.label, e);
-}
-const total = last.reduce((a, d) => a + d.ns, 0);
 console.log(`shape ${JSON.stringify(shape)}`);
-console.log("| kernel | dispatches | GPU ms | share |");
-console.log("|---|---:|---:|---:|");
-for (const [label, e] of [...by].sort((a, b) => b[1].ns - a[1].ns))
-  console.log(`| ${label} | ${e.n} | ${(e.ns / 1e6).toFixed(0)} | ${((100 * e.ns) / total).toFixed(1)}% |`);
+console.log(profileTable(last));
 model.dispose();
 gpu.device.destroy();

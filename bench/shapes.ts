@@ -16,15 +16,13 @@
 //    (2 layers; batch 1, context 128), where "auto" keeps the unrolled loop attention (ratio ~1);
 // SHAPES_ONLY=decode,page npm run bench -- shapes runs those kinds and keeps the other shapes rows.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,attention,attention2048,rl,page]
-import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { launchChromium } from "../e2e/chromium";
 import { kvReadsPerQuery, trainKernel } from "../kernels/attention";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { type AttentionKernel, Runtime } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
-import { serveBenchPage } from "./page";
+import { inBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow, readLatest } from "./report";
 import { RL_SHAPE, type RlShape, rlShapeConfig, rlShapeStep } from "./rl-shape";
 import { type AttentionMeasure, type DecodeMeasure, measureAttention, measureDecode } from "./shapes-measure";
@@ -154,40 +152,22 @@ export const PAGE_SPEC: ShapesPageSpec = {
 
 /** The decode and attention rows measured in headless Chromium (SwiftShader), rows suffixed _swiftshader. */
 export async function pageRows(spec: ShapesPageSpec = PAGE_SPEC): Promise<BenchRow[]> {
-  const server = await serveBenchPage("shapes-page.ts", "shapes");
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    page.on("console", (m) => {
-      if (m.type() === "error") errors.push(m.text());
-    });
-    await page.goto(server.url);
-    await page
-      .waitForFunction(() => "shapesBench" in globalThis, null, { timeout: 60_000 })
-      .catch(() => {
-        throw new Error(`the shapes bench page did not load: ${errors.join("; ") || "no error reported"}`);
-      });
+  const r = await inBenchPage("shapes-page.ts", "shapes", "shapesBench", (page) => {
     page.setDefaultTimeout(0);
-    const r = (await page.evaluate(
+    return page.evaluate(
       (x) =>
         (
           globalThis as unknown as { shapesBench: (s: ShapesPageSpec) => Promise<ShapesPageResult> }
         ).shapesBench(x),
       spec,
-    )) as ShapesPageResult;
-    const note = `Chromium page adapter: ${r.adapter.description || r.adapter.vendor}${r.adapter.isFallback ? " (software)" : ""}`;
-    const { decode: d, attention: a } = spec;
-    return [
-      decodeRowOf(r.decode, d.layers, d.tokens, d.reps, note, "_swiftshader"),
-      attentionRowOf(r.attention, a.B, a.T, a.reps, r.storageBytes, note, "_swiftshader"),
-    ];
-  } finally {
-    await browser.close();
-    await server.close();
-    rmSync(server.dir, { recursive: true, force: true });
-  }
+    ) as Promise<ShapesPageResult>;
+  });
+  const note = `Chromium page adapter: ${r.adapter.description || r.adapter.vendor}${r.adapter.isFallback ? " (software)" : ""}`;
+  const { decode: d, attention: a } = spec;
+  return [
+    decodeRowOf(r.decode, d.layers, d.tokens, d.reps, note, "_swiftshader"),
+    attentionRowOf(r.attention, a.B, a.T, a.reps, r.storageBytes, note, "_swiftshader"),
+  ];
 }
 
 export async function runShapesBench(opts: {
