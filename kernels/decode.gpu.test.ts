@@ -1,11 +1,12 @@
 // GPU test: the fused decode kernels (kernels/decode.ts) against the CPU references: linearRows
 // with the RMSNorm before it, the residual after it, SwiGLU's gate and up, a bias and the normed
 // rows written, at 5 and 1 rows and odd sizes (K/4 odd, N odd); ropeAppend against ropeForwardRef
-// and the cache layout, and bit-identical to the RoPE + kv_write dispatches it replaces.
+// and the cache layout, and bit-identical to the RoPE + kv_write dispatches it replaces; loraRows
+// (three targets and columns of none) against matmulRef twice.
 // Run: npx vitest run --project gpu kernels/decode
 import { describe, expect, it } from "vitest";
 import { kvCacheWrite } from "./attention";
-import { linearRows, ropeAppend } from "./decode";
+import { linearRows, loraRows, ropeAppend } from "./decode";
 import { matmulRef, rmsnormForwardRef, ropeForwardRef, swigluForwardRef } from "./reference";
 import { ropeForward } from "./rope";
 import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
@@ -128,5 +129,44 @@ describe("ropeAppend (RoPE and the KV-cache append in one dispatch)", () => {
     }
     assertClose("ropeAppend kcache", fused[1], kref, TOL.fwd);
     assertClose("ropeAppend vcache", fused[2], vref, TOL.fwd);
+  });
+});
+
+describe("loraRows (a fused weight's LoRA term for decode rows, two dispatches)", () => {
+  it("adds scale * (x·Aᵀ)·Bᵀ on each target's columns, nothing elsewhere", async () => {
+    const rt = await gpuRuntime();
+    const [M, K, r, outStride, scale] = [3, 21, 4, 50, 0.5];
+    const targets = [
+      { start: 0, rows: 20 },
+      { start: 20, rows: 10 },
+      { start: 30, rows: 12 }, // columns 42..49: no target
+    ].map((t, j) => ({ ...t, a: j * 256, b: j * 256 + 128 }));
+    const W = randn(3 * 256, 41);
+    const x = randn(M * K, 42);
+    const out0 = randn(M * outStride, 43);
+    const ref = out0.slice();
+    for (const t of targets) {
+      const U = new Float32Array(M * r);
+      matmulRef(U, x, W.subarray(t.a, t.a + r * K), null, { M, N: r, K, transB: true });
+      const delta = new Float32Array(M * t.rows);
+      matmulRef(delta, U, W.subarray(t.b, t.b + t.rows * r), null, { M, N: t.rows, K: r, transB: true });
+      for (let m = 0; m < M; m++)
+        for (let c = 0; c < t.rows; c++) ref[m * outStride + t.start + c] += scale * delta[m * t.rows + c];
+    }
+    const out = rt.tensor(out0);
+    const enc = rt.device.createCommandEncoder();
+    loraRows(rt, enc, out, rt.tensor(x), rt.tensor(W), rt.tensor(M * 3 * r), {
+      M,
+      K,
+      r,
+      scale,
+      outStride,
+      targets,
+    });
+    rt.submit(enc);
+    const got = await rt.read(out);
+    assertClose("loraRows", got, ref, { atol: TOL.fwd.atol * Math.sqrt(K) * 10, rtol: TOL.fwd.rtol });
+    for (let m = 0; m < M; m++)
+      for (let c = 42; c < outStride; c++) expect(got[m * outStride + c]).toBe(out0[m * outStride + c]);
   });
 });

@@ -5,9 +5,11 @@
 // runs a block as 6 dispatches with them (norm+QKV, rope+append, attention, proj+residual,
 // norm+gate/up+SwiGLU, down+residual) where it was 13; `rt.legacyDecode` keeps the old ones
 // (the benchmarks' baseline). Also used by matmul.ts for every A·Bᵀ of at most 8 rows whose K is
-// a multiple of 4 (the LM head while sampling). References: matmulRef, rmsnormRef, swigluRef,
+// a multiple of 4 (the LM head while sampling). loraRows (lora-rows.wgsl) is a LoRA adapter's
+// term on one fused weight for decode rows in two dispatches, whatever its targets. References: matmulRef, rmsnormRef, swigluRef,
 // ropeForwardRef (reference.ts); tested by decode.gpu.test.ts.
 import linearSrc from "./linear-rows.wgsl?raw";
+import loraSrc from "./lora-rows.wgsl?raw";
 import { isHalf } from "./matmul";
 import ropeSrc from "./rope-append.wgsl?raw";
 import { packUniform, type Recorder, type Runtime, type View, view } from "./runtime";
@@ -145,5 +147,55 @@ export function ropeAppend(
     rt.pipeline(ropeSrc, "main", { WG: 64, ROPE: s.ropeBase === null ? 0 : 1 }),
     [qkv, kcache, vcache, pos, slot, u],
     [Math.ceil((B * per) / 64)],
+  );
+}
+
+/** One target of a fused weight for loraRows: offsets (floats) of A (r,K) and B (rows,r) in W, its output columns. */
+export interface LoraRowsTarget {
+  a: number;
+  b: number;
+  start: number;
+  rows: number;
+}
+
+/**
+ * out (M, outStride) += scale * (x (M,K) · A_jᵀ) · B_jᵀ on each target j's columns, for up to 3
+ * targets of one fused weight, in two dispatches (lora-rows.wgsl): U (M, n*r) is scratch.
+ */
+export function loraRows(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  x: View,
+  W: View,
+  U: View,
+  s: { M: number; K: number; r: number; scale: number; outStride: number; targets: LoraRowsTarget[] },
+) {
+  const n = s.targets.length;
+  if (n < 1 || n > 3) throw new Error(`loraRows: 1-3 targets, got ${n}`);
+  const at = (f: (t: LoraRowsTarget) => number) => [0, 1, 2, 3].map((j) => (j < n ? f(s.targets[j]) : 0));
+  const u = rt.uniform(
+    packUniform([
+      ["u32", s.M],
+      ["u32", s.K],
+      ["u32", s.r],
+      ["u32", n],
+      ["u32", s.outStride],
+      ["f32", s.scale],
+      ["u32", 0],
+      ["u32", 0],
+      ...at((t) => t.a).map((v): ["u32", number] => ["u32", v]),
+      ...at((t) => t.b).map((v): ["u32", number] => ["u32", v]),
+      ...at((t) => t.start).map((v): ["u32", number] => ["u32", v]),
+      ...at((t) => t.rows).map((v): ["u32", number] => ["u32", v]),
+    ]),
+  );
+  // each entry point's layout holds only the bindings it uses
+  rt.dispatch(rec, rt.pipeline(loraSrc, "u", { WG: 64 }), [null, x, W, U, u], [Math.ceil((n * s.r) / 64)]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(loraSrc, "add", { WG: 64 }),
+    [out, null, W, U, u],
+    [Math.ceil(s.outStride / 64)],
   );
 }

@@ -25,7 +25,7 @@ import { attnDims, type ModelConfig, mlpHidden } from "./config";
 import { samplerParams } from "./cpu-generation";
 import { decodeRunStepwise } from "./generate";
 import { arena, type ParamViews } from "./gpu-buffers";
-import { type GpuAdapter, type LoraScratch, loraForward } from "./gpu-lora";
+import { type GpuAdapter, type LoraScratch, loraForward, loraForwardRows } from "./gpu-lora";
 import { type BlockActs, blockForward, decodeBlockForward, fusedDecodeFits, normForward } from "./gpu-passes";
 import { SampleHead } from "./head";
 import type { LoraBaseWeight } from "./lora";
@@ -403,7 +403,7 @@ export class GpuGenerationSession implements GenerationSession {
     const { NH, KVH, Q, hs } = attnDims(c);
     p.layers.forEach((lp, l) => {
       const lora = (out: View, inp0: View, w: LoraBaseWeight) =>
-        loraForward(rt, enc, ad, this.loraScratch, l, w, out, inp0, B);
+        (fused ? loraForwardRows : loraForward)(rt, enc, ad, this.loraScratch, l, w, out, inp0, B);
       const [k, v] = [this.kcache[l], this.vcache[l]];
       const attention = () =>
         decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
