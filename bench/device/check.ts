@@ -4,7 +4,7 @@
 // the only adapter is a software one; a clear exit when there is none), then measures quick-sized
 // rows headless through Dawn: our tiled matmul (GFLOP/s), the model's train step (tokens/s),
 // k-token vs one-token decode, issue 42's rows (attention fwd+bwd at SmolLM2's head shape, the
-// fused decode at batch 1 and, on GPUs, the RL step at its layer shape: bench/shapes.ts), and
+// fused decode at batch 1 and, on GPUs, the RL step at its layer shape: bench/shapes-rows.ts), and
 // the quick-demo RL step against the legacy round trips; and
 // merges PyTorch eager's figures (bench/device/torch_baseline.py) into bench/results/gpu-<adapter>.json.
 //   node check.mjs --out ours.json [--rl-steps 3]
@@ -27,7 +27,7 @@ import { SandboxPool } from "../../sandbox/pool";
 import { nodeWorkerFactory } from "../../sandbox/pool-node";
 import { type BenchRow, makeRow, median } from "../report";
 import { RL_SHAPE } from "../rl-shape";
-import { attentionRow, decodeRow, rlStepRow } from "../shapes";
+import { attentionRow, decodeRow, rlStepRow } from "../shapes-rows";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** public/ next to the bundle, or the repo's when run from source. */
