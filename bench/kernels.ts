@@ -4,35 +4,16 @@
 // needs a secure context) and driven through playwright-core. Rows: matmul_vs_tfjs_<n>.
 // Run standalone: npx tsx bench/kernels.ts [--full]   (npm run bench calls runKernelsBench)
 // Dev harness in the browser: npx tsx bench/kernels.ts --variants [name regex] [sizes]
-import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { launchChromium } from "../e2e/chromium";
 import type { VariantResult } from "../kernels/dev/matmul-variants";
 import type { PageResult } from "./kernels-page";
-import { serveBenchPage } from "./page";
+import { inBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, makeRow } from "./report";
 
 /** Bundles and serves the page, opens it in headless Chromium, and runs `fn` there. */
-async function inPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
-  const server = await serveBenchPage("kernels-page.ts", "kernels");
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(server.url);
-    await page
-      .waitForFunction(() => "kernelsBench" in globalThis, null, { timeout: 60_000 })
-      .catch(() => {
-        throw new Error(`the bench page did not load: ${errors.join("; ") || "no error reported"}`);
-      });
-    return await fn(page);
-  } finally {
-    await browser.close();
-    await server.close();
-    rmSync(server.dir, { recursive: true, force: true });
-  }
+function inPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
+  return inBenchPage("kernels-page.ts", "kernels", "kernelsBench", fn);
 }
 
 export async function runKernelsBench(opts: {

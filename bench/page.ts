@@ -1,11 +1,14 @@
 // The in-browser benchmarks' page: a bench entry (bench/<group>-page.ts) bundled by Vite into
 // a temp dir with an index.html, served from http://localhost (WebGPU needs a secure context)
-// by e2e/static-server.ts. Used by bench/kernels.ts and bench/model.ts.
-import { mkdtempSync, writeFileSync } from "node:fs";
+// by e2e/static-server.ts (inBenchPage also opens it in headless Chromium). Used by
+// bench/kernels.ts, bench/model.ts and bench/shapes.ts.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
 import { build } from "vite";
+import { launchChromium } from "../e2e/chromium";
 import { serveDir } from "../e2e/static-server";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -35,4 +38,34 @@ export async function serveBenchPage(
   );
   const server = await serveDir(dir);
   return { url: server.url, dir, close: server.close };
+}
+
+/**
+ * Bundles and serves bench/<entry>, opens it in headless Chromium, waits for `global` to appear on
+ * the page, and runs `fn` there (page errors are named when it does not load).
+ */
+export async function inBenchPage<T>(
+  entry: string,
+  label: string,
+  global: string,
+  fn: (page: Page) => Promise<T>,
+): Promise<T> {
+  const server = await serveBenchPage(entry, label);
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(server.url);
+    await page
+      .waitForFunction((g) => g in globalThis, global, { timeout: 60_000 })
+      .catch(() => {
+        throw new Error(`the ${label} bench page did not load: ${errors.join("; ") || "no error reported"}`);
+      });
+    return await fn(page);
+  } finally {
+    await browser.close();
+    await server.close();
+    rmSync(server.dir, { recursive: true, force: true });
+  }
 }

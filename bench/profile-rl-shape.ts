@@ -2,13 +2,15 @@
 // LoRA r16, random weights, 2 prompts x 2 samples, context 512: rollout, old log-probs, one update)
 // from timestamp queries (Runtime.startProfile), summed by entry point, on the step after a warm-up
 // step. Needs timestamp-query (lavapipe has it). `--legacy`: the kernels before issue 42 (attention
-// one thread per query or key, the head over every row); `--prompt N`, `--layers N`, `--context N`
+// one thread per query or key, the head over every row, the decode before the fused kernels and the
+// batched prefill: Runtime.legacyDecode); `--prompt N`, `--layers N`, `--context N`
 // change the shape. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy]
 import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { ProfiledDispatch } from "../kernels/runtime";
 import { Runtime } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
+import { profileTable } from "./profile-table";
 import { RL_SHAPE, rlShapeConfig, rlShapeStep } from "./rl-shape";
 
 const arg = (name: string, dflt: number) => {
@@ -24,7 +26,10 @@ const shape = {
 const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"] });
 const rt = new Runtime(gpu.device);
 const legacy = process.argv.includes("--legacy");
-if (legacy) rt.attentionKernel = "loop";
+if (legacy) {
+  rt.attentionKernel = "loop";
+  rt.legacyDecode = true;
+}
 const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
 if (legacy) model.headAllRows = true;
 let last: ProfiledDispatch[] = [];
@@ -37,18 +42,7 @@ for (let s = 0; s < 2; s++) {
     `step ${s}: wall ${t.totalS.toFixed(1)} s (rollout ${t.rolloutS.toFixed(1)}, old log-probs ${t.oldLogprobsS.toFixed(1)}, update ${t.updateS.toFixed(1)}), GPU ${gpuS.toFixed(1)} s over ${last.length} dispatches; mean response logp ${t.meanLogp.toFixed(2)}`,
   );
 }
-const by = new Map<string, { ns: number; n: number }>();
-for (const d of last) {
-  const e = by.get(d.label) ?? { ns: 0, n: 0 };
-  e.ns += d.ns;
-  e.n++;
-  by.set(d.label, e);
-}
-const total = last.reduce((a, d) => a + d.ns, 0);
 console.log(`shape ${JSON.stringify(shape)}`);
-console.log("| kernel | dispatches | GPU ms | share |");
-console.log("|---|---:|---:|---:|");
-for (const [label, e] of [...by].sort((a, b) => b[1].ns - a[1].ns))
-  console.log(`| ${label} | ${e.n} | ${(e.ns / 1e6).toFixed(0)} | ${((100 * e.ns) / total).toFixed(1)}% |`);
+console.log(profileTable(last));
 model.dispose();
 gpu.device.destroy();

@@ -9,6 +9,7 @@
 export * from "./attention";
 export * from "./autotune";
 export * from "./columns";
+export * from "./decode";
 export * from "./device";
 export * from "./embedding";
 export * from "./half";

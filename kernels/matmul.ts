@@ -13,6 +13,7 @@
 // `shader-f16` feature only; B is the only operand that may be half. Tested against matmulRef on
 // the rounded weights by matmul-f16.gpu.test.ts.
 
+import { linearRows, linearRowsFits } from "./decode";
 import src from "./matmul.wgsl?raw";
 import { matmulSource } from "./matmul-gen";
 import mvSrc from "./matvec.wgsl?raw";
@@ -104,6 +105,10 @@ function matvecForm(s: MatmulShape): boolean {
 
 /** out (M,N) = A (M,K) · Bᵀ (+ bias (N)) for M <= MATVEC_MAX_ROWS, one workgroup per column. */
 function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: View | null, s: MatmulShape) {
+  if (!rt.legacyDecode && linearRowsFits(s.M, s.K)) {
+    linearRows(rt, rec, out, a, b, bias, s.M, s.K, s.N);
+    return;
+  }
   const code = isHalf(b) ? halfSource(mvSrc) : mvSrc;
   const u = rt.uniform(
     packUniform([

@@ -219,6 +219,14 @@ export class Runtime {
   matvec = true;
 
   /**
+   * Decode as before issue 42's fused kernels (the benchmarks' baseline): matvec.wgsl's scalar
+   * loop for A·Bᵀ of at most 8 rows and a block as 13 dispatches, where the default runs
+   * kernels/decode.ts (linear-rows.wgsl in vec4s with the norm, residual or SwiGLU folded in,
+   * rope-append.wgsl) as 6.
+   */
+  legacyDecode = false;
+
+  /**
    * Which training attention kernel runs (AttentionKernel): "auto" picks loop on SwiftShader (the
    * unrolled kernels), blocked on other software adapters (lavapipe: barriers are costly), tiled on
    * GPUs where a tile fits maxWorkgroupStorageBytes. Benchmarks and tests set it to compare.

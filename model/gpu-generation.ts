@@ -8,10 +8,13 @@
 // model/hf/read.gpu.test.ts (GQA KV-cache decoding).
 import {
   alignFloats,
+  attentionForward,
   decodeAttention,
   embeddingForward,
+  FLOAT_ALIGN,
   kvCacheWrite,
   type Runtime,
+  ropeAppend,
   subview,
   unsliceLogits,
   type View,
@@ -22,8 +25,8 @@ import { attnDims, type ModelConfig, mlpHidden } from "./config";
 import { samplerParams } from "./cpu-generation";
 import { decodeRunStepwise } from "./generate";
 import { arena, type ParamViews } from "./gpu-buffers";
-import { type GpuAdapter, type LoraScratch, loraForward } from "./gpu-lora";
-import { type BlockActs, blockForward, normForward } from "./gpu-passes";
+import { type GpuAdapter, type LoraScratch, loraForward, loraForwardRows } from "./gpu-lora";
+import { type BlockActs, blockForward, decodeBlockForward, fusedDecodeFits, normForward } from "./gpu-passes";
 import { SampleHead } from "./head";
 import type { LoraBaseWeight } from "./lora";
 import { loraScratchSizes } from "./memory-plan";
@@ -144,6 +147,7 @@ export class GpuGenerationSession implements GenerationSession {
     this.queue = prompts.map((p) => [...p]);
     this.sampledCount = prompts.map(() => 0);
     this.multi = null;
+    if (await this.prefillBatched(prompts)) return;
     if (this.model.decodeWindow > 1) {
       // The whole prefill in one submit, no readback (the first decodeMany's submit would
       // take it too, but a prefill is often followed by a plain decode in tests).
@@ -153,6 +157,122 @@ export class GpuGenerationSession implements GenerationSession {
     } else {
       this.drain();
     }
+  }
+
+  /**
+   * The prompts in one forward over (B, Tp) rows (Tp the longest prompt, shorter ones padded at
+   * the end) with the training kernels: blockForward with the causal attention over the whole
+   * prompt, each layer's keys and values copied into the caches (positions 0..Tp-1; a padded
+   * row's positions past its prompt are never read and are overwritten as it decodes), and the
+   * final normed hidden state of each row's last prompt token into `hidden`. Where the feed steps
+   * ran one submit of ~15 dispatches a layer per prompt token (384 tokens: 384 steps), this is one
+   * of ~15 a layer. False (nothing done: the feed steps run) under rt.legacyDecode or where the
+   * rows' buffers or the per-row cache views do not fit the binding limits and alignment.
+   */
+  private async prefillBatched(prompts: number[][]): Promise<boolean> {
+    const { rt, config: c, params: p } = this.model;
+    const B = this.B;
+    const Tp = Math.max(...prompts.map((x) => x.length));
+    const N = B * Tp;
+    const C = c.dModel;
+    const H = mlpHidden(c);
+    const { NH, KVH, Q, KV, QKV } = attnDims(c);
+    const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+    const ad = this.model.adapter;
+    const sizes = {
+      tokens: N,
+      pos: N,
+      zeros: Tp,
+      x: N * C,
+      tmp: N * C,
+      ln1: N * C,
+      ln1Mean: N,
+      ln1Rstd: N,
+      qkvRaw: c.qkNorm ? N * QKV : 1,
+      qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
+      qkv: N * QKV,
+      atty: N * Q,
+      lse: B * NH * Tp,
+      res2: N * C,
+      ln2: N * C,
+      ln2Mean: N,
+      ln2Rstd: N,
+      fch: N * fcRows,
+      fchAct: N * H,
+      res3: N * C,
+    };
+    const total = Object.values(sizes).reduce((a, n) => a + alignFloats(n), 0);
+    const fits =
+      !rt.legacyDecode &&
+      Tp > 1 &&
+      (Tp * QKV) % FLOAT_ALIGN === 0 &&
+      (c.context * KV) % FLOAT_ALIGN === 0 &&
+      4 * N * Math.max(fcRows, QKV) <= rt.maxBindingBytes &&
+      4 * total <= rt.maxBufferBytes;
+    if (!fits) return false;
+    const a = arena(rt, "prefill", sizes);
+    const scratch = ad ? arena(rt, "prefill-lora", loraScratchSizes(ad.layout, N)) : null;
+    const tokens = new Int32Array(N);
+    const pos = new Uint32Array(N);
+    prompts.forEach((pr, b) => {
+      tokens.set(pr, b * Tp);
+      for (let t = 0; t < Tp; t++) pos[b * Tp + t] = t;
+    });
+    rt.upload(a.tokens, tokens);
+    rt.upload(a.pos, pos);
+    rt.upload(a.zeros, new Uint32Array(Tp));
+    const enc = rt.device.createCommandEncoder();
+    embeddingForward(rt, enc, a.x, a.tokens, a.pos, p.wte, p.wpe, N, C); // (N,C)
+    let residual = a.x;
+    p.layers.forEach((lp, l) => {
+      const attention = () => {
+        attentionForward(rt, enc, a.atty, a.lse, a.qkv, null, B, Tp, Q, NH, KVH);
+        // row b's Tp positions as Tp one-slot "sequences" of its cache: (Tp,KV) at position 0..Tp-1
+        for (let b = 0; b < B; b++) {
+          const at = b * c.context * KV;
+          kvCacheWrite(
+            rt,
+            enc,
+            subview(this.kcache[l], at, Tp * KV),
+            subview(this.vcache[l], at, Tp * KV),
+            subview(a.qkv, b * Tp * QKV, Tp * QKV),
+            a.zeros,
+            Tp,
+            1,
+            Q,
+            NH,
+            undefined,
+            KVH,
+          );
+        }
+      };
+      const lora = (out: View, inp: View, w: LoraBaseWeight) =>
+        loraForward(rt, enc, ad, scratch, l, w, out, inp, N);
+      blockForward(rt, enc, c, lp, a, residual, a.tmp, a.pos, N, attention, lora);
+      residual = a.res3;
+    });
+    // each row's last prompt token, final norm -> hidden
+    const s = this.step!;
+    prompts.forEach((pr, b) => {
+      const row = b * Tp + pr.length - 1;
+      enc.copyBufferToBuffer(
+        residual.buffer,
+        residual.offset + row * C * 4,
+        s.x.buffer,
+        s.x.offset + b * C * 4,
+        C * 4,
+      );
+    });
+    normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, s.x, p.lnfw, p.lnfb, B);
+    const h = this.hidden!;
+    enc.copyBufferToBuffer(s.ln1.buffer, s.ln1.offset, h.buffer, h.offset, B * C * 4);
+    rt.submit(enc);
+    this.fed = prompts.map((pr) => pr.length);
+    this.queue = prompts.map(() => []);
+    await rt.device.queue.onSubmittedWorkDone();
+    a.tokens.buffer.destroy();
+    scratch?.loraU.buffer.destroy();
+    return true;
   }
 
   /**
@@ -279,9 +399,30 @@ export class GpuGenerationSession implements GenerationSession {
     embeddingForward(rt, enc, s.x, inp.tokens, inp.pos, p.wte, p.wpe, B, C); // (B,C)
     let residual = s.x;
     const ad = this.model.adapter;
+    const fused = fusedDecodeFits(rt, c, B);
+    const { NH, KVH, Q, hs } = attnDims(c);
     p.layers.forEach((lp, l) => {
       const lora = (out: View, inp0: View, w: LoraBaseWeight) =>
-        loraForward(rt, enc, ad, this.loraScratch, l, w, out, inp0, B);
+        (fused ? loraForwardRows : loraForward)(rt, enc, ad, this.loraScratch, l, w, out, inp0, B);
+      const [k, v] = [this.kcache[l], this.vcache[l]];
+      const attention = () =>
+        decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
+      if (fused) {
+        const ropeBase = c.positional === "rope" ? c.ropeTheta : null;
+        const append = (qkv: View) =>
+          ropeAppend(rt, enc, qkv, k, v, inp.pos, inp.slot, {
+            B,
+            Tmax: c.context,
+            NH,
+            KVH,
+            headDim: hs,
+            ropeBase,
+          });
+        const loraOn = (w: LoraBaseWeight) => !!ad && ad.layout.layers[l].some((t) => t.weight === w);
+        decodeBlockForward(rt, enc, c, lp, s, residual, B, append, attention, ad ? lora : null, loraOn);
+        residual = s.res3;
+        return;
+      }
       blockForward(
         rt,
         enc,
@@ -293,10 +434,8 @@ export class GpuGenerationSession implements GenerationSession {
         inp.pos,
         B,
         () => {
-          const { NH, KVH, Q } = attnDims(c);
-          const [k, v] = [this.kcache[l], this.vcache[l]];
           kvCacheWrite(rt, enc, k, v, s.qkv, inp.slot, B, c.context, Q, NH, undefined, KVH);
-          decodeAttention(rt, enc, s.atty, s.qkv, k, v, inp.lens, null, B, c.context, Q, NH, undefined, KVH);
+          attention();
         },
         lora,
       );

@@ -5,6 +5,8 @@ import {
   columnsAdd,
   columnsGather,
   type FlatBuffer,
+  LINEAR_ROWS_MAX,
+  loraRows,
   matmulBackward,
   matmulForward,
   type Recorder,
@@ -48,6 +50,50 @@ export function loraForward(
     matmulForward(rt, rec, sc.loraDelta, sc.loraU, Bm, null, N, r, s.rows); // (N,rows)
     columnsAdd(rt, rec, out, sc.loraDelta, N, s.rows, s.outStride, s.rowStart, ad.layout.scale);
   }
+}
+
+/**
+ * loraForward for decode rows (N <= LINEAR_ROWS_MAX): every target of weight `w` in two
+ * dispatches (kernels/decode.ts loraRows) where its A and B lie in one adapter buffer segment
+ * and U fits the delta scratch; else loraForward's three a target.
+ */
+export function loraForwardRows(
+  rt: Runtime,
+  rec: Recorder,
+  ad: GpuAdapter | null,
+  sc: LoraScratch | null,
+  l: number,
+  w: LoraBaseWeight,
+  out: View,
+  inp: View,
+  N: number,
+) {
+  if (!ad || !sc) return;
+  const specs = ad.layout.layers[l].filter((s) => s.weight === w);
+  if (specs.length === 0) return;
+  const r = ad.layout.rank;
+  const lo = Math.min(...specs.map((s) => s.a));
+  const hi = Math.max(...specs.map((s) => s.b + s.rows * r));
+  const seg = ad.w.segments.find((g) => lo >= g.start && lo < g.start + g.length);
+  const fits =
+    N <= LINEAR_ROWS_MAX &&
+    specs.length <= 3 &&
+    !!seg &&
+    hi <= seg.start + seg.length &&
+    4 * (hi - lo) <= rt.maxBindingBytes &&
+    N * specs.length * r <= sc.loraDelta.size / 4;
+  if (!fits) {
+    loraForward(rt, rec, ad, sc, l, w, out, inp, N);
+    return;
+  }
+  loraRows(rt, rec, out, inp, ad.w.view(lo, hi - lo), sc.loraDelta, {
+    M: N,
+    K: specs[0].inDim,
+    r,
+    scale: ad.layout.scale,
+    outStride: specs[0].outStride,
+    targets: specs.map((s) => ({ a: s.a - lo, b: s.b - lo, start: s.rowStart, rows: s.rows })),
+  });
 }
 
 /** dinp += the adapter's input gradient; dA, dB (in dad, the adapter's layout) += theirs. u is recomputed. */

@@ -15,6 +15,8 @@ import {
   geluForward,
   layernormBackward,
   layernormForward,
+  linearRows,
+  linearRowsFits,
   matmulBackward,
   matmulForward,
   qkNormBackward,
@@ -159,6 +161,80 @@ export function blockForward(
   matmulForward(rt, rec, tmp, a.fchAct, p.fcprojw, p.fcprojb, N, H, C);
   lora(tmp, a.fchAct, "fcprojw");
   residualForward(rt, rec, a.res3, a.res2, tmp, N * C);
+}
+
+/** Whether decodeBlockForward runs this model at N rows (else blockForward: legacyDecode, wide rows, odd sizes). */
+export function fusedDecodeFits(rt: Runtime, c: ModelConfig, N: number): boolean {
+  const { Q, hs } = attnDims(c);
+  return (
+    !rt.legacyDecode &&
+    rt.matvec &&
+    (!rt.unrolled || N === 1) &&
+    hs % 2 === 0 &&
+    [c.dModel, Q, mlpHidden(c)].every((K) => linearRowsFits(N, K))
+  );
+}
+
+/**
+ * One block forward over N <= 8 decode rows with kernels/decode.ts's fused kernels: RMSNorm +
+ * QKV, RoPE + the KV-cache append (`append`), the cached attention (`attention`), projection +
+ * residual, RMSNorm + gate/up + SwiGLU, down projection + residual: 6 dispatches where
+ * blockForward records 13 (a LayerNorm, GELU, QK-norm or a LoRA target on the MLP's first
+ * weight keeps that step's own dispatch). Writes a.res3 (and a.ln1/a.ln2 where LoRA reads them).
+ */
+export function decodeBlockForward(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  p: LayerViews,
+  a: BlockActs,
+  residual: View,
+  N: number,
+  append: (qkv: View) => void,
+  attention: () => void,
+  lora: ((out: View, inp: View, w: LoraBaseWeight) => void) | null,
+  loraOn: (w: LoraBaseWeight) => boolean,
+) {
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  const { Q, QKV } = attnDims(c);
+  const rms = c.norm === "rmsnorm";
+  // RMSNorm folded into the linear layer after it (the normed rows written only where LoRA reads them)
+  const normed = (
+    out: View,
+    mean: View,
+    rstd: View,
+    inp: View,
+    w: View,
+    b: View | null,
+    lw: LoraBaseWeight,
+  ) => {
+    if (rms) return { inp, norm: { gain: w, eps: c.normEps, normed: loraOn(lw) ? out : undefined } };
+    normForward(rt, rec, c, out, mean, rstd, inp, w, b, N);
+    return { inp: out, norm: undefined };
+  };
+  const n1 = normed(a.ln1, a.ln1Mean, a.ln1Rstd, residual, p.ln1w, p.ln1b, "qkvw");
+  const qkvOut = p.qnormw && p.knormw ? a.qkvRaw : a.qkv;
+  linearRows(rt, rec, qkvOut, n1.inp, p.qkvw, p.qkvb, N, C, QKV, { norm: n1.norm }); // (N,QKV)
+  lora?.(qkvOut, a.ln1, "qkvw");
+  if (p.qnormw && p.knormw)
+    qkNormForward(rt, rec, a.qkv, a.qkRstd, a.qkvRaw, p.qnormw, p.knormw, qkNormShape(c, N));
+  append(a.qkv);
+  attention(); // a.atty (N,Q) from a.qkv and the caches
+  linearRows(rt, rec, a.res2, a.atty, p.projw, p.projb, N, Q, C, { residual }); // (N,C)
+  lora?.(a.res2, a.atty, "projw");
+  const n2 = normed(a.ln2, a.ln2Mean, a.ln2Rstd, a.res2, p.ln2w, p.ln2b, "fcw");
+  if (c.mlp === "swiglu" && !loraOn("fcw")) {
+    linearRows(rt, rec, a.fchAct, n2.inp, p.fcw, p.fcb, N, C, 2 * H, { norm: n2.norm, glu: true }); // (N,H)
+  } else {
+    const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+    linearRows(rt, rec, a.fch, n2.inp, p.fcw, p.fcb, N, C, fcRows, { norm: n2.norm }); // (N,fcRows)
+    lora?.(a.fch, a.ln2, "fcw");
+    if (c.mlp === "gelu") geluForward(rt, rec, a.fchAct, a.fch, N * H);
+    else swigluForward(rt, rec, a.fchAct, a.fch, N, H);
+  }
+  linearRows(rt, rec, a.res3, a.fchAct, p.fcprojw, p.fcprojb, N, H, C, { residual: a.res2 }); // (N,C)
+  lora?.(a.res3, a.fchAct, "fcprojw");
 }
 
 /** Layer l of the training forward: its input (io.encoded or layer l-1's res3) -> tb.layers[l]. */

@@ -1,0 +1,127 @@
+// The "shapes" bench group's rows measured in Node through Dawn (bench/shapes.ts runs them; the
+// device check, bench/device/check.ts, imports them without the Chromium page's Vite and
+// playwright): attention forward + backward and KV decode at SmolLM2-135M's shapes
+// (bench/shapes-measure.ts) and one RL step at its layer shape (bench/rl-shape.ts), new kernels
+// vs old side by side, and the row builders the page's rows share.
+import { kvReadsPerQuery, trainKernel } from "../kernels/attention";
+import type { AttentionKernel, Runtime } from "../kernels/runtime";
+import { GpuModel } from "../model/gpu";
+import { type BenchRow, makeRow } from "./report";
+import { type RlShape, rlShapeConfig, rlShapeStep } from "./rl-shape";
+import { type AttentionMeasure, type DecodeMeasure, measureAttention, measureDecode } from "./shapes-measure";
+
+const secs = (t0: number) => (performance.now() - t0) / 1000;
+
+/** Attention forward + backward at SmolLM2's head shape, batch B, context T: kernel vs "loop". */
+export async function attentionRow(
+  rt: Runtime,
+  T: number,
+  reps: number,
+  adapterNote: string,
+  B = 4,
+): Promise<BenchRow> {
+  const m = await measureAttention(rt, B, T, reps);
+  return attentionRowOf(m, B, T, reps, rt.maxWorkgroupStorageBytes, adapterNote);
+}
+
+/** The attention row of a measurement (Node or page); `suffix` names the page's rows. */
+export function attentionRowOf(
+  m: AttentionMeasure,
+  B: number,
+  T: number,
+  reps: number,
+  storageBytes: number,
+  adapterNote: string,
+  suffix = "",
+): BenchRow {
+  const [NH, KVH, hs] = [9, 3, 64];
+  const readsLoop = kvReadsPerQuery("loop", T, hs, NH / KVH);
+  const readsOurs = kvReadsPerQuery(m.kernel, T, hs, NH / KVH, storageBytes);
+  const readsTiled = kvReadsPerQuery("tiled", T, hs, NH / KVH, 16384);
+  return makeRow({
+    id: `attention_fwd_bwd_smollm2_${T}${B === 4 ? "" : `_b${B}`}${suffix}`,
+    group: "shapes",
+    ours: m.ours,
+    baseline: m.base,
+    unit: "s",
+    better: "lower",
+    note: `causal attention forward + backward, 9 heads of 64 over 3 KV heads, batch ${B}, context ${T}, no T x T buffer; ours the ${m.kernel} kernel (the adapter's pick), baseline attention.wgsl (one thread per query or key); global K/V floats read per query in forward (and again in backward_query): ${readsOurs.toFixed(0)} vs ${readsLoop.toFixed(0)} (${(readsLoop / readsOurs).toFixed(1)}x fewer; the tiled GPU kernel at 16 KiB: ${readsTiled.toFixed(0)}, ${(readsLoop / readsTiled).toFixed(1)}x); max |ours - baseline| over out and dqkv ${m.maxDiff.toExponential(1)}; ${reps} interleaved repetitions after a warm-up; ${adapterNote}`,
+  });
+}
+
+/**
+ * KV-cache decode at batch 1 at SmolLM2-135M's shape (random weights): the fused decode kernels
+ * (kernels/decode.ts) vs the path before them (Runtime.legacyDecode), `tokens` decoded tokens a
+ * repetition, repetitions interleaved on one model and one generation session each, tokens/s.
+ */
+export async function decodeRow(
+  rt: Runtime,
+  tokens: number,
+  reps: number,
+  adapterNote: string,
+  layers = 30,
+): Promise<BenchRow> {
+  return decodeRowOf(await measureDecode(rt, layers, tokens, reps), layers, tokens, reps, adapterNote);
+}
+
+/** The decode row of a measurement (Node or page); `suffix` names the page's rows. */
+export function decodeRowOf(
+  m: DecodeMeasure,
+  layers: number,
+  tokens: number,
+  reps: number,
+  adapterNote: string,
+  suffix = "",
+): BenchRow {
+  return makeRow({
+    id: `decode_smollm2${layers === 30 ? "" : `_l${layers}`}_b1${suffix}`,
+    group: "shapes",
+    ours: m.ours,
+    baseline: m.base,
+    unit: "tokens/s",
+    better: "higher",
+    note: `KV-cache decode at batch 1, SmolLM2-135M's shape (d576, ${layers === 30 ? "all 30 layers" : `${layers} of its 30 layers`}, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49152), random weights, after a 4-token prompt; ours the fused decode kernels (linear-rows.wgsl in vec4s with RMSNorm, residual and SwiGLU folded in, rope-append.wgsl: ${m.dispatches.ours.toFixed(0)} dispatches a token), baseline the path before them (Runtime.legacyDecode: matvec.wgsl, ${m.dispatches.base.toFixed(0)} dispatches a token); ${tokens} tokens a repetition, ${reps} interleaved repetitions after one warm-up token each (${m.warmS.toFixed(0)} s; init ${m.initS.toFixed(0)} s); max |next-token logits ours - baseline| after the same sampled tokens ${m.maxDiff.toExponential(1)}${m.sameLengths ? "" : " (lengths differ!)"}; ${adapterNote}`,
+  });
+}
+
+/** One RL step at SmolLM2's layer shape, 4 layers, context 512: the adapter's attention vs "loop". */
+export async function rlStepRow(
+  rt: Runtime,
+  shape: RlShape,
+  reps: number,
+  adapterNote: string,
+): Promise<BenchRow> {
+  const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
+  const picked = trainKernel(rt, 64, 3);
+  const step = async (kernel: Exclude<AttentionKernel, "auto">, seed: number) => {
+    rt.attentionKernel = kernel;
+    model.headAllRows = kernel === "loop";
+    rt.legacyDecode = kernel === "loop";
+    const t = await rlShapeStep(model, shape, seed);
+    rt.attentionKernel = "auto";
+    model.headAllRows = false;
+    rt.legacyDecode = false;
+    return t;
+  };
+  const t0 = performance.now();
+  await step(picked, 1); // warm-up: pipeline compiles
+  const warmS = secs(t0);
+  const ours: Awaited<ReturnType<typeof step>>[] = [];
+  const base: Awaited<ReturnType<typeof step>>[] = [];
+  for (let r = 0; r < reps; r++) {
+    base.push(await step("loop", r + 2));
+    ours.push(await step(picked, r + 2));
+  }
+  model.dispose();
+  const phases = (x: (typeof ours)[number]) =>
+    `rollout ${x.rolloutS.toFixed(1)}, old log-probs ${x.oldLogprobsS.toFixed(1)}, update ${x.updateS.toFixed(1)} s`;
+  return makeRow({
+    id: `rl_step_smollm2_l${shape.layers}_${shape.context}`,
+    group: "shapes",
+    ours: ours.map((x) => x.totalS),
+    baseline: base.map((x) => x.totalS),
+    unit: "s",
+    better: "lower",
+    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention, the head over response rows and the fused decode kernels (${phases(ours[0])}), baseline attention.wgsl, the head over every row and the decode before the fused kernels (GpuModel.headAllRows, Runtime.legacyDecode; ${phases(base[0])}); ${reps} interleaved repetitions after a warm-up step (${warmS.toFixed(0)} s); ${adapterNote}`,
+  });
+}

@@ -1,0 +1,201 @@
+// Fused decode kernels: what a block does per decoded token in fewer, faster dispatches.
+// linearRows (linear-rows.wgsl) is the small-M linear layer in vec4s with the RMSNorm before it,
+// the residual add after it or SwiGLU's gate and up folded in; ropeAppend (rope-append.wgsl) is
+// the rotary embedding of q and k and the KV-cache append in one dispatch. model/gpu-generation.ts
+// runs a block as 6 dispatches with them (norm+QKV, rope+append, attention, proj+residual,
+// norm+gate/up+SwiGLU, down+residual) where it was 13; `rt.legacyDecode` keeps the old ones
+// (the benchmarks' baseline). Also used by matmul.ts for every A·Bᵀ of at most 8 rows whose K is
+// a multiple of 4 (the LM head while sampling). loraRows (lora-rows.wgsl) is a LoRA adapter's
+// term on one fused weight for decode rows in two dispatches, whatever its targets. References: matmulRef, rmsnormRef, swigluRef,
+// ropeForwardRef (reference.ts); tested by decode.gpu.test.ts.
+import linearSrc from "./linear-rows.wgsl?raw";
+import loraSrc from "./lora-rows.wgsl?raw";
+import { isHalf } from "./matmul";
+import ropeSrc from "./rope-append.wgsl?raw";
+import { packUniform, type Recorder, type Runtime, type View, view } from "./runtime";
+
+/** Rows up to which linearRows runs (one accumulator per row and thread). */
+export const LINEAR_ROWS_MAX = 8;
+
+const B_F32 = "var<storage, read_write> B: array<vec4f>;";
+let halfLinear: string | null = null;
+
+function linearSource(half: boolean): string {
+  if (!half) return linearSrc;
+  if (!halfLinear) {
+    if (!linearSrc.includes(B_F32)) throw new Error(`linear-rows.wgsl has no \`${B_F32}\` to make f16`);
+    halfLinear = `enable f16;\n${linearSrc.replace(B_F32, "var<storage, read_write> B: array<vec4<f16>>;")}`;
+  }
+  return halfLinear;
+}
+
+/**
+ * Bindings for linear-rows' absent inputs (bias, gain, residual, normed): four buffers, since
+ * writable bindings of one dispatch must not share a buffer (rt.dummy is one).
+ */
+const sinks = new WeakMap<Runtime, View[]>();
+function sink(rt: Runtime, i: number): View {
+  let v = sinks.get(rt);
+  if (!v) {
+    v = [0, 1, 2, 3].map((k) => view(rt.buffer(64, `linear-rows-sink-${k}`), 0, 64));
+    sinks.set(rt, v);
+  }
+  return v[i];
+}
+
+/** What linearRows folds in around the product. */
+export interface LinearFusion {
+  /** RMSNorm of the input first: gain (K), eps; `normed` (M,K) also receives the normed input. */
+  norm?: { gain: View; eps: number; normed?: View };
+  /** (M,N) added to the output: the residual stream. */
+  residual?: View;
+  /** SwiGLU: weight (2H,K) = gate rows then up rows, out (M,H) = silu(gate) * up. */
+  glu?: boolean;
+}
+
+/** Whether linearRows can run M rows with inner size K (vec4 rows, at most LINEAR_ROWS_MAX). */
+export function linearRowsFits(M: number, K: number): boolean {
+  return M >= 1 && M <= LINEAR_ROWS_MAX && K > 0 && K % 4 === 0;
+}
+
+/**
+ * out (M,N) = f(inp) (M,K) · weightᵀ (weight (N,K)) (+ bias (N)) (+ residual): N counts the
+ * weight's rows (2H under glu, where out is (M,H)). The weight may be a HalfView.
+ */
+export function linearRows(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  inp: View,
+  weight: View,
+  bias: View | null,
+  M: number,
+  K: number,
+  N: number,
+  fuse: LinearFusion = {},
+) {
+  if (!linearRowsFits(M, K))
+    throw new Error(`linearRows: ${M} rows of ${K} (needs 1-${LINEAR_ROWS_MAX} rows, K a multiple of 4)`);
+  if (fuse.glu && N % 2 !== 0)
+    throw new Error(`linearRows: SwiGLU needs an even number of weight rows, got ${N}`);
+  if (fuse.glu && fuse.residual) throw new Error("linearRows: SwiGLU and a residual do not combine");
+  const { norm, residual, glu = false } = fuse;
+  const u = rt.uniform(
+    packUniform([
+      ["u32", M],
+      ["u32", N],
+      ["u32", K],
+      ["u32", bias ? 1 : 0],
+      ["f32", norm?.eps ?? 0],
+    ]),
+  );
+  const pipe = rt.pipeline(linearSource(isHalf(weight)), "main", {
+    WG: 64,
+    ROWS: M,
+    NORM: norm ? 1 : 0,
+    WRITE_NORMED: norm?.normed ? 1 : 0,
+    RESID: residual ? 1 : 0,
+    GLU: glu ? 1 : 0,
+  });
+  rt.dispatch(
+    rec,
+    pipe,
+    [
+      out,
+      inp,
+      weight,
+      bias ?? sink(rt, 0),
+      u,
+      norm?.gain ?? sink(rt, 1),
+      residual ?? sink(rt, 2),
+      norm?.normed ?? sink(rt, 3),
+    ],
+    [Math.ceil(Math.ceil(N / 2) / 64)],
+  );
+}
+
+/**
+ * A decode step's RoPE (q and k of qkv (B, Q + 2 KV), in place; none when ropeBase is null) and
+ * the append of k and v to the caches (B,Tmax,KV) at slot[b] (rows with slot >= Tmax append
+ * nothing), in one dispatch.
+ */
+export function ropeAppend(
+  rt: Runtime,
+  rec: Recorder,
+  qkv: View,
+  kcache: View,
+  vcache: View,
+  pos: View,
+  slot: View,
+  s: { B: number; Tmax: number; NH: number; KVH: number; headDim: number; ropeBase: number | null },
+) {
+  const { B, Tmax, NH, KVH, headDim: hs } = s;
+  if (hs % 2 !== 0) throw new Error(`ropeAppend: head size ${hs} must be even`);
+  const u = rt.uniform(
+    packUniform([
+      ["u32", B],
+      ["u32", NH],
+      ["u32", KVH],
+      ["u32", hs],
+      ["u32", Tmax],
+      ["f32", s.ropeBase ?? 0],
+    ]),
+  );
+  const per = ((NH + KVH) * hs) / 2 + KVH * hs;
+  rt.dispatch(
+    rec,
+    rt.pipeline(ropeSrc, "main", { WG: 64, ROPE: s.ropeBase === null ? 0 : 1 }),
+    [qkv, kcache, vcache, pos, slot, u],
+    [Math.ceil((B * per) / 64)],
+  );
+}
+
+/** One target of a fused weight for loraRows: offsets (floats) of A (r,K) and B (rows,r) in W, its output columns. */
+export interface LoraRowsTarget {
+  a: number;
+  b: number;
+  start: number;
+  rows: number;
+}
+
+/**
+ * out (M, outStride) += scale * (x (M,K) · A_jᵀ) · B_jᵀ on each target j's columns, for up to 3
+ * targets of one fused weight, in two dispatches (lora-rows.wgsl): U (M, n*r) is scratch.
+ */
+export function loraRows(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  x: View,
+  W: View,
+  U: View,
+  s: { M: number; K: number; r: number; scale: number; outStride: number; targets: LoraRowsTarget[] },
+) {
+  const n = s.targets.length;
+  if (n < 1 || n > 3) throw new Error(`loraRows: 1-3 targets, got ${n}`);
+  const at = (f: (t: LoraRowsTarget) => number) => [0, 1, 2, 3].map((j) => (j < n ? f(s.targets[j]) : 0));
+  const u = rt.uniform(
+    packUniform([
+      ["u32", s.M],
+      ["u32", s.K],
+      ["u32", s.r],
+      ["u32", n],
+      ["u32", s.outStride],
+      ["f32", s.scale],
+      ["u32", 0],
+      ["u32", 0],
+      ...at((t) => t.a).map((v): ["u32", number] => ["u32", v]),
+      ...at((t) => t.b).map((v): ["u32", number] => ["u32", v]),
+      ...at((t) => t.start).map((v): ["u32", number] => ["u32", v]),
+      ...at((t) => t.rows).map((v): ["u32", number] => ["u32", v]),
+    ]),
+  );
+  // each entry point's layout holds only the bindings it uses
+  rt.dispatch(rec, rt.pipeline(loraSrc, "u", { WG: 64 }), [null, x, W, U, u], [Math.ceil((n * s.r) / 64)]);
+  rt.dispatch(
+    rec,
+    rt.pipeline(loraSrc, "add", { WG: 64 }),
+    [out, null, W, U, u],
+    [Math.ceil(s.outStride / 64)],
+  );
+}
