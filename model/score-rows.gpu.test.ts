@@ -1,7 +1,8 @@
 // GPU test of the head over scored rows only (ScoreBatch.scoreFrom, model/head.ts scoredSpans):
 // against the same model scoring every row (GpuModel.headAllRows), the scored positions' logp and
-// entropy are bit-identical and the gradients equal within STYLE's tolerance (the head's weight
-// gradient sums other chunks), the skipped positions come back 0, and a chunked
+// entropy are equal within 1e-5 (a span of at most 8 rows runs the head as linear-rows.wgsl, the
+// decode kernel, whose vec4 sums round differently from the tiled matmul's; measured 5e-7) and
+// the gradients within STYLE's tolerance (the head's weight gradient sums other chunks), the skipped positions come back 0, and a chunked
 // head (a lowered binding limit) still skips them. Run: npx vitest run --project gpu model/score-rows
 import { describe, expect, it } from "vitest";
 import { assertClose, limitedRuntime, randInt, randn, TOL } from "../kernels/testing";
@@ -58,8 +59,8 @@ describe("head over scored rows", () => {
     const inSpan = (i: number) => spans.some(([a, b]) => i >= a && i < b);
     for (let i = 0; i < N; i++) {
       if (inSpan(i)) {
-        expect(some.logp[i]).toBe(all.logp[i]);
-        expect(some.entropy[i]).toBe(all.entropy[i]);
+        expect(Math.abs(some.logp[i] - all.logp[i])).toBeLessThan(1e-5);
+        expect(Math.abs(some.entropy[i] - all.entropy[i])).toBeLessThan(1e-5);
       } else {
         expect(some.logp[i]).toBe(0);
         expect(some.entropy[i]).toBe(0);
