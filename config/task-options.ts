@@ -141,7 +141,7 @@ export const WORD_PROBLEMS_OPTIONS = z
 
 /**
  * task.options of function-calling: library ("seeds" or "catalogue"), templates, evalFraction,
- * compact and `sft` ({thinkRate}).
+ * compact, toolList and `sft` ({thinkRate}).
  */
 export const FUNCTION_CALLING_OPTIONS = z
   .object({
@@ -149,6 +149,7 @@ export const FUNCTION_CALLING_OPTIONS = z
     templates: z.array(z.string()),
     evalFraction: share(),
     compact: z.boolean(),
+    toolList: z.boolean(),
     sft: z.object({ thinkRate: share() }).partial().strict(),
   })
   .partial()

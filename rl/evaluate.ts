@@ -9,6 +9,7 @@ import { mean } from "./algos/types";
 import { rolloutProblems } from "./collect";
 import type { TrainerContext } from "./context";
 import { perfMeter, putPerf } from "./records";
+import { toolrlMeans } from "./rewards";
 
 /**
  * val/* (or dev/*) metrics of `problems`, labelled by the RL step they follow. The rollout
@@ -36,6 +37,12 @@ export async function evaluate(
     out[`${prefix}/tool_call_rate${suffix}`] = mean(calls.map(Number));
     out[`${prefix}/valid_call_rate${suffix}`] = mean(valid.map(Number));
     Object.assign(out, ctx.driver.evalMetrics(items, suffix, prefix));
+    const toolrl = toolrlMeans(items);
+    if (toolrl) {
+      out[`${prefix}/valid_call_rate${suffix}`] = toolrl.valid;
+      out[`${prefix}/toolrl_format${suffix}`] = toolrl.format;
+      out[`${prefix}/toolrl_call${suffix}`] = toolrl.call;
+    }
     if (mode === "greedy") {
       // task.buckets picks which of the task's buckets are reported (all of them when it names none).
       const own = ctx.task.buckets;

@@ -6,7 +6,7 @@ import type { RuntimeCounters } from "../kernels/runtime";
 import type { PolicyModel } from "../model/api";
 import type { Tokenizer } from "../model/tokenizer";
 import { mean, type StepRow, std } from "./algos/types";
-import type { RewardedTrajectory } from "./rewards";
+import { type RewardedTrajectory, toolrlMeans } from "./rewards";
 
 /** One line of metrics.jsonl: DESIGN.md's names; absent keys were not computed this step. */
 export type MetricsRow = { step: number; phase: "sft" | "value_pretrain" | "rl"; time: number } & Record<
@@ -185,6 +185,13 @@ export function rolloutMetrics(all: RewardedTrajectory[]): Record<string, number
   out["tool/calls_mean"] = mean(executed.map((x) => x.length));
   const calls = executed.flat();
   if (calls.length > 0) out["tool/success_rate"] = mean(calls.map((x) => Number(x.outcome.ok)));
+  // Function calling: ToolRL's format and call-match parts and the valid first calls, whatever the reward.
+  const toolrl = toolrlMeans(all);
+  if (toolrl) {
+    out["toolrl/format_mean"] = toolrl.format;
+    out["toolrl/call_mean"] = toolrl.call;
+    out["tool/valid_call_rate"] = toolrl.valid;
+  }
   // The custom JS reward's failures: the share of trajectories it threw on (they scored 0 from
   // it) and the first message, so a broken reward is a curve and a banner, not a silent 0.
   if (all.some((t) => "custom-js" in t.terms)) {

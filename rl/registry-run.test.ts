@@ -176,6 +176,9 @@ function recipeCase(name: string): Case {
   const keys: string[] = [];
   if (c.rl.advantage === "gae") keys.push("critic/vf_loss");
   if (multiTurn) keys.push("env/success_rate");
+  // Function calling logs ToolRL's two parts and the valid first calls, whatever the reward.
+  if (base.task.name === "function-calling")
+    keys.push("toolrl/format_mean", "toolrl/call_mean", "tool/valid_call_rate");
   return { name: `recipe: ${name}`, config: c, keys, loop: base.task.name !== "function-calling" };
 }
 

@@ -8,8 +8,8 @@ import { runRewardFunction } from "../sandbox/tools";
 import type { JsonValue, SandboxRunner } from "../sandbox/types";
 import { hash32 } from "../tasks/rng";
 import type { Problem } from "../tasks/types";
-import { combineRewards, type RewardInput } from "./algos/rewards";
-import type { StepRow } from "./algos/types";
+import { combineRewards, type RewardInput, toolrlParts } from "./algos/rewards";
+import { mean, type StepRow } from "./algos/types";
 import { parseAnswer } from "./parse";
 import type { Trajectory } from "./rollout";
 
@@ -66,6 +66,30 @@ export function rewardInput(
     maxLength: ctx.maxLength,
     step: ctx.step,
     totalSteps: ctx.totalSteps,
+  };
+}
+
+/**
+ * ToolRL's two parts at its fixed ranges (format 0 or 1, call match -3..3), averaged over the
+ * trajectories whose problem has ground-truth calls (function calling), whatever reward the run
+ * trains on, so both arms of the ToolRL claim show which part moved; and the share of them whose
+ * first call parsed and ran (`valid`). Undefined when no problem has ground-truth calls.
+ */
+export function toolrlMeans(
+  items: readonly { traj: Trajectory; problem: Problem }[],
+): { format: number; call: number; valid: number } | undefined {
+  const fc = items.filter((it) => {
+    const gt = it.problem.meta.gtCalls;
+    return Array.isArray(gt) && gt.length > 0;
+  });
+  if (fc.length === 0) return undefined;
+  const parts = fc.map((it) =>
+    toolrlParts(rewardInput(it.traj, it.problem, false, { step: 0, totalSteps: 0, maxLength: 0 }), {}),
+  );
+  return {
+    format: mean(parts.map((p) => p.format)),
+    call: mean(parts.map((p) => p.correct)),
+    valid: mean(fc.map((it) => Number(it.traj.toolCalls.find((c) => c.executed)?.outcome.ok === true))),
   };
 }
 

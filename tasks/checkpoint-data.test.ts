@@ -5,7 +5,9 @@
 // (quick-demo-sft.safetensors, kept for links made before split version 2) does leak under
 // the new keys: its data drew `b*a` for held-out `a*b`. Likewise the ToolRL cold start,
 // public/checkpoints/function-calling-sft-v2.safetensors (function-calling-sft.json on the
-// library catalogue): its 1,600 demonstrations against claim-toolrl's eval set and the dev set.
+// library catalogue): its 1,600 demonstrations against claim-toolrl's eval set and the dev set;
+// and public/models/lab-llama-toolrl (cli/recipes/lab-llama-toolrl-sft.json) against
+// claim-toolrl-llama's.
 // Run: npx vitest run tasks/checkpoint-data
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -111,5 +113,32 @@ describe("function-calling cold-start data vs held-out sets", () => {
     expect(held.eval.filter((k) => seen.has(k))).toEqual([]);
     // Version 1 has no dev side: the keys that version 2 holds out for dev were trained on.
     expect(held.dev.filter((k) => seen.has(k)).length).toBeGreaterThan(0);
+  });
+});
+
+describe("the lab-llama ToolRL cold start's data vs held-out sets", () => {
+  it("public/models/lab-llama-toolrl was made by its recipe, and its demos miss every eval and dev question of claim-toolrl-llama", async () => {
+    const made = JSON.parse(readFileSync("public/models/lab-llama-toolrl/config.json", "utf8")).made_by;
+    expect(made).toContain("cli/recipes/lab-llama-toolrl-sft.json");
+    expect(metadataOf("public/models/lab-llama-toolrl/model.safetensors").made_by).toBe(made);
+    const sft = await loadRecipeFile("cli/recipes/lab-llama-toolrl-sft.json", read);
+    const arm = await loadRecipeFile("public/recipes/claim-toolrl-llama.json", read);
+    if (!sft.ok) throw new Error(sft.error);
+    if (!arm.ok) throw new Error(arm.error);
+    const { sft: knobs, ...opts } = sft.config.task.options as { sft?: { thinkRate?: number } };
+    // The cold start saw the questions as the RL arms ask them (same task options).
+    expect(arm.config.model.pretrained).toBe("models/lab-llama-toolrl");
+    expect(arm.config.task.options).toEqual(sft.config.task.options);
+    expect(arm.config.task.split_version).toBe(sft.config.task.split_version);
+    const task = makeFunctionCallingTask({ ...opts, splitVersion: sft.config.task.split_version });
+    const seen = new Set<string>();
+    for (let step = 0; step < sft.config.sft.steps; step++)
+      for (const d of task.sftDemos(createRng(`${sft.config.seed}:sft:${step}`), sft.config.sft.batch, knobs))
+        seen.add(String(d.meta.key));
+    expect(seen.size).toBeGreaterThan(400);
+    const key = (p: { meta: Record<string, unknown> }) => String(p.meta.key);
+    const held = [...task.evalSet(arm.config.task.eval_size), ...(task.devSet?.(74) ?? [])].map(key);
+    expect(held.length).toBe(arm.config.task.eval_size + 74);
+    expect(held.filter((k) => seen.has(k))).toEqual([]);
   });
 });

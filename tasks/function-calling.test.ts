@@ -16,6 +16,7 @@ import {
   libraryImpl,
   libraryTools,
   makeFunctionCallingTask,
+  NO_TOOL_LIST_SYSTEM_PROMPT,
   singleCallKeyCounts,
   USERS,
 } from "./function-calling.ts";
@@ -162,6 +163,16 @@ describe("function-calling problems", () => {
     expect(sys.length).toBeLessThan(full.length / 3);
     const a = compact.sample(new Rng(6), 20).map((p) => [p.messages[1], p.answer]);
     const b = task.sample(new Rng(6), 20).map((p) => [p.messages[1], p.answer]);
+    expect(a).toEqual(b);
+  });
+
+  it("toolList false: the system prompt leaves the tools to the chat template, the same problems", () => {
+    const bare = makeFunctionCallingTask({ compact: true, toolList: false });
+    const sys = bare.sample(new Rng(5), 1)[0].messages[0].content;
+    expect(sys).toBe(NO_TOOL_LIST_SYSTEM_PROMPT);
+    expect(sys).not.toContain("get_book_info");
+    const a = bare.sample(new Rng(6), 20).map((p) => [p.messages[1], p.answer, p.meta.gtCalls]);
+    const b = task.sample(new Rng(6), 20).map((p) => [p.messages[1], p.answer, p.meta.gtCalls]);
     expect(a).toEqual(b);
   });
 

@@ -441,12 +441,21 @@ export function compactSystemPrompt(tools: UserToolSpec[]): string {
   );
 }
 
+/**
+ * The system prompt without the tools (`task.options.toolList: false`), for a model whose chat
+ * template lists the tools and the call format itself: where results come back and where to answer.
+ */
+export const NO_TOOL_LIST_SYSTEM_PROMPT =
+  "Results come back as <tool_response>. Answer in <answer></answer>.";
+
 export function makeFunctionCallingTask(
   opts: {
     library?: LibraryName;
     templates?: string[];
     evalFraction?: number;
     compact?: boolean;
+    /** false: the system prompt leaves the tools to the chat template (NO_TOOL_LIST_SYSTEM_PROMPT). */
+    toolList?: boolean;
     splitVersion?: SplitVersion;
   } = {},
 ): Task {
@@ -462,7 +471,12 @@ export function makeFunctionCallingTask(
     if (!(t in FC_TEMPLATES)) throw new Error(`function-calling: unknown template "${t}"`);
   // The key space is small (single-call templates have a handful of keys), so hold out more.
   const fraction = opts.evalFraction ?? Math.max(DEFAULT_EVAL_FRACTION, 0.2);
-  const system = opts.compact ? compactSystemPrompt(tools) : functionCallingSystemPrompt(tools);
+  const system =
+    opts.toolList === false
+      ? NO_TOOL_LIST_SYSTEM_PROMPT
+      : opts.compact
+        ? compactSystemPrompt(tools)
+        : functionCallingSystemPrompt(tools);
   const toProblem = (inst: FcInstance): Problem => ({
     id: `function-calling:${inst.key}`,
     messages: [

@@ -359,6 +359,14 @@ def _parse_toolrl_calls(text):
     return calls
 
 
+def toolrl_turn(text):
+    resp = text.find("<tool_response>")
+    if resp < 0:
+        return text
+    close = text.rfind("</tool_call>", 0, resp)
+    return text[:resp] if close < 0 else text[: close + len("</tool_call>")]
+
+
 def toolrl_ranges(step, schedule):
     if not schedule:
         return {"format": (0, 1), "correct": (-3, 3)}
@@ -373,7 +381,7 @@ def toolrl(x, o):
     has_call = len(gt) > 0
     has_response = _bool(o, "gtHasResponse", not has_call)
     ranges = toolrl_ranges(x["step"], _bool(o, "schedule", False))
-    t = x["text"]
+    t = toolrl_turn(x["text"])
 
     def once(tag):
         return t.count("<" + tag + ">") == 1 and t.count("</" + tag + ">") == 1

@@ -13,6 +13,7 @@ import {
   type RewardInput,
   toolrlParts,
   toolrlRanges,
+  toolrlTurn,
 } from "./rewards.ts";
 
 const base: RewardInput = {
@@ -85,6 +86,29 @@ describe("ToolRL (§9.2)", () => {
     expect(
       toolrlParts({ ...base, gtCalls: [], text: "<think>x</think>\n<response>hi</response>" }, {}),
     ).toEqual({ format: 1, correct: 0 });
+  });
+  it("reads the calling turn of a trajectory that goes on after it (chat template, Hermes call)", () => {
+    const call =
+      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}\n</tool_call>';
+    const after =
+      '<|im_end|>\n<|im_start|>user\n<tool_response>\n{"t": 20}\n</tool_response><|im_end|>\n<|im_start|>assistant\n<answer>20</answer><|im_end|>';
+    const text = `<think>check</think>\n${call}${after}`;
+    expect(toolrlTurn(text)).toBe(`<think>check</think>\n${call}`);
+    expect(toolrlParts({ ...base, gtCalls: gt, text }, {})).toEqual({ format: 1, correct: 3 });
+    // the same once special tokens are decoded away (verl's form)
+    const bare = `<think>check</think>\n${call}user\n<tool_response>\n{"t": 20}\n</tool_response>\nassistant\n<answer>20</answer>`;
+    expect(toolrlParts({ ...base, gtCalls: gt, text: bare }, {})).toEqual({ format: 1, correct: 3 });
+    // no think: format 0; an inline call still parses; text after the call in its own turn breaks the format
+    expect(toolrlParts({ ...base, gtCalls: gt, text: `${call}${after}` }, {})).toEqual({
+      format: 0,
+      correct: 3,
+    });
+    expect(toolrlTurn(`<think>c</think><tool_call>{"a":1}</tool_call><tool_response>x</tool_response>`)).toBe(
+      '<think>c</think><tool_call>{"a":1}</tool_call>',
+    );
+    expect(toolrlTurn("<think>x</think><answer>1</answer><|im_end|>")).toBe(
+      "<think>x</think><answer>1</answer><|im_end|>",
+    );
   });
   it("name/key Jaccard and greedy matching", () => {
     expect(multisetJaccard(["a", "a", "b"], ["a", "b", "c"])).toBeCloseTo(2 / 4, 12);

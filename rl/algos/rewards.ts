@@ -175,6 +175,20 @@ function parseToolrlCalls(text: string): Call[] | null {
   return calls;
 }
 
+/**
+ * The turn ToolRL's reward reads (§9.2 scores one model turn): a trajectory that goes on after
+ * its call (the tool's response, the final answer) is cut after the last `</tool_call>` before
+ * its first `<tool_response>`, so the chat markup that closes the turn and opens the tool's
+ * (`<|im_end|>\n<|im_start|>user\n`, or `user\n` once special tokens are decoded away) is not
+ * read as the model's; a text without a tool response is read whole.
+ */
+export function toolrlTurn(text: string): string {
+  const resp = text.indexOf("<tool_response>");
+  if (resp < 0) return text;
+  const close = text.lastIndexOf("</tool_call>", resp);
+  return close < 0 ? text.slice(0, resp) : text.slice(0, close + "</tool_call>".length);
+}
+
 /** ToolRL reward ranges at step s (§9.2); fixed ranges when the schedule is off. */
 export function toolrlRanges(step: number, schedule: boolean) {
   if (!schedule) return { format: { min: 0, max: 1 }, correct: { min: -3, max: 3 } };
@@ -184,13 +198,13 @@ export function toolrlRanges(step: number, schedule: boolean) {
   };
 }
 
-/** ToolRL format and correctness parts (§9.2). Options: schedule (false), gtHasResponse (default: no gt calls). */
+/** ToolRL format and correctness parts (§9.2) of the calling turn (toolrlTurn). Options: schedule (false), gtHasResponse (default: no gt calls). */
 export function toolrlParts(x: RewardInput, o: RewardOptions): { format: number; correct: number } {
   const gt = (x.gtCalls ?? []).map((c) => ({ name: c.name, params: c.arguments }));
   const hasCall = gt.length > 0;
   const hasResponse = bool(o, "gtHasResponse", !hasCall);
   const ranges = toolrlRanges(x.step, bool(o, "schedule", false));
-  const t = x.text;
+  const t = toolrlTurn(x.text);
   const count = (s: string) => t.split(s).length - 1;
   const once = (tag: string) => count(`<${tag}>`) === 1 && count(`</${tag}>`) === 1;
   let ok: boolean;

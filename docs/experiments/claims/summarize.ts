@@ -87,6 +87,28 @@ const CLAIMS: Record<
     train: ["tool/success_rate", "acc/mean", "groups/zero_std_frac", "actor/entropy"],
     held: ["val/acc", "val/acc_sampled", "val/tool_call_rate"],
   },
+  // ToolRL on the lab-made Llama-family model, whose calls parse: ToolRL's two parts, logged in both arms.
+  "toolrl-llama": {
+    arm: "claim-toolrl-llama",
+    baseline: "claim-toolrl-llama-exact",
+    train: [
+      "toolrl/format_mean",
+      "toolrl/call_mean",
+      "tool/valid_call_rate",
+      "acc/mean",
+      "groups/zero_std_frac",
+      "actor/entropy",
+    ],
+    held: [
+      "val/acc",
+      "val/acc_sampled",
+      "val/valid_call_rate",
+      "val/valid_call_rate_sampled",
+      "val/toolrl_format",
+      "val/toolrl_call",
+      "val/toolrl_call_sampled",
+    ],
+  },
 };
 
 /** Steps averaged at each end of a run for the trend columns. */
