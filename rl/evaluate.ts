@@ -39,6 +39,7 @@ export async function evaluate(
     Object.assign(out, ctx.driver.evalMetrics(items, suffix, prefix));
     const toolrl = toolrlMeans(items);
     if (toolrl) {
+      // on tasks with ground-truth calls (function calling) the first call must be the one that ran
       out[`${prefix}/valid_call_rate${suffix}`] = toolrl.valid;
       out[`${prefix}/toolrl_format${suffix}`] = toolrl.format;
       out[`${prefix}/toolrl_call${suffix}`] = toolrl.call;
