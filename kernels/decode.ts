@@ -10,9 +10,8 @@
 // ropeForwardRef (reference.ts); tested by decode.gpu.test.ts.
 import linearSrc from "./linear-rows.wgsl?raw";
 import loraSrc from "./lora-rows.wgsl?raw";
-import { isHalf } from "./matmul";
 import ropeSrc from "./rope-append.wgsl?raw";
-import { packUniform, type Recorder, type Runtime, type View, view } from "./runtime";
+import { isHalf, packUniform, type Recorder, type Runtime, type View, view } from "./runtime";
 
 /** Rows up to which linearRows runs (one accumulator per row and thread). */
 export const LINEAR_ROWS_MAX = 8;

@@ -18,26 +18,14 @@ import src from "./matmul.wgsl?raw";
 import { matmulSource } from "./matmul-gen";
 import mvSrc from "./matvec.wgsl?raw";
 import type { MatmulShape } from "./reference";
-import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
+import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 export type { MatmulShape } from "./reference";
 
 /** The WebGPU feature the f16 variant needs. */
 export const HALF_FEATURE = "shader-f16";
 
-/** A weight stored as IEEE half floats (2 bytes each, `size` rounded up to 4): matmul's B only. */
-export interface HalfView extends View {
-  dtype: "f16";
-}
-
-export function isHalf(v: View): v is HalfView {
-  return (v as Partial<HalfView>).dtype === "f16";
-}
-
-/** The half view of `n` f16 values at byte `offset` of `buffer` (a multiple of 256 to be bound). */
-export function halfView(buffer: GPUBuffer, offset: number, n: number): HalfView {
-  return { buffer, offset, size: Math.ceil(n / 2) * 4, dtype: "f16" };
-}
+export { type HalfView, halfView, isHalf } from "./runtime";
 
 /** Whether this runtime's device can run the f16 variant. */
 export function hasHalf(rt: Runtime): boolean {

@@ -738,3 +738,17 @@ export class FlatBuffer {
     for (const s of this.segments) s.buffer.destroy();
   }
 }
+
+/** A weight stored as IEEE half floats (2 bytes each, `size` rounded up to 4): the f16 variants' weight operand (matmul, matvec, linear-rows). */
+export interface HalfView extends View {
+  dtype: "f16";
+}
+
+export function isHalf(v: View): v is HalfView {
+  return (v as Partial<HalfView>).dtype === "f16";
+}
+
+/** The half view of `n` f16 values at byte `offset` of `buffer` (a multiple of 256 to be bound). */
+export function halfView(buffer: GPUBuffer, offset: number, n: number): HalfView {
+  return { buffer, offset, size: Math.ceil(n / 2) * 4, dtype: "f16" };
+}
