@@ -502,6 +502,8 @@ const ADDED_SINCE_FIXTURES = new Set([
   "rollout/trunc_dropped_frac",
   "groups/zero_std_frac_all_correct",
   "groups/zero_std_frac_all_wrong",
+  "val/valid_call_rate",
+  "val/valid_call_rate_sampled",
 ]);
 
 function expectSameRun(got: readonly MetricsRow[], want: readonly MetricsRow[], added = new Set<string>()) {
