@@ -242,6 +242,7 @@ async function main() {
       madeBy,
       sftSeconds,
       val,
+      backend,
       from ? priorStages(sourceFiles["README.md"]) : undefined,
     ),
   );
@@ -257,9 +258,13 @@ function modelCard(
   madeBy: string,
   sftSeconds: number,
   val: Record<string, unknown>,
+  backend: string,
   prior?: string,
 ): string {
   const f = (k: string) => (typeof val[k] === "number" ? (val[k] as number).toFixed(3) : "-");
+  const calculator = config.task.name === "arithmetic";
+  const toolRate = (config.task.options as { sft?: { toolRate?: number } }).sft?.toolRate ?? 0.3;
+  const engine = backend === "webgpu" ? "WebGPU backend (Dawn)" : "CPU backend";
   return `---
 license: mit
 library_name: transformers
@@ -268,15 +273,17 @@ tags: [llama, tool-use, agentic-rl-lab]
 ---
 # lab-llama
 
-A tiny LlamaForCausalLM (${init.params.toLocaleString("en")} parameters: ${shape.layers} layers, hidden ${shape.hidden}, ${shape.heads} heads with ${shape.kvHeads} key/value heads, SwiGLU ${shape.intermediate}, RMSNorm, RoPE; ${shape.tied ? "tied" : "untied"} embeddings) made by the agentic RL lab to show the Hugging Face path on any machine: it was trained from random weights by SFT on calculator conversations in its own ChatML template with Hermes tool calls, and a later run loads it as any Hub model (\`model.pretrained\`).
+A tiny LlamaForCausalLM (${init.params.toLocaleString("en")} parameters: ${shape.layers} layers, hidden ${shape.hidden}, ${shape.heads} heads with ${shape.kvHeads} key/value heads, SwiGLU ${shape.intermediate}, RMSNorm, RoPE; ${shape.tied ? "tied" : "untied"} embeddings) made by the agentic RL lab to show the Hugging Face path on any machine: it was trained from random weights by SFT on ${config.task.name} conversations in its own ChatML template with Hermes tool calls, and a later run loads it as any Hub model (\`model.pretrained\`).
 
 - made_by: ${madeBy}
 - tokenizer: byte-level BPE, ${init.bpeSize} entries + ${LAB_LLAMA_ADDED.length} added tokens (ChatML and the Hermes tags), trained on the rendered conversations
-- SFT${prior ? " (last stage)" : ""}: ${config.sft.steps} steps, batch ${config.sft.batch}, lr ${config.sft.lr}, tool demonstrations ${(config.task.options as { sft?: { toolRate?: number } }).sft?.toolRate ?? 0.3}, context ${config.model.context} (${(sftSeconds / 60).toFixed(1)} min on the lab's CPU backend)${prior ? `\n- earlier stages: ${prior}` : ""}
+- SFT${prior ? " (last stage)" : ""}: ${config.sft.steps} steps, batch ${config.sft.batch}, lr ${config.sft.lr}${calculator ? `, tool demonstrations ${toolRate}` : ""}, context ${config.model.context} (${(sftSeconds / 60).toFixed(1)} min on the lab's ${engine})${prior ? `\n- earlier stages: ${prior}` : ""}
 - held-out (${config.task.eval_size} problems of task ${config.task.name}): greedy accuracy ${f("val/acc")}, tool calls ${f("val/tool_call_rate")} (valid: ran without error ${f("val/valid_call_rate")}); sampled (T = ${config.sampling.temperature}) accuracy ${f("val/acc_sampled")}, tool calls ${f("val/tool_call_rate_sampled")} (valid ${f("val/valid_call_rate_sampled")})
-
-The demonstrations are imperfect on purpose (the cold start of the calculator claims): some use the tool, the others answer directly and are often wrong on hard products, so RL has something to raise.
-`;
+${
+  calculator
+    ? "\nThe demonstrations are imperfect on purpose (the cold start of the calculator claims): some use the tool, the others answer directly and are often wrong on hard products, so RL has something to raise.\n"
+    : ""
+}`;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve("cli/make-lab-llama.ts"))
