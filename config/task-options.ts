@@ -113,6 +113,7 @@ export const ARITHMETIC_OPTIONS = z
       })
       .strict(),
     evalFraction: share(),
+    oneOp: z.boolean(),
     sft: z
       .object({
         toolRate: share(),
@@ -122,6 +123,8 @@ export const ARITHMETIC_OPTIONS = z
         toolErrorRate: share(),
         thinkTool: z.string(),
         thinkDirect: z.string(),
+        easyToolRate: share(),
+        checkRate: share(),
       })
       .partial()
       .strict(),

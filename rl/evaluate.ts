@@ -1,5 +1,5 @@
 // Held-out evaluation: greedy and sampled rollouts of the task's eval set (val/* metrics:
-// accuracy, tool-call rate, valid-call rate (a call that ran without error), greedy accuracy per bucket; environments add steps and return),
+// accuracy, tool-call rate, valid-call rate (a call that ran without error), calls per solved problem where the task knows the fewest (meta.minCalls), greedy accuracy per bucket; environments add steps and return),
 // and the same on its dev set (dev/*, split version 2, when task.dev_size > 0): choose
 // stopping steps on dev/* and report val/*.
 // For an environment, val/acc is the success rate of episodes on its eval seeds.
@@ -8,7 +8,7 @@ import type { Problem } from "../tasks/types";
 import { mean } from "./algos/types";
 import { rolloutProblems } from "./collect";
 import type { TrainerContext } from "./context";
-import { perfMeter, putPerf } from "./records";
+import { callsPerSolved, perfMeter, putPerf } from "./records";
 import { toolrlMeans } from "./rewards";
 
 /**
@@ -37,6 +37,7 @@ export async function evaluate(
     out[`${prefix}/tool_call_rate${suffix}`] = mean(calls.map(Number));
     out[`${prefix}/valid_call_rate${suffix}`] = mean(valid.map(Number));
     Object.assign(out, ctx.driver.evalMetrics(items, suffix, prefix));
+    Object.assign(out, callsPerSolved(items, `${prefix}/`, suffix));
     const toolrl = toolrlMeans(items);
     if (toolrl) {
       // on tasks with ground-truth calls (function calling) the first call must be the one that ran

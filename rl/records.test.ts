@@ -2,7 +2,7 @@
 // SAMPLE_GROUPS, groups with a learning signal first when there are more, how many the step
 // had, and the per-token entropy of the scoring pass (empty for trajectories not scored).
 import { describe, expect, it } from "vitest";
-import { SAMPLE_GROUPS, sampleRecords } from "./records";
+import { callsPerSolved, SAMPLE_GROUPS, sampleRecords } from "./records";
 import type { RewardedTrajectory } from "./rewards";
 
 function traj(groupId: string, reward: number): RewardedTrajectory {
@@ -54,5 +54,31 @@ describe("sampleRecords", () => {
     });
     expect(recs[0].entropy).toEqual([0.5, 0.25]);
     expect(recs[1].entropy).toEqual([]);
+  });
+});
+
+describe("callsPerSolved (tool/ and val/ calls_per_solved, excess_calls_per_solved)", () => {
+  const item = (correct: boolean, executed: boolean[], minCalls?: number) => ({
+    correct,
+    traj: { toolCalls: executed.map((e) => ({ executed: e })) },
+    problem: { meta: minCalls === undefined ? {} : { minCalls } },
+  });
+
+  it("counts executed calls over solved problems and the calls above each one's minimum", () => {
+    const items = [
+      item(true, [true, true, true], 2), // 3 calls, 1 above
+      item(true, [true], 0), // 1 call, 1 above
+      item(true, [true, true, false], 2), // the third was not executed: 2 calls, 0 above
+      item(false, [true, true, true, true, true], 3), // not solved: not counted
+    ];
+    expect(callsPerSolved(items, "val/", "_sampled")).toEqual({
+      "val/calls_per_solved_sampled": 2,
+      "val/excess_calls_per_solved_sampled": 2 / 3,
+    });
+  });
+
+  it("is absent when the task has no minCalls or nothing was solved", () => {
+    expect(callsPerSolved([item(true, [true])], "tool/", "")).toEqual({});
+    expect(callsPerSolved([item(false, [true], 1)], "tool/", "")).toEqual({});
   });
 });

@@ -185,6 +185,7 @@ export function rolloutMetrics(all: RewardedTrajectory[]): Record<string, number
   out["tool/calls_mean"] = mean(executed.map((x) => x.length));
   const calls = executed.flat();
   if (calls.length > 0) out["tool/success_rate"] = mean(calls.map((x) => Number(x.outcome.ok)));
+  Object.assign(out, callsPerSolved(all, "tool/", ""));
   // Function calling: ToolRL's format and call-match parts and the valid first calls, whatever the reward.
   const toolrl = toolrlMeans(all);
   if (toolrl) {
@@ -200,6 +201,32 @@ export function rolloutMetrics(all: RewardedTrajectory[]): Record<string, number
   const episodes = all.filter((t) => t.steps !== undefined);
   if (episodes.length > 0) Object.assign(out, envMetrics(episodes, "env/"));
   return out;
+}
+
+/**
+ * Calls per solved problem on tasks that know each problem's fewest calls (meta.minCalls, the
+ * arithmetic task's oneOp variant): `<prefix>calls_per_solved` (executed calls over the solved
+ * problems) and `<prefix>excess_calls_per_solved` (calls above the minimum, over the same); none
+ * when the task has no minCalls or nothing was solved.
+ */
+export function callsPerSolved(
+  items: readonly {
+    correct: boolean;
+    traj: { toolCalls: readonly { executed: boolean }[] };
+    problem: { meta: Record<string, unknown> };
+  }[],
+  prefix: string,
+  suffix: string,
+): Record<string, number> {
+  if (!items.some((t) => typeof t.problem.meta.minCalls === "number")) return {};
+  const solved = items.filter((t) => t.correct);
+  if (solved.length === 0) return {};
+  const calls = solved.map((t) => t.traj.toolCalls.filter((x) => x.executed).length);
+  const min = solved.map((t) => Number(t.problem.meta.minCalls ?? 0));
+  return {
+    [`${prefix}calls_per_solved${suffix}`]: mean(calls),
+    [`${prefix}excess_calls_per_solved${suffix}`]: mean(calls.map((c, i) => c - min[i])),
+  };
 }
 
 /** Multi-turn metrics: success rate, turns per episode, invalid-action rate, episode return. */

@@ -5,7 +5,8 @@ import { builtinChat } from "../model/chat";
 import { promptTokens, type TemplateName } from "../model/template";
 import { CHAR_TOKENIZER, decode, encode } from "../model/tokenizer";
 import { InProcessSandbox } from "../sandbox/run-code";
-import { CALCULATOR_TOOL } from "../tasks/arithmetic";
+import { CALCULATOR_TOOL, ONE_OP_CALCULATOR_TOOL } from "../tasks/arithmetic";
+import { ONE_OP_ERROR } from "../tasks/calc";
 import type { UserToolSpec } from "../tasks/types";
 import { type RolloutLimits, rollout } from "./rollout";
 import { ScriptedPolicy } from "./scripted-policy";
@@ -72,6 +73,23 @@ describe("rollout (inline template)", () => {
     expect(t.toolCalls[0].outcome.text).toBe("SyntaxError");
     expect(t.toolCalls[1].outcome.text).toMatch(/^SyntaxError/);
     expect(t.toolCalls[1].outcome.text).not.toContain("\n");
+  });
+
+  it("refuses more than one operator with the one-operation calculator (the oneOp task's) and runs one", async () => {
+    const policy = new ScriptedPolicy([
+      ["<tool_call>(12+34)*56</tool_call>", "<tool_call>-12+34</tool_call>", "<answer>0</answer><|im_end|>"],
+    ]);
+    const tools = makeToolProtocol([ONE_OP_CALCULATOR_TOOL], sandbox, { timeoutS: 1, memoryMB: 16 });
+    const [t] = await rollout(policy, [prompt("What is (12+34)*56?")], {
+      chat: charChat("inline"),
+      sampling,
+      limits,
+      tools,
+    });
+    expect(t.toolCalls.map((c) => [c.outcome.ok, c.outcome.text, c.outcome.status])).toEqual([
+      [false, ONE_OP_ERROR, "Refused: operators"],
+      [true, "22", "Success"],
+    ]);
   });
 
   it("stops executing calls beyond maxToolCalls and appends the notice as environment tokens", async () => {

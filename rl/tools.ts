@@ -1,7 +1,7 @@
 // The ToolProtocol a rollout uses, built from a task's tools and a sandbox: parses the calls
 // the model wrote (rl/parse.ts) and runs them in QuickJS (sandbox/), all calls of a batch at
 // once. The built-in code tool runs the code itself (after the task's character check, as the
-// demo's calculator does); a user-defined tool runs its JS body with the JSON arguments,
+// demo's calculator does, and its operator limit, as the one-operation calculator's); a user-defined tool runs its JS body with the JSON arguments,
 // which the sandbox validates against the tool's schema. With the
 // Hermes syntax (a model's own chat template) every call is JSON, `{"name": .., "arguments":
 // {..}}`, and the code tool takes its code as the string argument `code` (chatToolsOf()
@@ -10,6 +10,7 @@
 // Tested by rl/rollout.test.ts and rl/hermes.test.ts.
 import { CODE_ARG } from "../model/tool-list-prompt";
 import { formatToolResponse } from "../sandbox/tools";
+import { binaryOperatorCount, ONE_OP_ERROR } from "../tasks/calc";
 import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../sandbox/types";
 import { isBuiltinTool, type ToolSpec } from "../tasks/types";
 import { parseToolCalls, type ToolCallFormat } from "./parse";
@@ -58,6 +59,12 @@ export function makeToolProtocol(
         };
       if (allowed && !allowed.test(code))
         return { ok: false, text: "SyntaxError", status: "Refused: characters" };
+      const max = builtin.maxOperators;
+      const ops = max === undefined ? null : binaryOperatorCount(code);
+      if (max !== undefined && ops !== null && ops > max) {
+        const text = max === 1 ? ONE_OP_ERROR : `Error: at most ${max} operations per call`;
+        return { ok: false, text, status: "Refused: operators" };
+      }
       return outcomeOf(await sandbox.run({ ...request, code, seed }));
     }
     const spec = userTools.find((t) => t.name === call.name);

@@ -6,10 +6,11 @@ import {
   inlineTranscript,
   makeArithmeticTask,
   miscopyOperand,
+  oneOpChain,
   perturbNumber,
   toolDemoMessages,
 } from "./arithmetic.ts";
-import { calculator } from "./calc.ts";
+import { calculator, ONE_OP_ERROR, oneOpCalculator } from "./calc.ts";
 import { Rng } from "./rng.ts";
 import { isEvalKey, splitSide } from "./split.ts";
 
@@ -224,5 +225,91 @@ describe("arithmetic SFT demos", () => {
       expect(e).not.toBe("(12+34)*56");
       expect(e).toMatch(/^\([1-9]\d\+[1-9]\d\)\*[1-9]\d$/);
     }
+  });
+});
+
+describe("the oneOp variant (OTC's task: a calculator that does one operation per call)", () => {
+  const one = makeArithmeticTask({ oneOp: true, mulDigits: [2, 2], hardFraction: 0.75, splitVersion: 2 });
+
+  it("leaves the default task's problems, keys and tool as they were", () => {
+    const p = makeArithmeticTask().sample(new Rng(3), 50);
+    expect(p.every((q) => !("minCalls" in q.meta) && (q.bucket === "easy" || q.bucket === "hard"))).toBe(
+      true,
+    );
+    expect(makeArithmeticTask().tools[0]).not.toHaveProperty("maxOperators");
+    expect(canonicalExpr("(12+34)*56")).toBe("(12+34)*56");
+  });
+
+  it("knows each problem's fewest calls: easy 0, ab*cd 1, (ab+cd)*ef 2, (ab+cd)*(ef+gh) 3", () => {
+    const shapes: Record<string, RegExp> = {
+      calls0: /^([1-9]\*[1-9]|([1-9]|1\d|20)\+([1-9]|1\d|20))$/,
+      calls1: /^\d{2}\*\d{2}$/,
+      calls2: /^\(\d{2}\+\d{2}\)\*\d{2}$/,
+      calls3: /^\(\d{2}\+\d{2}\)\*\(\d{2}\+\d{2}\)$/,
+    };
+    const ps = one.sample(new Rng(1), 4000);
+    expect(one.buckets).toEqual(["calls0", "calls1", "calls2", "calls3"]);
+    for (const [bucket, shape] of Object.entries(shapes)) {
+      const b = ps.filter((p) => p.bucket === bucket);
+      expect(Math.abs(b.length / ps.length - 0.25)).toBeLessThan(0.03);
+      for (const p of b) {
+        expect(String(p.meta.expr)).toMatch(shape);
+        expect(p.meta.minCalls).toBe(Number(bucket.slice(5)));
+      }
+    }
+    for (const p of ps.filter((q) => q.bucket !== "calls0").slice(0, 300)) {
+      const chain = oneOpChain(String(p.meta.expr));
+      expect(chain).toHaveLength(Number(p.meta.minCalls));
+      const outs = chain.map((c) => oneOpCalculator(c));
+      expect(outs.every((o) => o.ok)).toBe(true);
+      expect(outs[outs.length - 1].output).toBe(p.answer);
+      // and the whole expression in one call is refused
+      expect(p.meta.minCalls === 1 || oneOpCalculator(String(p.meta.expr)).output === ONE_OP_ERROR).toBe(
+        true,
+      );
+    }
+  });
+
+  it("keys (ab+cd)*(ef+gh) canonically and keeps the held-out set disjoint and mixed", () => {
+    expect(canonicalExpr("(34+12)*(78+56)")).toBe(canonicalExpr("(56+78)*(12+34)"));
+    const ev = one.evalSet(100);
+    expect(new Set(ev.map((p) => canonicalExpr(String(p.meta.expr)))).size).toBe(100);
+    for (const b of one.buckets) expect(ev.filter((p) => p.bucket === b).length).toBeGreaterThan(15);
+    for (const p of one.sample(new Rng(9), 3000))
+      expect(splitSide("arithmetic", canonicalExpr(String(p.meta.expr)), 0.2)).toBe("train");
+  });
+
+  it("demonstrates chained one-operation calls with the redundant calls its knobs ask for", () => {
+    const demos = one.sftDemos(new Rng(2), 2000, { thinkRate: 0, easyToolRate: 0.5, checkRate: 0.5 });
+    for (const d of demos) {
+      const calls = d.messages.filter((m) => m.role === "assistant" && m.content.includes("<tool_call>"));
+      const tool = d.messages.filter((m) => m.role === "tool").map((m) => m.content);
+      expect(calls).toHaveLength(Number(d.meta.calls));
+      expect(Number(d.meta.redundant)).toBe(Number(d.meta.calls) - Number(d.meta.minCalls));
+      expect(d.messages[d.messages.length - 1].content).toBe(`<answer>${d.meta.answer}</answer>`);
+      expect(d.meta.correct).toBe(true);
+      // a later call of a 2-3-call chain multiplies the earlier results
+      if (d.meta.minCalls === 3)
+        expect(calls[2].content).toBe(`<tool_call>${tool[0]}*${tool[1]}</tool_call>`);
+      if (d.meta.minCalls === 2)
+        expect(calls[1].content).toMatch(new RegExp(`^<tool_call>${tool[0]}\\*\\d+</tool_call>$`));
+    }
+    const share = (bucket: (b: string) => boolean) => {
+      const b = demos.filter((d) => bucket(d.bucket));
+      return b.filter((d) => Number(d.meta.redundant) > 0).length / b.length;
+    };
+    expect(Math.abs(share((b) => b === "calls0") - 0.5)).toBeLessThan(0.06);
+    expect(Math.abs(share((b) => b !== "calls0") - 0.5)).toBeLessThan(0.04);
+    const none = one.sftDemos(new Rng(2), 300, { easyToolRate: 0, checkRate: 0 });
+    expect(none.every((d) => d.meta.redundant === 0)).toBe(true);
+  });
+
+  it("runs its tool locally with the one-operation rule", () => {
+    expect(one.runToolLocally?.("calculator", "12*34")).toEqual({ ok: true, output: "408" });
+    expect(one.runToolLocally?.("calculator", "(12+3)*4")).toEqual({ ok: false, output: ONE_OP_ERROR });
+    expect(makeArithmeticTask().runToolLocally?.("calculator", "(12+3)*4")).toEqual({
+      ok: true,
+      output: "60",
+    });
   });
 });

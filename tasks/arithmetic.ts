@@ -2,9 +2,12 @@
 // (`abc*de` 70%, `(ab+cd)*ef` 30%) and 50% easy (`a*b` one digit, `a+b` up to 20); the SFT
 // cold start mixes 30% correct tool use with 70% direct answers that are right on easy and
 // plausibly wrong on hard, in the `inline` transcript. Knobs change the mix and difficulty.
+// The `oneOp` variant (OTC's task) gives a calculator that does one operation per call, so each
+// problem needs a known minimum of calls (meta.minCalls, bucket `calls<N>`): easy 0, `ab*cd` 1,
+// `(ab+cd)*ef` 2, `(ab+cd)*(ef+gh)` 3; its demos chain one-operation calls and over-call on purpose.
 // Tested by tasks/arithmetic.test.ts.
 
-import { CALC_ALLOWED_CHARS, calculator } from "./calc.ts";
+import { CALC_ALLOWED_CHARS, calculator, oneOpCalculator } from "./calc.ts";
 import type { Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION, drawSplit, evalRng, SPLIT_VERSION, type SplitVersion } from "./split.ts";
 import type {
@@ -48,6 +51,13 @@ export interface ArithmeticConfig {
   evalFraction?: number;
   /** The train/eval split (tasks/split.ts): 2 keys problems canonically and has a dev side. */
   splitVersion: SplitVersion;
+  /**
+   * A calculator that does one operation per call (an expression with more than one binary
+   * operator returns ONE_OP_ERROR). Hard problems are then a third each `mulDigits` products
+   * (1 call), `(ab+cd)*ef` (2) and `(ab+cd)*(ef+gh)` (3) with `sumDigits` operands; easy ones
+   * need none. Buckets `calls0`..`calls3`; `random` and `hardMulFraction` do not apply.
+   */
+  oneOp?: boolean;
 }
 
 export const DEFAULT_ARITHMETIC_CONFIG: ArithmeticConfig = {
@@ -77,7 +87,27 @@ export function canonicalExpr(expr: string): string {
     const [a, b] = [sumProd[1], sumProd[2]].sort((x, y) => Number(x) - Number(y));
     return `(${a}+${b})*${sumProd[3]}`;
   }
+  // (a+b)*(c+d), the oneOp variant's 3-call shape: each sum sorted, then the two sums.
+  const sumSum = /^\((\d+)\+(\d+)\)\*\((\d+)\+(\d+)\)$/.exec(expr);
+  if (sumSum) {
+    const sorted = (x: string, y: string) => [x, y].sort((p, q) => Number(p) - Number(q)).join("+");
+    const [l, r] = [sorted(sumSum[1], sumSum[2]), sorted(sumSum[3], sumSum[4])].sort();
+    return `(${l})*(${r})`;
+  }
   return expr;
+}
+
+/**
+ * The oneOp variant's calls for `expr`, one operation each, each later call using the earlier
+ * results: `a*b` one call, `(a+b)*c` two, `(a+b)*(c+d)` three; anything else one call of itself.
+ */
+export function oneOpChain(expr: string): string[] {
+  const out = (e: string) => calculator(e).output;
+  const sumProd = /^\((\d+\+\d+)\)\*(\d+)$/.exec(expr);
+  if (sumProd) return [sumProd[1], `${out(sumProd[1])}*${sumProd[2]}`];
+  const sumSum = /^\((\d+\+\d+)\)\*\((\d+\+\d+)\)$/.exec(expr);
+  if (sumSum) return [sumSum[1], sumSum[2], `${out(sumSum[1])}*${out(sumSum[2])}`];
+  return [expr];
 }
 
 export interface ArithmeticDemoKnobs {
@@ -95,6 +125,10 @@ export interface ArithmeticDemoKnobs {
   thinkTool: string;
   /** Think text on direct demos. */
   thinkDirect: string;
+  /** oneOp: share of easy (0-call) demos that call the tool anyway (a redundant call). */
+  easyToolRate: number;
+  /** oneOp: share of 1-3-call demos that repeat their last call as a check (a redundant call). */
+  checkRate: number;
 }
 
 export const DEFAULT_DEMO_KNOBS: ArithmeticDemoKnobs = {
@@ -105,6 +139,8 @@ export const DEFAULT_DEMO_KNOBS: ArithmeticDemoKnobs = {
   toolErrorRate: 0,
   thinkTool: "use tool",
   thinkDirect: "answer directly",
+  easyToolRate: 0.5,
+  checkRate: 0.5,
 };
 
 export const CALCULATOR_TOOL: ToolSpec = {
@@ -114,14 +150,21 @@ export const CALCULATOR_TOOL: ToolSpec = {
   allowedChars: CALC_ALLOWED_CHARS,
 };
 
+/** The oneOp variant's calculator: one binary operator per call (rl/tools.ts refuses more). */
+export const ONE_OP_CALCULATOR_TOOL: ToolSpec = {
+  builtin: "js",
+  name: "calculator",
+  description: "Evaluates one integer operation per call: a+b, a-b or a*b.",
+  allowedChars: CALC_ALLOWED_CHARS,
+  maxOperators: 1,
+};
+
 function randDigits(rng: Rng, digits: number): number {
   return rng.int(10 ** (digits - 1), 10 ** digits - 1);
 }
 
-export function generateExpression(
-  rng: Rng,
-  cfg: ArithmeticConfig,
-): { expr: string; bucket: "easy" | "hard" } {
+export function generateExpression(rng: Rng, cfg: ArithmeticConfig): { expr: string; bucket: string } {
+  if (cfg.oneOp) return generateOneOp(rng, cfg);
   if (rng.bool(cfg.hardFraction)) {
     if (cfg.random) {
       const { steps, digits, operators, parens } = cfg.random;
@@ -145,6 +188,25 @@ export function generateExpression(
     return { expr: `${rng.int(1, cfg.easyMulMax)}*${rng.int(1, cfg.easyMulMax)}`, bucket: "easy" };
   }
   return { expr: `${rng.int(1, cfg.easyAddMax)}+${rng.int(1, cfg.easyAddMax)}`, bucket: "easy" };
+}
+
+/** The oneOp variant's problems: bucket `calls<N>` for the minimum of N one-operation calls. */
+function generateOneOp(rng: Rng, cfg: ArithmeticConfig): { expr: string; bucket: string } {
+  if (rng.bool(cfg.hardFraction)) {
+    const calls = rng.int(1, 3);
+    const d = cfg.sumDigits;
+    const sum = () => `${randDigits(rng, d)}+${randDigits(rng, d)}`;
+    if (calls === 1)
+      return {
+        expr: `${randDigits(rng, cfg.mulDigits[0])}*${randDigits(rng, cfg.mulDigits[1])}`,
+        bucket: "calls1",
+      };
+    if (calls === 2) return { expr: `(${sum()})*${randDigits(rng, d)}`, bucket: "calls2" };
+    return { expr: `(${sum()})*(${sum()})`, bucket: "calls3" };
+  }
+  if (rng.bool(cfg.easyMulFraction))
+    return { expr: `${rng.int(1, cfg.easyMulMax)}*${rng.int(1, cfg.easyMulMax)}`, bucket: "calls0" };
+  return { expr: `${rng.int(1, cfg.easyAddMax)}+${rng.int(1, cfg.easyAddMax)}`, bucket: "calls0" };
 }
 
 /** Changes 1 or 2 digits of a non-negative integer string; the result differs and has no leading zero. */
@@ -172,7 +234,7 @@ export function miscopyOperand(rng: Rng, expr: string): string {
   return expr.slice(0, start) + wrong + expr.slice(start + m[0].length);
 }
 
-function problemFor(expr: string, bucket: string): Problem {
+function problemFor(expr: string, bucket: string, oneOp = false): Problem {
   const r = calculator(expr);
   if (!r.ok) throw new Error(`arithmetic: generated an invalid expression ${expr}`);
   return {
@@ -180,7 +242,8 @@ function problemFor(expr: string, bucket: string): Problem {
     messages: [{ role: "user", content: `What is ${expr}?` }],
     answer: r.output,
     bucket,
-    meta: { expr },
+    // the fewest one-operation calls that solve it (easy problems are answered without the tool)
+    meta: oneOp ? { expr, minCalls: Number(bucket.slice("calls".length)) } : { expr },
   };
 }
 
@@ -242,7 +305,7 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
   const name = "arithmetic";
   const draw = (rng: Rng) => {
     const { expr, bucket } = generateExpression(rng, cfg);
-    return problemFor(expr, bucket);
+    return problemFor(expr, bucket, cfg.oneOp);
   };
   const version = cfg.splitVersion;
   const fraction = cfg.evalFraction ?? (version === 1 ? DEFAULT_EVAL_FRACTION : 0.2);
@@ -252,7 +315,7 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
   const sample = (rng: Rng, n: number) => drawSplit(rng, n, draw, key, "train", split);
   const drawBucket = (hard: boolean) => (rng: Rng) => {
     const { expr, bucket } = generateExpression(rng, { ...cfg, hardFraction: hard ? 1 : 0 });
-    return problemFor(expr, bucket);
+    return problemFor(expr, bucket, cfg.oneOp);
   };
   const heldOut = (rng: Rng, n: number, side: "eval" | "dev") => {
     const nEasy = Math.round(n * (1 - cfg.hardFraction));
@@ -266,12 +329,15 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
     return rng.fork("order").shuffle([...easy, ...hard]);
   };
 
+  const calc = cfg.oneOp ? oneOpCalculator : calculator;
   return {
     name,
-    description: "Integer arithmetic with a calculator tool: easy (a*b, a+b) and hard (abc*de, (ab+cd)*ef).",
+    description: cfg.oneOp
+      ? "Integer arithmetic with a one-operation calculator: 0 calls (a*b, a+b), 1 (ab*cd), 2 ((ab+cd)*ef), 3 ((ab+cd)*(ef+gh))."
+      : "Integer arithmetic with a calculator tool: easy (a*b, a+b) and hard (abc*de, (ab+cd)*ef).",
     defaultTemplate: "inline",
-    tools: [CALCULATOR_TOOL],
-    buckets: ["easy", "hard"],
+    tools: [cfg.oneOp ? ONE_OP_CALCULATOR_TOOL : CALCULATOR_TOOL],
+    buckets: cfg.oneOp ? ["calls0", "calls1", "calls2", "calls3"] : ["easy", "hard"],
     sample,
     // Version 1 allows repeats (its easy bucket has few held-out keys, and rejecting repeats
     // tilted the mix toward hard problems: 100 items were 74 distinct). Version 2 holds each
@@ -291,6 +357,7 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
       const k: ArithmeticDemoKnobs = { ...DEFAULT_DEMO_KNOBS, ...knobs };
       const problems = sample(rng.fork("problems"), n);
       const r = rng.fork("behaviour");
+      if (cfg.oneOp) return problems.map((p, i) => oneOpDemo(p, i, r, k));
       return problems.map((p, i) => {
         const expr = String(p.meta.expr);
         const useTool = r.bool(k.toolRate);
@@ -320,9 +387,49 @@ export function makeArithmeticTask(config: Partial<ArithmeticConfig> = {}): Task
     runToolLocally(toolName: string, input: string | Record<string, unknown>): LocalToolResult | undefined {
       if (toolName !== CALCULATOR_TOOL.name) return undefined;
       const code = typeof input === "string" ? input : String(input.expression ?? input.code ?? "");
-      const r = calculator(code);
+      const r = calc(code);
       return { ok: r.ok, output: r.output };
     },
+  };
+}
+
+/**
+ * A oneOp demo (the over-calling cold start of OTC): the minimal chain of one-operation calls,
+ * each using the previous results, then the answer; redundant calls on purpose: an easy problem
+ * calls the tool at rate easyToolRate (else answers directly, right unless easyWrongRate), and a
+ * 1-3-call demo repeats its last call at rate checkRate. meta.calls and meta.redundant count them.
+ */
+function oneOpDemo(p: Problem, i: number, r: Rng, k: ArithmeticDemoKnobs): Demo {
+  const expr = String(p.meta.expr);
+  const minCalls = Number(p.meta.minCalls);
+  const useTool = minCalls > 0 || r.bool(k.easyToolRate);
+  const think = r.bool(k.thinkRate) ? (useTool ? k.thinkTool : k.thinkDirect) : null;
+  const t = think === null ? "" : `<think>${think}</think>`;
+  const meta = { expr, minCalls, useTool, think: think !== null, correct: true, answer: p.answer };
+  if (!useTool) {
+    const answer = r.bool(k.easyWrongRate) ? perturbNumber(r, p.answer) : p.answer;
+    return {
+      id: `${p.id}#demo${i}`,
+      messages: [...p.messages, ...directDemoMessages(think, answer)],
+      bucket: p.bucket,
+      meta: { ...meta, correct: answer === p.answer, answer, calls: 0, redundant: 0 },
+    };
+  }
+  const calls = oneOpChain(expr);
+  if (minCalls > 0 && r.bool(k.checkRate)) calls.push(calls[calls.length - 1]);
+  const turn: Message[] = [];
+  calls.forEach((call, j) => {
+    const out = oneOpCalculator(call);
+    if (!out.ok) throw new Error(`arithmetic: the oneOp demo of ${expr} made a call it refuses: ${call}`);
+    turn.push({ role: "assistant", content: `${j === 0 ? t : ""}<tool_call>${call}</tool_call>` });
+    turn.push({ role: "tool", content: out.output });
+  });
+  turn.push({ role: "assistant", content: `<answer>${p.answer}</answer>` });
+  return {
+    id: `${p.id}#demo${i}`,
+    messages: [...p.messages, ...turn],
+    bucket: p.bucket,
+    meta: { ...meta, calls: calls.length, redundant: calls.length - minCalls },
   };
 }
 

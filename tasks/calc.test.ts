@@ -2,7 +2,7 @@
 // what the tool must refuse with "SyntaxError".
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { calculator } from "./calc.ts";
+import { binaryOperatorCount, calculator, ONE_OP_ERROR, oneOpCalculator } from "./calc.ts";
 
 describe("calculator", () => {
   it("evaluates the demo's shapes", () => {
@@ -54,5 +54,27 @@ describe("calculator", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("the one-operation calculator (the oneOp task's)", () => {
+  it("counts binary operators, not unary signs, and refuses more than one", () => {
+    const cases: [string, number | null][] = [
+      ["12", 0],
+      ["-12", 0],
+      ["12*34", 1],
+      ["(12+34)", 1],
+      ["12- -3", 1],
+      ["2**3", 1],
+      ["(12+34)*56", 2],
+      ["(1+2)*(3+4)", 3],
+      ["-(1+2)", 1],
+      ["3/4", null],
+      ["012", null],
+    ];
+    for (const [e, n] of cases) expect(binaryOperatorCount(e), e).toBe(n);
+    expect(oneOpCalculator("12*34")).toEqual(calculator("12*34"));
+    expect(oneOpCalculator("(12+34)*56")).toEqual({ ok: false, output: ONE_OP_ERROR });
+    expect(oneOpCalculator("1 2")).toEqual({ ok: false, output: "SyntaxError" });
   });
 });

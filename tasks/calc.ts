@@ -3,6 +3,8 @@
 // Input is restricted to `[0-9+\-*() ]`; everything else, and anything JavaScript would
 // reject (`--`, `1 2`, leading zeros as strict mode does, `-2**2`), returns "SyntaxError".
 // Semantics follow JS: `+ - *`, `**` right-associative, unary signs, parentheses.
+// The one-operation calculator (the arithmetic task's `oneOp` option) refuses an expression
+// with more than one binary operator (ONE_OP_ERROR), so a problem needs a known number of calls.
 // Tested by tasks/calc.test.ts.
 
 export const CALC_ALLOWED = /^[0-9+\-*() ]*$/;
@@ -143,4 +145,38 @@ export function calculator(expression: string): CalcResult {
     if (e instanceof CalcSyntaxError) return { ok: false, output: CALC_ERROR };
     throw e;
   }
+}
+
+/** What the one-operation calculator returns for an expression with more than one operator. */
+export const ONE_OP_ERROR = "Error: one operation per call";
+
+/**
+ * The binary operators (`+ - * **`) of an expression; unary signs do not count. null when
+ * the expression does not tokenize (the calculator's SyntaxError then says so).
+ */
+export function binaryOperatorCount(expression: string): number | null {
+  if (!CALC_ALLOWED.test(expression)) return null;
+  let toks: Tok[];
+  try {
+    toks = tokenize(expression);
+  } catch (e) {
+    if (e instanceof CalcSyntaxError) return null;
+    throw e;
+  }
+  let count = 0;
+  for (let i = 1; i < toks.length; i++) {
+    const t = toks[i];
+    const prev = toks[i - 1];
+    const afterOperand = prev.kind === "num" || prev.op === ")";
+    if (t.kind === "op" && afterOperand && (t.op === "+" || t.op === "-" || t.op === "*" || t.op === "**"))
+      count++;
+  }
+  return count;
+}
+
+/** The one-operation calculator: calculator(), except that more than one binary operator is refused. */
+export function oneOpCalculator(expression: string): CalcResult {
+  const n = binaryOperatorCount(expression);
+  if (n !== null && n > 1) return { ok: false, output: ONE_OP_ERROR };
+  return calculator(expression);
 }

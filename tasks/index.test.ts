@@ -33,7 +33,7 @@ describe("task registry", () => {
     };
     expect(err("arithmetic", { digts: 3, evalFraction: "lots" }).split("\n")).toEqual([
       "task.options.evalFraction: must be a number",
-      "task.options.digts: unknown option (arithmetic options: hardFraction, hardMulFraction, mulDigits, sumDigits, easyMulFraction, easyMulMax, easyAddMax, random, evalFraction, sft)",
+      "task.options.digts: unknown option (arithmetic options: hardFraction, hardMulFraction, mulDigits, sumDigits, easyMulFraction, easyMulMax, easyAddMax, random, evalFraction, oneOp, sft)",
     ]);
     expect(err("arithmetic", { sumDigts: 3 })).toMatch(
       /^task\.options\.sumDigts: unknown option; did you mean sumDigits\?/,

@@ -51,6 +51,8 @@ export interface BuiltinToolSpec {
   name: string;
   description: string;
   allowedChars?: string;
+  /** Refuses code with more binary operators than this (the one-operation calculator: 1). */
+  maxOperators?: number;
 }
 
 export type ToolSpec = UserToolSpec | BuiltinToolSpec;
