@@ -109,6 +109,32 @@ const CLAIMS: Record<
       "val/toolrl_call_sampled",
     ],
   },
+  // OTC on the lab-made Llama with the one-operation calculator (problems need 0-3 calls): calls
+  // per solved problem and calls above each problem's minimum, train and held out.
+  "otc-llama": {
+    arm: "claim-otc-llama",
+    baseline: "claim-otc-llama-exact",
+    train: [
+      "tool/calls_per_solved",
+      "tool/excess_calls_per_solved",
+      "tool/calls_mean",
+      "acc/mean",
+      "reward/mean",
+      "groups/zero_std_frac",
+    ],
+    held: [
+      "val/acc",
+      "val/acc_sampled",
+      "val/calls_per_solved",
+      "val/excess_calls_per_solved",
+      "val/calls_per_solved_sampled",
+      "val/excess_calls_per_solved_sampled",
+      "val/acc/calls0",
+      "val/acc/calls1",
+      "val/acc/calls2",
+      "val/acc/calls3",
+    ],
+  },
 };
 
 /** Steps averaged at each end of a run for the trend columns. */
