@@ -600,6 +600,14 @@ describe("tools", () => {
     expect(ar.tools[0].config.allowed_chars).toBe("0-9+\\-*() ");
   });
 
+  it("refuses the one-operation calculator (task.options.oneOp), whose limit the exported tools cannot enforce", () => {
+    const oneOp = config({ task: { options: { oneOp: true } }, stop: { max_steps: 1 } });
+    for (const target of ["verl", "trl"] as const)
+      expect(() => exportRun(oneOp, { target, name: "o" })).toThrow(
+        /tool "calculator" limits operators per call \(task.options.oneOp\)/,
+      );
+  });
+
   it("the Node wrapper prints what the lab's QuickJS tool returns", async () => {
     const node = spawnSync("node", ["--version"]);
     expect(node.status).toBe(0);
