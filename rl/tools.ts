@@ -10,8 +10,8 @@
 // Tested by rl/rollout.test.ts and rl/hermes.test.ts.
 import { CODE_ARG } from "../model/tool-list-prompt";
 import { formatToolResponse } from "../sandbox/tools";
-import { binaryOperatorCount, ONE_OP_ERROR } from "../tasks/calc";
 import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../sandbox/types";
+import { binaryOperatorCount, ONE_OP_ERROR } from "../tasks/calc";
 import { isBuiltinTool, type ToolSpec } from "../tasks/types";
 import { parseToolCalls, type ToolCallFormat } from "./parse";
 import type { ToolCallRequest, ToolOutcome, ToolProtocol } from "./rollout";
