@@ -262,8 +262,14 @@ function modelCard(
   prior?: string,
 ): string {
   const f = (k: string) => (typeof val[k] === "number" ? (val[k] as number).toFixed(3) : "-");
-  const calculator = config.task.name === "arithmetic";
-  const toolRate = (config.task.options as { sft?: { toolRate?: number } }).sft?.toolRate ?? 0.3;
+  const options = config.task.options as {
+    oneOp?: boolean;
+    sft?: { toolRate?: number; easyToolRate?: number; checkRate?: number };
+  };
+  const oneOp = config.task.name === "arithmetic" && options.oneOp === true;
+  const calculator = config.task.name === "arithmetic" && !oneOp;
+  const toolRate = options.sft?.toolRate ?? 0.3;
+  const oneOpLine = `, the one-operation calculator (task.options.oneOp): chained calls, a call on ${options.sft?.easyToolRate ?? 0.5} of the easy problems and a repeated check call on ${options.sft?.checkRate ?? 0.5} of the others`;
   const engine = backend === "webgpu" ? "WebGPU backend (Dawn)" : "CPU backend";
   return `---
 license: mit
@@ -277,12 +283,14 @@ A tiny LlamaForCausalLM (${init.params.toLocaleString("en")} parameters: ${shape
 
 - made_by: ${madeBy}
 - tokenizer: byte-level BPE, ${init.bpeSize} entries + ${LAB_LLAMA_ADDED.length} added tokens (ChatML and the Hermes tags), trained on the rendered conversations
-- SFT${prior ? " (last stage)" : ""}: ${config.sft.steps} steps, batch ${config.sft.batch}, lr ${config.sft.lr}${calculator ? `, tool demonstrations ${toolRate}` : ""}, context ${config.model.context} (${(sftSeconds / 60).toFixed(1)} min on the lab's ${engine})${prior ? `\n- earlier stages: ${prior}` : ""}
+- SFT${prior ? " (last stage)" : ""}: ${config.sft.steps} steps, batch ${config.sft.batch}, lr ${config.sft.lr}${calculator ? `, tool demonstrations ${toolRate}` : ""}${oneOp ? oneOpLine : ""}, context ${config.model.context} (${(sftSeconds / 60).toFixed(1)} min on the lab's ${engine})${prior ? `\n- earlier stages: ${prior}` : ""}
 - held-out (${config.task.eval_size} problems of task ${config.task.name}): greedy accuracy ${f("val/acc")}, tool calls ${f("val/tool_call_rate")} (valid: ran without error ${f("val/valid_call_rate")}); sampled (T = ${config.sampling.temperature}) accuracy ${f("val/acc_sampled")}, tool calls ${f("val/tool_call_rate_sampled")} (valid ${f("val/valid_call_rate_sampled")})
 ${
   calculator
     ? "\nThe demonstrations are imperfect on purpose (the cold start of the calculator claims): some use the tool, the others answer directly and are often wrong on hard products, so RL has something to raise.\n"
-    : ""
+    : oneOp
+      ? "\nThe demonstrations over-call on purpose (the cold start of the OTC claim): every answer is right, but some calls are redundant, so a reward for fewer calls has calls to save.\n"
+      : ""
 }`;
 }
 

@@ -142,3 +142,29 @@ describe("the lab-llama ToolRL cold start's data vs held-out sets", () => {
     expect(held.filter((k) => seen.has(k))).toEqual([]);
   });
 });
+
+describe("the lab-llama OTC cold start's data vs held-out sets", () => {
+  it("public/models/lab-llama-otc was made by its recipe, and its demos miss every eval and dev problem of claim-otc-llama", async () => {
+    const made = JSON.parse(readFileSync("public/models/lab-llama-otc/config.json", "utf8")).made_by;
+    expect(made).toContain("cli/recipes/lab-llama-otc-sft.json");
+    expect(metadataOf("public/models/lab-llama-otc/model.safetensors").made_by).toBe(made);
+    const sft = await loadRecipeFile("cli/recipes/lab-llama-otc-sft.json", read);
+    const arm = await loadRecipeFile("public/recipes/claim-otc-llama.json", read);
+    if (!sft.ok) throw new Error(sft.error);
+    if (!arm.ok) throw new Error(arm.error);
+    const { sft: knobs, ...opts } = sft.config.task.options as { sft?: Record<string, unknown> };
+    // The cold start saw the problems as the RL arms ask them (same task options, demos aside).
+    expect(arm.config.model.pretrained).toBe("models/lab-llama-otc");
+    expect(arm.config.task.options).toEqual(opts);
+    expect(arm.config.task.split_version).toBe(sft.config.task.split_version);
+    const task = makeArithmeticTask({ ...opts, splitVersion: sft.config.task.split_version });
+    const seen = new Set<string>();
+    for (let step = 0; step < sft.config.sft.steps; step++)
+      for (const d of task.sftDemos(createRng(`${sft.config.seed}:sft:${step}`), sft.config.sft.batch, knobs))
+        seen.add(canonicalExpr(String(d.meta.expr)));
+    expect(seen.size).toBeGreaterThan(500);
+    const key = (p: { meta: Record<string, unknown> }) => canonicalExpr(String(p.meta.expr));
+    const held = [...task.evalSet(arm.config.task.eval_size), ...(task.devSet?.(64) ?? [])].map(key);
+    expect(held.filter((k) => seen.has(k))).toEqual([]);
+  });
+});
