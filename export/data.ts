@@ -11,7 +11,7 @@ import { type ChatTool, chatToolsOf, withToolPrompt } from "../model/face.ts";
 import { makeArithmeticTask } from "../tasks/arithmetic.ts";
 import { makeFunctionCallingTask } from "../tasks/function-calling.ts";
 import { createRng } from "../tasks/rng.ts";
-import type { Problem, Task } from "../tasks/types.ts";
+import { isBuiltinTool, type Problem, type Task } from "../tasks/types.ts";
 import { makeWordProblemsTask } from "../tasks/word-problems.ts";
 
 type Options = Record<string, unknown>;
@@ -51,7 +51,14 @@ export function exportTask(c: RunConfig): { task: Task; verifier: string; abilit
       `task.name: unknown task "${name}" (exportable: ${Object.keys(EXPORT_TASKS).join(", ")})`,
     );
   const { sft: _sft, ...options } = c.task.options as Options;
-  return { task: e.make(options), verifier: e.verifier, ability: e.ability };
+  const task = e.make(options);
+  // The one-operation calculator's operator limit (task.options.oneOp) is enforced by rl/tools.ts only.
+  for (const t of task.tools)
+    if (isBuiltinTool(t) && t.maxOperators !== undefined)
+      throw new Error(
+        `task.options.oneOp: tool "${t.name}" limits operators per call, which the exported verl and TRL tools cannot enforce`,
+      );
+  return { task, verifier: e.verifier, ability: e.ability };
 }
 
 export interface VerlRow {

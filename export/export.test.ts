@@ -604,7 +604,7 @@ describe("tools", () => {
     const oneOp = config({ task: { options: { oneOp: true } }, stop: { max_steps: 1 } });
     for (const target of ["verl", "trl"] as const)
       expect(() => exportRun(oneOp, { target, name: "o" })).toThrow(
-        /tool "calculator" limits operators per call \(task.options.oneOp\)/,
+        /task.options.oneOp: tool "calculator" limits operators per call/,
       );
   });
 

@@ -309,12 +309,6 @@ const PY_TYPES: Record<string, string> = {
 export function trlToolsPy(task: Task): string {
   const lines: string[] = [];
   const specs: Record<string, unknown> = {};
-  // The one-operation calculator's operator limit (task.options.oneOp) is enforced by rl/tools.ts only.
-  for (const t of task.tools)
-    if (isBuiltinTool(t) && t.maxOperators !== undefined)
-      throw new Error(
-        `export trl: tool "${t.name}" limits operators per call (task.options.oneOp), which the exported tool cannot enforce`,
-      );
   for (const t of task.tools) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(t.name))
       throw new Error(`export trl: tool name "${t.name}" is not a Python identifier`);

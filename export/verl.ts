@@ -446,12 +446,6 @@ export function toolConfigYaml(task: Task, c: RunConfig): string {
     default_language: "nodejs",
     memory_limit_mb: Math.max(512, c.limits.memory_mb),
   };
-  // The one-operation calculator's operator limit (task.options.oneOp) is enforced by rl/tools.ts only.
-  for (const t of task.tools)
-    if (isBuiltinTool(t) && t.maxOperators !== undefined)
-      throw new Error(
-        `export verl: tool "${t.name}" limits operators per call (task.options.oneOp), which the exported tool cannot enforce`,
-      );
   const tools = task.tools.map((t) => ({
     class_name: isBuiltinTool(t) ? "lab_tools.LabCodeTool" : "lab_tools.LabFunctionTool",
     config: isBuiltinTool(t)
