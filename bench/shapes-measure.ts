@@ -17,7 +17,7 @@ export interface DecodeMeasure {
   /** tokens/s of each repetition: fused (ours), legacy (base) */
   ours: number[];
   base: number[];
-  /** max |next-token logits fused - legacy| after the same tokens */
+  /** max |next-token logits fused - legacy| after the same prompt and appended tokens */
   maxDiff: number;
   sameLengths: boolean;
   initS: number;
@@ -64,12 +64,24 @@ export async function measureDecode(
     base.push(await rate(true));
     ours.push(await rate(false));
   }
-  const [a, b] = [await gens.fused.nextLogits(0), await gens.legacy.nextLogits(0)];
-  let maxDiff = 0;
-  for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
   const sameLengths = JSON.stringify(gens.fused.lengths()) === JSON.stringify(gens.legacy.lengths());
   gens.fused.finish();
   gens.legacy.finish();
+  // parity after the same tokens: each path's sessions above sample their own, and one flipped
+  // sample makes every later logit differ, so both now take one prompt and appended tokens
+  const logitsAfter = async (legacy: boolean) => {
+    rt.legacyDecode = legacy;
+    const gen = model.startGeneration({ temperature: 1, seed: 3 });
+    await gen.prefill([[1, 2, 3, 4, 17, 250, 9000, 31]]);
+    await gen.append(0, [42, 7, 4096]);
+    const l = await gen.nextLogits(0);
+    gen.finish();
+    rt.legacyDecode = false;
+    return l;
+  };
+  const [a, b] = [await logitsAfter(false), await logitsAfter(true)];
+  let maxDiff = 0;
+  for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
   model.dispose();
   return { ours, base, maxDiff, sameLengths, initS, warmS, dispatches };
 }
