@@ -1,7 +1,8 @@
 // Per-kernel GPU time of one RL step at SmolLM2-135M's layer shape with 4 layers (bench/rl-shape.ts:
 // LoRA r16, random weights, 2 prompts x 2 samples, context 512: rollout, old log-probs, one update)
 // from timestamp queries (Runtime.startProfile), summed by entry point, on the step after a warm-up
-// step. Needs timestamp-query (lavapipe has it). `--legacy`: the kernels before issue 42 (attention
+// step (`--steps 1`: the first step, shader compiles included in its wall time but not in the
+// per-kernel GPU times). Needs timestamp-query (lavapipe has it). `--legacy`: the kernels before issue 42 (attention
 // one thread per query or key, the head over every row, the decode before the fused kernels and the
 // batched prefill: Runtime.legacyDecode); `--prompt N`, `--layers N`, `--context N`
 // change the shape. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy]
@@ -33,7 +34,8 @@ if (legacy) {
 const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
 if (legacy) model.headAllRows = true;
 let last: ProfiledDispatch[] = [];
-for (let s = 0; s < 2; s++) {
+const steps = arg("--steps", 2);
+for (let s = 0; s < steps; s++) {
   rt.startProfile();
   const t = await rlShapeStep(model, shape, s + 1);
   last = await rt.readProfile();

@@ -17,7 +17,7 @@ export interface DecodeMeasure {
   /** tokens/s of each repetition: fused (ours), legacy (base) */
   ours: number[];
   base: number[];
-  /** max |next-token logits fused - legacy| after the same tokens */
+  /** max |next-token logits fused - legacy| after the same prompt and appended tokens */
   maxDiff: number;
   sameLengths: boolean;
   initS: number;
@@ -64,12 +64,24 @@ export async function measureDecode(
     base.push(await rate(true));
     ours.push(await rate(false));
   }
-  const [a, b] = [await gens.fused.nextLogits(0), await gens.legacy.nextLogits(0)];
-  let maxDiff = 0;
-  for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
   const sameLengths = JSON.stringify(gens.fused.lengths()) === JSON.stringify(gens.legacy.lengths());
   gens.fused.finish();
   gens.legacy.finish();
+  // parity after the same tokens: each path's sessions above sample their own, and one flipped
+  // sample makes every later logit differ, so both now take one prompt and appended tokens
+  const logitsAfter = async (legacy: boolean) => {
+    rt.legacyDecode = legacy;
+    const gen = model.startGeneration({ temperature: 1, seed: 3 });
+    await gen.prefill([[1, 2, 3, 4, 17, 250, 9000, 31]]);
+    await gen.append(0, [42, 7, 4096]);
+    const l = await gen.nextLogits(0);
+    gen.finish();
+    rt.legacyDecode = false;
+    return l;
+  };
+  const [a, b] = [await logitsAfter(false), await logitsAfter(true)];
+  let maxDiff = 0;
+  for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
   model.dispose();
   return { ours, base, maxDiff, sameLengths, initS, warmS, dispatches };
 }
@@ -92,40 +104,54 @@ export async function measureAttention(
   const [NH, KVH, hs] = [9, 3, 64];
   const C = NH * hs;
   const row = C + 2 * KVH * hs;
-  const qkv = rt.tensor(randomMatrix(B * T * row, 1));
-  const dout = rt.tensor(randomMatrix(B * T * C, 2));
-  const out = rt.tensor(B * T * C);
-  const lse = rt.tensor(B * NH * T);
-  const dqkv = rt.tensor(B * T * row);
-  const scratch = rt.tensor(B * NH * T);
   const picked = trainKernel(rt, hs, NH / KVH);
-  const run = async (kernel: Exclude<AttentionKernel, "auto">) => {
+  const buffers = (T: number) => ({
+    qkv: rt.tensor(randomMatrix(B * T * row, 1)),
+    dout: rt.tensor(randomMatrix(B * T * C, 2)),
+    out: rt.tensor(B * T * C),
+    lse: rt.tensor(B * NH * T),
+    dqkv: rt.tensor(B * T * row),
+    scratch: rt.tensor(B * NH * T),
+  });
+  type Buffers = ReturnType<typeof buffers>;
+  const run = async (x: Buffers, T: number, kernel: Exclude<AttentionKernel, "auto">) => {
+    rt.device.queue.writeBuffer(x.dqkv.buffer, x.dqkv.offset, new Float32Array(B * T * row)); // backward adds
+    await rt.device.queue.onSubmittedWorkDone();
     rt.attentionKernel = kernel;
     const t0 = performance.now();
     const enc = rt.device.createCommandEncoder();
-    attentionForward(rt, enc, out, lse, qkv, null, B, T, C, NH, KVH);
-    attentionBackward(rt, enc, dqkv, scratch, dout, qkv, out, lse, null, B, T, C, NH, KVH);
+    attentionForward(rt, enc, x.out, x.lse, x.qkv, null, B, T, C, NH, KVH);
+    attentionBackward(rt, enc, x.dqkv, x.scratch, x.dout, x.qkv, x.out, x.lse, null, B, T, C, NH, KVH);
     rt.submit(enc);
     await rt.device.queue.onSubmittedWorkDone();
     return secs(t0);
   };
-  const outputs = async () => ({ out: await rt.read(out), dqkv: await rt.read(dqkv) });
-  // warm-up (pipeline compiles) and a parity check of the two kernels' outputs
-  await run("loop");
-  const a = await outputs();
-  rt.device.queue.writeBuffer(dqkv.buffer, dqkv.offset, new Float32Array(B * T * row));
-  await run(picked);
-  const b = await outputs();
-  let maxDiff = 0;
-  for (let i = 0; i < a.out.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a.out[i] - b.out[i]));
-  for (let i = 0; i < a.dqkv.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a.dqkv[i] - b.dqkv[i]));
+  const dispose = (x: Buffers) => {
+    for (const v of Object.values(x)) v.buffer.destroy();
+  };
+  // warm-up (pipeline compiles) at a short context: the kernels do not depend on T, and at 2048 a
+  // full-size warm-up would double the row's time
+  const warm = buffers(Math.min(T, 64));
+  await run(warm, Math.min(T, 64), "loop");
+  await run(warm, Math.min(T, 64), picked);
+  dispose(warm);
+  const x = buffers(T);
+  const outputs = async () => ({ out: await rt.read(x.out), dqkv: await rt.read(x.dqkv) });
   const ours: number[] = [];
   const base: number[] = [];
+  let maxDiff = 0;
   for (let r = 0; r < reps; r++) {
-    base.push(await run("loop"));
-    ours.push(await run(picked));
+    base.push(await run(x, T, "loop"));
+    const a = r === 0 ? await outputs() : null;
+    ours.push(await run(x, T, picked));
+    if (a) {
+      // parity of the two kernels' outputs on the first repetition
+      const b = await outputs();
+      for (let i = 0; i < a.out.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a.out[i] - b.out[i]));
+      for (let i = 0; i < a.dqkv.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a.dqkv[i] - b.dqkv[i]));
+    }
   }
   rt.attentionKernel = "auto";
-  for (const v of [qkv, dout, out, lse, dqkv, scratch]) v.buffer.destroy();
+  dispose(x);
   return { ours, base, kernel: picked, maxDiff };
 }

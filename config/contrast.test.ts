@@ -107,3 +107,22 @@ describe("contrastViolations", () => {
     expect(contrastViolations(b, a, ["rl.l"])).toHaveLength(2);
   });
 });
+
+describe("the README's claims table", () => {
+  const root = new URL("../", import.meta.url);
+  const readme = readFileSync(new URL("README.md", root), "utf8");
+  const start = readme.indexOf("### Claims");
+  const table = readme.slice(start, readme.indexOf("\n### ", start + 1));
+  const experiments = readFileSync(new URL("docs/EXPERIMENTS.md", root), "utf8");
+  it("names every claim preset", () => {
+    expect(start, "README.md has no ### Claims section").toBeGreaterThan(0);
+    const missing = [...claims, BASELINE].filter((f) => !table.includes(`\`${f.replace(/\.json$/, "")}\``));
+    expect(missing, "claim presets missing from README's claims table").toEqual([]);
+  });
+  it("links sections of EXPERIMENTS.md that exist", () => {
+    const links = [...table.matchAll(/\(docs\/EXPERIMENTS\.md#([\w-]+)\)/g)].map((m) => m[1]);
+    expect(links.length).toBeGreaterThanOrEqual(10);
+    const dangling = links.filter((id) => !experiments.includes(`<a id="${id}"></a>`));
+    expect(dangling, 'links without an <a id="..."> in docs/EXPERIMENTS.md').toEqual([]);
+  });
+});

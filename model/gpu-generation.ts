@@ -166,12 +166,27 @@ export class GpuGenerationSession implements GenerationSession {
    * row's positions past its prompt are never read and are overwritten as it decodes), and the
    * final normed hidden state of each row's last prompt token into `hidden`. Where the feed steps
    * ran one submit of ~15 dispatches a layer per prompt token (384 tokens: 384 steps), this is one
-   * of ~15 a layer. False (nothing done: the feed steps run) under rt.legacyDecode or where the
+   * of ~15 a layer; a prompt that several rows share (a GRPO group) runs once. False (nothing
+   * done: the feed steps run) under rt.legacyDecode or where the
    * rows' buffers or the per-row cache views do not fit the binding limits and alignment.
    */
   private async prefillBatched(prompts: number[][]): Promise<boolean> {
     const { rt, config: c, params: p } = this.model;
-    const B = this.B;
+    // a group's samples share their prompt: each distinct prompt runs once (row u), and every
+    // row b that has it gets u's keys, values and last hidden state
+    const firstOf = new Map<string, number>();
+    const unique: number[][] = [];
+    const rowOf = prompts.map((pr) => {
+      const key = pr.join(",");
+      let u = firstOf.get(key);
+      if (u === undefined) {
+        u = unique.length;
+        firstOf.set(key, u);
+        unique.push(pr);
+      }
+      return u;
+    });
+    const B = unique.length;
     const Tp = Math.max(...prompts.map((x) => x.length));
     const N = B * Tp;
     const C = c.dModel;
@@ -214,9 +229,9 @@ export class GpuGenerationSession implements GenerationSession {
     const scratch = ad ? arena(rt, "prefill-lora", loraScratchSizes(ad.layout, N)) : null;
     const tokens = new Int32Array(N);
     const pos = new Uint32Array(N);
-    prompts.forEach((pr, b) => {
-      tokens.set(pr, b * Tp);
-      for (let t = 0; t < Tp; t++) pos[b * Tp + t] = t;
+    unique.forEach((pr, u) => {
+      tokens.set(pr, u * Tp);
+      for (let t = 0; t < Tp; t++) pos[u * Tp + t] = t;
     });
     rt.upload(a.tokens, tokens);
     rt.upload(a.pos, pos);
@@ -228,14 +243,14 @@ export class GpuGenerationSession implements GenerationSession {
       const attention = () => {
         attentionForward(rt, enc, a.atty, a.lse, a.qkv, null, B, Tp, Q, NH, KVH);
         // row b's Tp positions as Tp one-slot "sequences" of its cache: (Tp,KV) at position 0..Tp-1
-        for (let b = 0; b < B; b++) {
+        rowOf.forEach((u, b) => {
           const at = b * c.context * KV;
           kvCacheWrite(
             rt,
             enc,
             subview(this.kcache[l], at, Tp * KV),
             subview(this.vcache[l], at, Tp * KV),
-            subview(a.qkv, b * Tp * QKV, Tp * QKV),
+            subview(a.qkv, u * Tp * QKV, Tp * QKV),
             a.zeros,
             Tp,
             1,
@@ -244,7 +259,7 @@ export class GpuGenerationSession implements GenerationSession {
             undefined,
             KVH,
           );
-        }
+        });
       };
       const lora = (out: View, inp: View, w: LoraBaseWeight) =>
         loraForward(rt, enc, ad, scratch, l, w, out, inp, N);
@@ -254,7 +269,7 @@ export class GpuGenerationSession implements GenerationSession {
     // each row's last prompt token, final norm -> hidden
     const s = this.step!;
     prompts.forEach((pr, b) => {
-      const row = b * Tp + pr.length - 1;
+      const row = rowOf[b] * Tp + pr.length - 1;
       enc.copyBufferToBuffer(
         residual.buffer,
         residual.offset + row * C * 4,
@@ -263,9 +278,9 @@ export class GpuGenerationSession implements GenerationSession {
         C * 4,
       );
     });
-    normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, s.x, p.lnfw, p.lnfb, B);
+    normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, s.x, p.lnfw, p.lnfb, this.B);
     const h = this.hidden!;
-    enc.copyBufferToBuffer(s.ln1.buffer, s.ln1.offset, h.buffer, h.offset, B * C * 4);
+    enc.copyBufferToBuffer(s.ln1.buffer, s.ln1.offset, h.buffer, h.offset, this.B * C * 4);
     rt.submit(enc);
     this.fed = prompts.map((pr) => pr.length);
     this.queue = prompts.map(() => []);

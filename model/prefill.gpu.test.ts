@@ -1,6 +1,7 @@
 // GPU test of the batched prefill (GpuGenerationSession.prefillBatched: whole prompts in one
 // forward with the training kernels, keys and values copied into the caches) against feeding the
-// prompts one token per step (Runtime.legacyDecode): prompts of unequal lengths, grouped-query
+// prompts one token per step (Runtime.legacyDecode): prompts of unequal lengths, one repeated (run
+// once, then each row's cache grows apart with its own appended tokens), grouped-query
 // attention, RoPE, SwiGLU, a LoRA adapter on every target; the next-token logits of every row
 // after the prefill and after appended tokens agree within STYLE's model tolerance.
 // Run: npx vitest run --project gpu model/prefill
@@ -30,6 +31,7 @@ it("batched prefill equals one token per step: logits after the prompts and afte
     [5, 9, 11, 2, 7],
     [1, 2, 3, 4, 5, 6, 7, 8],
     [40, 41, 42],
+    [5, 9, 11, 2, 7], // row 0's prompt again (a GRPO group): prefilled once, its own cache after
   ];
   const run = async (legacy: boolean) => {
     rt.legacyDecode = legacy;
@@ -48,7 +50,7 @@ it("batched prefill equals one token per step: logits after the prompts and afte
   };
   const batched = await run(false);
   const stepwise = await run(true);
-  expect(batched.lengths).toEqual([7, 10, 5]);
+  expect(batched.lengths).toEqual([7, 10, 5, 7]);
   expect(stepwise.lengths).toEqual(batched.lengths);
   // one forward instead of 8 feed steps
   expect(batched.dispatches).toBeLessThan(stepwise.dispatches / 4);
