@@ -26,7 +26,14 @@ import { samplerParams } from "./cpu-generation";
 import { decodeRunStepwise } from "./generate";
 import { arena, type ParamViews } from "./gpu-buffers";
 import { type GpuAdapter, type LoraScratch, loraForward, loraForwardRows } from "./gpu-lora";
-import { type BlockActs, blockForward, decodeBlockForward, fusedDecodeFits, normForward } from "./gpu-passes";
+import {
+  type BlockActs,
+  blockActSizes,
+  blockForward,
+  decodeBlockForward,
+  fusedDecodeFits,
+  normForward,
+} from "./gpu-passes";
 import { SampleHead } from "./head";
 import type { LoraBaseWeight } from "./lora";
 import { loraScratchSizes } from "./memory-plan";
@@ -93,9 +100,7 @@ export class GpuGenerationSession implements GenerationSession {
     const { rt, config: c } = this.model;
     const B = prompts.length;
     const C = c.dModel;
-    const H = mlpHidden(c);
-    const { NH, KVH, Q, KV, QKV } = attnDims(c);
-    const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+    const { KV } = attnDims(c);
     this.B = B;
     prompts.forEach((p, i) => {
       if (p.length === 0) throw new Error(`prompt ${i} is empty`);
@@ -116,20 +121,7 @@ export class GpuGenerationSession implements GenerationSession {
       lens: B,
       x: B * C,
       tmp: B * C,
-      ln1: B * C,
-      ln1Mean: B,
-      ln1Rstd: B,
-      qkvRaw: c.qkNorm ? B * QKV : 1,
-      qkRstd: c.qkNorm ? B * (NH + KVH) : 1,
-      qkv: B * QKV,
-      atty: B * Q,
-      res2: B * C,
-      ln2: B * C,
-      ln2Mean: B,
-      ln2Rstd: B,
-      fch: B * fcRows,
-      fchAct: B * H,
-      res3: B * C,
+      ...blockActSizes(c, B),
       sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
       rowStep: B,
     });
@@ -200,21 +192,8 @@ export class GpuGenerationSession implements GenerationSession {
       zeros: Tp,
       x: N * C,
       tmp: N * C,
-      ln1: N * C,
-      ln1Mean: N,
-      ln1Rstd: N,
-      qkvRaw: c.qkNorm ? N * QKV : 1,
-      qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
-      qkv: N * QKV,
-      atty: N * Q,
       lse: B * NH * Tp,
-      res2: N * C,
-      ln2: N * C,
-      ln2Mean: N,
-      ln2Rstd: N,
-      fch: N * fcRows,
-      fchAct: N * H,
-      res3: N * C,
+      ...blockActSizes(c, N),
     };
     const total = Object.values(sizes).reduce((a, n) => a + alignFloats(n), 0);
     const fits =

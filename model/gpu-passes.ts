@@ -121,6 +121,29 @@ export type BlockActs = Pick<
   | "res3"
 >;
 
+/** Floats of each BlockActs buffer for a block forward over N rows (an arena's sizes). */
+export function blockActSizes(c: ModelConfig, N: number): Record<keyof BlockActs, number> {
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  const { NH, KVH, Q, QKV } = attnDims(c);
+  return {
+    ln1: N * C,
+    ln1Mean: N,
+    ln1Rstd: N,
+    qkvRaw: c.qkNorm ? N * QKV : 1,
+    qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
+    qkv: N * QKV,
+    atty: N * Q,
+    res2: N * C,
+    ln2: N * C,
+    ln2Mean: N,
+    ln2Rstd: N,
+    fch: N * (c.mlp === "swiglu" ? 2 * H : H),
+    fchAct: N * H,
+    res3: N * C,
+  };
+}
+
 /** One block forward over N rows: residual -> a.res3 (attention is the caller's: full or cached). */
 export function blockForward(
   rt: Runtime,
