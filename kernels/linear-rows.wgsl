@@ -1,10 +1,12 @@
 // Linear-rows: the small-M linear layer for decoding, in vec4s, with what surrounds it fused in:
 // out (M,N) = norm(A) (M,K) · Bᵀ (B stored (N,K)) (+ bias (N)) (+ res (M,N)), M = ROWS <= 8.
-// Each thread computes two output columns (weight rows t and t + ceil(N/2)), reading them in
-// vec4s, two per iteration (on lavapipe every per-lane load is a gather: a vec4 is one gather of
-// four floats, and four in flight hide part of their latency; about 3x matvec.wgsl's scalar loop
-// at SmolLM2's shapes); A's vec4s are uniform loads, and the norm's work on them is shared by the
-// two columns. Overrides:
+// Each thread computes two output columns (weight rows t and t + ceil(N/2)), reading them one
+// vec4 an iteration and keeping one scalar sum per row and column (dot() per vec4). On lavapipe
+// every per-lane load is a gather (a vec4 is one gather of four floats) and each vec4 held per
+// lane is four SIMD registers: the former vec4 accumulators (2 x ROWS of them) and two vec4s an
+// iteration spilled from 3 rows up; scalar sums are 1.2x faster at 1 row, 1.5-2.1x at 4 and 1.5x
+// at 8 (kernels/dev/linear-rows.ts at SmolLM2's shapes). A's vec4s are uniform loads, and the
+// norm's work on them is shared by the two columns. Overrides:
 //  - NORM: A is RMSNorm'ed on the fly: each thread sums the squares of its rows of A in the same
 //    loop (uniform work), multiplies A by the gain, and scales each row's dot product by
 //    1/sqrt(mean + eps) at the end: the norm's own dispatch is gone. WRITE_NORMED also stores the
@@ -35,8 +37,6 @@ override WRITE_NORMED: bool = false;
 override RESID: bool = false;
 override GLU: bool = false;
 
-fn sum4(v: vec4f) -> f32 { return (v.x + v.y) + (v.z + v.w); }
-
 fn w4(i: u32) -> vec4f { return vec4f(B[i]); }
 
 @compute @workgroup_size(WG)
@@ -48,41 +48,23 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let live = t < pairs;
   let row0 = min(t, pairs - 1u) * K4;
   let row1 = min(t + pairs, p.N - 1u) * K4;
-  var acc0: array<vec4f, 8>; // (ROWS) sums of weight row t
-  var acc1: array<vec4f, 8>; // (ROWS) sums of weight row t + pairs
+  var acc0: array<f32, 8>; // (ROWS) dot products with weight row t
+  var acc1: array<f32, 8>; // (ROWS) dot products with weight row t + pairs
   var ss: array<f32, 8>; // (ROWS) sums of squares of A's rows (NORM)
-  var k = 0u;
-  for (; k + 1u < K4; k += 2u) {
-    let w0 = w4(row0 + k);
-    let w1 = w4(row0 + k + 1u);
-    let u0 = w4(row1 + k);
-    let u1 = w4(row1 + k + 1u);
+  for (var k = 0u; k < K4; k++) {
+    let w = w4(row0 + k);
+    let u = w4(row1 + k);
+    var g = vec4f(1.0);
+    if (NORM) { g = gain[k]; }
     for (var m = 0u; m < ROWS; m++) {
-      let x0 = A[m * K4 + k];
-      let x1 = A[m * K4 + k + 1u];
-      var a0 = x0;
-      var a1 = x1;
+      let x = A[m * K4 + k];
+      var a = x;
       if (NORM) {
-        ss[m] += dot(x0, x0) + dot(x1, x1);
-        a0 *= gain[k];
-        a1 *= gain[k + 1u];
+        ss[m] += dot(x, x);
+        a *= g;
       }
-      acc0[m] = fma(a0, w0, fma(a1, w1, acc0[m]));
-      acc1[m] = fma(a0, u0, fma(a1, u1, acc1[m]));
-    }
-  }
-  if (k < K4) {
-    let w0 = w4(row0 + k);
-    let u0 = w4(row1 + k);
-    for (var m = 0u; m < ROWS; m++) {
-      let x0 = A[m * K4 + k];
-      var a0 = x0;
-      if (NORM) {
-        ss[m] += dot(x0, x0);
-        a0 *= gain[k];
-      }
-      acc0[m] = fma(a0, w0, acc0[m]);
-      acc1[m] = fma(a0, u0, acc1[m]);
+      acc0[m] += dot(a, w);
+      acc1[m] += dot(a, u);
     }
   }
   var rstd: array<f32, 8>;
@@ -93,8 +75,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   if (live) {
     let n1 = t + pairs;
     for (var m = 0u; m < ROWS; m++) {
-      var x = sum4(acc0[m]) * rstd[m];
-      var y = sum4(acc1[m]) * rstd[m];
+      var x = acc0[m] * rstd[m];
+      var y = acc1[m] * rstd[m];
       if (p.hasBias != 0u) {
         x += bias[t];
         y += bias[min(n1, p.N - 1u)];
