@@ -80,15 +80,18 @@ function unrolledSource(s: MatmulShape): string {
 /** Rows up to which A·Bᵀ runs as matvec.wgsl. */
 export const MATVEC_MAX_ROWS = 8;
 
+/**
+ * Whether an A·Bᵀ of M rows goes to the small-rows kernels (linear-rows, matvec) rather than the
+ * tiles: at most MATVEC_MAX_ROWS rows where rt.matvec is on, and only one row on SwiftShader.
+ * Outside rt.legacyDecode each row's result depends only on which of the two runs it, not on M (a
+ * decode window that computes fewer rows keeps to the same side: model/gpu-generation.ts).
+ */
+export function smallRowsKernel(rt: Runtime, M: number): boolean {
+  return rt.matvec && M <= MATVEC_MAX_ROWS && (!rt.unrolled || M === 1);
+}
+
 function matvecForm(s: MatmulShape): boolean {
-  return (
-    !s.transA &&
-    !!s.transB &&
-    s.M <= MATVEC_MAX_ROWS &&
-    (s.batch ?? 1) === 1 &&
-    !s.accumulate &&
-    (s.alpha ?? 1) === 1
-  );
+  return !s.transA && !!s.transB && (s.batch ?? 1) === 1 && !s.accumulate && (s.alpha ?? 1) === 1;
 }
 
 /** out (M,N) = A (M,K) · Bᵀ (+ bias (N)) for M <= MATVEC_MAX_ROWS, one workgroup per column. */
@@ -133,7 +136,7 @@ export function matmul(
   if (half && !hasHalf(rt))
     throw new Error(`matmul: an f16 weight needs the ${HALF_FEATURE} feature, which this device lacks`);
   // On SwiftShader the unrolled tiles beat the matvec from 4 rows up (measured at 1024x128).
-  if (rt.matvec && matvecForm(s) && (!rt.unrolled || s.M === 1)) {
+  if (matvecForm(s) && smallRowsKernel(rt, s.M)) {
     matvec(rt, rec, out, a, b, bias, s);
     return;
   }

@@ -4,16 +4,27 @@
 // tested by sample.gpu.test.ts.
 
 import type { SampleParams } from "./reference";
-import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
+import { packUniform, type Recorder, type Runtime, type View, view } from "./runtime";
 import src from "./sample.wgsl?raw";
 
 export type { SampleParams } from "./reference";
+
+/** What an absent rowId binds: not rt.dummy, which an absent rowStep binds (writable bindings of one dispatch must not share a buffer). */
+const idSinks = new WeakMap<Runtime, View>();
+function idSink(rt: Runtime): View {
+  let v = idSinks.get(rt);
+  if (!v) {
+    v = view(rt.buffer(64, "sample-row-id-sink"), 0, 64);
+    idSinks.set(rt, v);
+  }
+  return v;
+}
 
 /**
  * tokens int32, logps at rows [rowBase, rowBase + B) from logits (B,V) of those rows, in the
  * slice-major layout of `sliceV` (default V: a plain (B,V) block; see logsoftmax.ts); the draw of
  * batch row r uses (seed, step, r), or (seed, step + rowStep[r], r) when `rowStep` (uint32, one
- * per batch row) is given.
+ * per batch row) is given, with rowId[r] in place of r when `rowId` (uint32, one per batch row) is.
  */
 export function sample(
   rt: Runtime,
@@ -26,6 +37,7 @@ export function sample(
   s: SampleParams,
   chunk: { sliceV?: number; rowBase?: number } = {},
   rowStep: View | null = null,
+  rowId: View | null = null,
 ) {
   const u = rt.uniform(
     packUniform([
@@ -39,12 +51,13 @@ export function sample(
       ["u32", chunk.sliceV ?? V],
       ["u32", chunk.rowBase ?? 0],
       ["u32", rowStep ? 1 : 0],
+      ["u32", rowId ? 1 : 0],
     ]),
   );
   rt.dispatch(
     rec,
     rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V, 256) }),
-    [tokens, logps, logits, u, rowStep ?? rt.dummy],
+    [tokens, logps, logits, u, rowStep ?? rt.dummy, rowId ?? idSink(rt)],
     [B],
   );
 }

@@ -10,15 +10,17 @@
 // batch row rowBase + b, so chunking does not change the tokens.
 
 // With perRow set, row r draws at step + rowStep[r] (a generation session's per-sequence count of
-// sampled tokens, so k tokens per submit draw what k submits of one token would).
+// sampled tokens, so k tokens per submit draw what k submits of one token would). With hasIds set,
+// row r draws as row rowId[r] (the sequence it holds: a session may reorder its rows).
 
-struct P { B: u32, V: u32, temperature: f32, topK: u32, topP: f32, seed: u32, step: u32, Vs: u32, rowBase: u32, perRow: u32 }
+struct P { B: u32, V: u32, temperature: f32, topK: u32, topP: f32, seed: u32, step: u32, Vs: u32, rowBase: u32, perRow: u32, hasIds: u32 }
 
 @group(0) @binding(0) var<storage, read_write> tokens: array<i32>; // (B)
 @group(0) @binding(1) var<storage, read_write> logps: array<f32>;  // (B)
 @group(0) @binding(2) var<storage, read_write> logits: array<f32>; // (B,V) slice-major (logsoftmax.wgsl)
 @group(0) @binding(3) var<uniform> p: P;
 @group(0) @binding(4) var<storage, read_write> rowStep: array<u32>; // (B) when p.perRow != 0
+@group(0) @binding(5) var<storage, read_write> rowId: array<u32>; // (B) when p.hasIds != 0
 
 override WG: u32 = 256;
 var<workgroup> redf: array<f32, WG>;
@@ -149,7 +151,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     var kept = 0.0;
     for (var i = 0u; i < WG; i++) { kept += redf[i]; }
     let step = p.step + select(0u, rowStep[row], p.perRow != 0u);
-    let u = f32(pcg(pcg(pcg(p.seed) ^ step) ^ row) >> 8u) / 16777216.0 * kept;
+    let id = select(row, rowId[row], p.hasIds != 0u);
+    let u = f32(pcg(pcg(pcg(p.seed) ^ step) ^ id) >> 8u) / 16777216.0 * kept;
     // the chunk holding u; past the end (rounding) the last non-empty chunk, whose last kept token wins
     var cum = 0.0;
     var sel = 0u;

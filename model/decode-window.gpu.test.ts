@@ -1,7 +1,8 @@
 // GPU tests of k-token decoding (GpuGenerationSession.decodeMany): k tokens per submit, cut on
 // the CPU, must give exactly the tokens and log-probs of one decode() per token, with cuts inside
 // the window (stop tokens, a tool-call end), appended tool responses, the context limit and
-// inactive rows; and the round trips it saves. Run: npx vitest run --project gpu model/decode-window
+// inactive rows; the round trips it saves; and that a window computes only the rows that run
+// (moved to the front, their draws unchanged). Run: npx vitest run --project gpu model/decode-window
 
 import { beforeAll, describe, expect, it } from "vitest";
 import { countersSince, type Runtime } from "../kernels/runtime";
@@ -11,6 +12,7 @@ import { modelConfig } from "./config";
 import { CpuModel } from "./cpu";
 import { decodeRun } from "./generate";
 import { GpuModel } from "./gpu";
+import type { GpuGenerationSession } from "./gpu-generation";
 import { encode, SPECIAL_IDS } from "./tokenizer";
 
 let rt: Runtime;
@@ -123,6 +125,45 @@ describe("k-token decode", () => {
     expect(many.d.readbacks).toBe(4);
     expect(many.d.submits).toBe(4);
     expect(one.d.submits).toBe(128); // a feed submit and a sample + read submit per token
+    model.dispose();
+  });
+
+  it("computes only the rows that run, moved to the front, with the same tokens", async () => {
+    const model = new GpuModel(
+      rt,
+      modelConfig({ layers: 1, dModel: 16, heads: 2, context: 64 }),
+      undefined,
+      3,
+    );
+    // B rows; rows other than `keep` stop at their first token; `keep` runs 16 more tokens alone
+    const run = async (k: number, B: number, keep: number) => {
+      model.decodeWindow = k;
+      const s = model.startGeneration({ temperature: 1, seed: 9 }) as GpuGenerationSession;
+      await s.prefill(Array.from({ length: B }, (_, b) => encode(String.fromCharCode(97 + b))));
+      const first = await decodeRun(s, new Array(B).fill(true), 8, (b) => b !== keep, 64);
+      const before = s.rowsComputed;
+      const alone = new Array(B).fill(false);
+      alone[keep] = true;
+      const rest = await decodeRun(s, alone, 16, () => false, 64);
+      // then every row again: the moved rows' caches went with them
+      const again = await decodeRun(s, new Array(B).fill(true), 4, () => false, 64);
+      const rows = s.rowsComputed - before;
+      const lengths = s.lengths();
+      s.finish();
+      return { tokens: [first.tokens, rest.tokens, again.tokens], rows, lengths };
+    };
+    for (const B of [4, 10]) {
+      const one = await run(1, B, 2);
+      const many = await run(8, B, 2);
+      expect(many.tokens).toEqual(one.tokens);
+      expect(many.lengths).toEqual(one.lengths);
+      // one token per decode computes every row; windows of 8 compute row 2 alone for its 16
+      // tokens (2 windows of a drain step and 7 more), padded past the small-rows kernels at B 10
+      // (9 rows on lavapipe and GPUs, 2 on SwiftShader) so the numbers stay those of all B rows
+      const per = B <= 8 ? 1 : rt.unrolled ? 2 : 9;
+      expect(many.rows).toBe(16 * per + 4 * B);
+      expect(one.rows).toBeGreaterThanOrEqual(20 * B);
+    }
     model.dispose();
   });
 });

@@ -3,7 +3,10 @@
 // token) through the network (model/gpu-passes.ts's blockForward with cached attention) and
 // keeps the final normed hidden state of those rows; decode() feeds, runs the head chunk by
 // chunk with the kernels' sampler and reads back B tokens and log-probs; decodeMany() records a
-// window of feed steps per submit. Legend as model/gpu.ts.
+// window of feed steps per submit over only the rows that run: they are swapped to the front of
+// the batch (caches, hidden state and per-row counters with them) and the steps compute those
+// rows, so rows that finished or sit out cost nothing (the sampler draws by the sequence a row
+// holds, so tokens do not depend on where it sits). Legend as model/gpu.ts.
 // Tested by model/gpu.gpu.test.ts (KV cache, sampling), model/decode-window.gpu.test.ts and
 // model/hf/read.gpu.test.ts (GQA KV-cache decoding).
 import {
@@ -15,6 +18,7 @@ import {
   kvCacheWrite,
   type Runtime,
   ropeAppend,
+  smallRowsKernel,
   subview,
   unsliceLogits,
   type View,
@@ -71,7 +75,8 @@ export class GpuGenerationSession implements GenerationSession {
   private kcache: View[] = [];
   private vcache: View[] = [];
   private step:
-    | (Record<"tokens" | "pos" | "slot" | "lens" | "x" | "tmp" | "sampled" | "rowStep", View> & BlockActs)
+    | (Record<"tokens" | "pos" | "slot" | "lens" | "x" | "tmp" | "sampled" | "rowStep" | "rowId", View> &
+        BlockActs)
     | null = null;
   private loraScratch: LoraScratch | null = null;
   /**
@@ -84,10 +89,21 @@ export class GpuGenerationSession implements GenerationSession {
   private head: SampleHead | null = null;
   /** (B,C) final normed hidden state of each sequence's last fed token (its own buffer: a copy target). */
   private hidden: View | null = null;
-  private fed: number[] = []; // tokens in each cache
-  private queue: number[][] = []; // tokens waiting to be fed, per sequence
+  private fed: number[] = []; // tokens in each row's cache
+  private queue: number[][] = []; // tokens waiting to be fed, per row
   /** Tokens each sequence has sampled: the sampler's counter for its next draw. */
   private sampledCount: number[] = [];
+  /**
+   * perm[i]: the caller's sequence that internal row i holds; rowOf[seq]: its row. Caches,
+   * `hidden` and the per-row state above are indexed by internal row: a window moves the rows
+   * that run to the front (swapRows) and computes only those (computeRows).
+   */
+  private perm: number[] = [];
+  private rowOf: number[] = [];
+  /** Two row-sized scratch buffers for swapRows. */
+  private swapScratch: [View, View] | null = null;
+  /** Rows pushed through the network by feed steps since the prefill (what shrinking windows save; tests). */
+  rowsComputed = 0;
   private buffers: GPUBuffer[] = [];
 
   constructor(
@@ -124,6 +140,7 @@ export class GpuGenerationSession implements GenerationSession {
       ...blockActSizes(c, B),
       sampled: 2 * alignFloats(B), // tokens (int32) then log-probs: one readback
       rowStep: B,
+      rowId: B, // the sequence each row holds: the sampler draws by it, wherever the row has moved
     });
     this.buffers.push(this.step.tokens.buffer);
     const ad = this.model.adapter;
@@ -138,6 +155,9 @@ export class GpuGenerationSession implements GenerationSession {
     this.fed = prompts.map(() => 0);
     this.queue = prompts.map((p) => [...p]);
     this.sampledCount = prompts.map(() => 0);
+    this.perm = prompts.map((_, b) => b);
+    this.rowOf = prompts.map((_, b) => b);
+    this.rowsComputed = 0;
     this.multi = null;
     if (await this.prefillBatched(prompts)) return;
     if (this.model.decodeWindow > 1) {
@@ -290,8 +310,8 @@ export class GpuGenerationSession implements GenerationSession {
     rt.submit(enc);
   }
 
-  /** Step inputs for one token of every sequence with input waiting (pops them off the queues). */
-  private takeQueued() {
+  /** Step inputs for one token of every row below n with input waiting (pops them off the queues). */
+  private takeQueued(n = this.B) {
     const B = this.B;
     const context = this.model.config.context;
     const tokens = new Int32Array(B);
@@ -299,9 +319,9 @@ export class GpuGenerationSession implements GenerationSession {
     const slot = new Uint32Array(B).fill(NO_SLOT);
     const lens = new Uint32Array(B).fill(1);
     const rows: number[] = [];
-    for (let b = 0; b < B; b++) {
+    for (let b = 0; b < n; b++) {
       if (this.queue[b].length === 0) continue;
-      if (this.fed[b] >= context) throw new Error(`sequence ${b} exceeds the context ${context}`);
+      if (this.fed[b] >= context) throw new Error(`sequence ${this.perm[b]} exceeds the context ${context}`);
       tokens[b] = this.queue[b].shift()!;
       pos[b] = this.fed[b];
       slot[b] = this.fed[b];
@@ -350,19 +370,20 @@ export class GpuGenerationSession implements GenerationSession {
    * Records every waiting token's feed step into `enc` (one encoder, one submit for a whole
    * prefill or appended tool responses), using input slots from `first`; returns the next free slot.
    */
-  private recordDrain(enc: GPUCommandEncoder, first: number): number {
+  private recordDrain(enc: GPUCommandEncoder, first: number, n = this.B): number {
     const rt = this.model.rt;
-    const steps = Math.max(0, ...this.queue.map((q) => q.length));
+    const waiting = this.queue.slice(0, n);
+    const steps = Math.max(0, ...waiting.map((q) => q.length));
     this.ensureMulti(first + steps + MAX_DECODE_WINDOW);
     let i = first;
-    while (this.queue.some((q) => q.length > 0)) {
-      const inp = this.takeQueued();
+    while (waiting.some((q) => q.length > 0)) {
+      const inp = this.takeQueued(n);
       const v = this.inputSlot(i++);
       rt.upload(v.tokens, inp.tokens);
       rt.upload(v.pos, inp.pos);
       rt.upload(v.slot, inp.slot);
       rt.upload(v.lens, inp.lens);
-      this.recordFeed(enc, v, inp.rows);
+      this.recordFeed(enc, v, inp.rows, n);
     }
     return i;
   }
@@ -382,18 +403,20 @@ export class GpuGenerationSession implements GenerationSession {
   }
 
   /**
-   * One token for every row through the network (rows whose slot is NO_SLOT compute but write
-   * nothing); the final hidden state of `copyRows` goes to `hidden`, what the next sample reads.
+   * One token for each of the first n rows through the network (rows whose slot is NO_SLOT
+   * compute but write nothing); the final hidden state of `copyRows` goes to `hidden`, what the
+   * next sample reads. The fused kernels or not as for the session's B, whatever n.
    */
-  private recordFeed(enc: GPUCommandEncoder, inp: FeedInputs, copyRows: number[]): void {
+  private recordFeed(enc: GPUCommandEncoder, inp: FeedInputs, copyRows: number[], n = this.B): void {
     const { rt, config: c, params: p } = this.model;
     const s = this.step!;
-    const B = this.B;
+    const B = n;
     const C = c.dModel;
+    this.rowsComputed += n;
     embeddingForward(rt, enc, s.x, inp.tokens, inp.pos, p.wte, p.wpe, B, C); // (B,C)
     let residual = s.x;
     const ad = this.model.adapter;
-    const fused = fusedDecodeFits(rt, c, B);
+    const fused = fusedDecodeFits(rt, c, this.B);
     const { NH, KVH, Q, hs } = attnDims(c);
     p.layers.forEach((lp, l) => {
       const lora = (out: View, inp0: View, w: LoraBaseWeight) =>
@@ -446,31 +469,33 @@ export class GpuGenerationSession implements GenerationSession {
   async decode(active: ArrayLike<boolean>): Promise<DecodeResult> {
     const { rt, config: c } = this.model;
     const B = this.B;
+    const len = this.rowLengths();
     for (let b = 0; b < B; b++) {
-      if (active[b] && this.fed[b] + this.queue[b].length >= c.context)
-        throw new Error(`sequence ${b} is full`);
+      if (active[b] && len[this.rowOf[b]] >= c.context) throw new Error(`sequence ${b} is full`);
     }
     const a = alignFloats(B);
     const s = this.step!;
     const sampled = s.sampled;
     const at = (k: number): View => ({ buffer: sampled.buffer, offset: sampled.offset + k * 4, size: B * 4 });
     rt.upload(s.rowStep, Uint32Array.from(this.sampledCount));
+    rt.upload(s.rowId, Uint32Array.from(this.perm));
     const params = samplerParams(this.sampling, 0);
     const h = this.hidden!;
     this.drain((enc) =>
-      this.head!.sample(enc, at(0), at(a), h, this.model.params.lmHead, B, params, s.rowStep),
+      this.head!.sample(enc, at(0), at(a), h, this.model.params.lmHead, B, params, s.rowStep, s.rowId),
     );
     const bytes = await rt.readBytes(sampled);
     const toks = new Int32Array(bytes, 0, B);
     const lps = new Float32Array(bytes, a * 4, B);
     const tokens = new Int32Array(B).fill(-1);
     const logprobs = new Float32Array(B).fill(Number.NaN);
-    for (let b = 0; b < B; b++) {
+    for (let i = 0; i < B; i++) {
+      const b = this.perm[i];
       if (!active[b]) continue;
-      tokens[b] = toks[b];
-      logprobs[b] = lps[b];
-      this.queue[b].push(toks[b]);
-      this.sampledCount[b]++;
+      tokens[b] = toks[i];
+      logprobs[b] = lps[i];
+      this.queue[i].push(toks[i]);
+      this.sampledCount[i]++;
     }
     return { tokens, logprobs };
   }
@@ -510,33 +535,45 @@ export class GpuGenerationSession implements GenerationSession {
     return out;
   }
 
-  /** One window of up to k tokens per active row in one submit; cut[b]: the run of row b ended. */
+  /**
+   * One window of up to k tokens per active sequence in one submit; cut[b]: the run of sequence b
+   * ended. Only the rows that run are computed: they are moved to the front first (computeRows).
+   */
   private async window(active: boolean[], k: number, ends: RunEnd): Promise<DecodeRun & { cut: boolean[] }> {
     const { rt, config: c } = this.model;
     const B = this.B;
-    const len0 = this.lengths();
-    const kb = Array.from({ length: B }, (_, b) => {
-      if (!active[b]) return 0;
-      if (len0[b] >= c.context) throw new Error(`sequence ${b} is full`);
-      return Math.min(k, c.context - len0[b]);
-    });
-    const K = Math.max(...kb);
     const out = {
-      tokens: kb.map((): number[] => []),
-      logprobs: kb.map((): number[] => []),
-      cut: kb.map(() => false),
+      tokens: active.map((): number[] => []),
+      logprobs: active.map((): number[] => []),
+      cut: active.map(() => false),
     };
-    if (K === 0) return out;
-    const aB = alignFloats(B);
+    const runs = (i: number) => active[this.perm[i]];
+    let running = 0;
+    for (const [i, len] of this.rowLengths().entries()) {
+      if (!runs(i)) continue;
+      if (len >= c.context) throw new Error(`sequence ${this.perm[i]} is full`);
+      running++;
+    }
     const enc = rt.device.createCommandEncoder();
-    let slot = this.recordDrain(enc, 0);
+    const n = this.computeRows(running);
+    if (n < B) this.runningFirst(enc, runs);
+    const len0 = this.rowLengths();
+    const kb = Array.from({ length: B }, (_, i) => (runs(i) ? Math.min(k, c.context - len0[i]) : 0));
+    const K = Math.max(...kb);
+    if (K === 0) {
+      rt.submit(enc);
+      return out;
+    }
+    const aB = alignFloats(B);
+    let slot = this.recordDrain(enc, 0, n);
     const m = this.multi!;
     const start = [...this.fed]; // cache lengths once the waiting tokens are in
     const counters = new Uint32Array(K * aB);
-    for (let j = 0; j < K; j++) for (let b = 0; b < B; b++) counters[j * aB + b] = this.sampledCount[b] + j;
+    for (let j = 0; j < K; j++) for (let i = 0; i < B; i++) counters[j * aB + i] = this.sampledCount[i] + j;
     rt.upload(subview(m.counters, 0, K * aB), counters);
-    const tokAt = (j: number): View => subview(m.out, j * aB, B);
-    const lpAt = (j: number): View => subview(m.out, (MAX_DECODE_WINDOW + j) * aB, B);
+    rt.upload(this.step!.rowId, Uint32Array.from(this.perm));
+    const tokAt = (j: number): View => subview(m.out, j * aB, n);
+    const lpAt = (j: number): View => subview(m.out, (MAX_DECODE_WINDOW + j) * aB, n);
     const params = samplerParams(this.sampling, 0);
     for (let j = 0; j < K; j++) {
       // j = 0 samples from the hidden state each row left in `hidden`; later steps from the rows just fed
@@ -547,58 +584,118 @@ export class GpuGenerationSession implements GenerationSession {
         lpAt(j),
         from,
         this.model.params.lmHead,
-        B,
+        n,
         params,
-        subview(m.counters, j * aB, B),
+        subview(m.counters, j * aB, n),
+        subview(this.step!.rowId, 0, n),
       );
       if (j === K - 1) break;
       const pos = new Uint32Array(B);
       const slots = new Uint32Array(B).fill(NO_SLOT);
       const lens = new Uint32Array(B).fill(1);
-      for (let b = 0; b < B; b++) {
-        if (j + 1 >= kb[b]) continue; // this row needs no token j + 1
-        pos[b] = start[b] + j;
-        slots[b] = start[b] + j;
-        lens[b] = start[b] + j + 1;
+      for (let i = 0; i < n; i++) {
+        if (j + 1 >= kb[i]) continue; // this row needs no token j + 1
+        pos[i] = start[i] + j;
+        slots[i] = start[i] + j;
+        lens[i] = start[i] + j + 1;
       }
       const v = this.inputSlot(slot++);
       rt.upload(v.pos, pos);
       rt.upload(v.slot, slots);
       rt.upload(v.lens, lens);
-      this.recordFeed(enc, { ...v, tokens: tokAt(j) }, []);
+      this.recordFeed(enc, { ...v, tokens: tokAt(j) }, [], n);
     }
     const read = rt.recordRead(enc, subview(m.out, 0, 2 * MAX_DECODE_WINDOW * aB));
     rt.submit(enc);
     const bytes = await read();
     const toks = new Int32Array(bytes);
     const lps = new Float32Array(bytes);
-    for (let b = 0; b < B; b++) {
-      let n = 0;
-      while (n < kb[b]) {
-        const tok = toks[n * aB + b];
-        const lp = lps[(MAX_DECODE_WINDOW + n) * aB + b];
+    for (let i = 0; i < n; i++) {
+      const b = this.perm[i];
+      let t = 0;
+      while (t < kb[i]) {
+        const tok = toks[t * aB + i];
+        const lp = lps[(MAX_DECODE_WINDOW + t) * aB + i];
         out.tokens[b].push(tok);
         out.logprobs[b].push(lp);
-        n++;
-        if (ends(b, tok, lp, len0[b] + n) || len0[b] + n >= c.context) {
+        t++;
+        if (ends(b, tok, lp, len0[i] + t) || len0[i] + t >= c.context) {
           out.cut[b] = true;
           break;
         }
       }
-      if (n === 0) continue;
-      // tokens 0..n-2 are in the cache; token n-1 waits to be fed like a decode()'s token
-      this.fed[b] = start[b] + n - 1;
-      this.queue[b].push(out.tokens[b][n - 1]);
-      this.sampledCount[b] += n;
+      if (t === 0) continue;
+      // tokens 0..t-2 are in the cache; token t-1 waits to be fed like a decode()'s token
+      this.fed[i] = start[i] + t - 1;
+      this.queue[i].push(out.tokens[b][t - 1]);
+      this.sampledCount[i] += t;
     }
     return out;
   }
 
+  /**
+   * Rows a window computes when `running` rows run (moved to the front): those, padded where
+   * needed so that every A·Bᵀ picks the kernel it picks at the session's B (smallRowsKernel):
+   * each row's numbers then equal a full step's bit for bit, and decodeMany still equals one
+   * decode() per token. B under rt.legacyDecode (the path before, the benchmarks' baseline).
+   */
+  private computeRows(running: number): number {
+    const rt = this.model.rt;
+    const B = this.B;
+    if (rt.legacyDecode || running >= B || running === 0) return B;
+    if (smallRowsKernel(rt, B)) return running;
+    let n = running;
+    while (n < B && smallRowsKernel(rt, n)) n++;
+    return n;
+  }
+
+  /** Swaps rows so that those `runs` holds for come first, in their order. */
+  private runningFirst(enc: GPUCommandEncoder, runs: (i: number) => boolean): void {
+    let n = 0;
+    for (let i = 0; i < this.B; i++) {
+      if (!runs(i)) continue;
+      if (i !== n) this.swapRows(enc, n, i);
+      n++;
+    }
+  }
+
+  /** Swaps internal rows i and j: every layer's cached keys and values, `hidden`, the per-row state. */
+  private swapRows(enc: GPUCommandEncoder, i: number, j: number): void {
+    const { rt, config: c } = this.model;
+    const rowFloats = c.context * attnDims(c).KV;
+    if (!this.swapScratch) {
+      const size = Math.max(rowFloats, c.dModel);
+      const buf = rt.buffer(2 * alignFloats(size) * 4, "decode-swap");
+      this.buffers.push(buf);
+      this.swapScratch = [view(buf, 0, size), view(buf, alignFloats(size), size)];
+    }
+    const [ta, tb] = this.swapScratch;
+    const swap = (v: View, floats: number) => {
+      const at = (r: number) => v.offset + r * floats * 4;
+      const bytes = floats * 4;
+      enc.copyBufferToBuffer(v.buffer, at(i), ta.buffer, ta.offset, bytes);
+      enc.copyBufferToBuffer(v.buffer, at(j), tb.buffer, tb.offset, bytes);
+      enc.copyBufferToBuffer(ta.buffer, ta.offset, v.buffer, at(j), bytes);
+      enc.copyBufferToBuffer(tb.buffer, tb.offset, v.buffer, at(i), bytes);
+    };
+    for (let l = 0; l < c.layers; l++) {
+      swap(this.kcache[l], rowFloats);
+      swap(this.vcache[l], rowFloats);
+    }
+    swap(this.hidden!, c.dModel);
+    for (const a of [this.fed, this.queue, this.sampledCount, this.perm] as unknown[][]) {
+      [a[i], a[j]] = [a[j], a[i]];
+    }
+    this.rowOf[this.perm[i]] = i;
+    this.rowOf[this.perm[j]] = j;
+  }
+
   async append(seq: number, tokens: number[]): Promise<void> {
-    if (this.fed[seq] + this.queue[seq].length + tokens.length > this.model.config.context) {
+    const i = this.rowOf[seq];
+    if (this.fed[i] + this.queue[i].length + tokens.length > this.model.config.context) {
       throw new Error(`append: sequence ${seq} would exceed the context ${this.model.config.context}`);
     }
-    this.queue[seq].push(...tokens);
+    this.queue[i].push(...tokens);
   }
 
   /** (V) logits the next decode of this sequence samples from (tests). */
@@ -607,20 +704,27 @@ export class GpuGenerationSession implements GenerationSession {
     const rt = this.model.rt;
     const V = this.model.config.vocab;
     const enc = rt.device.createCommandEncoder();
+    const i = this.rowOf[seq];
     const { view: out, chunk } = this.head!.chunkLogits(
       enc,
       this.hidden!,
       this.model.params.lmHead,
       this.B,
-      seq,
+      i,
     );
     rt.submit(enc);
-    const row = seq - chunk.rowBase;
+    const row = i - chunk.rowBase;
     return unsliceLogits(await rt.read(out), chunk).slice(row * V, (row + 1) * V);
   }
 
   lengths(): number[] {
-    return this.fed.map((f, b) => f + this.queue[b].length);
+    const len = this.rowLengths();
+    return this.rowOf.map((i) => len[i]);
+  }
+
+  /** Tokens in each internal row's cache and queue. */
+  private rowLengths(): number[] {
+    return this.fed.map((f, i) => f + this.queue[i].length);
   }
 
   finish(): void {
@@ -630,6 +734,7 @@ export class GpuGenerationSession implements GenerationSession {
     this.head = null;
     this.step = null;
     this.multi = null;
+    this.swapScratch = null;
     this.B = 0;
   }
 }

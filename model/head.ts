@@ -285,7 +285,8 @@ export class SampleHead {
 
   /**
    * tokens int32 (B), logps (B) sampled from softmax(x·Wᵀ) of each row of x (B,C); row r draws at
-   * params.step + rowStep[r] when rowStep (B) is given (kernels/sample.ts).
+   * params.step + rowStep[r] when rowStep (B) is given, as row rowId[r] when rowId (B) is
+   * (kernels/sample.ts).
    */
   sample(
     rec: Recorder,
@@ -296,6 +297,7 @@ export class SampleHead {
     B: number,
     params: SampleParams,
     rowStep: View | null = null,
+    rowId: View | null = null,
   ): void {
     for (const ch of headChunks(this.plan, B)) {
       const out = subview(this.logits, 0, ch.rows * ch.V);
@@ -311,6 +313,7 @@ export class SampleHead {
         params,
         { sliceV: ch.sliceV, rowBase: ch.rowBase },
         rowStep,
+        rowId,
       );
     }
   }
