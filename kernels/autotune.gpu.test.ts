@@ -1,6 +1,6 @@
 // The matmul tile autotune (kernels/autotune.ts) on the GPU: every candidate shape gives the
 // reference's products (and the default's, bit for bit: the shape never reorders the K sum) on
-// odd shapes in each form, and so does the tile fitted to a narrow N (Runtime.matmulTileFor);
+// odd shapes in each form, and so does the tile fitted to a narrow N or few rows (Runtime.matmulTileFor);
 // tuneMatmulTile measures once and then uses its cache (memory, then a
 // store), honours an override, hands the choice to Runtimes made afterwards, and its measuring
 // dispatches never show in another Runtime's counters. Chooser unit tests: autotune.test.ts.
@@ -65,8 +65,8 @@ describe("every candidate tile", () => {
   });
 });
 
-describe("the tile fitted to a narrow N (new path)", () => {
-  it("gives the reference's products, bit-identical to the tuned tile's, at N = 13, 48, 107, 144", async () => {
+describe("the tile fitted to a narrow N or few rows (new path)", () => {
+  it("gives the reference's products, bit-identical to the tuned tile's, at N = 13, 48, 107, 144 and 9 rows", async () => {
     const rt = await gpuRuntime();
     rt.unrolled = false;
     rt.matmulTile = [16, 8];
@@ -75,8 +75,16 @@ describe("the tile fitted to a narrow N (new path)", () => {
       { M: 130, N: 48, K: 20 },
       { M: 66, N: 107, K: 9, transB: true, accumulate: true },
       { M: 21, N: 144, K: 150, transA: true, accumulate: true },
+      // 9 rows (a decode step): 2 rows of threads, where the product is big enough to fit them
+      { M: 9, N: 144, K: 1024, transB: true },
     ];
-    expect(shapes.map((s) => rt.matmulTileFor(s.N).join("x"))).toEqual(["2x8", "6x8", "7x8", "6x8"]);
+    expect(shapes.map((s) => rt.matmulTileFor(s.N, s.M, s.K).join("x"))).toEqual([
+      "2x8",
+      "6x8",
+      "7x8",
+      "6x8",
+      "6x2",
+    ]);
     for (const [i, s] of shapes.entries()) {
       const [a, b, out0] = [randn(s.M * s.K, i), randn(s.K * s.N, i + 1), randn(s.M * s.N, i + 2)];
       const ref = out0.slice();
@@ -94,7 +102,7 @@ describe("the tile fitted to a narrow N (new path)", () => {
       const tuned = await run(true);
       rt.legacyWorkgroups = false;
       assertClose(`fitted ${JSON.stringify(s)}`, fitted, ref, { atol: TOL.fwd.atol * Math.sqrt(s.K) });
-      expect(bitEqual(fitted, tuned), `fitted vs 16x8 at N = ${s.N}`).toBe(true);
+      expect(bitEqual(fitted, tuned), `fitted vs 16x8 at N = ${s.N}, M = ${s.M}`).toBe(true);
     }
     expect(rt.matmulTileFor(256)).toEqual([16, 8]);
     rt.legacyWorkgroups = true;

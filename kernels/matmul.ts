@@ -144,7 +144,7 @@ export function matmul(
   const unrolledHere = rt.unrolled && !half;
   const code = half ? halfSource(src) : unrolledHere ? unrolledSource(s) : src;
   // the tiled kernel's workgroup shape: the runtime's table (matmulTile), fitted to a narrow N
-  const [wx, wy] = unrolledHere ? [WG_X, WG_Y] : rt.matmulTileFor(s.N);
+  const [wx, wy] = unrolledHere ? [WG_X, WG_Y] : rt.matmulTileFor(s.N, s.M, s.K);
   const pipeline = rt.pipeline(code, "main", { WG_X: wx, WG_Y: wy });
   const u = rt.uniform(
     packUniform([

@@ -281,16 +281,26 @@ export class Runtime {
    * N is cut into ceil(N/64) equal column blocks, each one workgroup of ceil(width/8) x 8 threads
    * (N = 48: 6x8, a 64x48 tile). The quick-demo update's matmuls have N of 48-192 at 2560 rows,
    * where the 16x8 that the autotune picks at 256³ on lavapipe ran up to 2x slower than a fitted
-   * tile (kernels/dev/update-shapes.ts). legacyWorkgroups: matmulTile always. Which thread
-   * computes which block of out changes, never the order of the K sum: results are bit-identical.
+   * tile (kernels/dev/update-shapes.ts). Likewise a tile taller than M rows has fewer rows of
+   * threads, the power of two that covers ceil(M/8), where M·N·K is at least 2^20 (a decode step
+   * of 9-64 rows ran whole 64- or 128-row tiles: 1.6x at 32 rows of d 256; below that size the
+   * idle rows cost less than compiling another pipeline, ~3 s each on lavapipe).
+   * legacyWorkgroups: matmulTile always. Which thread computes which block of out changes, never
+   * the order of the K sum: results are bit-identical.
    */
-  matmulTileFor(N: number): [number, number] {
+  matmulTileFor(N: number, M = Number.POSITIVE_INFINITY, K = Number.POSITIVE_INFINITY): [number, number] {
     const [tx, ty] = this.matmulTile;
+    if (this.legacyWorkgroups) return [tx, ty];
     const span = 8 * tx;
+    // rows of threads: a power of two (few pipelines to compile), at most the tuned tile's; only
+    // where the product is big enough for idle rows to cost more than a compile (2^20 FMAs)
+    const fit = M * N * K >= 2 ** 20;
+    const rows = (y: number) =>
+      fit ? Math.min(y, 2 ** Math.ceil(Math.log2(Math.max(1, Math.ceil(M / 8))))) : y;
     // padded columns under a tenth of N: keep the tuned tile
-    if (this.legacyWorkgroups || Math.ceil(N / span) * span - N <= N / 10) return [tx, ty];
+    if (Math.ceil(N / span) * span - N <= N / 10) return [tx, rows(ty)];
     const width = Math.ceil(N / Math.ceil(N / 64));
-    return [Math.ceil(width / 8), 8];
+    return [Math.ceil(width / 8), rows(8)];
   }
 
   /** [min, max] subgroup size of the adapter (0 when it does not say). */

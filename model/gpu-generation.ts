@@ -65,6 +65,8 @@ export interface GpuGenerationHost {
   readonly adapter: GpuAdapter | null;
   /** Tokens decodeMany samples per submit at most. */
   readonly decodeWindow: number;
+  /** decodeMany windows compute every row, running or not (the benchmarks' baseline). */
+  readonly decodeAllRows?: boolean;
 }
 
 /** Most tokens one decodeMany samples per submit (the window the runtime picks from). */
@@ -637,25 +639,30 @@ export class GpuGenerationSession implements GenerationSession {
    * Rows a window computes when `running` rows run (moved to the front): those, padded where
    * needed so that every A·Bᵀ picks the kernel it picks at the session's B (smallRowsKernel):
    * each row's numbers then equal a full step's bit for bit, and decodeMany still equals one
-   * decode() per token. B under rt.legacyDecode (the path before, the benchmarks' baseline).
+   * decode() per token. B under rt.legacyDecode or the host's decodeAllRows (the paths before, the benchmarks' baselines).
    */
   private computeRows(running: number): number {
     const rt = this.model.rt;
     const B = this.B;
-    if (rt.legacyDecode || running >= B || running === 0) return B;
+    if (rt.legacyDecode || this.model.decodeAllRows || running >= B || running === 0) return B;
     if (smallRowsKernel(rt, B)) return running;
     let n = running;
     while (n < B && smallRowsKernel(rt, n)) n++;
     return n;
   }
 
-  /** Swaps rows so that those `runs` holds for come first, in their order. */
+  /**
+   * Swaps rows so that those `runs` holds for come first: the last running row into the first
+   * gap, as few swaps as there are gaps (the order of rows does not change their numbers).
+   */
   private runningFirst(enc: GPUCommandEncoder, runs: (i: number) => boolean): void {
-    let n = 0;
-    for (let i = 0; i < this.B; i++) {
-      if (!runs(i)) continue;
-      if (i !== n) this.swapRows(enc, n, i);
-      n++;
+    let i = 0;
+    let j = this.B - 1;
+    for (;;) {
+      while (i < this.B && runs(i)) i++;
+      while (j >= 0 && !runs(j)) j--;
+      if (i >= j) return;
+      this.swapRows(enc, i, j);
     }
   }
 

@@ -111,6 +111,8 @@ export class GpuModel implements PolicyModel {
   updatePath: "fused" | "legacy" = "fused";
   /** Score every row in the head even where ScoreBatch.scoreFrom skips some (the path before it; side-by-side benchmarks). */
   headAllRows = false;
+  /** Decode windows compute every row, running or not (the path before they shrank; side-by-side benchmarks). */
+  decodeAllRows = false;
   private zeroPending = false;
   private backwardPending: { hasValue: boolean } | null = null;
   /** step() results waiting for their norm (slot i of normLog) to come back. */
