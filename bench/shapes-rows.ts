@@ -1,11 +1,15 @@
 // The "shapes" bench group's rows measured in Node through Dawn (bench/shapes.ts runs them; the
 // device check, bench/device/check.ts, imports them without the Chromium page's Vite and
 // playwright): attention forward + backward and KV decode at SmolLM2-135M's shapes
-// (bench/shapes-measure.ts) and one RL step at its layer shape (bench/rl-shape.ts), new kernels
-// vs old side by side, and the row builders the page's rows share.
+// (bench/shapes-measure.ts), one RL step at its layer shape (bench/rl-shape.ts) and a group's
+// decode whose rows finish at different lengths, new kernels vs old side by side, and the row
+// builders the page's rows share.
 import { kvReadsPerQuery, trainKernel } from "../kernels/attention";
 import type { AttentionKernel, Runtime } from "../kernels/runtime";
+import { decodeRun } from "../model/generate";
 import { GpuModel } from "../model/gpu";
+import { hfModelConfig } from "../model/hf/config";
+import { SMOLLM2_135M } from "../model/hf/configs";
 import { type BenchRow, makeRow } from "./report";
 import { type RlShape, rlShapeConfig, rlShapeStep } from "./rl-shape";
 import { type AttentionMeasure, type DecodeMeasure, measureAttention, measureDecode } from "./shapes-measure";
@@ -129,5 +133,64 @@ export async function rlStepRow(
     unit: "s",
     better: "lower",
     note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention, the head over response rows and the fused decode kernels (${phases(ours[0])}), baseline attention.wgsl, the head over every row and the decode before the fused kernels (GpuModel.headAllRows, Runtime.legacyDecode; ${phases(base[0])}); ${reps} interleaved repetitions (ours first) after both paths' warm-up at context 32 (${warmS.toFixed(0)} s); ${adapterNote}`,
+  });
+}
+
+/**
+ * A group's decode where rows finish at different lengths (row b stops after 4 + 6b tokens, up
+ * to 48), at SmolLM2-135M's layer shape with `layers` of its layers, random weights, batch B,
+ * windows of 16 tokens: ours computes only the rows still running (model/gpu-generation.ts),
+ * the baseline every row of every window (GpuModel.decodeAllRows); repetitions interleaved;
+ * the same tokens both ways (checked).
+ */
+export async function decodeStaggeredRow(
+  rt: Runtime,
+  B: number,
+  layers: number,
+  reps: number,
+  adapterNote: string,
+): Promise<BenchRow> {
+  const c = { ...hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: 96 }), layers };
+  const model = new GpuModel(rt, c, undefined, 1);
+  model.decodeWindow = 16;
+  const stopAt = (b: number) => 4 + ((6 * b) % 45);
+  const run = async (all: boolean) => {
+    model.decodeAllRows = all;
+    const s = model.startGeneration({ temperature: 1, seed: 7 });
+    await s.prefill(Array.from({ length: B }, (_, b) => [1 + b, 2, 3, 4]));
+    const made = new Array(B).fill(0);
+    const t0 = performance.now();
+    const out = await decodeRun(s, new Array(B).fill(true), 48, (b) => ++made[b] >= stopAt(b), c.context);
+    const s1 = secs(t0);
+    s.finish();
+    model.decodeAllRows = false;
+    return { s: s1, tokens: JSON.stringify(out.tokens), n: out.tokens.reduce((a, t) => a + t.length, 0) };
+  };
+  const t0 = performance.now();
+  await run(false); // compiles
+  await run(true);
+  const warmS = secs(t0);
+  const ours: number[] = [];
+  const base: number[] = [];
+  let same = true;
+  let tokens = 0;
+  for (let r = 0; r < reps; r++) {
+    const b = await run(true);
+    const o = await run(false);
+    base.push(b.s);
+    ours.push(o.s);
+    same &&= o.tokens === b.tokens;
+    tokens = o.n;
+  }
+  model.dispose();
+  const rowSteps = Array.from({ length: B }, (_, b) => stopAt(b)).reduce((a, n) => a + n, 0);
+  return makeRow({
+    id: `decode_smollm2_l${layers}_b${B}_staggered`,
+    group: "shapes",
+    ours,
+    baseline: base,
+    unit: "s",
+    better: "lower",
+    note: `KV-cache decode of a group of ${B} rows that finish at different lengths (row b stops after 4 + (6b mod 45) tokens: ${tokens} tokens in all, at most 48 a row) at SmolLM2-135M's layer shape x ${layers} (d576, vocab 49152), random weights, 4-token prompts, windows of 16 tokens; ours each window computes only the rows still running (moved to the front of the batch${B > 8 ? "; padded to 9 rows where the batch runs the tiled matmul, whose tiles now fit the rows" : ""}), baseline every row of every window (GpuModel.decodeAllRows): about ${rowSteps} vs ${B * 48} row-steps; the same tokens both ways: ${same}; ${reps} interleaved repetitions (baseline first) after a warm-up of each (${warmS.toFixed(0)} s); ${adapterNote}`,
   });
 }

@@ -11,12 +11,15 @@
 //    --quick: rl_step_smollm2_l4_128 (1 prompt x 2 samples, context 128) and no context 2048.
 //  - decode_smollm2_b1: KV-cache decode tokens/s at batch 1 at SmolLM2-135M's whole shape, the
 //    fused decode kernels (kernels/decode.ts) vs the path before them (Runtime.legacyDecode);
+//  - decode_smollm2_l4_b8_staggered, _b16_staggered: a group's decode whose rows finish at
+//    different lengths, windows that compute only the running rows vs every row (decodeAllRows);
 //  - decode_smollm2_l2_b1_swiftshader, attention_fwd_bwd_smollm2_128_b1_swiftshader: the same
 //    measurements in headless Chromium on SwiftShader (bench/shapes-page.ts) at sizes it finishes
 //    (2 layers; batch 1, context 128), where "auto" keeps the unrolled loop attention (ratio ~1);
 // SHAPES_ONLY=decode,page npm run bench -- shapes runs those kinds and keeps the other shapes rows.
-// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,attention,attention2048,rl,page]
+// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,staggered,attention,attention2048,rl,page]
 import { fileURLToPath } from "node:url";
+import { describeTileChoice, tuneMatmulTile } from "../kernels/autotune";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { Runtime } from "../kernels/runtime";
@@ -24,7 +27,14 @@ import { inBenchPage } from "./page";
 import { type BenchAdapter, type BenchRow, readLatest } from "./report";
 import { RL_SHAPE } from "./rl-shape";
 import type { ShapesPageResult, ShapesPageSpec } from "./shapes-page";
-import { attentionRow, attentionRowOf, decodeRow, decodeRowOf, rlStepRow } from "./shapes-rows";
+import {
+  attentionRow,
+  attentionRowOf,
+  decodeRow,
+  decodeRowOf,
+  decodeStaggeredRow,
+  rlStepRow,
+} from "./shapes-rows";
 
 /** The SwiftShader rows' sizes: SmolLM2's layer shape with 2 layers, attention at batch 1, context 128. */
 export const PAGE_SPEC: ShapesPageSpec = {
@@ -54,12 +64,15 @@ export async function pageRows(spec: ShapesPageSpec = PAGE_SPEC): Promise<BenchR
 
 export async function runShapesBench(opts: {
   quick: boolean;
-  /** Row kinds to run (decode, attention, attention2048, rl, page); all when absent. */
+  /** Row kinds to run (decode, staggered, attention, attention2048, rl, page); all when absent. */
   only?: string[];
 }): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
   const gpu = await createGpu(await nodeGpu());
   const { device, adapter } = gpu;
-  const adapterNote = `Node/Dawn adapter: ${adapter.description || adapter.vendor}${adapter.isFallback ? " (software)" : ""}`;
+  // the matmul tile the lab would use here (GpuModel.create and the device check tune it too):
+  // both sides of every row run with it
+  const tile = await tuneMatmulTile(device);
+  const adapterNote = `Node/Dawn adapter: ${adapter.description || adapter.vendor}${adapter.isFallback ? " (software)" : ""}, matmul tile ${describeTileChoice(tile)}`;
   const rt = new Runtime(device);
   const rows: BenchRow[] = [];
   const only = opts.only ?? process.env.SHAPES_ONLY?.split(",");
@@ -68,6 +81,10 @@ export async function runShapesBench(opts: {
     // --quick (what a loaded 2-core machine finishes): context 512 only, and the RL step at
     // context 128 with one prompt x 2 samples
     if (runs("decode")) rows.push(await decodeRow(rt, opts.quick ? 4 : 8, 3, adapterNote));
+    if (runs("staggered")) {
+      rows.push(await decodeStaggeredRow(rt, 8, opts.quick ? 2 : 4, opts.quick ? 1 : 2, adapterNote));
+      if (!opts.quick) rows.push(await decodeStaggeredRow(rt, 16, 4, 2, adapterNote));
+    }
     if (runs("attention")) rows.push(await attentionRow(rt, 512, opts.quick ? 2 : 3, adapterNote));
     if (runs("attention2048") && (!opts.quick || only))
       rows.push(await attentionRow(rt, 2048, 1, adapterNote));
@@ -79,11 +96,13 @@ export async function runShapesBench(opts: {
       const kind = (id: string) =>
         id.endsWith("_swiftshader")
           ? "page"
-          : id.startsWith("decode_")
-            ? "decode"
-            : id.endsWith("_2048")
-              ? "attention2048"
-              : id.split("_")[0];
+          : id.endsWith("_staggered")
+            ? "staggered"
+            : id.startsWith("decode_")
+              ? "decode"
+              : id.endsWith("_2048")
+                ? "attention2048"
+                : id.split("_")[0];
       const kept = (readLatest()?.rows ?? []).filter(
         (r) => r.group === "shapes" && !runs(kind(r.id)) && !rows.some((x) => x.id === r.id),
       );
