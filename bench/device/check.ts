@@ -4,7 +4,8 @@
 // the only adapter is a software one; a clear exit when there is none), then measures quick-sized
 // rows headless through Dawn: our tiled matmul (GFLOP/s), the model's train step (tokens/s),
 // k-token vs one-token decode, issue 42's rows (attention fwd+bwd at SmolLM2's head shape, the
-// fused decode at batch 1 and, on GPUs, the RL step at its layer shape: bench/shapes-rows.ts), and
+// fused decode at batch 1 and, on GPUs, the RL step at its layer shape and a group's decode whose
+// rows finish at different lengths: bench/shapes-rows.ts), and
 // the quick-demo RL step against the legacy round trips; and
 // merges PyTorch eager's figures (bench/device/torch_baseline.py) into bench/results/gpu-<adapter>.json.
 //   node check.mjs --out ours.json [--rl-steps 3]
@@ -27,7 +28,7 @@ import { SandboxPool } from "../../sandbox/pool";
 import { nodeWorkerFactory } from "../../sandbox/pool-node";
 import { type BenchRow, makeRow, median } from "../report";
 import { RL_SHAPE } from "../rl-shape";
-import { attentionRow, decodeRow, rlStepRow } from "../shapes-rows";
+import { attentionRow, decodeRow, decodeStaggeredRow, rlStepRow } from "../shapes-rows";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** public/ next to the bundle, or the repo's when run from source. */
@@ -292,7 +293,11 @@ async function measure(outPath: string): Promise<void> {
   // issue 42's fused decode kernels against the decode before them, and (GPUs: minutes on a CPU
   // rasteriser) the RL step at SmolLM2's layer shape, context 512, new kernels vs old
   rows.push(await decodeRow(rt, software ? 2 : 32, software ? 1 : 5, adapterNote));
-  if (!software) rows.push(await rlStepRow(rt, RL_SHAPE, 3, adapterNote));
+  if (!software) {
+    rows.push(await rlStepRow(rt, RL_SHAPE, 3, adapterNote));
+    // decode windows that compute only the rows still running, against every row
+    for (const B of [8, 16]) rows.push(await decodeStaggeredRow(rt, B, 4, 3, adapterNote));
+  }
   console.log(
     rows.map((r) => `${r.id}: ${r.ours.toFixed(2)} vs ${r.baseline.toFixed(2)} ${r.unit}`).join("\n"),
   );
