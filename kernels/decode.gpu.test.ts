@@ -1,14 +1,16 @@
 // GPU test: the fused decode kernels (kernels/decode.ts) against the CPU references: linearRows
 // with the RMSNorm before it, the residual after it, SwiGLU's gate and up, a bias and the normed
-// rows written, at 5 and 1 rows and odd sizes (K/4 odd, N odd); ropeAppend against ropeForwardRef
+// rows written, at 5 and 1 rows and odd sizes (K/4 odd, N odd), and the same with A staged in
+// workgroup memory or not; ropeAppend against ropeForwardRef
 // and the cache layout, and bit-identical to the RoPE + kv_write dispatches it replaces; loraRows
 // (three targets and columns of none) against matmulRef twice.
 // Run: npx vitest run --project gpu kernels/decode
 import { describe, expect, it } from "vitest";
 import { kvCacheWrite } from "./attention";
-import { linearRows, loraRows, ropeAppend } from "./decode";
+import { linearRows, linearRowsStage, loraRows, ropeAppend } from "./decode";
 import { matmulRef, rmsnormForwardRef, ropeForwardRef, swigluForwardRef } from "./reference";
 import { ropeForward } from "./rope";
+import { Runtime } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
 
 describe("linearRows (the small-M linear layer with its neighbours fused in)", () => {
@@ -56,6 +58,25 @@ describe("linearRows (the small-M linear layer with its neighbours fused in)", (
       });
       if (norm) assertClose(`linearRows ${mode} M ${M} normed`, await rt.read(normedOut), normed, TOL.fwd);
     }
+  });
+
+  it("copies A into workgroup memory from 3 rows up where it fits: the same values as without", async () => {
+    const rt = await gpuRuntime();
+    const small = new Runtime(rt.device, { maxWorkgroupStorageBytes: 1024 }); // 5 x 52 floats do not fit
+    const [M, K, N] = [5, 52, 37];
+    const [x, w, gain, res] = [randn(M * K, 1), randn(N * K, 2), randn(K, 3), randn(M * N, 4)];
+    const run = async (r: Runtime) => {
+      const out = r.tensor(M * N);
+      const enc = r.device.createCommandEncoder();
+      linearRows(r, enc, out, r.tensor(x), r.tensor(w), null, M, K, N, {
+        norm: { gain: r.tensor(gain), eps: 1e-5 },
+        residual: r.tensor(res),
+      });
+      r.submit(enc);
+      return r.read(out);
+    };
+    expect([linearRowsStage(rt, M, K).STAGE, linearRowsStage(small, M, K).STAGE]).toEqual([1, 0]);
+    expect(bitEqual(await run(rt), await run(small))).toBe(true);
   });
 
   it("refuses shapes it cannot run", async () => {

@@ -52,6 +52,17 @@ export interface LinearFusion {
   glu?: boolean;
 }
 
+/**
+ * linear-rows' STAGE and SLOTS: A (M,K) copied into workgroup memory from 3 rows up where it
+ * fits, SLOTS the power of two of vec4s that holds it (few pipelines: not one per K).
+ */
+export function linearRowsStage(rt: Runtime, M: number, K: number): { STAGE: number; SLOTS: number } {
+  const slots = 2 ** Math.ceil(Math.log2((M * K) / 4));
+  return M >= 3 && slots * 16 <= rt.maxWorkgroupStorageBytes
+    ? { STAGE: 1, SLOTS: slots }
+    : { STAGE: 0, SLOTS: 1 };
+}
+
 /** Whether linearRows can run M rows with inner size K (vec4 rows, at most LINEAR_ROWS_MAX). */
 export function linearRowsFits(M: number, K: number): boolean {
   return M >= 1 && M <= LINEAR_ROWS_MAX && K > 0 && K % 4 === 0;
@@ -91,6 +102,7 @@ export function linearRows(
   const pipe = rt.pipeline(linearSource(isHalf(weight)), "main", {
     WG: 64,
     ROWS: M,
+    ...linearRowsStage(rt, M, K),
     NORM: norm ? 1 : 0,
     WRITE_NORMED: norm?.normed ? 1 : 0,
     RESID: residual ? 1 : 0,

@@ -2,9 +2,10 @@
 // (K,N,M: inner size, weight rows, rows of A), plain product (no norm, residual or SwiGLU):
 // median of 3 interleaved repetitions of 3 dispatches each, after one warm-up dispatch each.
 // Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/linear-rows.ts [--base REV] K,N,M ...
-// (default base 8bfa4cb: two vec4s an iteration into vec4 accumulators.)
+// (default base 8bfa4cb: two vec4s an iteration into vec4 accumulators, A read from storage.)
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { linearRowsStage } from "../decode";
 import { createGpu, ENGINE_FEATURES } from "../device";
 import { nodeGpu } from "../node-gpu";
 import { packUniform, Runtime, view } from "../runtime";
@@ -44,6 +45,8 @@ for (const shape of shapes) {
       WRITE_NORMED: 0,
       RESID: 0,
       GLU: 0,
+      // ours as linearRows runs it (A staged in workgroup memory from 3 rows up where it fits)
+      ...(which === "ours" ? linearRowsStage(rt, M, K) : {}),
     });
     const t = performance.now();
     const enc = device.createCommandEncoder();
