@@ -11,7 +11,7 @@
 import linearSrc from "./linear-rows.wgsl?raw";
 import loraSrc from "./lora-rows.wgsl?raw";
 import ropeSrc from "./rope-append.wgsl?raw";
-import { isHalf, packUniform, type Recorder, type Runtime, type View, view } from "./runtime";
+import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 /** Rows up to which linearRows runs (one accumulator per row and thread). */
 export const LINEAR_ROWS_MAX = 8;
@@ -26,20 +26,6 @@ function linearSource(half: boolean): string {
     halfLinear = `enable f16;\n${linearSrc.replace(B_F32, "var<storage, read_write> B: array<vec4<f16>>;")}`;
   }
   return halfLinear;
-}
-
-/**
- * Bindings for linear-rows' absent inputs (bias, gain, residual, normed): four buffers, since
- * writable bindings of one dispatch must not share a buffer (rt.dummy is one).
- */
-const sinks = new WeakMap<Runtime, View[]>();
-function sink(rt: Runtime, i: number): View {
-  let v = sinks.get(rt);
-  if (!v) {
-    v = [0, 1, 2, 3].map((k) => view(rt.buffer(64, `linear-rows-sink-${k}`), 0, 64));
-    sinks.set(rt, v);
-  }
-  return v[i];
 }
 
 /** What linearRows folds in around the product. */
@@ -115,11 +101,11 @@ export function linearRows(
       out,
       inp,
       weight,
-      bias ?? sink(rt, 0),
+      bias ?? rt.sink(0),
       u,
-      norm?.gain ?? sink(rt, 1),
-      residual ?? sink(rt, 2),
-      norm?.normed ?? sink(rt, 3),
+      norm?.gain ?? rt.sink(1),
+      residual ?? rt.sink(2),
+      norm?.normed ?? rt.sink(3),
     ],
     [Math.ceil(Math.ceil(N / 2) / 64)],
   );

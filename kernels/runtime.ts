@@ -184,6 +184,17 @@ export class Runtime {
 
   /** Bound where an op's optional input is absent (binding `out` twice would overlap). */
   readonly dummy: View;
+  private sinks: View[] = [];
+
+  /**
+   * The i-th of a set of 64-byte buffers that absent optional inputs bind where a dispatch has
+   * several (writable bindings of one dispatch must not share a buffer, so rt.dummy alone will
+   * not do); made on first use.
+   */
+  sink(i: number): View {
+    this.sinks[i] ??= view(this.buffer(64, `sink-${i}`), 0, 64);
+    return this.sinks[i];
+  }
 
   /**
    * Run the kernels written for SwiftShader (per-thread loops unrolled into named variables:

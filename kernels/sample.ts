@@ -4,21 +4,10 @@
 // tested by sample.gpu.test.ts.
 
 import type { SampleParams } from "./reference";
-import { packUniform, type Recorder, type Runtime, type View, view } from "./runtime";
+import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 import src from "./sample.wgsl?raw";
 
 export type { SampleParams } from "./reference";
-
-/** What an absent rowId binds: not rt.dummy, which an absent rowStep binds (writable bindings of one dispatch must not share a buffer). */
-const idSinks = new WeakMap<Runtime, View>();
-function idSink(rt: Runtime): View {
-  let v = idSinks.get(rt);
-  if (!v) {
-    v = view(rt.buffer(64, "sample-row-id-sink"), 0, 64);
-    idSinks.set(rt, v);
-  }
-  return v;
-}
 
 /**
  * tokens int32, logps at rows [rowBase, rowBase + B) from logits (B,V) of those rows, in the
@@ -57,7 +46,7 @@ export function sample(
   rt.dispatch(
     rec,
     rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V, 256) }),
-    [tokens, logps, logits, u, rowStep ?? rt.dummy, rowId ?? idSink(rt)],
+    [tokens, logps, logits, u, rowStep ?? rt.dummy, rowId ?? rt.sink(0)],
     [B],
   );
 }

@@ -43,6 +43,7 @@ import {
 } from "./gpu-buffers";
 import { type GpuAdapter, loraBackward, loraForward } from "./gpu-lora";
 import type { LoraBaseWeight } from "./lora";
+import { layerActSizes } from "./memory-plan";
 
 // ---------------------------------------------------------------------------------------
 // The network: norms and MLP activations by config, forward, backward
@@ -121,27 +122,13 @@ export type BlockActs = Pick<
   | "res3"
 >;
 
-/** Floats of each BlockActs buffer for a block forward over N rows (an arena's sizes). */
+/**
+ * Floats of each BlockActs buffer for a block forward over N rows (an arena's sizes): a training
+ * layer's saved activations (memory-plan.ts layerActSizes) less the attention's log-sum-exp.
+ */
 export function blockActSizes(c: ModelConfig, N: number): Record<keyof BlockActs, number> {
-  const C = c.dModel;
-  const H = mlpHidden(c);
-  const { NH, KVH, Q, QKV } = attnDims(c);
-  return {
-    ln1: N * C,
-    ln1Mean: N,
-    ln1Rstd: N,
-    qkvRaw: c.qkNorm ? N * QKV : 1,
-    qkRstd: c.qkNorm ? N * (NH + KVH) : 1,
-    qkv: N * QKV,
-    atty: N * Q,
-    res2: N * C,
-    ln2: N * C,
-    ln2Mean: N,
-    ln2Rstd: N,
-    fch: N * (c.mlp === "swiglu" ? 2 * H : H),
-    fchAct: N * H,
-    res3: N * C,
-  };
+  const { lse: _, ...block } = layerActSizes(c, N);
+  return block;
 }
 
 /** One block forward over N rows: residual -> a.res3 (attention is the caller's: full or cached). */
