@@ -4,7 +4,7 @@
 // step (`--steps 1`: the first step, shader compiles included in its wall time but not in the
 // per-kernel GPU times). Needs timestamp-query (lavapipe has it). `--legacy`: the kernels before issue 42 (attention
 // one thread per query or key, the head over every row, the decode before the fused kernels and the
-// batched prefill: Runtime.legacyDecode); `--prompt N`, `--layers N`, `--context N`
+// batched prefill: Runtime.legacyDecode, and matmul.wgsl for the subgroup matmul); `--prompt N`, `--layers N`, `--context N`
 // change the shape. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy]
 import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
@@ -30,6 +30,7 @@ const legacy = process.argv.includes("--legacy");
 if (legacy) {
   rt.attentionKernel = "loop";
   rt.legacyDecode = true;
+  rt.subgroupMatmul = false;
 }
 const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
 if (legacy) model.headAllRows = true;

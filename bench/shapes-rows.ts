@@ -5,6 +5,7 @@
 // decode whose rows finish at different lengths, new kernels vs old side by side, and the row
 // builders the page's rows share.
 import { kvReadsPerQuery, trainKernel } from "../kernels/attention";
+import { subgroupMatmulSize } from "../kernels/matmul-subgroup";
 import type { AttentionKernel, Runtime } from "../kernels/runtime";
 import { decodeRun } from "../model/generate";
 import { GpuModel } from "../model/gpu";
@@ -95,16 +96,19 @@ export async function rlStepRow(
   reps: number,
   adapterNote: string,
 ): Promise<BenchRow> {
+  const tRow = performance.now();
   const picked = trainKernel(rt, 64, 3);
   let model = new GpuModel(rt, rlShapeConfig({ ...shape, promptTokens: 24, context: 32 }), undefined, 1);
   const step = async (kernel: Exclude<AttentionKernel, "auto">, seed: number, at = shape) => {
     rt.attentionKernel = kernel;
     model.headAllRows = kernel === "loop";
     rt.legacyDecode = kernel === "loop";
+    rt.subgroupMatmul = kernel !== "loop";
     const t = await rlShapeStep(model, at, seed);
     rt.attentionKernel = "auto";
     model.headAllRows = false;
     rt.legacyDecode = false;
+    rt.subgroupMatmul = true;
     return t;
   };
   // warm-up (pipeline compiles) of both paths at a short context on a model of the same layer
@@ -132,7 +136,7 @@ export async function rlStepRow(
     baseline: base.map((x) => x.totalS),
     unit: "s",
     better: "lower",
-    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention, the head over response rows and the fused decode kernels (${phases(ours[0])}), baseline attention.wgsl, the head over every row and the decode before the fused kernels (GpuModel.headAllRows, Runtime.legacyDecode; ${phases(base[0])}); ${reps} interleaved repetitions (ours first) after both paths' warm-up at context 32 (${warmS.toFixed(0)} s); ${adapterNote}`,
+    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention, the head over response rows, the fused decode kernels and ${subgroupMatmulSize(rt) ? "the subgroup matmul (matmul-subgroup.ts)" : "matmul.wgsl (the subgroup matmul does not run on this adapter)"} (${phases(ours[0])}), baseline attention.wgsl, the head over every row, the decode before the fused kernels and matmul.wgsl (GpuModel.headAllRows, Runtime.legacyDecode, Runtime.subgroupMatmul off; ${phases(base[0])}); ${reps} interleaved repetitions (ours first) after both paths' warm-up at context 32 (${warmS.toFixed(0)} s); the row took ${secs(tRow).toFixed(0)} s; ${adapterNote}`,
   });
 }
 

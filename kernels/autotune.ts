@@ -164,6 +164,7 @@ export function clearTileMemory(): void {
  */
 export async function measureTiles(device: GPUDevice, reps = 5): Promise<{ tile: Tile; ms: number[] }[]> {
   const rt = new Runtime(device); // its own counters: no model's counts include these
+  rt.subgroupMatmul = false; // the tiles are what is measured
   const shape = tuneShape(rt.software);
   const { M, N, K } = shape;
   const fill = (n: number, k: number) =>

@@ -1,18 +1,20 @@
-// GPU test: both matmul kernels (tiled matmul.wgsl and the unrolled matmul-gen.ts shaders, whatever
-// the adapter) in every form (A·B, A·Bᵀ, Aᵀ·B, Aᵀ·Bᵀ, batched, bias, accumulate, aligned and not,
+// GPU test: the matmul kernels (tiled matmul.wgsl, the subgroup kernel of matmul-subgroup.ts where
+// the adapter runs it, and the unrolled matmul-gen.ts shaders, whatever the adapter) in every form (A·B, A·Bᵀ, Aᵀ·B, Aᵀ·Bᵀ, batched, bias, accumulate, aligned and not,
 // views at offsets) against matmulRef on odd shapes, the small-M A·Bᵀ kernel (matvec.wgsl) that
 // decoding uses, and the linear layer pair. Run: npx vitest run --project gpu kernels/matmul
 import { beforeAll, describe, expect, it } from "vitest";
 import { biasBackward, matmul, matmulBackward, matmulForward } from "./matmul";
+import { subgroupMatmulSize } from "./matmul-subgroup";
 import { type MatmulShape, matmulBackwardRef, matmulForwardRef, matmulRef } from "./reference";
 import { alignFloats, view } from "./runtime";
 import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
 
-let kernel: "tiled" | "unrolled" = "tiled";
+let kernel: "tiled" | "subgroup" | "unrolled" = "tiled";
 
 async function runtime() {
   const rt = await gpuRuntime();
   rt.unrolled = kernel === "unrolled";
+  rt.subgroupMatmul = kernel === "subgroup";
   return rt;
 }
 
@@ -71,7 +73,68 @@ describe("matvec (A·Bᵀ with at most 8 rows)", () => {
   });
 });
 
-describe.each(["tiled", "unrolled"] as const)("matmul (%s)", (k) => {
+describe("the subgroup kernel (matmul-subgroup.ts)", () => {
+  // bit for bit against matmul.wgsl in each form it serves, at odd row counts, columns not a
+  // multiple of a workgroup's, batched, accumulating, with bias and alpha, at a view offset
+  const forms: [string, MatmulShape, boolean][] = [
+    ["A·Bᵀ (a forward)", { M: 45, N: 68, K: 36, transB: true }, true],
+    ["A·B (an input gradient), batched, alpha", { M: 13, N: 260, K: 52, batch: 3, alpha: 0.5 }, false],
+    [
+      "Aᵀ·B (a weight gradient), accumulating",
+      { M: 68, N: 20, K: 72, transA: true, accumulate: true },
+      false,
+    ],
+    ["A·Bᵀ, N past 64 lanes x 4", { M: 9, N: 1028, K: 8, transB: true, accumulate: true }, true],
+  ];
+  it.each(forms)("%s equals matmul.wgsl bit for bit", async (_, s, withBias) => {
+    const rt = await gpuRuntime();
+    rt.unrolled = false;
+    const sg = subgroupMatmulSize(rt);
+    if (!sg) return; // not this adapter's kernel (it runs on lavapipe); the tiled tests cover it
+    const batch = s.batch ?? 1;
+    const shape = { ...s, strideA: s.M * s.K, strideB: s.K * s.N, strideOut: s.M * s.N };
+    const a = rt.tensor(randn(batch * s.M * s.K + 64, 40));
+    const av = view(a.buffer, 64, batch * s.M * s.K); // 256 bytes in: a view at an offset
+    const b = rt.tensor(randn(batch * s.K * s.N, 41));
+    const bias = withBias ? rt.tensor(randn(s.N, 42)) : null;
+    const out0 = randn(batch * s.M * s.N, 43);
+    const run = async (subgroup: boolean) => {
+      rt.subgroupMatmul = subgroup;
+      const codes: string[] = [];
+      const pipeline = rt.pipeline.bind(rt);
+      rt.pipeline = (code, entry, constants) => {
+        codes.push(code);
+        return pipeline(code, entry, constants);
+      };
+      const out = rt.tensor(out0);
+      const enc = rt.device.createCommandEncoder();
+      matmul(rt, enc, out, av, b, bias, shape);
+      rt.submit(enc);
+      rt.pipeline = pipeline;
+      return { got: await rt.read(out), ran: codes.some((c) => c.includes("subgroupBroadcast")) };
+    };
+    const tiled = await run(false);
+    const sub = await run(true);
+    expect(tiled.ran).toBe(false);
+    expect(sub.ran).toBe(true);
+    expect(bitEqual(sub.got, tiled.got)).toBe(true);
+    const ref = out0.slice();
+    matmulRef(ref, await rt.read(av), await rt.read(b), bias ? await rt.read(bias) : null, shape);
+    assertClose(`subgroup ${JSON.stringify(s)}`, sub.got, ref, {
+      atol: TOL.fwd.atol * Math.sqrt(s.K),
+      rtol: TOL.fwd.rtol,
+    });
+  });
+  it("leaves what it cannot take to matmul.wgsl (K, or a contiguous side, not a multiple of 4)", async () => {
+    kernel = "subgroup";
+    await check({ M: 45, N: 33, K: 65 }, false, 50);
+    await check({ M: 45, N: 65, K: 37, transB: true }, true, 51);
+    await check({ M: 70, N: 29, K: 44, transA: true, accumulate: true }, false, 52);
+    await check({ M: 45, N: 33, K: 24 }, true, 53);
+  });
+});
+
+describe.each(["tiled", "subgroup", "unrolled"] as const)("matmul (%s)", (k) => {
   beforeAll(() => {
     kernel = k;
   });

@@ -16,6 +16,13 @@
 import { linearRows, linearRowsFits } from "./decode";
 import src from "./matmul.wgsl?raw";
 import { matmulSource } from "./matmul-gen";
+import {
+  SUBGROUP_MATMUL_COLS,
+  subgroupMatmulFits,
+  subgroupMatmulLanes,
+  subgroupMatmulSize,
+  subgroupMatmulSource,
+} from "./matmul-subgroup";
 import mvSrc from "./matvec.wgsl?raw";
 import type { MatmulShape } from "./reference";
 import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
@@ -140,13 +147,28 @@ export function matmul(
     matvec(rt, rec, out, a, b, bias, s);
     return;
   }
+  const sg = rt.subgroupMatmul ? subgroupMatmulSize(rt) : 0;
+  if (sg && subgroupMatmulFits(s, a, b, out)) {
+    subgroupMatmul(rt, rec, out, a, b, bias, s, sg);
+    return;
+  }
   // The f16 variant is the tiled kernel's (SwiftShader, the unrolled kernels' adapter, has no shader-f16).
   const unrolledHere = rt.unrolled && !half;
   const code = half ? halfSource(src) : unrolledHere ? unrolledSource(s) : src;
   // the tiled kernel's workgroup shape: the runtime's table (matmulTile), fitted to a narrow N
   const [wx, wy] = unrolledHere ? [WG_X, WG_Y] : rt.matmulTileFor(s.N, s.M, s.K);
   const pipeline = rt.pipeline(code, "main", { WG_X: wx, WG_Y: wy });
-  const u = rt.uniform(
+  rt.dispatch(
+    rec,
+    pipeline,
+    [out, a, b, bias ?? rt.dummy, matmulUniform(rt, s, bias)],
+    [Math.ceil(s.N / (wx * TN)), Math.ceil(s.M / (wy * TM)), s.batch ?? 1],
+  );
+}
+
+/** The Params uniform that matmul.wgsl, the unrolled kernels and the subgroup kernel share. */
+function matmulUniform(rt: Runtime, s: MatmulShape, bias: View | null): GPUBufferBinding {
+  return rt.uniform(
     packUniform([
       ["u32", s.M],
       ["u32", s.N],
@@ -161,11 +183,34 @@ export function matmul(
       ["u32", s.transB ? 1 : 0],
     ]),
   );
+}
+
+const subgroupSources = new Map<string, string>();
+
+/** The product as matmul-subgroup.ts's kernel (lavapipe): SG rows x 4 lanes columns a workgroup. */
+function subgroupMatmul(
+  rt: Runtime,
+  rec: Recorder,
+  out: View,
+  a: View,
+  b: View,
+  bias: View | null,
+  s: MatmulShape,
+  SG: number,
+) {
+  const WG = subgroupMatmulLanes(s.N, SG);
+  const form = { transA: !!s.transA, transB: !!s.transB, SG, WG };
+  const key = JSON.stringify(form);
+  let code = subgroupSources.get(key);
+  if (!code) {
+    code = subgroupMatmulSource(form);
+    subgroupSources.set(key, code);
+  }
   rt.dispatch(
     rec,
-    pipeline,
-    [out, a, b, bias ?? rt.dummy, u],
-    [Math.ceil(s.N / (wx * TN)), Math.ceil(s.M / (wy * TM)), s.batch ?? 1],
+    rt.pipeline(code, "main"),
+    [out, a, b, bias ?? rt.dummy, matmulUniform(rt, s, bias)],
+    [Math.ceil(s.N / (WG * SUBGROUP_MATMUL_COLS)), Math.ceil(s.M / SG), s.batch ?? 1],
   );
 }
 

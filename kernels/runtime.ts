@@ -212,6 +212,14 @@ export class Runtime {
    */
   matmulTile: [number, number];
 
+  /**
+   * Run the products that fit it as matmul-subgroup.ts's kernel (lanes share A by
+   * subgroupBroadcast) where the adapter suits it (lavapipe: subgroupMatmulSize); bit-identical to
+   * matmul.wgsl, about 3x faster there. On by default; side-by-side benchmarks of the code before
+   * it, autotune's tile measurements and tests turn it off.
+   */
+  subgroupMatmul = true;
+
   /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
   readonly software: boolean;
 
