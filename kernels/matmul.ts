@@ -2,11 +2,14 @@
 // the llm.c-style linear layer pair matmulForward / matmulBackward. Two kernels, chosen by
 // `rt.unrolled` (kernels/dev/matmul-variants.ts has the measurements): the tiled matmul.wgsl (one
 // pipeline for every form) everywhere but SwiftShader, and the unrolled ones generated per form by
-// matmul-gen.ts on SwiftShader. A·Bᵀ with at most MATVEC_MAX_ROWS rows (a linear layer or the head
+// matmul-gen.ts on SwiftShader. On lavapipe (a CPU adapter with one fixed subgroup size) the
+// products whose K and contiguous sides are multiples of 4 run matmul-subgroup.ts's kernel, whose
+// lanes share A by subgroupBroadcast: bit-identical to matmul.wgsl, 1.8-3.1x faster there
+// (`rt.subgroupMatmul`; kernels/dev/matmul-subgroup.ts). A·Bᵀ with at most MATVEC_MAX_ROWS rows (a linear layer or the head
 // while decoding) goes to matvec.wgsl instead, where `rt.matvec` is set (the default; on
 // SwiftShader only for one row): the tiles compute 64 rows, so at batch 1 they did 64 times the
 // work (SmolLM2-shape decode on lavapipe: 0.06 -> 0.62 tokens/s). Reference in reference.ts (matmulRef); tested by
-// matmul.gpu.test.ts (both kernels).
+// matmul.gpu.test.ts (every kernel).
 // A weight stored in half precision (a HalfView, the frozen base of a LoRA model with model.dtype
 // f16) is read by the f16 variant of the same two shaders (`enable f16;`, B as array<f16>, every
 // load widened to f32: f32 accumulation, f32 activations and outputs), on devices with the
