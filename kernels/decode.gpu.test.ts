@@ -1,13 +1,14 @@
 // GPU test: the fused decode kernels (kernels/decode.ts) against the CPU references: linearRows
 // with the RMSNorm before it, the residual after it, SwiGLU's gate and up, a bias and the normed
 // rows written, at 5 and 1 rows and odd sizes (K/4 odd, N odd), and the same with A staged in
-// workgroup memory or not; ropeAppend against ropeForwardRef
+// workgroup memory, shared by subgroupShuffle (lavapipe) or neither; ropeAppend against ropeForwardRef
 // and the cache layout, and bit-identical to the RoPE + kv_write dispatches it replaces; loraRows
 // (three targets and columns of none) against matmulRef twice.
 // Run: npx vitest run --project gpu kernels/decode
 import { describe, expect, it } from "vitest";
 import { kvCacheWrite } from "./attention";
-import { linearRows, linearRowsStage, loraRows, ropeAppend } from "./decode";
+import { linearRows, linearRowsShuffle, linearRowsStage, loraRows, ropeAppend } from "./decode";
+import { subgroupMatmulSize } from "./matmul-subgroup";
 import { matmulRef, rmsnormForwardRef, ropeForwardRef, swigluForwardRef } from "./reference";
 import { ropeForward } from "./rope";
 import { Runtime } from "./runtime";
@@ -60,12 +61,13 @@ describe("linearRows (the small-M linear layer with its neighbours fused in)", (
     }
   });
 
-  it("copies A into workgroup memory from 3 rows up where it fits: the same values as without", async () => {
+  it("copies A into workgroup memory from 3 rows up where it fits, or shares its rows by subgroupShuffle: the same values as neither", async () => {
     const rt = await gpuRuntime();
     const small = new Runtime(rt.device, { maxWorkgroupStorageBytes: 1024 }); // 5 x 52 floats do not fit
     const [M, K, N] = [5, 52, 37];
     const [x, w, gain, res] = [randn(M * K, 1), randn(N * K, 2), randn(K, 3), randn(M * N, 4)];
-    const run = async (r: Runtime) => {
+    const run = async (r: Runtime, shuffle = false) => {
+      r.subgroupRows = shuffle;
       const out = r.tensor(M * N);
       const enc = r.device.createCommandEncoder();
       linearRows(r, enc, out, r.tensor(x), r.tensor(w), null, M, K, N, {
@@ -76,7 +78,14 @@ describe("linearRows (the small-M linear layer with its neighbours fused in)", (
       return r.read(out);
     };
     expect([linearRowsStage(rt, M, K).STAGE, linearRowsStage(small, M, K).STAGE]).toEqual([1, 0]);
-    expect(bitEqual(await run(rt), await run(small))).toBe(true);
+    const [staged, plain] = [await run(rt), await run(small)];
+    expect(bitEqual(staged, plain)).toBe(true);
+    // the shuffle runs where the adapter's subgroups are SIMD lanes (lavapipe); elsewhere this
+    // runs the staged kernel again
+    const shuffled = await run(rt, true);
+    rt.subgroupRows = true;
+    expect(linearRowsShuffle(rt, M)).toBe(subgroupMatmulSize(rt) >= M);
+    expect(bitEqual(shuffled, staged)).toBe(true);
   });
 
   it("refuses shapes it cannot run", async () => {

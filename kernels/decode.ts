@@ -10,6 +10,7 @@
 // ropeForwardRef (reference.ts); tested by decode.gpu.test.ts.
 import linearSrc from "./linear-rows.wgsl?raw";
 import loraSrc from "./lora-rows.wgsl?raw";
+import { subgroupMatmulSize } from "./matmul-subgroup";
 import ropeSrc from "./rope-append.wgsl?raw";
 import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
@@ -17,15 +18,58 @@ import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./r
 export const LINEAR_ROWS_MAX = 8;
 
 const B_F32 = "var<storage, read_write> B: array<vec4f>;";
-let halfLinear: string | null = null;
+const linearSources = new Map<string, string>();
 
-function linearSource(half: boolean): string {
-  if (!half) return linearSrc;
-  if (!halfLinear) {
-    if (!linearSrc.includes(B_F32)) throw new Error(`linear-rows.wgsl has no \`${B_F32}\` to make f16`);
-    halfLinear = `enable f16;\n${linearSrc.replace(B_F32, "var<storage, read_write> B: array<vec4<f16>>;")}`;
+/** Replaces `from` (which must be there) in linear-rows.wgsl's text. */
+function edit(code: string, from: string, to: string): string {
+  if (!code.includes(from)) throw new Error(`linear-rows.wgsl has no \`${from}\` to edit`);
+  return code.replace(from, to);
+}
+
+/**
+ * linear-rows.wgsl, with B as f16 (half) and/or A's rows shared by subgroupShuffle (shuffle):
+ * lane i loads row i % ROWS of A each iteration and every lane takes row m's vec4 from lane m,
+ * where the loop otherwise loads all ROWS vec4s per lane (from storage, or from workgroup memory
+ * after STAGE's copy and barrier). Needs a subgroup of at least ROWS lanes.
+ */
+function linearSource(half: boolean, shuffle: boolean): string {
+  const key = `${half}|${shuffle}`;
+  let code = linearSources.get(key);
+  if (!code) {
+    code = linearSrc;
+    if (half) code = `enable f16;\n${edit(code, B_F32, "var<storage, read_write> B: array<vec4<f16>>;")}`;
+    if (shuffle) {
+      code = edit(
+        code,
+        "@builtin(local_invocation_id) lid: vec3u) {",
+        "@builtin(local_invocation_id) lid: vec3u, @builtin(subgroup_invocation_id) sid: u32) {",
+      );
+      code = edit(
+        code,
+        "    let u = w4(row1 + k);",
+        "    let u = w4(row1 + k);\n    let mine = A[(sid % ROWS) * K4 + k];",
+      );
+      code = edit(
+        code,
+        "if (STAGE) { x = As[m * K4 + k]; } else { x = A[m * K4 + k]; }",
+        "x = subgroupShuffle(mine, m);",
+      );
+      code = `enable subgroups;\n${code}`;
+    }
+    linearSources.set(key, code);
   }
-  return halfLinear;
+  return code;
+}
+
+/**
+ * Whether linearRows shares A's M rows by subgroupShuffle on this runtime: from 2 rows, where the
+ * adapter's subgroups are SIMD lanes of at least M (lavapipe: subgroupMatmulSize) and
+ * `rt.subgroupRows` is on. 1.2-1.7x at 2-8 rows of SmolLM2's head and gate/up, 4.4x on its down
+ * projection at 8 rows (too big to stage); slower at 1 row, which loads nothing twice.
+ */
+export function linearRowsShuffle(rt: Runtime, M: number): boolean {
+  const sg = subgroupMatmulSize(rt);
+  return rt.subgroupRows && M >= 2 && sg >= M;
 }
 
 /** What linearRows folds in around the product. */
@@ -85,10 +129,11 @@ export function linearRows(
       ["f32", norm?.eps ?? 0],
     ]),
   );
-  const pipe = rt.pipeline(linearSource(isHalf(weight)), "main", {
+  const shuffle = linearRowsShuffle(rt, M);
+  const pipe = rt.pipeline(linearSource(isHalf(weight), shuffle), "main", {
     WG: 64,
     ROWS: M,
-    ...linearRowsStage(rt, M, K),
+    ...(shuffle ? { STAGE: 0, SLOTS: 1 } : linearRowsStage(rt, M, K)),
     NORM: norm ? 1 : 0,
     WRITE_NORMED: norm?.normed ? 1 : 0,
     RESID: residual ? 1 : 0,

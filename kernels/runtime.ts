@@ -220,6 +220,13 @@ export class Runtime {
    */
   subgroupMatmul = true;
 
+  /**
+   * linear-rows (decode's small-M linear layer) takes A's rows from each other's lanes by
+   * subgroupShuffle where the adapter suits it (kernels/decode.ts linearRowsShuffle), instead of
+   * loading every row in every lane; the same values. On by default; tests turn it off.
+   */
+  subgroupRows = true;
+
   /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
   readonly software: boolean;
 

@@ -2,10 +2,10 @@
 // (K,N,M: inner size, weight rows, rows of A), plain product (no norm, residual or SwiGLU):
 // median of 3 interleaved repetitions of 3 dispatches each, after one warm-up dispatch each.
 // Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/linear-rows.ts [--base REV] K,N,M ...
+// ("ours" is linearRows as the engine runs it: A staged or shared by subgroupShuffle where it would be.)
 // (default base 8bfa4cb: two vec4s an iteration into vec4 accumulators, A read from storage.)
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { linearRowsStage } from "../decode";
+import { linearRows } from "../decode";
 import { createGpu, ENGINE_FEATURES } from "../device";
 import { nodeGpu } from "../node-gpu";
 import { packUniform, Runtime, view } from "../runtime";
@@ -17,7 +17,6 @@ const base = bi >= 0 ? args.splice(bi, 2)[1] : "8bfa4cb";
 const shapes = args.length ? args : ["576,49152,1", "576,49152,4", "576,49152,8", "576,3072,4", "1536,576,4"];
 const srcs = {
   base: execFileSync("git", ["show", `${base}:kernels/linear-rows.wgsl`], { encoding: "utf8" }),
-  ours: readFileSync(new URL("../linear-rows.wgsl", import.meta.url), "utf8"),
 };
 const { device } = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES] });
 const rt = new Runtime(device);
@@ -37,26 +36,28 @@ for (const shape of shapes) {
       ["f32", 0],
     ]),
   );
-  const run = async (which: keyof typeof srcs, reps: number) => {
-    const pipe = rt.pipeline(srcs[which], "main", {
-      WG: 64,
-      ROWS: M,
-      NORM: 0,
-      WRITE_NORMED: 0,
-      RESID: 0,
-      GLU: 0,
-      // ours as linearRows runs it (A staged in workgroup memory from 3 rows up where it fits)
-      ...(which === "ours" ? linearRowsStage(rt, M, K) : {}),
-    });
+  const pipe = rt.pipeline(srcs.base, "main", {
+    WG: 64,
+    ROWS: M,
+    NORM: 0,
+    WRITE_NORMED: 0,
+    RESID: 0,
+    GLU: 0,
+  });
+  const run = async (which: "base" | "ours", reps: number) => {
     const t = performance.now();
     const enc = device.createCommandEncoder();
-    for (let i = 0; i < reps; i++)
-      rt.dispatch(
-        enc,
-        pipe,
-        [out, x, w, sinks[0], u, sinks[1], sinks[2], sinks[3]],
-        [Math.ceil(Math.ceil(N / 2) / 64)],
-      );
+    for (let i = 0; i < reps; i++) {
+      // ours as the engine runs it (A staged, or shared by subgroupShuffle, where linearRows would)
+      if (which === "ours") linearRows(rt, enc, out, x, w, null, M, K, N);
+      else
+        rt.dispatch(
+          enc,
+          pipe,
+          [out, x, w, sinks[0], u, sinks[1], sinks[2], sinks[3]],
+          [Math.ceil(Math.ceil(N / 2) / 64)],
+        );
+    }
     rt.submit(enc);
     await device.queue.onSubmittedWorkDone();
     return (performance.now() - t) / 1000 / reps;
