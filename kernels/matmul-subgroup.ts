@@ -41,7 +41,8 @@ export function subgroupMatmulSource(f: SubgroupMatmulForm): string {
   if (transA && transB) throw new Error("subgroupMatmulSource: no form for transA with transB");
   if (SG % 4 !== 0 || WG % SG !== 0) throw new Error(`subgroupMatmulSource: SG ${SG}, WG ${WG}`);
   const L: string[] = [];
-  L.push(`enable subgroups;
+  L.push(`// Subgroup-matmul (kernels/matmul-subgroup.ts): transA ${transA}, transB ${transB}, SG ${SG}
+enable subgroups;
 struct Params {
   M: u32, N: u32, K: u32, hasBias: u32,
   strideA: u32, strideB: u32, strideOut: u32, accumulate: u32,

@@ -555,8 +555,9 @@ export class Runtime {
         module = this.device.createShaderModule({ code });
         this.modules.set(code, module);
       }
-      // the label names the kernel in profiles: the shader's first word (its header) and the entry point
-      const word = /^\/\/\s*([A-Za-z0-9'-]+)/.exec(code)?.[1]?.toLowerCase();
+      // the label names the kernel in profiles: the shader's first word (its header, after any
+      // `enable` directives put before it) and the entry point
+      const word = /^(?:enable [^;]*;\s*)*\/\/\s*([A-Za-z0-9'-]+)/.exec(code)?.[1]?.toLowerCase();
       p = this.device.createComputePipeline({
         label: word ? `${word}/${entryPoint}` : entryPoint,
         layout: "auto",
