@@ -123,8 +123,9 @@ export class GpuModel implements PolicyModel {
 
   /**
    * The engine as it was before round trips were counted: one token per decode submit, the
-   * legacy update, the fixed workgroup sizes of the row reductions, no subgroups, the tiled
-   * matmul (not the subgroup kernel) with the 8x8 tile (on this model's runtime).
+   * legacy update, the fixed workgroup sizes of the row reductions, no subgroups (neither the
+   * reductions' nor the subgroup matmul's and linear-rows' sharing), the tiled matmul with the
+   * 8x8 tile (on this model's runtime).
    */
   selectLegacyRoundTrips(): void {
     this.decodeWindow = 1;
@@ -133,6 +134,7 @@ export class GpuModel implements PolicyModel {
     this.rt.subgroups = false;
     this.rt.matmulTile = [...DEFAULT_MATMUL_TILE];
     this.rt.subgroupMatmul = false;
+    this.rt.subgroupRows = false;
   }
 
   get lateStepResults(): boolean {
