@@ -146,6 +146,7 @@ export async function runBigModelBench(): Promise<{ rows: BenchRow[]; adapterNot
     // ---- KV-cache decode at batch 1: the matvec path (ours) vs the 64-row tiles (before it)
     const decodeRate = async (matvec: boolean, n: number) => {
       rt.matvec = matvec;
+      rt.subgroupMatmul = matvec; // the baseline is the 64-row tiles, not the subgroup kernel's 8 rows
       const gen = model.startGeneration({ temperature: 1, seed: 3 });
       let t = performance.now();
       await gen.prefill([Array.from(seededTokens(4, c.vocab, 4))]);
@@ -156,6 +157,7 @@ export async function runBigModelBench(): Promise<{ rows: BenchRow[]; adapterNot
       const s = secs(t);
       gen.finish();
       rt.matvec = true;
+      rt.subgroupMatmul = true;
       return { rate: n / s, s, firstS, n };
     };
     const mv = await decodeRate(true, 16);
