@@ -151,7 +151,7 @@ export function matmul(
     return;
   }
   const sg = rt.subgroupMatmul ? subgroupMatmulSize(rt) : 0;
-  if (sg && subgroupMatmulFits(s, a, b, out)) {
+  if (sg && subgroupMatmulFits(s, a, b)) {
     subgroupMatmul(rt, rec, out, a, b, bias, s, sg);
     return;
   }
