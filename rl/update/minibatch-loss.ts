@@ -1,5 +1,5 @@
 // The RL loss of one minibatch and its gradient w.r.t. each token's log-prob, entropy and value
-// (DESIGN.md: the loss lives in TypeScript as per-token weights; the fused log-softmax kernel
+// (the loss lives in TypeScript as per-token weights; the fused log-softmax kernel
 // turns them into logit gradients). It composes the registries of rl/algos: policy loss,
 // entropy shaping of the advantage, KL in the loss, entropy bonus, VAPO's positive-example LM
 // loss and the clipped value loss, aggregated by rl.loss_agg (the policy term by its own weights
