@@ -1,11 +1,13 @@
 // RunConfig: the one typed, versioned object that describes a run (model, task, SFT cold
 // start, RL algorithm, rewards, filters, shaping, sampling, tool limits, stop rule, seed).
-// A leaf module: it imports only zod, so app/, rl/, cli/ and workers/ can all read it.
+// It imports only zod and the registries' descriptions of rl/algos (pure, importing nothing
+// else), so app/, rl/, cli/ and workers/ can all read it.
 // Every field has a default with a comment saying where the value comes from
 // (ALGORITHMS.md section, ALGORITHMS §14, or "lab choice"). Objects are strict, so an
 // unknown field is an error that names it. Tested by config/config.test.ts
 // (`npx vitest run config/`).
 import { z } from "zod";
+import { POLICY_LOSSES } from "../rl/algos/losses.ts";
 import { TASK_OPTIONS, taskOptionIssues } from "./task-options.ts";
 
 export const CONFIG_VERSION = 2;
@@ -39,17 +41,8 @@ export const ADVANTAGE_NAMES = [
   "grpo-passk",
   "liteppo",
 ] as const;
-export const POLICY_LOSS_NAMES = [
-  "ppo-clip",
-  "vanilla-pg",
-  "gspo",
-  "gspo-token",
-  "gmpo",
-  "cispo",
-  "sapo",
-  "clip-cov",
-  "kl-cov",
-] as const;
+/** The policy-loss registry's names (rl/algos/losses.ts POLICY_LOSSES), in its order. */
+export const POLICY_LOSS_NAMES = POLICY_LOSSES.map((e) => e.name) as [string, ...string[]];
 export const AGG_MODES = [
   "token-mean",
   "seq-mean-token-sum",
