@@ -207,7 +207,7 @@ function FieldInput({
     return (
       <select {...common} value={String(value)} onChange={(e) => commitField(spec, e.target.value)}>
         {spec.meta.options?.map((o) => (
-          <option key={o} value={o}>
+          <option key={o} value={o} title={spec.meta.optionHelp?.[o]}>
             {o}
           </option>
         ))}

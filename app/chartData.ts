@@ -1,5 +1,5 @@
 // What the chart grid draws, as pure data (tested by app/chartData.test.ts): the chart
-// definitions in three labelled rows (UX.md §1) plus charts added from any key of the rows,
+// definitions in three labelled rows (the page's metric groups) plus charts added from any key of the rows,
 // the per-run series of a metric joined on one x axis (step or wall time) with null gaps,
 // smoothed at full resolution and then min/max downsampled; a multi-seed group as its mean
 // with a band (sd or min-max, config/aggregate.ts) and its seeds faint; the legend; the

@@ -199,7 +199,7 @@ describe("parameter count", () => {
   });
 });
 
-describe("integer fields come from the schema (issue 36)", () => {
+describe("integer fields come from the schema ", () => {
   it("the page refuses 2.5 for every integer field of the schema, and only there", () => {
     const ints = specs.filter((s) => s.kind === "number" && s.integer).map((s) => s.path);
     // The four that the hand list missed are among them.

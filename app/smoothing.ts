@@ -1,6 +1,6 @@
 // Series handling for the charts, as pure functions (tested by app/smoothing.test.ts):
 // TensorBoard's debiased EMA, duplicate-step merging, and min/max downsampling that keeps
-// spikes. Order (UX.md §2): merge duplicates, smooth the full series, then downsample.
+// spikes. Order: merge duplicates, smooth the full series, then downsample.
 
 /** A y value of a chart series; null is a gap (the run has no value at that x). */
 export type Y = number | null;

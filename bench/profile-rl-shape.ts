@@ -2,7 +2,7 @@
 // LoRA r16, random weights, 2 prompts x 2 samples, context 512: rollout, old log-probs, one update)
 // from timestamp queries (Runtime.startProfile), summed by entry point, on the step after a warm-up
 // step (`--steps 1`: the first step, shader compiles included in its wall time but not in the
-// per-kernel GPU times). Needs timestamp-query (lavapipe has it). `--legacy`: the kernels before issue 42 (attention
+// per-kernel GPU times). Needs timestamp-query (lavapipe has it). `--legacy`: the baseline kernels (attention
 // one thread per query or key, the head over every row, the decode before the fused kernels and the
 // batched prefill: Runtime.legacyDecode, and matmul.wgsl for the subgroup matmul); `--prompt N`, `--layers N`, `--context N`
 // change the shape. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy]

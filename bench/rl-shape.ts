@@ -1,4 +1,4 @@
-// One RL step's GPU work at a pretrained model's layer shape (issue 42): SmolLM2-135M's layers
+// One RL step's GPU work at a pretrained model's layer shape: SmolLM2-135M's layers
 // (d 576, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49,152, tied) with fewer of them, LoRA
 // rank 16 on all seven targets, random weights; P prompts x S samples decoded to the context
 // (random weights never stop), then the old policy's log-probs over the whole batch and one

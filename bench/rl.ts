@@ -4,7 +4,7 @@
 //    down from the metrics row's timing/* keys (ours only: baseline = ours, ratio 1);
 //  - quick_demo_minutes_to_target: minutes to the demo's accuracy target (baseline 3, the goal
 //    on a laptop GPU). The full run trains public/recipes/quick-demo.json to its stop target and
-//    times it (issue 8's bar when it names none: val/acc 0.30 above step 0); --quick, or a
+//    times it (the demo's bar when it names none: val/acc 0.30 above step 0); --quick, or a
 //    missing SFT checkpoint, extrapolates from measured step times (the note says which).
 //  - rl_step_round_trips, rl_step_s_vs_legacy: submits + readbacks, and seconds, of the same RL
 //    steps with the round trips of before (GpuModel.selectLegacyRoundTrips: one decode token per
@@ -12,7 +12,7 @@
 //    turn so load hits both alike (median of the steps after the first);
 //  - decode_256_b16_readbacks: readbacks to decode 256 tokens at batch 16, k tokens per submit
 //    against one (and its tokens/s in the note).
-// When public/recipes/quick-demo.json is absent, the built-in demo preset (DEMO-RECIPE: 600 SFT
+// When public/recipes/quick-demo.json is absent, the built-in demo preset (ALGORITHMS §14: 600 SFT
 // steps, then GRPO 8x8; its target is reached by RL step 10) stands in and is extrapolated.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/rl.ts [--full]
 import { existsSync, readFileSync } from "node:fs";
@@ -34,7 +34,7 @@ import { type BenchAdapter, type BenchRow, makeRow, median } from "./report";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
 const QUICK_DEMO = join(ROOT, "public/recipes/quick-demo.json");
-/** DEMO-RECIPE: held-out greedy accuracy 0.91 at RL step 10 (the curves had saturated). */
+/** ALGORITHMS §14: held-out greedy accuracy 0.91 at RL step 10 (the curves had saturated). */
 const DEMO_STEPS_TO_TARGET = 10;
 const LAPTOP_GOAL_MIN = 3;
 
@@ -134,7 +134,7 @@ async function measureSteps(recipe: Recipe, quick: boolean): Promise<Measured> {
 }
 
 /**
- * Trains the recipe with the RunLoop until the target: its stop.target, else issue 8's bar for
+ * Trains the recipe with the RunLoop until the target: its stop.target, else the bar for
  * the demo (held-out val/acc 0.30 above its RL-step-0 value). Wall minutes from the start.
  */
 async function trainToTarget(
@@ -374,7 +374,7 @@ export async function runRlBench(opts: {
     minutes = (sftS + steps * stepS + evalS) / 60;
     how =
       `extrapolated from step times measured in this run: ${m.fromCheckpoint ? "no SFT (checkpoint)" : `${c.sft.steps} SFT steps x ${median(m.sftStepS).toFixed(2)} s`} + ` +
-      `${steps} RL steps${target ? " (max_steps, an upper bound)" : " (DEMO-RECIPE: target reached by step 10)"} x ${stepS.toFixed(1)} s + ` +
+      `${steps} RL steps${target ? " (max_steps, an upper bound)" : " (ALGORITHMS §14: target reached by step 10)"} x ${stepS.toFixed(1)} s + ` +
       `${evals} evaluations x ${median(m.evalS).toFixed(1)} s; ${recipe.source}${noCkpt}`;
   }
   rows.push(

@@ -1,4 +1,4 @@
-// The "shapes" bench group (issue 42): kernels at pretrained models' shapes, in Node through Dawn
+// The "shapes" bench group: kernels at pretrained models' shapes, in Node through Dawn
 // (lavapipe here), new against today's kernels side by side in one process, repetitions
 // interleaved, medians:
 //  - attention_fwd_bwd_smollm2_<T>: causal attention forward + backward at SmolLM2-135M's head

@@ -1,5 +1,5 @@
 // `npm run train -- --resume <run folder>` resumes on the backend the run was recorded with
-// (run.json), not on the default WebGPU (issue 36): a CPU run resumed without --backend stays
+// (run.json), not on the default WebGPU: a CPU run resumed without --backend stays
 // on the CPU, and run.json keeps saying so. A tiny recipe on the CPU model, one RL step.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";

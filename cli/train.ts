@@ -7,7 +7,7 @@
 // The same engine as the browser, headless in Node: WebGPU through Dawn (lavapipe or
 // SwiftShader here), QuickJS in worker_threads. Prints a progress bar with ETA and the key
 // metrics, and writes the run to a folder: config.json, metrics.jsonl (one row per step,
-// DESIGN.md's names), samples.jsonl, events.jsonl, edits.jsonl, run.json (how it was made:
+// verl's metric names), samples.jsonl, events.jsonl, edits.jsonl, run.json (how it was made:
 // backend, adapter, command, commit, one entry per start or resume), checkpoint.safetensors
 // (weights, optimizer state and the run's point, to resume) and weights.safetensors (weights
 // only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/run/run-loop.ts's,

@@ -307,7 +307,7 @@ describe("recipes", () => {
   });
 });
 
-describe("task.options are checked where the config is parsed (issue 36)", () => {
+describe("task.options are checked where the config is parsed", () => {
   it("parseRunConfig and encodeLink refuse task.options {digts: 3}, naming the option", async () => {
     const bad = parseRunConfig({ task: { options: { digts: 3 } } });
     expect(bad.ok).toBe(false);

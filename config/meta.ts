@@ -7,6 +7,8 @@
 // acts at all (a value-loss knob needs a critic): dotted paths and the values that make it act.
 // rl/run/knobs.test.ts walks every field, sets that context, changes the field from its default
 // and checks that something observable changes.
+
+import { POLICY_LOSSES } from "../rl/algos/losses.ts";
 import {
   ADVANTAGE_NAMES,
   AGG_MODES,
@@ -38,6 +40,8 @@ export type FieldMeta = {
   min?: number;
   max?: number;
   options?: string[];
+  /** One line per option, where the options are registry entries (their summaries). */
+  optionHelp?: Record<string, string>;
   /** The context in which the field acts: dotted config paths and values (see the header). */
   activeWhen?: Record<string, unknown>;
 };
@@ -272,11 +276,13 @@ export const FIELD_META: Record<string, FieldMeta> = {
   ),
   "rl.policy_loss": restart(
     "algorithm",
-    "Policy loss (gspo, gspo-token, gmpo and sapo fix their own aggregation; dual-clip is ppo-clip's only).",
+    `Policy loss (${POLICY_LOSSES.filter((e) => e.traits.ownAggregation)
+      .map((e) => e.name)
+      .join(", ")} fix their own aggregation; dual-clip is ppo-clip's only).`,
     {
       ...opts(POLICY_LOSS_NAMES),
-      paper:
-        "PPO 1707.06347; GSPO 2507.18071; GMPO 2507.20673; CISPO (MiniMax-M1) 2506.13585; SAPO 2511.20347; Clip-Cov/KL-Cov 2505.22617",
+      optionHelp: Object.fromEntries(POLICY_LOSSES.map((e) => [e.name, e.summary])),
+      paper: POLICY_LOSSES.map((e) => `${e.name}: ${e.paper}`).join("; "),
     },
   ),
   "rl.sapo.tau_pos": live("algorithm", "SAPO gate temperature where A > 0.", {

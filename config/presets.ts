@@ -12,7 +12,7 @@ export type Recipe = { help: string; config: RunConfigInput };
 const dapoClip = { clip_eps_low: 0.2, clip_eps_high: 0.28 }; // §4 clip-higher
 
 export const RECIPES: Record<string, Recipe> = {
-  demo: { help: "The measured demo: GRPO, 8x8, token-mean, no KL (DEMO-RECIPE).", config: {} },
+  demo: { help: "The measured demo: GRPO, 8x8, token-mean, no KL (ALGORITHMS §14).", config: {} },
   grpo: {
     help: "GRPO as in DeepSeekMath: seq-mean-token-mean, k3 KL in the loss, beta 0.04 (§2).",
     config: {

@@ -1,11 +1,13 @@
 // RunConfig: the one typed, versioned object that describes a run (model, task, SFT cold
 // start, RL algorithm, rewards, filters, shaping, sampling, tool limits, stop rule, seed).
-// A leaf module: it imports only zod, so app/, rl/, cli/ and workers/ can all read it.
+// It imports only zod and the registries' descriptions of rl/algos (pure, importing nothing
+// else), so app/, rl/, cli/ and workers/ can all read it.
 // Every field has a default with a comment saying where the value comes from
-// (ALGORITHMS.md section, DEMO-RECIPE.md, or "lab choice"). Objects are strict, so an
+// (ALGORITHMS.md section, ALGORITHMS §14, or "lab choice"). Objects are strict, so an
 // unknown field is an error that names it. Tested by config/config.test.ts
 // (`npx vitest run config/`).
 import { z } from "zod";
+import { POLICY_LOSSES } from "../rl/algos/losses.ts";
 import { TASK_OPTIONS, taskOptionIssues } from "./task-options.ts";
 
 export const CONFIG_VERSION = 2;
@@ -39,17 +41,8 @@ export const ADVANTAGE_NAMES = [
   "grpo-passk",
   "liteppo",
 ] as const;
-export const POLICY_LOSS_NAMES = [
-  "ppo-clip",
-  "vanilla-pg",
-  "gspo",
-  "gspo-token",
-  "gmpo",
-  "cispo",
-  "sapo",
-  "clip-cov",
-  "kl-cov",
-] as const;
+/** The policy-loss registry's names (rl/algos/losses.ts POLICY_LOSSES), in its order. */
+export const POLICY_LOSS_NAMES = POLICY_LOSSES.map((e) => e.name) as [string, ...string[]];
 export const AGG_MODES = [
   "token-mean",
   "seq-mean-token-sum",
@@ -85,14 +78,14 @@ export const LoraSchema = z
 
 export const ModelSchema = z
   .object({
-    layers: int(1, 64).default(3), // DEMO-RECIPE: 3 layers
-    d_model: int(8, 4096).default(128), // DEMO-RECIPE: d_model 128
-    heads: int(1, 64).default(4), // DEMO-RECIPE: 4 heads (head dim 32)
-    context: int(8, 8192).default(128), // DEMO-RECIPE: context 128 tokens
-    norm: z.enum(["layernorm", "rmsnorm"]).default("layernorm"), // DEMO-RECIPE: pre-LayerNorm GPT
-    mlp: z.enum(["gelu", "swiglu"]).default("gelu"), // DEMO-RECIPE: GELU MLP
-    positional: z.enum(["learned", "rope"]).default("learned"), // DEMO-RECIPE: learned absolute positions
-    tied_embeddings: z.boolean().default(true), // DEMO-RECIPE: tied input/output embeddings
+    layers: int(1, 64).default(3), // ALGORITHMS §14: 3 layers
+    d_model: int(8, 4096).default(128), // ALGORITHMS §14: d_model 128
+    heads: int(1, 64).default(4), // ALGORITHMS §14: 4 heads (head dim 32)
+    context: int(8, 8192).default(128), // ALGORITHMS §14: context 128 tokens
+    norm: z.enum(["layernorm", "rmsnorm"]).default("layernorm"), // ALGORITHMS §14: pre-LayerNorm GPT
+    mlp: z.enum(["gelu", "swiglu"]).default("gelu"), // ALGORITHMS §14: GELU MLP
+    positional: z.enum(["learned", "rope"]).default("learned"), // ALGORITHMS §14: learned absolute positions
+    tied_embeddings: z.boolean().default(true), // ALGORITHMS §14: tied input/output embeddings
     init_std: num({ gt: 0, max: 1 }).default(0.02), // GPT-2/nanoGPT init std; lab choice
     lora: LoraSchema.prefault({}),
     gradient_checkpointing: z.boolean().default(false), // verl actor_rollout_ref.model.enable_gradient_checkpointing / transformers gradient_checkpointing: keep each layer's input, re-run its forward in backward (same gradients, less memory); lab default off (the tiny models fit)
@@ -103,21 +96,21 @@ export const ModelSchema = z
       .record(z.string(), z.string().regex(/^[0-9a-f]{64}$/, "must be 64 hex digits"))
       .nullable()
       .default(null), // the files of a "local:" model by SHA-256, so a link names its weights; null for other sources
-    memory_budget_gb: num({ gt: 0, max: 1024 }).default(4), // DESIGN: WebGPU reports no device memory; the plan's total must fit this (4 GB: a laptop GPU)
-    tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (DEMO-RECIPE); else a folder with tokenizer.json + tokenizer_config.json
+    memory_budget_gb: num({ gt: 0, max: 1024 }).default(4), // lab choice: WebGPU reports no device memory; the plan's total must fit this (4 GB: a laptop GPU)
+    tokenizer: z.string().min(1, "must not be empty").nullable().default(null), // null = the pretrained folder's tokenizer, or the lab's character tokenizer (ALGORITHMS §14); else a folder with tokenizer.json + tokenizer_config.json
   })
   .strict();
 
 export const TaskSchema = z
   .object({
-    name: z.string().min(1, "must not be empty").default("arithmetic"), // DEMO-RECIPE calculator task (tasks/ registry name)
+    name: z.string().min(1, "must not be empty").default("arithmetic"), // ALGORITHMS §14 calculator task (tasks/ registry name)
     options: options.default({}), // task-specific knobs, validated by the task itself
-    template: z.enum(TEMPLATE_NAMES).default("inline"), // DESIGN: the measured demo uses inline; "model" = the tokenizer's own chat template (Hermes tool calls)
+    template: z.enum(TEMPLATE_NAMES).default("inline"), // lab choice: the measured demo uses inline; "model" = the tokenizer's own chat template (Hermes tool calls)
     tool_prompt: z.enum(["hermes", "none"]).default("hermes"), // lab choice: where a model's template ignores tools, list them in the system message in the Hermes form
     tokenization_check: z.enum(TOKENIZATION_CHECKS).default("strict"), // verl tokenization_sanity_check_mode: each turn's tokens must extend the previous turn's
     eval_size: int(0).default(200), // held-out prompts per evaluation; lab choice
     eval_every: int(0).default(10), // evaluate every N RL steps (0 = only at step 0); lab choice
-    buckets: z.array(z.string()).default(["easy", "hard"]), // DEMO-RECIPE difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)
+    buckets: z.array(z.string()).default(["easy", "hard"]), // ALGORITHMS §14 difficulty buckets for val/acc/<bucket> (those the task has; none of them = all the task's)
     split_version: z.union([z.literal(1), z.literal(2)]).default(2), // tasks/split.ts: 2 = canonical keys + dev side; configs of version 1 migrate to 1
     dev_size: int(0).default(0), // dev prompts per evaluation (split version 2), reported as dev/*; lab choice (0 = off)
   })
@@ -135,15 +128,15 @@ export const TaskSchema = z
 
 export const SftSchema = z
   .object({
-    steps: int(0).default(600), // DEMO-RECIPE: 600 SFT steps (0 = skip the cold start)
-    batch: int(1).default(64), // DEMO-RECIPE: batch 64
-    lr: num({ min: 0, max: 1 }).default(3e-3), // DEMO-RECIPE: lr 3e-3
-    warmup_steps: int(0).default(50), // DEMO-RECIPE: 50 warm-up steps
-    schedule: z.enum(LR_SCHEDULES).default("cosine"), // DEMO-RECIPE: cosine decay
-    min_lr_ratio: num({ min: 0, max: 1 }).default(0.1), // DEMO-RECIPE: cosine to 0.1x
-    betas: betas.default([0.9, 0.98]), // DEMO-RECIPE: AdamW (0.9, 0.98)
-    weight_decay: num({ min: 0 }).default(0.01), // DEMO-RECIPE: wd 0.01
-    grad_clip: num({ min: 0 }).default(1.0), // DEMO-RECIPE: clip 1.0 (0 = off)
+    steps: int(0).default(600), // ALGORITHMS §14: 600 SFT steps (0 = skip the cold start)
+    batch: int(1).default(64), // ALGORITHMS §14: batch 64
+    lr: num({ min: 0, max: 1 }).default(3e-3), // ALGORITHMS §14: lr 3e-3
+    warmup_steps: int(0).default(50), // ALGORITHMS §14: 50 warm-up steps
+    schedule: z.enum(LR_SCHEDULES).default("cosine"), // ALGORITHMS §14: cosine decay
+    min_lr_ratio: num({ min: 0, max: 1 }).default(0.1), // ALGORITHMS §14: cosine to 0.1x
+    betas: betas.default([0.9, 0.98]), // ALGORITHMS §14: AdamW (0.9, 0.98)
+    weight_decay: num({ min: 0 }).default(0.01), // ALGORITHMS §14: wd 0.01
+    grad_clip: num({ min: 0 }).default(1.0), // ALGORITHMS §14: clip 1.0 (0 = off)
     init_checkpoint: z.string().nullable().default(null), // start from this checkpoint instead of random init
   })
   .strict();
@@ -151,7 +144,7 @@ export const SftSchema = z
 export const KlSchema = z
   .object({
     estimator: z.enum(KL_ESTIMATORS).default("k3"), // ALGORITHMS §2: verl low_var_kl = k3
-    coef: num({ min: 0 }).default(0), // DEMO-RECIPE: no KL (verl default 0.001, DeepSeekMath 0.04)
+    coef: num({ min: 0 }).default(0), // ALGORITHMS §14: no KL (verl default 0.001, DeepSeekMath 0.04)
     in: z.enum(["loss", "reward"]).default("loss"), // ALGORITHMS §2: GRPO puts KL in the loss
   })
   .strict();
@@ -206,31 +199,31 @@ export const RolloutCorrectionSchema = z
 
 export const RlSchema = z
   .object({
-    advantage: z.enum(ADVANTAGE_NAMES).default("grpo"), // DEMO-RECIPE: GRPO
+    advantage: z.enum(ADVANTAGE_NAMES).default("grpo"), // ALGORITHMS §14: GRPO
     policy_loss: z.enum(POLICY_LOSS_NAMES).default("ppo-clip"), // ALGORITHMS §1: clipped surrogate
-    clip_eps_low: num({ min: 0, max: 1 }).default(0.2), // DEMO-RECIPE / ALGORITHMS §1: clip 0.2
-    clip_eps_high: num({ min: 0, max: 10 }).default(0.2), // DEMO-RECIPE: symmetric 0.2 (DAPO clip-higher: 0.28)
+    clip_eps_low: num({ min: 0, max: 1 }).default(0.2), // ALGORITHMS §1, §14: clip 0.2
+    clip_eps_high: num({ min: 0, max: 10 }).default(0.2), // ALGORITHMS §14: symmetric 0.2 (DAPO clip-higher: 0.28)
     dual_clip_c: num({ gt: 1 }).nullable().default(null), // null = off (the demo has none); verl uses 3.0
     sapo: SapoSchema.prefault({}), // policy_loss sapo
     clip_cov: ClipCovSchema.prefault({}), // policy_loss clip-cov
     kl_cov: KlCovSchema.prefault({}), // policy_loss kl-cov
-    loss_agg: z.enum(AGG_MODES).default("token-mean"), // DEMO-RECIPE / ALGORITHMS §1: token-mean
+    loss_agg: z.enum(AGG_MODES).default("token-mean"), // ALGORITHMS §1, §14: token-mean
     l_max: int(1).nullable().default(null), // Dr. GRPO constant normaliser; null = sampling.max_new_tokens (ALGORITHMS §3)
     kl: KlSchema.prefault({}),
     entropy_coef: num({ min: 0 }).default(0), // ALGORITHMS §1: verl entropy_coeff 0
-    epochs: int(1, 100).default(2), // DEMO-RECIPE: 2 epochs
-    minibatches: int(1, 1024).default(2), // DEMO-RECIPE: 2 minibatches
+    epochs: int(1, 100).default(2), // ALGORITHMS §14: 2 epochs
+    minibatches: int(1, 1024).default(2), // ALGORITHMS §14: 2 minibatches
     micro_batch_size: int(0).default(0), // verl ppo_micro_batch_size_per_gpu (sequences per micro-batch, gradient accumulation); 0 = the whole minibatch; lab choice
-    prompts_per_step: int(1).default(8), // DEMO-RECIPE: 8 prompts
-    group_size: int(1, 1024).default(8), // DEMO-RECIPE: group 8
-    lr: num({ min: 0, max: 1 }).default(3e-4), // DEMO-RECIPE: AdamW lr 3e-4
-    warmup_steps: int(0).default(0), // DEMO-RECIPE: no RL warm-up (DAPO uses 20)
-    schedule: z.enum(LR_SCHEDULES).default("constant"), // DEMO-RECIPE: constant lr
+    prompts_per_step: int(1).default(8), // ALGORITHMS §14: 8 prompts
+    group_size: int(1, 1024).default(8), // ALGORITHMS §14: group 8
+    lr: num({ min: 0, max: 1 }).default(3e-4), // ALGORITHMS §14: AdamW lr 3e-4
+    warmup_steps: int(0).default(0), // ALGORITHMS §14: no RL warm-up (DAPO uses 20)
+    schedule: z.enum(LR_SCHEDULES).default("constant"), // ALGORITHMS §14: constant lr
     min_lr_ratio: num({ min: 0, max: 1 }).default(0.1), // floor of linear/cosine decay; lab choice
-    betas: betas.default([0.9, 0.99]), // DEMO-RECIPE: betas (0.9, 0.99)
-    weight_decay: num({ min: 0 }).default(0), // DEMO-RECIPE: wd 0
-    grad_clip: num({ min: 0 }).default(1.0), // DEMO-RECIPE: clip 1.0 (0 = off)
-    std_eps: num({ min: 0 }).default(1e-4), // DEMO-RECIPE: TRL's 1e-4 (verl 1e-6, OpenRLHF 1e-9)
+    betas: betas.default([0.9, 0.99]), // ALGORITHMS §14: betas (0.9, 0.99)
+    weight_decay: num({ min: 0 }).default(0), // ALGORITHMS §14: wd 0
+    grad_clip: num({ min: 0 }).default(1.0), // ALGORITHMS §14: clip 1.0 (0 = off)
+    std_eps: num({ min: 0 }).default(1e-4), // ALGORITHMS §14: TRL's 1e-4 (verl 1e-6, OpenRLHF 1e-9)
     std: z.enum(["sample", "population"]).default("sample"), // ALGORITHMS §0: sample std (torch.std default)
     norm_adv_by_std: z.boolean().default(true), // ALGORITHMS §2/§3: false = Dr. GRPO numerator only
     singleton_group: z.enum(["zero", "raw"]).default("zero"), // ALGORITHMS §2: recommended 'zero' (verl quirk = 'raw')
@@ -262,7 +255,7 @@ export const RewardTermSchema = z
 
 export const RewardsSchema = z
   .object({
-    // DEMO-RECIPE: reward 1 if correct else 0, strict (one <answer> then <|im_end|>)
+    // ALGORITHMS §14: reward 1 if correct else 0, strict (one <answer> then <|im_end|>)
     terms: z
       .array(RewardTermSchema)
       .default([{ name: "correctness", weight: 1, options: { pos: 1, neg: 0 } }]),
@@ -280,7 +273,7 @@ export const FilterSchema = z
 
 export const FiltersSchema = z
   .object({
-    list: z.array(FilterSchema).default([]), // DEMO-RECIPE: no filtering
+    list: z.array(FilterSchema).default([]), // ALGORITHMS §14: no filtering
     refill: z.enum(REFILL_MODES).default("none"), // ALGORITHMS §4 resample / §8.1 duplicate; none = train on what survives
     max_gen_rounds: int(0).default(10), // ALGORITHMS §4: DAPO max_num_gen_batches 10 (0 = no limit)
     oversample: num({ min: 1 }).default(2), // ALGORITHMS §8.1: TAO-RL oversample_multiplier 2.0
@@ -289,7 +282,7 @@ export const FiltersSchema = z
 
 export const ShapingSchema = z
   .object({
-    kind: z.enum(SHAPING_NAMES).default("none"), // DEMO-RECIPE: no shaping
+    kind: z.enum(SHAPING_NAMES).default("none"), // ALGORITHMS §14: no shaping
     coef: num({ min: 0 }).default(0.01), // ALGORITHMS §8.3: tao-code aepo_shaping_coeff 0.01
     restrict_to_post_tool: z.boolean().default(true), // ALGORITHMS §8.4a: default true (abstract's form)
     detach_entropy: z.boolean().default(false), // ALGORITHMS §8.4a: code does not detach
@@ -302,26 +295,26 @@ export const ShapingSchema = z
 
 export const SamplingSchema = z
   .object({
-    temperature: num({ gt: 0, max: 10 }).default(1.0), // DEMO-RECIPE: temperature 1.0
+    temperature: num({ gt: 0, max: 10 }).default(1.0), // ALGORITHMS §14: temperature 1.0
     top_k: int(0).default(0), // 0 = off; lab choice
     top_p: num({ gt: 0, max: 1 }).default(1.0), // 1 = off; lab choice
-    max_new_tokens: int(1).default(64), // DEMO-RECIPE: 64 new tokens
+    max_new_tokens: int(1).default(64), // ALGORITHMS §14: 64 new tokens
   })
   .strict();
 
 export const LimitsSchema = z
   .object({
-    max_tool_calls: int(0).default(3), // DEMO-RECIPE: max 3 calls
+    max_tool_calls: int(0).default(3), // ALGORITHMS §14: max 3 calls
     max_tool_response_chars: int(1).default(256), // head+tail truncation; ZeroTIR uses 256 tokens
     tool_timeout_s: num({ gt: 0, max: 60 }).default(1), // hard per-call deadline; lab choice
     memory_mb: num({ gt: 0, max: 1024 }).default(16), // QuickJS runtime memory limit; lab choice
-    notice_on_exceeded: z.boolean().default(true), // DESIGN: inject a notice (mask 0) when calls run out
+    notice_on_exceeded: z.boolean().default(true), // lab choice: inject a notice (mask 0) when calls run out
   })
   .strict();
 
 export const StopSchema = z
   .object({
-    max_steps: int(0).default(40), // DEMO-RECIPE: 40 RL steps (saturated by step 10)
+    max_steps: int(0).default(40), // ALGORITHMS §14: 40 RL steps (saturated by step 10)
     target: z
       .object({ key: z.string().min(1, "must not be empty"), value: num() })
       .strict()

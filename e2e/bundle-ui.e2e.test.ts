@@ -24,7 +24,7 @@ afterAll(async () => {
 
 describe("bundles without WebGPU", () => {
   it("imports a bundle and shows its charts while training is disabled", async () => {
-    // A bundle as the CLI's run folders become: rows with DESIGN.md's names over 6 RL steps.
+    // A bundle as the CLI's run folders become: rows with verl's metric names over 6 RL steps.
     const metrics: MetricsRow[] = Array.from({ length: 6 }, (_, step) => ({
       step,
       phase: "rl",

@@ -1,5 +1,5 @@
 // e2e: the charts as people who live in TensorBoard and W&B use them, and the page on a
-// phone, in one browser session (issue #30, and the page half of multi-seed from #27). Two
+// phone, in one browser session (and the page half of multi-seed groups). Two
 // imported bundles opened together are a comparison whose legends name both runs; three edits
 // at neighbouring steps draw as one "3 edits" marker inside the chart; "add chart" over the
 // rows' keys charts val/acc/hard; its CSV download has every row; the favicon loads; at
@@ -7,7 +7,7 @@
 // is a drawer and comes after the charts in tab order; Start with seeds 2 runs both seeds one
 // after another as one group, drawn as a mean with a band and listed as a group; after a reload
 // the stored runs list the group, and opening it draws the band again; a verl and a TRL run
-// brought back (issue #39, results/) chart next to a lab run and a verl sample shows in the inspector.
+// brought back (results/) chart next to a lab run and a verl sample shows in the inspector.
 // Screenshots: e2e/artifacts/ (the README's are taken by e2e/screenshots.ts, `npm run screenshots`).
 // Run: `npx vitest run --project e2e e2e/charts.e2e.test.ts`.
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -32,7 +32,7 @@ afterAll(async () => {
 
 const STEPS = 10;
 
-/** A bundle as the CLI's run folders become: rows with DESIGN.md's names, evaluation every 2 steps. */
+/** A bundle as the CLI's run folders become: rows with verl's metric names, evaluation every 2 steps. */
 async function bundleFile(name: string, lift: number, edits: ConfigEdit[]): Promise<string> {
   const config: RunConfig = mergeConfig(defaultRunConfig(), { rl: { kl: { coef: 0.01 } } }) as RunConfig;
   const metrics: MetricsRow[] = Array.from({ length: STEPS }, (_, step) => ({

@@ -1,4 +1,4 @@
-// e2e: runs that survive and travel (issue 10), through the bare harness page (e2e/harness)
+// e2e: runs that survive and travel, through the bare harness page (e2e/harness)
 // and the trainer worker in real Chromium with WebGPU (SwiftShader): reload mid-run and resume
 // from the last IndexedDB checkpoint with no lost rows; a share link with a live edit replayed
 // in a fresh browser context gives the same metrics rows; a destroyed GPUDevice resumes the

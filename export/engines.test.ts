@@ -1,4 +1,4 @@
-// Tests that an export runs the same experiment on verl and TRL (issue 38), from facts read off
+// Tests that an export runs the same experiment on verl and TRL, from facts read off
 // their source at the pinned commits (export/verl-enums.json, export/trl-keys.json, made by
 // export/tools/*.mjs): every enum value the exports write is one the engine accepts; verl's
 // rejection sampling keeps exactly the tokens the lab keeps; verl's batch assertions hold for

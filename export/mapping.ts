@@ -8,6 +8,8 @@
 // Pure data and functions: imports only config/ types and registry names.
 import { getPath } from "../config/edit.ts";
 import { defaultRunConfig, type RunConfig } from "../config/schema.ts";
+import { POLICY_LOSSES } from "../rl/algos/losses.ts";
+import type { EngineMapping } from "../rl/algos/policy-loss.ts";
 
 export type MapStatus = "mapped" | "approx" | "unmapped";
 
@@ -33,6 +35,9 @@ const unmapped = (how: string, used?: (c: RunConfig) => boolean, verl = ""): Dec
   how,
   used,
 });
+
+/** A registry entry's own verl mapping as a decision. */
+const fromEntry = (m: EngineMapping): Decision => ({ status: m.status, verl: m.name, how: m.how });
 
 const tinyModel = (c: RunConfig) => !pretrainedSource(c);
 
@@ -414,35 +419,8 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
       "???",
     ),
   },
-  "policy-loss": {
-    "ppo-clip": mapped(
-      "vanilla",
-      "verl's vanilla loss is the clipped surrogate with clip-higher and dual clip",
-    ),
-    "vanilla-pg": approx("gpg", "verl's GPG loss is the same -A*log(pi) without ratio or clip"),
-    gspo: approx(
-      "gspo",
-      "verl's gspo is GSPO-token (each token keeps its own advantage under the sequence ratio); the same as the lab's sequence-level GSPO when the advantage is constant along a response (the outcome estimators: grpo, rloo, ...), not with GAE or shaping",
-    ),
-    "gspo-token": mapped(
-      "gspo",
-      "the same token form sg[s_i]*pi/sg[pi], sequence clip, log-ratio capped at 10, seq-mean-token-mean",
-    ),
-    gmpo: mapped(
-      "geo_mean",
-      "the same sign-aware token clip, geometric-mean ratio and mean over responses (the lab clamps log-ratios at +-20 first, which binds only beyond e^20)",
-    ),
-    cispo: mapped("cispo", "the same clipped stop-gradient weight on -A*log(pi)"),
-    sapo: mapped("sapo", "the same soft gate; tau_pos/tau_neg from rl.sapo"),
-    "clip-cov": approx(
-      "clip_cov",
-      "verl draws the tokens to exclude at random among the candidates and per micro-batch; the lab takes the largest covariances (ties by position) per minibatch so runs replay; they agree when there are at most n candidates",
-    ),
-    "kl-cov": approx(
-      "kl_cov",
-      "the same top covariances get kappa*|log-ratio|; verl selects per micro-batch (and torch.topk breaks ties its own way), the lab per minibatch with ties by position",
-    ),
-  },
+  // The policy losses describe their own mapping (rl/algos/losses.ts POLICY_LOSSES).
+  "policy-loss": Object.fromEntries(POLICY_LOSSES.map((e) => [e.name, fromEntry(e.verl)])),
   kl: {
     k1: mapped("kl", "k1 = log(pi/pi_ref)"),
     k2: mapped("mse", "k2 = 0.5*(log ratio)^2"),

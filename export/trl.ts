@@ -5,6 +5,7 @@
 // assembles the files. Facts about TRL (argument names, types, enum values) are in
 // export/trl-keys.json (export/tools/trl-keys.mjs); export/export.test.ts checks against them.
 import type { RunConfig } from "../config/schema.ts";
+import { POLICY_LOSSES, policyLossEntry } from "../rl/algos/losses.ts";
 import { isBuiltinTool, type Task } from "../tasks/types.ts";
 import { pretrainedSource, REGISTRY_DECISIONS, registryUses, type Unmapped } from "./mapping.ts";
 import TRL_PY from "./trl/train_trl.py?raw";
@@ -53,9 +54,14 @@ export const TRL_ARGS: Record<string, string> = {
   beta: "rl.kl.coef with rl.kl.in = loss (TRL's KL is k3 in the loss)",
   epsilon: "rl.clip_eps_low",
   epsilon_high: "rl.clip_eps_high (cispo: 1 + rl.clip_eps_high, TRL's cap on the weight itself)",
-  loss_type:
-    "rl.policy_loss and rl.loss_agg: cispo, sapo; else token-mean dapo, seq-mean-token-mean grpo, seq-mean-token-sum-norm dr_grpo (gspo: grpo)",
-  importance_sampling_level: "rl.policy_loss: sequence for gspo and gspo-token, token otherwise",
+  loss_type: `rl.policy_loss and rl.loss_agg: ${POLICY_LOSSES.filter((e) => e.trl.lossType)
+    .map((e) => `${e.name} ${e.trl.lossType}`)
+    .join(", ")}; else token-mean dapo, seq-mean-token-mean grpo, seq-mean-token-sum-norm dr_grpo`,
+  importance_sampling_level: `rl.policy_loss: sequence for ${POLICY_LOSSES.filter(
+    (e) => e.trl.level === "sequence",
+  )
+    .map((e) => e.name)
+    .join(" and ")}, token otherwise`,
   sapo_temperature_pos: "rl.sapo.tau_pos (sapo)",
   sapo_temperature_neg: "rl.sapo.tau_neg (sapo)",
   scale_rewards: "rl.advantage and rl.norm_adv_by_std: group, none (dr-grpo), batch (liteppo)",
@@ -127,12 +133,10 @@ const TRL_AGG: Record<string, string> = {
 
 /** TRL's loss_type and importance_sampling_level for the run's policy loss and aggregation. */
 function trlLoss(c: RunConfig): { loss: string; level: "token" | "sequence" } {
-  const p = c.rl.policy_loss;
-  if (p === "cispo") return { loss: "cispo", level: "token" };
-  if (p === "sapo") return { loss: "sapo", level: "token" };
-  // GSPO's objective is per sequence, averaged over responses: TRL's grpo aggregation.
-  if (p === "gspo" || p === "gspo-token") return { loss: "grpo", level: "sequence" };
-  return { loss: TRL_AGG[c.rl.loss_agg], level: "token" };
+  const t = policyLossEntry(c.rl.policy_loss).trl;
+  // An unmapped loss is written as the clipped surrogate (trlWarnings says so).
+  if (t.status === "unmapped") return { loss: TRL_AGG[c.rl.loss_agg], level: "token" };
+  return { loss: t.lossType ?? TRL_AGG[c.rl.loss_agg], level: t.level };
 }
 
 /** GRPOConfig's arguments (name -> [value, lab source]) for a run on `batch.gpus` processes. */
@@ -202,7 +206,6 @@ export function trlConfig(
 }
 
 const TRL_HAS_ADVANTAGE = new Set(["grpo", "dr-grpo", "liteppo"]);
-const TRL_HAS_LOSS = new Set(["ppo-clip", "gspo", "gspo-token", "cispo", "sapo"]);
 
 /** The parts of a run that TRL's GRPOTrainer does not have or that the TRL export does not carry. */
 export function trlWarnings(c: RunConfig): Unmapped[] {
@@ -244,11 +247,8 @@ export function trlWarnings(c: RunConfig): Unmapped[] {
       `advantage:${r.advantage}`,
       "TRL's GRPOTrainer computes group-relative advantages only (grpo, dr-grpo; liteppo as scale_rewards batch)",
     );
-  if (!TRL_HAS_LOSS.has(r.policy_loss))
-    add(
-      `policy-loss:${r.policy_loss}`,
-      "TRL's losses are the clipped surrogate, GSPO's sequence ratio, CISPO and SAPO; the export writes the clipped surrogate",
-    );
+  const trlOfLoss = policyLossEntry(r.policy_loss).trl;
+  if (trlOfLoss.status === "unmapped") add(`policy-loss:${r.policy_loss}`, trlOfLoss.how);
   if (r.policy_loss === "cispo") {
     add(
       "policy-loss:cispo",

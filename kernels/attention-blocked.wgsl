@@ -1,4 +1,4 @@
-// Register-blocked causal attention (issue 42): attention.wgsl's algorithm, bindings and uniforms,
+// Register-blocked causal attention: attention.wgsl's algorithm, bindings and uniforms,
 // but each thread computes R = GH x QB rows (GH query heads of one GQA group x QB consecutive
 // queries), so every key and value vector it loads from global memory serves R rows instead of
 // one: R times fewer global K/V reads per query, and no workgroup memory or barrier (which cost

@@ -1,4 +1,4 @@
-// Workgroup-tiled causal attention for GPUs (issue 42; FlashAttention-2's scheme without tensor
+// Workgroup-tiled causal attention for GPUs (FlashAttention-2's scheme without tensor
 // cores): attention.wgsl's algorithm, bindings and uniforms. A workgroup takes BQ queries of every
 // query head of one GQA group (GRP = NH/KVH heads, one thread per (head, query)) and walks the keys
 // in tiles of BK: the workgroup loads each K and V tile into workgroup memory once and every thread

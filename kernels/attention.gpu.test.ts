@@ -2,7 +2,7 @@
 // right-padded masks, large logits), determinism, and decode attention over a KV cache written
 // by kvCacheWrite, checked against the reference and against full attention at the last position;
 // grouped-query attention (6 query heads over 2 or 1 key/value heads) forward, backward and decode;
-// the blocked and tiled training kernels (issue 42) at pretrained shapes: T not a multiple of any
+// the blocked and tiled training kernels at pretrained shapes: T not a multiple of any
 // block or tile (1, 17, 127, 513), head sizes 64, 128 and 23, GQA ratios 1, 3 and 7, causal and
 // padded, the tiled one under a lowered workgroup-memory limit.
 // Run: npx vitest run --project gpu kernels/attention

@@ -245,7 +245,7 @@ export class Runtime {
   matvec = true;
 
   /**
-   * Decode as before issue 42's fused kernels (the benchmarks' baseline): matvec.wgsl's scalar
+   * Decode without the fused kernels (the benchmarks' baseline): matvec.wgsl's scalar
    * loop for A·Bᵀ of at most 8 rows and a block as 13 dispatches, where the default runs
    * kernels/decode.ts (linear-rows.wgsl in vec4s with the norm, residual or SwiGLU folded in,
    * rope-append.wgsl) as 6.

@@ -1,5 +1,5 @@
 // Test helpers shared by the kernel and model tests: seeded random inputs, the one tolerance rule
-// of STYLE.md (assertClose(label, got, ref, { atol, rtol }): |got - ref| <= atol + rtol*|ref|, with
+// of the project (assertClose(label, got, ref, { atol, rtol }): |got - ref| <= atol + rtol*|ref|, with
 // the max difference and the first failing pairs on failure), float64 finite differences, and one
 // shared GPU runtime per test file (created on first use only).
 import { createGpu } from "./device";

@@ -17,7 +17,7 @@ function textOf(r: { ids: number[]; roles: string[] }, role: string): string {
 }
 
 describe("inline template", () => {
-  it("renders the DESIGN.md transcript and its roles", () => {
+  it("renders the inline transcript and its roles", () => {
     const r = render(convo, "inline");
     expect(decode(r.ids)).toBe(
       "<|im_start|>system\ncalc<|im_end|>\n<|im_start|>user\nWhat is 347*29?<|im_end|>\n<|im_start|>assistant\n" +

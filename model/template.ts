@@ -1,4 +1,4 @@
-// The two transcript templates of DESIGN.md, rendered to token ids with a role per token so
+// The two transcript templates of the lab (docs/ARCHITECTURE.md), rendered to token ids with a role per token so
 // that callers build loss masks (trainable = role "assistant").
 //
 // inline:

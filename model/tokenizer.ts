@@ -1,6 +1,6 @@
 // The character tokenizer of the lab: one id per character (printable ASCII and "\n"),
 // one id per special token of the chat templates, and a pad id. 107 ids in all, the
-// vocabulary of DEMO-RECIPE.md.
+// vocabulary of ALGORITHMS §14.
 //
 // Ids: 0 pad, 1 "\n", 2..96 the printable ASCII characters " ".."~" (code 32..126) in order,
 // 97..106 the ten special tokens in SPECIAL_TOKENS order.

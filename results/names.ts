@@ -1,4 +1,4 @@
-// The committed tables from verl's and TRL's metric names to the lab's (DESIGN.md "Metrics",
+// The committed tables from verl's and TRL's metric names to the lab's (docs/ARCHITECTURE.md "Metrics",
 // verl's style), used when a cluster run comes back (results/import.ts) and shown in
 // docs/SCALE-OUT.md ("Bring the results back"; `namesTableMarkdown` writes it, and
 // results/results.test.ts checks the doc holds it). A key in neither table keeps its own

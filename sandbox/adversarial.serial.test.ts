@@ -171,7 +171,7 @@ const cases: Case[] = [
     name: "deeply nested JSON.stringify",
     code: "let o = {}, c = o; for (let i = 0; i < 100000; i++) { c.a = {}; c = c.a } JSON.stringify(o)",
     // 100,000 objects and the stringify's own state come close to the 8 MB limit, which
-    // every call now gets in full and no more (issue 17).
+    // every call now gets in full and no more.
     expect: ["StackOverflow", "MemoryLimit", ...BUILTIN],
   },
   {

@@ -1,5 +1,5 @@
 // The sandbox returns exactly what the program produced, and its limits do not depend on
-// what ran before (issue 17), through the real worker pool (Node worker_threads): strings
+// what ran before, through the real worker pool (Node worker_threads): strings
 // with NUL and lone surrogates in values, prints and errors; the memory limit on fresh and
 // used workers (30 programs, identical results); the output cap at, below and above it with
 // surrogate pairs at the cut; large values read out without turning into a Timeout; errors

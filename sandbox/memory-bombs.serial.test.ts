@@ -1,4 +1,4 @@
-// Memory bombs of small objects (issue 36): at 8, 16 and 32 MB each ends as MemoryLimit with
+// Memory bombs of small objects: at 8, 16 and 32 MB each ends as MemoryLimit with
 // a message, never as a crashed interpreter ("table index is out of bounds") or "Uncaught
 // null", through the worker pool and in-process alike; the pool still answers afterwards.
 // Serial: each bomb fills its limit and the pool races a hard timer.

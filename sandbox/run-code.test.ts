@@ -301,7 +301,7 @@ describe("headTail", () => {
   });
 });
 
-describe("time and randomness (issue 36)", () => {
+describe("time and randomness", () => {
   const draws = "[Math.random(), Math.random(), Math.random()]";
   it("Math.random is the seed's sequence: same seed, same numbers; another seed, others", () => {
     const a = run(draws, { seed: 7 }).value as number[];
@@ -347,7 +347,7 @@ describe("time and randomness (issue 36)", () => {
   });
 });
 
-describe("a cut error message reports truncated (issue 36)", () => {
+describe("a cut error message reports truncated", () => {
   it("an Error whose message passes the cap, and a thrown string that does", () => {
     const long = run("throw new Error('m'.repeat(5000))", { max_output_bytes: 3000 });
     expect(long.error?.message.length).toBeLessThanOrEqual(3000);

@@ -32,7 +32,7 @@ import {
 
 /**
  * Memory. QuickJS's own limit (setMemoryLimit) counts allocations, not bytes, in the
- * emscripten build (quickjs-emscripten issues #255/#271): it stops one huge allocation and
+ * emscripten build (quickjs-emscripten bug reports #255 and #271): it stops one huge allocation and
  * nothing else. So loadQuickJS gives each module its own WebAssembly.Memory with a `grow`
  * that refuses to go past the running call's budget, which makes malloc fail and QuickJS
  * throw "out of memory" at the allocation itself. For that budget to mean the same thing on

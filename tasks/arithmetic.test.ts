@@ -1,5 +1,5 @@
 // Tests for tasks/arithmetic.ts: seeded sampling, the eval split, the problem mix, the
-// verifier, and the SFT demo mix and transcripts of DEMO-RECIPE.md.
+// verifier, and the SFT demo mix and transcripts of ALGORITHMS §14.
 import { describe, expect, it } from "vitest";
 import {
   canonicalExpr,
@@ -131,7 +131,7 @@ describe("arithmetic tool", () => {
 });
 
 describe("arithmetic SFT demos", () => {
-  it("render the inline transcript of DEMO-RECIPE.md exactly", () => {
+  it("render the inline transcript of ALGORITHMS §14 exactly", () => {
     const messages = [
       { role: "user" as const, content: "What is 347*29?" },
       ...toolDemoMessages("use tool", "347*29", "10063", "10063"),

@@ -1,4 +1,4 @@
-// The demo task: arithmetic with a calculator tool (DEMO-RECIPE.md). Problems are 50% hard
+// The demo task: arithmetic with a calculator tool (ALGORITHMS §14). Problems are 50% hard
 // (`abc*de` 70%, `(ab+cd)*ef` 30%) and 50% easy (`a*b` one digit, `a+b` up to 20); the SFT
 // cold start mixes 30% correct tool use with 70% direct answers that are right on easy and
 // plausibly wrong on hard, in the `inline` transcript. Knobs change the mix and difficulty.

@@ -16,7 +16,7 @@ export function parseNumber(text: string): number | null {
   return Number.isFinite(v) ? v : null;
 }
 
-/** The project's one tolerance rule (STYLE.md): |ref - got| <= atol + rtol * |ref|. */
+/** The project's one tolerance rule: |ref - got| <= atol + rtol * |ref|. */
 export function verifyNumeric(reference: string, answer: string | null, atol = 1e-9, rtol = 0): VerifyResult {
   if (answer === null) return { correct: false, score: 0, detail: { reason: "no answer" } };
   const ref = Number(reference);

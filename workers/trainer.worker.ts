@@ -98,7 +98,7 @@ function getGpu(): Promise<Gpu> {
 }
 
 // device.lost: the run pauses, a new device is made, the last checkpoint is loaded and the
-// run continues (DESIGN.md). Rows after that checkpoint are recomputed.
+// run continues. Rows after that checkpoint are recomputed.
 async function recoverFromDeviceLoss(reason: string): Promise<void> {
   const r = run;
   if (!r || r.retiring || r.loop.phase === "done") return;

@@ -3,7 +3,7 @@
 // no node_modules): it prints what WebGPU finds (adapter info, features, limits; plainly when
 // the only adapter is a software one; a clear exit when there is none), then measures quick-sized
 // rows headless through Dawn: our tiled matmul (GFLOP/s), the model's train step (tokens/s),
-// k-token vs one-token decode, issue 42's rows (attention fwd+bwd at SmolLM2's head shape, the
+// k-token vs one-token decode, the pretrained-shape rows (attention fwd+bwd at SmolLM2's head shape, the
 // fused decode at batch 1 and, on GPUs, the RL step at its layer shape and a group's decode whose
 // rows finish at different lengths: bench/shapes-rows.ts), and
 // the quick-demo RL step against the legacy round trips; and
@@ -286,11 +286,11 @@ async function measure(outPath: string): Promise<void> {
     `train step d${train.dModel} L${train.layers} T${train.context} B${train.batch}: ${median(tps).toFixed(0)} tokens/s`,
   );
   rows.push(...(await decodeRows(g.device, software)));
-  // issue 42's attention kernels (the adapter's pick: tiled on a GPU) against attention.wgsl's loop
+  // the blocked and tiled attention kernels (the adapter's pick: tiled on a GPU) against attention.wgsl's loop
   const adapterNote = `${g.adapter.description || g.adapter.device}`;
   for (const T of software ? [512] : [512, 2048])
     rows.push(await attentionRow(rt, T, software ? 1 : 5, adapterNote));
-  // issue 42's fused decode kernels against the decode before them, and (GPUs: minutes on a CPU
+  // the fused decode kernels against the decode before them, and (GPUs: minutes on a CPU
   // rasteriser) the RL step at SmolLM2's layer shape, context 512, new kernels vs old
   rows.push(await decodeRow(rt, software ? 2 : 32, software ? 1 : 5, adapterNote));
   if (!software) {

@@ -14,18 +14,19 @@
 // policy-sequence.ts, policy-covariance.ts, policy-cispo-sapo.ts; aggregation.ts the AGG modes.
 // Tested by rl/algos/losses.test.ts (`npx vitest run rl/algos/`).
 import { AGG, type AggFn, type AggMode, type AggOptions, aggregate } from "./aggregation.ts";
-import { cispo, sapo } from "./policy-cispo-sapo.ts";
-import { ppoClip, vanillaPg } from "./policy-clip.ts";
-import { clipCov, klCov, tokenCovariance } from "./policy-covariance.ts";
+import { CISPO, cispo, SAPO, sapo } from "./policy-cispo-sapo.ts";
+import { PPO_CLIP, ppoClip, VANILLA_PG, vanillaPg } from "./policy-clip.ts";
+import { CLIP_COV, clipCov, KL_COV, klCov, tokenCovariance } from "./policy-covariance.ts";
 import {
   POLICY_LOSS_DEFAULTS,
+  type PolicyLossEntry,
   type PolicyLossFn,
   type PolicyLossInput,
   type PolicyLossOptions,
   type PolicyLossOutput,
   ratio,
 } from "./policy-loss.ts";
-import { gmpo, gspo, gspoToken } from "./policy-sequence.ts";
+import { GMPO, GSPO, GSPO_TOKEN, gmpo, gspo, gspoToken } from "./policy-sequence.ts";
 import { type Arr, clamp, maskedMean, sum } from "./types.ts";
 
 export {
@@ -41,6 +42,7 @@ export {
   gspoToken,
   klCov,
   POLICY_LOSS_DEFAULTS,
+  type PolicyLossEntry,
   type PolicyLossFn,
   type PolicyLossInput,
   type PolicyLossOptions,
@@ -52,17 +54,36 @@ export {
   vanillaPg,
 };
 
-export const POLICY_LOSS: Record<string, PolicyLossFn> = {
-  "ppo-clip": ppoClip,
-  "vanilla-pg": vanillaPg,
-  gspo,
-  "gspo-token": gspoToken,
-  gmpo,
-  cispo,
-  sapo,
-  "clip-cov": clipCov,
-  "kl-cov": klCov,
-};
+/**
+ * The policy-loss registry: one entry per loss, in the order the page lists them. A new loss is
+ * one file (its function and its PolicyLossEntry) and one line here; the schema's enum, the
+ * page's help, the loss code's traits and the verl and TRL exports read it from this list.
+ */
+export const POLICY_LOSSES: readonly PolicyLossEntry[] = [
+  PPO_CLIP,
+  VANILLA_PG,
+  GSPO,
+  GSPO_TOKEN,
+  GMPO,
+  CISPO,
+  SAPO,
+  CLIP_COV,
+  KL_COV,
+];
+
+export const POLICY_LOSS: Record<string, PolicyLossFn> = Object.fromEntries(
+  POLICY_LOSSES.map((e) => [e.name, e.fn]),
+);
+
+/** The registry's entry for a policy loss name; throws naming the known ones. */
+export function policyLossEntry(name: string): PolicyLossEntry {
+  const e = POLICY_LOSSES.find((x) => x.name === name);
+  if (!e)
+    throw new Error(
+      `rl.policy_loss: unknown policy loss "${name}" (known: ${POLICY_LOSSES.map((x) => x.name).join(", ")})`,
+    );
+  return e;
+}
 
 // ---------------------------------------------------------------- KL estimators
 

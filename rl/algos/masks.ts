@@ -10,7 +10,7 @@ export type TokenKind = "policy" | "tool" | "env" | "pad";
 
 /**
  * Loss mask over a response. On (default): 1 for policy tokens only. Off (the "loss mask
- * off" contrast in DEMO-RECIPE): tool and env tokens also train; padding never does.
+ * off" contrast of ALGORITHMS §14): tool and env tokens also train; padding never does.
  * `scale` multiplies the whole trajectory (TAO-RL all-tools-failed, void turns).
  */
 export function buildLossMask(kinds: readonly TokenKind[], maskToolOutput = true, scale = 1): Float64Array {

@@ -4,6 +4,7 @@
 import {
   outputs,
   POLICY_LOSS_DEFAULTS,
+  type PolicyLossEntry,
   type PolicyLossFn,
   ppoKl,
   ratio,
@@ -71,4 +72,40 @@ export const sapo: PolicyLossFn = (input, opts) => {
     weights: seqMeanWeights(input, rows),
     metrics: { "actor/pg_clipfrac": 0, "actor/pg_clipfrac_lower": 0, "actor/ppo_kl": ppoKl(input) },
   };
+};
+
+export const CISPO: PolicyLossEntry = {
+  name: "cispo",
+  summary: "CISPO: −sg(clip(ρ))·A·log π, every token keeps a gradient scaled by its clipped weight.",
+  paper: "MiniMax-M1 (CISPO) arXiv 2506.13585",
+  fn: cispo,
+  traits: {},
+  verl: { status: "mapped", name: "cispo", how: "the same clipped stop-gradient weight on -A*log(pi)" },
+  trl: {
+    status: "mapped",
+    name: "cispo",
+    lossType: "cispo",
+    level: "token",
+    how: "TRL's cispo caps the weight from above only (epsilon_high = 1 + rl.clip_eps_high)",
+  },
+};
+
+export const SAPO: PolicyLossEntry = {
+  name: "sapo",
+  summary: "SAPO: a soft sigmoid gate on the ratio in place of the clip, seq-mean-token-mean.",
+  paper: "SAPO arXiv 2511.20347",
+  fn: sapo,
+  params: [
+    { path: "rl.sapo.tau_pos", default: 1.0, min: 0, help: "gate temperature where A > 0" },
+    { path: "rl.sapo.tau_neg", default: 1.05, min: 0, help: "gate temperature where A <= 0" },
+  ],
+  traits: { ownAggregation: true },
+  verl: { status: "mapped", name: "sapo", how: "the same soft gate; tau_pos/tau_neg from rl.sapo" },
+  trl: {
+    status: "mapped",
+    name: "sapo",
+    lossType: "sapo",
+    level: "token",
+    how: "TRL's sapo loss with the same temperatures",
+  },
 };

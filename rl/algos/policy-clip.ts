@@ -1,7 +1,7 @@
 // The clipped-ratio family (ALGORITHMS.md §1, §12): PPO's clipped surrogate with
 // clip-higher and dual-clip, and vanilla policy gradient. Per-token, aggregated by rl.loss_agg.
 // Tested by rl/algos/losses.test.ts (`npx vitest run rl/algos/`).
-import { type PolicyLossFn, ppoKl, ratio } from "./policy-loss.ts";
+import { type PolicyLossEntry, type PolicyLossFn, ppoKl, ratio } from "./policy-loss.ts";
 import { clamp, maskedMean } from "./types.ts";
 
 /** PPO clipped surrogate (§1) with clip-higher (DAPO §4) and dual-clip (Ye et al.). */
@@ -76,4 +76,44 @@ export const vanillaPg: PolicyLossFn = (input) => {
     clippedLower: zeros,
     metrics: { "actor/pg_clipfrac": 0, "actor/pg_clipfrac_lower": 0, "actor/ppo_kl": ppoKl(input) },
   };
+};
+
+export const PPO_CLIP: PolicyLossEntry = {
+  name: "ppo-clip",
+  summary: "PPO's clipped surrogate, with clip-higher (ε_high) and dual-clip (c) on negative advantages.",
+  paper: "PPO arXiv 1707.06347; dual-clip arXiv 1912.09729",
+  fn: ppoClip,
+  traits: {},
+  verl: {
+    status: "mapped",
+    name: "vanilla",
+    how: "verl's vanilla loss is the clipped surrogate with clip-higher and dual clip",
+  },
+  trl: {
+    status: "mapped",
+    name: "",
+    lossType: null,
+    level: "token",
+    how: "TRL's clipped surrogate, loss_type from rl.loss_agg",
+  },
+};
+
+export const VANILLA_PG: PolicyLossEntry = {
+  name: "vanilla-pg",
+  summary: "Plain policy gradient −A·log π per token: no ratio, no clip.",
+  paper: "REINFORCE (Williams 1992); VAPO arXiv 2504.05118 lists it",
+  fn: vanillaPg,
+  traits: {},
+  verl: {
+    status: "approx",
+    name: "gpg",
+    how: "verl's GPG loss is the same -A*log(pi) without ratio or clip",
+  },
+  trl: {
+    status: "unmapped",
+    name: "",
+    lossType: null,
+    level: "token",
+    how: "TRL's losses are the clipped surrogate, GSPO's sequence ratio, CISPO and SAPO; the export writes the clipped surrogate",
+  },
 };

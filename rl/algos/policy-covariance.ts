@@ -5,6 +5,7 @@ import { ppoClip } from "./policy-clip.ts";
 import {
   outputs,
   POLICY_LOSS_DEFAULTS,
+  type PolicyLossEntry,
   type PolicyLossFn,
   type PolicyLossInput,
   ppoKl,
@@ -116,4 +117,51 @@ export const klCov: PolicyLossFn = (input, opts) => {
       "actor/ppo_kl": maskedMean(absD, input.mask),
     },
   };
+};
+
+const TRL_NONE =
+  "TRL's losses are the clipped surrogate, GSPO's sequence ratio, CISPO and SAPO; the export writes the clipped surrogate";
+
+export const CLIP_COV: PolicyLossEntry = {
+  name: "clip-cov",
+  summary:
+    "Clip-Cov: the PPO clip, with the gradient removed from a few tokens of high advantage-log-prob covariance.",
+  paper: "The Entropy Mechanism of RL for Reasoning LMs arXiv 2505.22617",
+  fn: clipCov,
+  params: [
+    {
+      path: "rl.clip_cov.ratio",
+      default: 2e-4,
+      min: 0,
+      max: 1,
+      help: "fraction of tokens whose gradient is removed",
+    },
+    { path: "rl.clip_cov.lb", default: 1, help: "candidates have covariance above this" },
+    { path: "rl.clip_cov.ub", default: 5, help: "candidates have covariance below this" },
+  ],
+  traits: {},
+  verl: {
+    status: "approx",
+    name: "clip_cov",
+    how: "verl draws the tokens to exclude at random among the candidates and per micro-batch; the lab takes the largest covariances (ties by position) per minibatch so runs replay; they agree when there are at most n candidates",
+  },
+  trl: { status: "unmapped", name: "", lossType: null, level: "token", how: TRL_NONE },
+};
+
+export const KL_COV: PolicyLossEntry = {
+  name: "kl-cov",
+  summary: "KL-Cov: −A·ρ with a κ·|log ρ| penalty on the tokens of highest covariance, no clip.",
+  paper: "The Entropy Mechanism of RL for Reasoning LMs arXiv 2505.22617",
+  fn: klCov,
+  params: [
+    { path: "rl.kl_cov.ratio", default: 2e-4, min: 0, max: 1, help: "fraction of tokens penalised" },
+    { path: "rl.kl_cov.coef", default: 1, min: 0, help: "κ, the penalty's weight" },
+  ],
+  traits: {},
+  verl: {
+    status: "approx",
+    name: "kl_cov",
+    how: "the same top covariances get kappa*|log-ratio|; verl selects per micro-batch (and torch.topk breaks ties its own way), the lab per minibatch with ties by position",
+  },
+  trl: { status: "unmapped", name: "", lossType: null, level: "token", how: TRL_NONE },
 };

@@ -2,7 +2,9 @@
 // output, verl's defaults for the §13 knobs, the clamped ratio, actor/ppo_kl, and the row
 // helpers of the sequence-level losses. The losses themselves: policy-clip.ts (PPO clip,
 // vanilla PG), policy-sequence.ts (GSPO, GSPO-token, GMPO), policy-covariance.ts (Clip-Cov,
-// KL-Cov), policy-cispo-sapo.ts (CISPO, SAPO); the registry is POLICY_LOSS in losses.ts.
+// KL-Cov), policy-cispo-sapo.ts (CISPO, SAPO); the registry is POLICY_LOSSES in losses.ts.
+// Each loss is one PolicyLossEntry: its function and what the rest of the lab reads about it
+// (the schema's enum, the page's help, the loss code's traits, the verl and TRL exports).
 // Tested by rl/algos/losses.test.ts and policy-losses.test.ts (`npx vitest run rl/algos/`).
 import { AGG } from "./aggregation.ts";
 import { type Arr, clamp, flatten, maskedMean } from "./types.ts";
@@ -23,6 +25,51 @@ export type PolicyLossOptions = {
   clipCov?: { ratio: number; lb: number; ub: number }; // Clip-Cov fraction and covariance band
   klCov?: { ratio: number; coef: number }; // KL-Cov fraction and κ
 };
+
+/** How an entry maps onto another engine: the same, approximately, or not at all. */
+export interface EngineMapping {
+  status: "mapped" | "approx" | "unmapped";
+  /** The engine's name for it ("" when it has none). */
+  name: string;
+  /** How it maps, or why it does not. */
+  how: string;
+}
+
+/** A knob the loss reads: its config path, default and range (the schema holds the same). */
+export interface LossParam {
+  path: string;
+  default: number;
+  min?: number;
+  max?: number;
+  help: string;
+}
+
+/** One policy loss as the registry describes it. */
+export interface PolicyLossEntry {
+  name: string;
+  /** One line for the page's help. */
+  summary: string;
+  /** The paper, as "Title arXiv id" (docs/ALGORITHMS.md has its section). */
+  paper: string;
+  fn: PolicyLossFn;
+  params?: readonly LossParam[];
+  traits: {
+    /**
+     * The loss value of every token depends on its whole row (a sequence ratio), so per-token
+     * factors (the rollout IS weights) scale the row by one constant: "mean" the mean of its
+     * tokens' weights, "geometric" their geometric mean (verl `geo_mean`). Absent: per token.
+     */
+    rowScale?: "mean" | "geometric";
+    /** It returns its own aggregation weights and ignores rl.loss_agg. */
+    ownAggregation?: boolean;
+  };
+  verl: EngineMapping;
+  /**
+   * TRL's GRPOConfig loss_type and importance_sampling_level; loss_type null = TRL's name for
+   * the run's rl.loss_agg (TRL's aggregations are loss types).
+   */
+  trl: EngineMapping & { lossType: string | null; level: "token" | "sequence" };
+}
 
 /** verl's defaults for the §13 knobs (core_algos.py at b178a3c; the schema repeats them). */
 export const POLICY_LOSS_DEFAULTS = {

@@ -10,7 +10,7 @@ import { assertClose } from "../../kernels/testing.ts";
 import { aggregate, POLICY_LOSS, type PolicyLossInput, type PolicyLossOptions } from "./losses.ts";
 import { flatten } from "./types.ts";
 
-/** STYLE.md's one rule (kernels/testing.ts): |got − ref| ≤ atol; the worked numbers have 6 decimals. */
+/** The project's tolerance rule (kernels/testing.ts): |got − ref| ≤ atol; the worked numbers have 6 decimals. */
 const close = (label: string, got: ArrayLike<number>, ref: ArrayLike<number>, atol = 1e-6) =>
   assertClose(label, got, ref, { atol, rtol: 0 });
 

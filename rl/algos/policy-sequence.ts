@@ -2,7 +2,14 @@
 // the row lengths, gives each token its sequence's loss value and returns its own
 // aggregation weights (see losses.ts's header for the per-token form).
 // Tested by rl/algos/losses.test.ts and policy-losses.test.ts (`npx vitest run rl/algos/`).
-import { outputs, type PolicyLossFn, ppoKl, rowRanges, seqMeanWeights } from "./policy-loss.ts";
+import {
+  outputs,
+  type PolicyLossEntry,
+  type PolicyLossFn,
+  ppoKl,
+  rowRanges,
+  seqMeanWeights,
+} from "./policy-loss.ts";
 import { clamp, maskedMean } from "./types.ts";
 
 /** verl clamps GSPO's log sequence ratio at 10 above (s ≤ e^10). */
@@ -126,4 +133,67 @@ export const gmpo: PolicyLossFn = (input, opts) => {
       "actor/ppo_kl": ppoKl(input),
     },
   };
+};
+
+export const GSPO: PolicyLossEntry = {
+  name: "gspo",
+  summary:
+    "GSPO: the PPO clip on each response's sequence ratio (geometric mean of token ratios), seq-mean-token-mean.",
+  paper: "GSPO arXiv 2507.18071",
+  fn: gspo,
+  traits: { rowScale: "mean", ownAggregation: true },
+  verl: {
+    status: "approx",
+    name: "gspo",
+    how: "verl's gspo is GSPO-token (each token keeps its own advantage under the sequence ratio); the same as the lab's sequence-level GSPO when the advantage is constant along a response (the outcome estimators: grpo, rloo, ...), not with GAE or shaping",
+  },
+  trl: {
+    status: "mapped",
+    name: "grpo",
+    lossType: "grpo",
+    level: "sequence",
+    how: "GSPO's objective is per sequence, averaged over responses: TRL's grpo aggregation with importance_sampling_level sequence",
+  },
+};
+
+export const GSPO_TOKEN: PolicyLossEntry = {
+  name: "gspo-token",
+  summary:
+    "GSPO-token: the sequence ratio with each token's own advantage and gradient (stop-gradient form).",
+  paper: "GSPO arXiv 2507.18071",
+  fn: gspoToken,
+  traits: { ownAggregation: true },
+  verl: {
+    status: "mapped",
+    name: "gspo",
+    how: "the same token form sg[s_i]*pi/sg[pi], sequence clip, log-ratio capped at 10, seq-mean-token-mean",
+  },
+  trl: {
+    status: "mapped",
+    name: "grpo",
+    lossType: "grpo",
+    level: "sequence",
+    how: "TRL's grpo aggregation with importance_sampling_level sequence",
+  },
+};
+
+export const GMPO: PolicyLossEntry = {
+  name: "gmpo",
+  summary:
+    "GMPO: the geometric mean of sign-aware clipped token ratios per response, a plain mean over responses.",
+  paper: "GMPO arXiv 2507.20673",
+  fn: gmpo,
+  traits: { rowScale: "geometric", ownAggregation: true },
+  verl: {
+    status: "mapped",
+    name: "geo_mean",
+    how: "the same sign-aware token clip, geometric-mean ratio and mean over responses (the lab clamps log-ratios at +-20 first, which binds only beyond e^20)",
+  },
+  trl: {
+    status: "unmapped",
+    name: "",
+    lossType: null,
+    level: "token",
+    how: "TRL's losses are the clipped surrogate, GSPO's sequence ratio, CISPO and SAPO; the export writes the clipped surrogate",
+  },
 };

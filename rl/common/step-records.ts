@@ -8,7 +8,7 @@ import type { Tokenizer } from "../../model/tokenizer";
 import { mean, type StepRow, std } from "../algos/types";
 import { type RewardedTrajectory, toolrlMeans } from "../rollout/batch-rewards";
 
-/** One line of metrics.jsonl: DESIGN.md's names; absent keys were not computed this step. */
+/** One line of metrics.jsonl: verl's names; absent keys were not computed this step. */
 export type MetricsRow = { step: number; phase: "sft" | "value_pretrain" | "rl"; time: number } & Record<
   string,
   number | string

@@ -33,7 +33,7 @@ export interface ToolCallRequest {
 }
 
 export interface ToolOutcome {
-  /** The sandbox status was Success (DESIGN.md's definition of a successful call). */
+  /** The sandbox status was Success (the lab's definition of a successful call, ALGORITHMS §8.1). */
   ok: boolean;
   /** The text the model sees inside <tool_response>. */
   text: string;

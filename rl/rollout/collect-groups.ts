@@ -1,4 +1,4 @@
-// Steps 1-4 of an RL step (DESIGN.md's data flow): sample prompts (seeded by step and round),
+// Steps 1-4 of an RL step (docs/ARCHITECTURE.md's flow of a step): sample prompts (seeded by step and round),
 // roll out group_size trajectories each through the task seam (rl/rollout/task-driver.ts), reward them,
 // filter groups, and refill per filters.refill (resample more rounds, or duplicate kept groups).
 // ReMax adds one greedy rollout per prompt whose reward is the group's baseline.

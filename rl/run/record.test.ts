@@ -5,7 +5,7 @@
 // the CPU model with the real sandbox:
 // - the promise: SFT then RL, live edits in both phases, a crash and a resume in the middle,
 //   then the link and the bundle replayed through both paths, one of them resumed again;
-// - the two reproductions of issue 16 (CLI one RL step late; SFT edits replayed in RL);
+// - two reproductions of replay bugs (CLI one RL step late; SFT edits replayed in RL);
 // - a property test over random edit logs and resume points;
 // - a resume during VAPO value pretraining continues it (it does not start over);
 // - wall-time checkpoints (checkpointSeconds) land mid-SFT too, and resume from there;
@@ -230,8 +230,8 @@ describe("the promise: a link or bundle replays the run", () => {
   });
 });
 
-describe("issue 16's reproductions", () => {
-  it("a link whose custom reward calls Math.random and Date.now replays row for row (issue 36)", async () => {
+describe("reproductions of replay bugs", () => {
+  it("a link whose custom reward calls Math.random and Date.now replays row for row", async () => {
     const config = tiny({
       sft: { steps: 0 },
       stop: { max_steps: 2 },
@@ -247,7 +247,7 @@ describe("issue 16's reproductions", () => {
     expect(comparable(b)).toEqual(comparable(a));
   });
 
-  it("a checkpoint cut at any byte still resumes, from the one before, to the same rows (issue 36)", async () => {
+  it("a checkpoint cut at any byte still resumes, from the one before, to the same rows", async () => {
     const config = tiny({ sft: { steps: 0 }, stop: { max_steps: 3 }, checkpoint_every: 1 });
     const ref = await cliRun(folder("cut-ref"), { config, edits: [] });
     const out = folder("cut");

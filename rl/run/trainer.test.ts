@@ -1,5 +1,5 @@
 // The training engine end to end on the CPU reference model with the real QuickJS sandbox:
-// SFT lowers the loss, an RL step produces DESIGN.md's metric names, tool output gets no
+// SFT lowers the loss, an RL step produces verl's metric names, tool output gets no
 // gradient, edits apply, and the same seed replays the same rows.
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultRunConfig, mergeConfig, type RunConfig } from "../../config";
@@ -35,7 +35,7 @@ function makeTrainer(config: RunConfig, clock?: () => number) {
 }
 
 describe("Trainer (CPU model)", () => {
-  it("runs SFT then RL with DESIGN.md's metric names and no NaN", async () => {
+  it("runs SFT then RL with verl's metric names and no NaN", async () => {
     const config = tinyConfig({
       rl: { prompts_per_step: 2, group_size: 2, epochs: 1, minibatches: 2, kl: { coef: 0.01 } },
     });

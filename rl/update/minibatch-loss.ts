@@ -1,5 +1,5 @@
 // The RL loss of one minibatch and its gradient w.r.t. each token's log-prob, entropy and value
-// (DESIGN.md: the loss lives in TypeScript as per-token weights; the fused log-softmax kernel
+// (the loss lives in TypeScript as per-token weights; the fused log-softmax kernel
 // turns them into logit gradients). It composes the registries of rl/algos: policy loss,
 // entropy shaping of the advantage, KL in the loss, entropy bonus, VAPO's positive-example LM
 // loss and the clipped value loss, aggregated by rl.loss_agg (the policy term by its own weights
@@ -15,6 +15,7 @@ import {
   explainedVariance,
   klTerm,
   POLICY_LOSS,
+  policyLossEntry,
   positiveLm,
   valueLoss,
 } from "../algos/losses";
@@ -23,16 +24,13 @@ import { SHAPING } from "../algos/shaping";
 import { flatten, maskedMean, unflatten } from "../algos/types";
 import { aggOptions, policyLossOptions, shapingOptions } from "../common/config-options";
 
-/**
- * Losses whose tokens all carry their row's sequence ratio in value and gradient: a token's
- * loss depends on every log-prob of its row, so a per-token factor cannot scale one token
- * alone (the gradient would no longer be the loss's). There the row is scaled by one constant:
- * GMPO by the geometric mean of its tokens' IS weights (verl `geo_mean`), GSPO by their
- * pw-weighted mean (no verl counterpart: verl's `gspo` is the token form). GSPO-token is not
- * here: its gradient flows only through each token's own log-prob (the stop-gradient form), so
- * each token keeps its own weight, as verl multiplies them.
- */
-const SEQUENCE_RATIO = new Set(["gspo", "gmpo"]);
+// Losses whose tokens all carry their row's sequence ratio in value and gradient (the entry's
+// traits.rowScale): a token's loss depends on every log-prob of its row, so a per-token factor
+// cannot scale one token alone (the gradient would no longer be the loss's). There the row is
+// scaled by one constant: GMPO by the geometric mean of its tokens' IS weights (verl
+// `geo_mean`), GSPO by their pw-weighted mean (no verl counterpart: verl's `gspo` is the token
+// form). GSPO-token has no rowScale: its gradient flows only through each token's own log-prob
+// (the stop-gradient form), so each token keeps its own weight, as verl multiplies them.
 
 /** Replaces each row's per-token factors by their pw-weighted mean over the row, in place. */
 function rowMeanScale(scale: Float64Array, pw: ArrayLike<number>, lens: readonly number[]): void {
@@ -126,15 +124,16 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
   );
   // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights). The
   // rollout correction's IS weights and the top-entropy selection scale the policy term per
-  // token after it (per row for the sequence-ratio losses, SEQUENCE_RATIO: GMPO's IS weights by
+  // token after it (per row for the sequence-ratio losses, traits.rowScale: GMPO's IS weights by
   // their geometric mean, as verl); the aggregation's denominator stays (TRL's entropy mask,
   // verl's IS weights).
   const pw = pl.weights ?? weights;
+  const rowScale = policyLossEntry(r.policy_loss).traits.rowScale;
   const scale = new Float64Array(pw.length).fill(1);
   let isScale: Float64Array | undefined;
   if (x.isWeights) {
     isScale = flatten(x.isWeights);
-    if (r.policy_loss === "gmpo") rowGeoMeanScale(isScale, flat.mask, lens);
+    if (rowScale === "geometric") rowGeoMeanScale(isScale, flat.mask, lens);
     else for (let i = 0; i < scale.length; i++) scale[i] *= isScale[i];
   }
   // Tokens a selection rule picked, for the inspector: Clip-Cov / KL-Cov's covariance picks,
@@ -146,8 +145,8 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     metrics["actor/entropy_selected_frac"] = maskedMean(sel, flat.mask);
     selected = selected ? selected.map((x, i) => Math.max(x, sel[i])) : sel;
   }
-  if (SEQUENCE_RATIO.has(r.policy_loss)) rowMeanScale(scale, pw, lens);
-  if (isScale && r.policy_loss === "gmpo") for (let i = 0; i < scale.length; i++) scale[i] *= isScale[i];
+  if (rowScale) rowMeanScale(scale, pw, lens);
+  if (isScale && rowScale === "geometric") for (let i = 0; i < scale.length; i++) scale[i] *= isScale[i];
   const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
   let loss = aggregate(
     pl.loss.map((l, i) => l * scale[i]),

@@ -2,7 +2,7 @@
 // with its own or rl.loss_agg's weights, KL to the reference in the loss, the entropy bonus and
 // VAPO's positive-example LM loss): the gradient it applies to each token's log-prob matches
 // central finite differences of the loss it logs, in float64, and tokens with mask 0 get
-// exactly zero gradient. Also the regression tests of the three fixes of issue 25 (VAPO's
+// exactly zero gradient. Also the regression tests of three fixes (VAPO's
 // logged value, reinforce-pp-baseline's singleton groups, the clamped actor/ppo_kl).
 // `npx vitest run --project unit rl/update/policy-loss-fd.test.ts`.
 import { describe, expect, it } from "vitest";
@@ -168,7 +168,7 @@ describe("finite differences through minibatchLoss", () => {
   });
 });
 
-describe("issue 25 fixes", () => {
+describe("regression fixes", () => {
   it("VAPO positive-example LM loss logs the masked value: mask [0.5, 0.5], lp [−1, −2] → 1.5", () => {
     const at = (lp0: number) => positiveLm([{ logprob: [lp0, -2], mask: [0.5, 0.5], correct: true }]);
     const r = at(-1);
@@ -242,7 +242,7 @@ describe("issue 25 fixes", () => {
   });
 });
 
-describe("issue 36: verl's numbers for the sequence-ratio losses with rollout IS weights", () => {
+describe("verl's numbers for the sequence-ratio losses with rollout IS weights", () => {
   // One row, mask [1, 1], lp = old = −1, A = [1, 2], IS weights [0.5, 1.5], token-mean.
   const one: MinibatchInput = {
     logprob: [[-1, -1]],

@@ -2,7 +2,7 @@
 // from the committed runs next to this file (<arm>/seed-<S>/metrics.jsonl and config.json,
 // copied from `npm run train -- <recipe> --seed S --out DIR`). Per arm and seed: the metric at
 // each evaluation, the gain (last evaluation - step 0), the drop from the run's own peak
-// (peak - last) and whether the run passes issue 34's bar (gain >= 0.3, drop <= 0.1); then mean
+// (peak - last) and whether the run passes the robustness bar (gain >= 0.3, drop <= 0.1); then mean
 // ± sample sd over seeds per evaluation. Tuning arms (tuning/<arm>) are read on dev/acc, the
 // check (check/<arm>) on val/acc:
 //   npx tsx docs/experiments/demo/summarize.ts
