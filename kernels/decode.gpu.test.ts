@@ -118,24 +118,47 @@ describe("ropeAppend (RoPE and the KV-cache append in one dispatch)", () => {
         rt.tensor(slot),
       ];
       const enc = rt.device.createCommandEncoder();
-      if (fused) ropeAppend(rt, enc, x, kc, vc, p, sl, { B, Tmax, NH, KVH, headDim: hs, ropeBase: 10000 });
+      if (fused)
+        ropeAppend(rt, enc, x, kc, vc, p, sl, {
+          B,
+          Tmax,
+          NH,
+          KVH,
+          headDim: hs,
+          ropeBase: 10000,
+          positions: 1024,
+        });
       else {
-        ropeForward(rt, enc, x, p, {
-          N: B,
-          nHeads: NH,
-          headDim: hs,
-          rowStride: QKV,
-          colOffset: 0,
-          base: 10000,
-        });
-        ropeForward(rt, enc, x, p, {
-          N: B,
-          nHeads: KVH,
-          headDim: hs,
-          rowStride: QKV,
-          colOffset: Q,
-          base: 10000,
-        });
+        ropeForward(
+          rt,
+          enc,
+          x,
+          p,
+          {
+            N: B,
+            nHeads: NH,
+            headDim: hs,
+            rowStride: QKV,
+            colOffset: 0,
+            base: 10000,
+          },
+          1024,
+        );
+        ropeForward(
+          rt,
+          enc,
+          x,
+          p,
+          {
+            N: B,
+            nHeads: KVH,
+            headDim: hs,
+            rowStride: QKV,
+            colOffset: Q,
+            base: 10000,
+          },
+          1024,
+        );
         kvCacheWrite(rt, enc, kc, vc, x, sl, B, Tmax, Q, NH, undefined, KVH);
       }
       rt.submit(enc);

@@ -11,6 +11,7 @@
 import linearSrc from "./linear-rows.wgsl?raw";
 import loraSrc from "./lora-rows.wgsl?raw";
 import { subgroupMatmulSize } from "./matmul-subgroup";
+import { ropeTable } from "./rope";
 import ropeSrc from "./rope-append.wgsl?raw";
 import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
@@ -169,10 +170,20 @@ export function ropeAppend(
   vcache: View,
   pos: View,
   slot: View,
-  s: { B: number; Tmax: number; NH: number; KVH: number; headDim: number; ropeBase: number | null },
+  s: {
+    B: number;
+    Tmax: number;
+    NH: number;
+    KVH: number;
+    headDim: number;
+    ropeBase: number | null;
+    /** Positions the RoPE table covers (the model's context). */
+    positions: number;
+  },
 ) {
   const { B, Tmax, NH, KVH, headDim: hs } = s;
   if (hs % 2 !== 0) throw new Error(`ropeAppend: head size ${hs} must be even`);
+  const table = s.ropeBase === null ? null : ropeTable(rt, s.ropeBase, hs, s.positions);
   const u = rt.uniform(
     packUniform([
       ["u32", B],
@@ -180,14 +191,14 @@ export function ropeAppend(
       ["u32", KVH],
       ["u32", hs],
       ["u32", Tmax],
-      ["f32", s.ropeBase ?? 0],
+      ["u32", table?.positions ?? 0],
     ]),
   );
   const per = ((NH + KVH) * hs) / 2 + KVH * hs;
   rt.dispatch(
     rec,
     rt.pipeline(ropeSrc, "main", { WG: 64, ROPE: s.ropeBase === null ? 0 : 1 }),
-    [qkv, kcache, vcache, pos, slot, u],
+    [qkv, kcache, vcache, pos, slot, table?.view ?? rt.dummy, u],
     [Math.ceil((B * per) / 64)],
   );
 }

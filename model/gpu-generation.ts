@@ -436,6 +436,7 @@ export class GpuGenerationSession implements GenerationSession {
             KVH,
             headDim: hs,
             ropeBase,
+            positions: c.context,
           });
         const loraOn = (w: LoraBaseWeight) => !!ad && ad.layout.layers[l].some((t) => t.weight === w);
         decodeBlockForward(rt, enc, c, lp, s, residual, B, append, attention, ad ? lora : null, loraOn);

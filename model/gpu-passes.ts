@@ -98,8 +98,8 @@ export function rope(
   ];
   for (const [nHeads, colOffset] of parts) {
     const s = { N, nHeads, headDim: hs, rowStride: QKV, colOffset, base: c.ropeTheta };
-    if (backward) ropeBackward(rt, rec, qkv, pos, s);
-    else ropeForward(rt, rec, qkv, pos, s);
+    if (backward) ropeBackward(rt, rec, qkv, pos, s, c.context);
+    else ropeForward(rt, rec, qkv, pos, s, c.context);
   }
 }
 
