@@ -82,7 +82,7 @@ export function logSoftmaxForward(
   const bindings = [logp, ent, null, logits, targets, null, null, u];
   rt.dispatch(
     rec,
-    rt.pipeline(rt.reducing(src), "forward", { WG: rt.reductionWorkgroup(ch.V, 256) }),
+    rt.pipeline(rt.reducing(src), "forward", { WG: rt.reductionWorkgroup(ch.V) }),
     bindings,
     [ch.rows],
   );
@@ -107,7 +107,7 @@ export function logSoftmaxBackward(
   const bindings = [null, null, dlogits, logits, targets, wlp, went, u];
   rt.dispatch(
     rec,
-    rt.pipeline(rt.reducing(src), "backward", { WG: rt.reductionWorkgroup(ch.V, 256) }),
+    rt.pipeline(rt.reducing(src), "backward", { WG: rt.reductionWorkgroup(ch.V) }),
     bindings,
     [ch.rows],
   );

@@ -28,6 +28,7 @@ import {
   rmsnormForward,
   ropeBackward,
   ropeForward,
+  smallRowsKernel,
   swigluBackward,
   swigluForward,
   type View,
@@ -173,13 +174,11 @@ export function blockForward(
   residualForward(rt, rec, a.res3, a.res2, tmp, N * C);
 }
 
-/** Whether decodeBlockForward runs this model at N rows (else blockForward: legacyDecode, wide rows, odd sizes). */
+/** Whether decodeBlockForward runs this model at N rows (else blockForward: rows past the plan's smallRows, odd sizes). */
 export function fusedDecodeFits(rt: Runtime, c: ModelConfig, N: number): boolean {
   const { Q, hs } = attnDims(c);
   return (
-    !rt.legacyDecode &&
-    rt.matvec &&
-    (!rt.unrolled || N === 1) &&
+    smallRowsKernel(rt, N) &&
     hs % 2 === 0 &&
     [c.dModel, Q, mlpHidden(c)].every((K) => linearRowsFits(N, K))
   );
