@@ -45,9 +45,9 @@ describe("head over scored rows", () => {
         }
     const run = async (all: boolean) => {
       const m = new GpuModel(rt, config, undefined, 5);
-      m.headAllRows = all;
       m.zeroGrad();
-      const out = await m.forwardScore(batch);
+      // every row through the head: the same batch without scoreFrom
+      const out = await m.forwardScore(all ? { ...batch, scoreFrom: undefined } : batch);
       await m.backward({ dlogp, dentropy: dent });
       const grads = await m.getGrads();
       m.dispose();
