@@ -98,12 +98,7 @@ export function trainKernel(rt: Runtime, hs: number, group: number): AttentionKe
 const variants = new Map<string, string>();
 
 /** The forward/backward shader of `kernel` at this shape (constants rewritten; cached). */
-function kernelShader(
-  rt: Runtime,
-  kernel: AttentionKernel,
-  hs: number,
-  group: number,
-): string {
+function kernelShader(rt: Runtime, kernel: AttentionKernel, hs: number, group: number): string {
   if (kernel === "loop") return trainShader(rt, hs * group, group);
   const stride = Math.ceil(hs / 4) * 4;
   const key =

@@ -13,8 +13,8 @@
 // dispatches) never include it. Tested by kernels/autotune.gpu.test.ts.
 import { adapterKey } from "./device";
 import { matmul } from "./matmul";
-import type { MatmulShape } from "./reference";
 import { devicePlan, planWith } from "./plan";
+import type { MatmulShape } from "./reference";
 import { DEFAULT_MATMUL_TILE, Runtime, setDeviceMatmulTile } from "./runtime";
 
 export type Tile = readonly [number, number];
@@ -166,7 +166,9 @@ export function clearTileMemory(): void {
 export async function measureTiles(device: GPUDevice, reps = 5): Promise<{ tile: Tile; ms: number[] }[]> {
   // its own runtimes: no model's counts include these; the tiles are what is measured
   const base = planWith(devicePlan(device).plan, { matmul: "tiled", subgroupMatmul: false });
-  const runtimes = new Map(MATMUL_TILES.map((t) => [t, new Runtime(device, { plan: planWith(base, { matmulTile: t }) })]));
+  const runtimes = new Map(
+    MATMUL_TILES.map((t) => [t, new Runtime(device, { plan: planWith(base, { matmulTile: t }) })]),
+  );
   const rt = runtimes.get(MATMUL_TILES[0])!;
   const shape = tuneShape(rt.software);
   const { M, N, K } = shape;

@@ -12,7 +12,10 @@ import { assertClose, bitEqual, gpuRuntime, planRuntime, randn, TOL } from "./te
 let kernel: "tiled" | "subgroup" | "unrolled" = "tiled";
 
 async function runtime() {
-  return planRuntime({ matmul: kernel === "unrolled" ? "unrolled" : "tiled", subgroupMatmul: kernel === "subgroup" });
+  return planRuntime({
+    matmul: kernel === "unrolled" ? "unrolled" : "tiled",
+    subgroupMatmul: kernel === "subgroup",
+  });
 }
 
 async function check(s: MatmulShape, withBias: boolean, seed: number) {

@@ -160,7 +160,11 @@ export function planFor(x: PlanInputs): { name: PlanName; why: string } {
     };
   if (!x.subgroups) return { name: "no-subgroups", why: "no subgroups feature (or no subgroup_id builtins)" };
   // WebGPU does not say integrated or discrete: the vendors whose GPUs share the CPU's memory
-  if (/apple|intel|arm|qualcomm|imagination|mali|adreno|powervr/i.test(`${info?.vendor ?? ""} ${info?.architecture ?? ""}`))
+  if (
+    /apple|intel|arm|qualcomm|imagination|mali|adreno|powervr/i.test(
+      `${info?.vendor ?? ""} ${info?.architecture ?? ""}`,
+    )
+  )
     return { name: "integrated", why: `vendor ${info?.vendor || "?"} (integrated GPUs)` };
   return { name: "discrete", why: `vendor ${info?.vendor || "unknown"}` };
 }
@@ -171,7 +175,9 @@ export function resolvePlan(x: PlanInputs, override = planOverride()): PlanChoic
   let why: string;
   if (override !== undefined) {
     if (!isPlanName(override))
-      throw new Error(`kernel plan override "${override}" (LAB_KERNEL_PLAN / plan=): expected one of ${PLAN_NAMES.join(", ")}`);
+      throw new Error(
+        `kernel plan override "${override}" (LAB_KERNEL_PLAN / plan=): expected one of ${PLAN_NAMES.join(", ")}`,
+      );
     name = override;
     why = `forced by LAB_KERNEL_PLAN / plan=${override}`;
   } else ({ name, why } = planFor(x));

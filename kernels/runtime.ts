@@ -32,7 +32,7 @@
 // - Which variant of an op runs is the device's kernel plan (`plan`, kernels/plan.ts), read-only.
 
 import { canUseSubgroups, isSoftwareAdapter } from "./device";
-import { devicePlan, type KernelPlan, type PlanChoice, type PlanName, PLANS, resolvePlan } from "./plan";
+import { devicePlan, type KernelPlan, PLANS, type PlanChoice, type PlanName, resolvePlan } from "./plan";
 import { withReductions } from "./reduce";
 
 export interface View {
@@ -258,7 +258,12 @@ export class Runtime {
     else if (typeof asked === "string") {
       const c = resolvePlan({ info, subgroups: canUseSubgroups(device) }, asked);
       this.planChoice = Object.freeze({ ...c, why: `RuntimeOptions.plan ${asked}` });
-    } else this.planChoice = Object.freeze({ plan: asked, why: `RuntimeOptions.plan (a variant of ${asked.name})`, dropped: [] });
+    } else
+      this.planChoice = Object.freeze({
+        plan: asked,
+        why: `RuntimeOptions.plan (a variant of ${asked.name})`,
+        dropped: [],
+      });
     this.plan = this.planChoice.plan;
     this.fixedTile = typeof asked === "object";
     if (!PLANS[this.plan.name]) throw new Error(`RuntimeOptions.plan: unknown plan ${this.plan.name}`);

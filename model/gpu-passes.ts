@@ -178,9 +178,7 @@ export function blockForward(
 export function fusedDecodeFits(rt: Runtime, c: ModelConfig, N: number): boolean {
   const { Q, hs } = attnDims(c);
   return (
-    smallRowsKernel(rt, N) &&
-    hs % 2 === 0 &&
-    [c.dModel, Q, mlpHidden(c)].every((K) => linearRowsFits(N, K))
+    smallRowsKernel(rt, N) && hs % 2 === 0 && [c.dModel, Q, mlpHidden(c)].every((K) => linearRowsFits(N, K))
   );
 }
 

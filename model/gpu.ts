@@ -25,7 +25,6 @@ import { tuneMatmulTile } from "../kernels/autotune";
 import {
   adamw,
   clipByNorm,
-  DEFAULT_MATMUL_TILE,
   FlatBuffer,
   gradNorm,
   groupRows,
@@ -277,8 +276,7 @@ export class GpuModel implements PolicyModel {
     const V = this.config.vocab;
     const tb = this.trainBuffers(B, T);
     tb.invTemp = 1 / (batch.temperature ?? 1);
-    tb.spans =
-      options.logits ? undefined : scoredSpans(B, T, this.config.dModel, batch.scoreFrom);
+    tb.spans = options.logits ? undefined : scoredSpans(B, T, this.config.dModel, batch.scoreFrom);
     this.rt.upload(tb.io.tokens, batch.tokens);
     this.rt.upload(tb.io.targets, batch.targets);
     this.rt.upload(tb.io.pos, Uint32Array.from(positions));

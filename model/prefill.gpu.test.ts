@@ -52,8 +52,9 @@ it("batched prefill equals the CPU model's one token per step: logits after the 
   const stepwise = await run(cpu);
   expect(batched.lengths).toEqual([7, 10, 5, 7]);
   expect(stepwise.lengths).toEqual(batched.lengths);
-  // one forward: about 15 dispatches a layer, where 8 feed steps would be 8 times that
-  expect(batched.dispatches).toBeLessThan(2 * 20 + 20);
+  // one forward (76 dispatches for 2 layers with LoRA on every target), where 8 feed steps, one a
+  // token, would be about 8 times that
+  expect(batched.dispatches).toBeLessThan(100);
   batched.logits.forEach((l, i) => {
     assertClose(`logits ${i}`, l, stepwise.logits[i], { atol: 1e-4, rtol: 1e-3 });
   });

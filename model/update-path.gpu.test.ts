@@ -64,7 +64,9 @@ describe("fused update", () => {
     assertClose("weights", fused.weights, cpu.weights, { atol: 1e-5, rtol: 1e-4 });
     assertClose("adam m", fused.opt.m, cpu.opt.m, { atol: 1e-6, rtol: 1e-3 });
     expect(fused.opt.step).toBe(4);
-    expect(Math.abs(Number(fused.res.metrics.grad_norm) - Number(cpu.res.metrics.grad_norm))).toBeLessThan(1e-4);
+    expect(Math.abs(Number(fused.res.metrics.grad_norm) - Number(cpu.res.metrics.grad_norm))).toBeLessThan(
+      1e-4,
+    );
     // 4 minibatches: a forward + readback submit and a backward + optimizer submit each, then
     // one readback for the last step's norm
     expect(fused.counts.readbacks).toBe(4 + 1);
