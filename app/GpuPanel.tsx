@@ -36,6 +36,7 @@ export function GpuPanel() {
       <span data-testid="adapter-architecture">{a.architecture || "unknown architecture"}</span>
       {a.description ? ` · ${a.description}` : ""}
       {a.isFallback ? " (software adapter: slow)" : ""}
+      {a.plan ? <div data-testid="kernel-plan">kernels: {a.plan}</div> : null}
       <details>
         <summary>limits</summary>
         <table>

@@ -2,7 +2,7 @@
 // 30 layers unless --batch / --layers; --lora: rank 16 on all seven targets, as bench/rl-shape.ts),
 // from timestamp queries (Runtime.startProfile), summed by entry point over the timed tokens, and
 // the wall time per token. Needs timestamp-query (lavapipe has it).
-// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-decode.ts [--layers N] [--batch N] [--lora] [--tokens N] [--legacy] [--no-profile]
+// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-decode.ts [--layers N] [--batch N] [--lora] [--tokens N] [--no-profile] (LAB_KERNEL_PLAN=NAME: another plan)
 import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { ProfiledDispatch } from "../kernels/runtime";
@@ -26,8 +26,6 @@ const gpu = await createGpu(await nodeGpu(), {
   optionalFeatures: profiling ? [...ENGINE_FEATURES, "timestamp-query"] : [...ENGINE_FEATURES],
 });
 const rt = new Runtime(gpu.device);
-// --legacy: the decode before the fused kernels (matvec.wgsl, 13 dispatches a block)
-rt.legacyDecode = process.argv.includes("--legacy");
 const base = { ...hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: 256 }), layers };
 const c = process.argv.includes("--lora")
   ? modelConfig({ ...base, lora: { rank: 16, alpha: 32, targets: [...LORA_TARGETS] } })

@@ -2,10 +2,8 @@
 // LoRA r16, random weights, 2 prompts x 2 samples, context 512: rollout, old log-probs, one update)
 // from timestamp queries (Runtime.startProfile), summed by entry point, on the step after a warm-up
 // step (`--steps 1`: the first step, shader compiles included in its wall time but not in the
-// per-kernel GPU times). Needs timestamp-query (lavapipe has it). `--legacy`: the baseline kernels (attention
-// one thread per query or key, the head over every row, the decode before the fused kernels and the
-// batched prefill: Runtime.legacyDecode, and matmul.wgsl for the subgroup matmul); `--prompt N`, `--layers N`, `--context N`
-// change the shape. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts [--legacy]
+// per-kernel GPU times). Needs timestamp-query (lavapipe has it). `--prompt N`, `--layers N`,
+// `--context N` change the shape; LAB_KERNEL_PLAN names another kernel plan. Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-rl-shape.ts (LAB_KERNEL_PLAN=NAME: another plan)
 import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { ProfiledDispatch } from "../kernels/runtime";
@@ -26,14 +24,7 @@ const shape = {
 };
 const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"] });
 const rt = new Runtime(gpu.device);
-const legacy = process.argv.includes("--legacy");
-if (legacy) {
-  rt.attentionKernel = "loop";
-  rt.legacyDecode = true;
-  rt.subgroupMatmul = false;
-}
 const model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
-if (legacy) model.headAllRows = true;
 let last: ProfiledDispatch[] = [];
 const steps = arg("--steps", 2);
 for (let s = 0; s < steps; s++) {

@@ -1,7 +1,7 @@
 // Per-kernel GPU time of the quick-demo RL update (old log-probs, then epochs x minibatches of
 // forward, backward, AdamW), from timestamp queries (Runtime.startProfile): the table the update
 // speed work starts from. Needs an adapter with timestamp-query (lavapipe has it).
-// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-update.ts [--legacy] [--steps N]
+// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-update.ts [--steps N] (LAB_KERNEL_PLAN=NAME: another plan)
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,7 +14,6 @@ import { createTrainer } from "../rl/run/build-trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
-const legacy = process.argv.includes("--legacy");
 const stepsArg = process.argv.indexOf("--steps");
 const steps = stepsArg > 0 ? Number(process.argv[stepsArg + 1]) : 2;
 
@@ -32,7 +31,6 @@ const trainer = await createTrainer(r.config, {
     const m = await GpuModel.create(gpu.device, mc, w, seed);
     if (!model) {
       model = m;
-      if (legacy) m.selectLegacyRoundTrips();
       const fs = m.forwardScore.bind(m);
       m.forwardScore = async (batch, options) => {
         if (!profiling) {

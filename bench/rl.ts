@@ -7,8 +7,8 @@
 //    times it (the demo's bar when it names none: val/acc 0.30 above step 0); --quick, or a
 //    missing SFT checkpoint, extrapolates from measured step times (the note says which).
 //  - rl_step_round_trips, rl_step_s_vs_legacy: submits + readbacks, and seconds, of the same RL
-//    steps with the round trips of before (GpuModel.selectLegacyRoundTrips: one decode token per
-//    submit, the update's norm read before AdamW) as the baseline, the two trainers stepping in
+//    steps with a plan variant decoding one token per submit (bench/plan-variant.ts) as the
+//    baseline, the two trainers stepping in
 //    turn so load hits both alike (median of the steps after the first);
 //  - decode_256_b16_readbacks: readbacks to decode 256 tokens at batch 16, k tokens per submit
 //    against one (and its tokens/s in the note).
@@ -30,6 +30,7 @@ import { createTrainer } from "../rl/run/build-trainer";
 import { RunLoop } from "../rl/run/run-loop";
 import type { MetricsRow } from "../rl/run/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
+import { variantModel } from "./plan-variant";
 import { type BenchAdapter, type BenchRow, makeRow, median } from "./report";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
@@ -191,11 +192,10 @@ async function measureRoundTrips(recipe: Recipe, steps: number) {
   try {
     const make = (legacy: boolean) =>
       createTrainer(recipe.config, {
-        makeModel: async (mc, w, seed) => {
-          const m = await GpuModel.create(gpu.device, mc, w, seed);
-          if (legacy) m.selectLegacyRoundTrips();
-          return m;
-        },
+        makeModel: async (mc, w, seed) =>
+          legacy
+            ? variantModel(gpu.device, { decodeWindow: 1 }, mc, w, seed)
+            : GpuModel.create(gpu.device, mc, w, seed),
         sandbox,
         readFile: async (p) => readProjectFile(p),
       });
@@ -228,12 +228,14 @@ async function measureDecode(tokens: number, B: number) {
   const gpu = await createGpu(await nodeGpu());
   try {
     const config = modelConfig({ layers: 2, dModel: 48, heads: 2, context: tokens + 16 });
-    const model = await GpuModel.create(gpu.device, config, undefined, 3);
+    const models = {
+      ours: await GpuModel.create(gpu.device, config, undefined, 3),
+      legacy: await variantModel(gpu.device, { decodeWindow: 1 }, config, undefined, 3),
+    };
     const res: Record<"ours" | "legacy", { readbacks: number; submits: number; s: number; k: number }> =
       {} as never;
     for (const k of ["legacy", "ours", "legacy", "ours"] as const) {
-      if (k === "legacy") model.decodeWindow = 1;
-      else model.decodeWindow = 16;
+      const model = models[k];
       const s = model.startGeneration({ temperature: 1, seed: 5 });
       await s.prefill(Array.from({ length: B }, (_, b) => [1 + (b % 40)]));
       const before = model.perf();
@@ -248,7 +250,8 @@ async function measureDecode(tokens: number, B: number) {
         k: model.decodeWindow,
       };
     }
-    model.dispose();
+    models.ours.dispose();
+    models.legacy.dispose();
     return res;
   } finally {
     gpu.device.destroy();
@@ -330,7 +333,7 @@ export async function runRlBench(opts: {
       baseline: trips(rts.legacy),
       unit: "submits+readbacks",
       better: "lower",
-      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps with GpuModel.selectLegacyRoundTrips (one decode token per submit, norm read before AdamW); ${what}`,
+      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps on a plan variant decoding one token per submit (the legacy update path is gone; older code: bench/base-tag.ts); ${what}`,
     }),
     makeRow({
       id: "rl_step_s_vs_legacy",

@@ -1,12 +1,13 @@
 // The measurements of the "shapes" bench group that run the same in Node (bench/shapes.ts, Dawn)
 // and in a Chromium page (bench/shapes-page.ts, SwiftShader): no Node imports here.
 //  - measureDecode: KV-cache decode at batch 1 at SmolLM2-135M's shape (`layers` of its 30),
-//    random weights, the fused decode kernels vs Runtime.legacyDecode, repetitions interleaved;
+//    random weights, the fused decode kernels vs a plan variant without the small-rows kernels (the tiles, 13 dispatches a block), repetitions interleaved;
 //  - measureAttention: causal attention forward + backward at SmolLM2's head shape (9 heads of 64
 //    over 3 KV heads), the adapter's kernel vs attention.wgsl's loop, repetitions interleaved.
-import { attentionBackward, attentionForward, trainKernel } from "../kernels/attention";
+import { type AttentionKernel, attentionBackward, attentionForward, trainKernel } from "../kernels/attention";
 import { randomMatrix } from "../kernels/dev/matmul-variants";
-import type { AttentionKernel, Runtime } from "../kernels/runtime";
+import { planWith } from "../kernels/plan";
+import { Runtime } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
 import { hfModelConfig } from "../model/hf/config";
 import { SMOLLM2_135M } from "../model/hf/configs";
@@ -34,13 +35,19 @@ export async function measureDecode(
   const c = { ...hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: 256 }), layers };
   let t0 = performance.now();
   const model = new GpuModel(rt, c, undefined, 1);
+  // the baseline: the same weights on a plan variant without the small-rows kernels (the tiles,
+  // a block as 13 dispatches)
+  const tiles = new GpuModel(
+    new Runtime(rt.device, { plan: planWith(rt.plan, { smallRows: 0, subgroupMatmul: false }) }),
+    c,
+    undefined,
+    1,
+  );
   const initS = secs(t0);
   const session = async (legacy: boolean) => {
-    rt.legacyDecode = legacy;
-    const gen = model.startGeneration({ temperature: 1, seed: 3 });
+    const gen = (legacy ? tiles : model).startGeneration({ temperature: 1, seed: 3 });
     await gen.prefill([[1, 2, 3, 4]]);
     await gen.decode([true]); // pipeline compiles
-    rt.legacyDecode = false;
     return gen;
   };
   t0 = performance.now();
@@ -48,14 +55,13 @@ export async function measureDecode(
   const warmS = secs(t0);
   const dispatches = { ours: 0, base: 0 };
   const rate = async (legacy: boolean) => {
-    rt.legacyDecode = legacy;
     const gen = legacy ? gens.legacy : gens.fused;
-    const d0 = rt.counters.dispatches;
+    const r = legacy ? tiles.rt : rt;
+    const d0 = r.counters.dispatches;
     const t = performance.now();
     for (let i = 0; i < tokens; i++) await gen.decode([true]);
     const s = secs(t);
-    dispatches[legacy ? "base" : "ours"] = (rt.counters.dispatches - d0) / tokens;
-    rt.legacyDecode = false;
+    dispatches[legacy ? "base" : "ours"] = (r.counters.dispatches - d0) / tokens;
     return tokens / s;
   };
   const ours: number[] = [];
@@ -70,19 +76,18 @@ export async function measureDecode(
   // parity after the same tokens: each path's sessions above sample their own, and one flipped
   // sample makes every later logit differ, so both now take one prompt and appended tokens
   const logitsAfter = async (legacy: boolean) => {
-    rt.legacyDecode = legacy;
-    const gen = model.startGeneration({ temperature: 1, seed: 3 });
+    const gen = (legacy ? tiles : model).startGeneration({ temperature: 1, seed: 3 });
     await gen.prefill([[1, 2, 3, 4, 17, 250, 9000, 31]]);
     await gen.append(0, [42, 7, 4096]);
     const l = await gen.nextLogits(0);
     gen.finish();
-    rt.legacyDecode = false;
     return l;
   };
   const [a, b] = [await logitsAfter(false), await logitsAfter(true)];
   let maxDiff = 0;
   for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
   model.dispose();
+  tiles.dispose();
   return { ours, base, maxDiff, sameLengths, initS, warmS, dispatches };
 }
 
@@ -114,15 +119,20 @@ export async function measureAttention(
     scratch: rt.tensor(B * NH * T),
   });
   type Buffers = ReturnType<typeof buffers>;
-  const run = async (x: Buffers, T: number, kernel: Exclude<AttentionKernel, "auto">) => {
+  const runtimes = new Map<AttentionKernel, Runtime>();
+  const run = async (x: Buffers, T: number, kernel: AttentionKernel) => {
+    let kr = runtimes.get(kernel);
+    if (!kr) {
+      kr = new Runtime(rt.device, { plan: planWith(rt.plan, { attention: kernel }) });
+      runtimes.set(kernel, kr);
+    }
     rt.device.queue.writeBuffer(x.dqkv.buffer, x.dqkv.offset, new Float32Array(B * T * row)); // backward adds
     await rt.device.queue.onSubmittedWorkDone();
-    rt.attentionKernel = kernel;
     const t0 = performance.now();
     const enc = rt.device.createCommandEncoder();
-    attentionForward(rt, enc, x.out, x.lse, x.qkv, null, B, T, C, NH, KVH);
-    attentionBackward(rt, enc, x.dqkv, x.scratch, x.dout, x.qkv, x.out, x.lse, null, B, T, C, NH, KVH);
-    rt.submit(enc);
+    attentionForward(kr, enc, x.out, x.lse, x.qkv, null, B, T, C, NH, KVH);
+    attentionBackward(kr, enc, x.dqkv, x.scratch, x.dout, x.qkv, x.out, x.lse, null, B, T, C, NH, KVH);
+    kr.submit(enc);
     await rt.device.queue.onSubmittedWorkDone();
     return secs(t0);
   };
@@ -151,7 +161,6 @@ export async function measureAttention(
       for (let i = 0; i < a.dqkv.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a.dqkv[i] - b.dqkv[i]));
     }
   }
-  rt.attentionKernel = "auto";
   dispose(x);
   return { ours, base, kernel: picked, maxDiff };
 }

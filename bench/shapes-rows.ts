@@ -6,7 +6,8 @@
 // builders the page's rows share.
 import { kvReadsPerQuery, trainKernel } from "../kernels/attention";
 import { subgroupMatmulSize } from "../kernels/matmul-subgroup";
-import type { AttentionKernel, Runtime } from "../kernels/runtime";
+import { planWith } from "../kernels/plan";
+import { Runtime } from "../kernels/runtime";
 import { decodeRun } from "../model/generate";
 import { GpuModel } from "../model/gpu";
 import { hfModelConfig } from "../model/hf/config";
@@ -98,35 +99,36 @@ export async function rlStepRow(
 ): Promise<BenchRow> {
   const tRow = performance.now();
   const picked = trainKernel(rt, 64, 3);
-  let model = new GpuModel(rt, rlShapeConfig({ ...shape, promptTokens: 24, context: 32 }), undefined, 1);
-  const step = async (kernel: Exclude<AttentionKernel, "auto">, seed: number, at = shape) => {
-    rt.attentionKernel = kernel;
-    model.headAllRows = kernel === "loop";
-    rt.legacyDecode = kernel === "loop";
-    rt.subgroupMatmul = kernel !== "loop";
-    const t = await rlShapeStep(model, at, seed);
-    rt.attentionKernel = "auto";
-    model.headAllRows = false;
-    rt.legacyDecode = false;
-    rt.subgroupMatmul = true;
-    return t;
-  };
+  // the baseline: a plan variant with attention.wgsl, the tiles for every product (no small-rows
+  // kernels: a decode block as 13 dispatches) and matmul.wgsl for the subgroup matmul
+  const baseRt = new Runtime(rt.device, {
+    plan: planWith(rt.plan, { attention: "loop", smallRows: 0, subgroupMatmul: false }),
+  });
+  const made = (s: RlShape) => ({
+    ours: new GpuModel(rt, rlShapeConfig(s), undefined, 1),
+    base: new GpuModel(baseRt, rlShapeConfig(s), undefined, 1),
+  });
+  let models = made({ ...shape, promptTokens: 24, context: 32 });
+  const step = async (which: "ours" | "base", seed: number, at = shape) =>
+    rlShapeStep(models[which], at, seed);
   // warm-up (pipeline compiles) of both paths at a short context on a model of the same layer
   // shape: a full-size warm-up step would add a third step to the row (minutes on a CPU adapter)
   const t0 = performance.now();
   const small = { ...shape, promptTokens: 24, context: 32 };
-  for (const kernel of [picked, "loop"] as const) await step(kernel, 1, small);
-  model.dispose();
+  for (const which of ["ours", "base"] as const) await step(which, 1, small);
+  models.ours.dispose();
+  models.base.dispose();
   const warmS = secs(t0);
-  model = new GpuModel(rt, rlShapeConfig(shape), undefined, 1);
+  models = made(shape);
   const ours: Awaited<ReturnType<typeof step>>[] = [];
   const base: Awaited<ReturnType<typeof step>>[] = [];
   for (let r = 0; r < reps; r++) {
     // ours first: what compiles at the full shape is paid by ours
-    ours.push(await step(picked, r + 2));
-    base.push(await step("loop", r + 2));
+    ours.push(await step("ours", r + 2));
+    base.push(await step("base", r + 2));
   }
-  model.dispose();
+  models.ours.dispose();
+  models.base.dispose();
   const phases = (x: (typeof ours)[number]) =>
     `rollout ${x.rolloutS.toFixed(1)}, old log-probs ${x.oldLogprobsS.toFixed(1)}, update ${x.updateS.toFixed(1)} s`;
   return makeRow({
@@ -136,16 +138,15 @@ export async function rlStepRow(
     baseline: base.map((x) => x.totalS),
     unit: "s",
     better: "lower",
-    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention, the head over response rows, the fused decode kernels and ${subgroupMatmulSize(rt) ? "the subgroup matmul (matmul-subgroup.ts)" : "matmul.wgsl (the subgroup matmul does not run on this adapter)"} (${phases(ours[0])}), baseline attention.wgsl, the head over every row, the decode before the fused kernels and matmul.wgsl (GpuModel.headAllRows, Runtime.legacyDecode, Runtime.subgroupMatmul off; ${phases(base[0])}); ${reps} interleaved repetitions (ours first) after both paths' warm-up at context 32 (${warmS.toFixed(0)} s); the row took ${secs(tRow).toFixed(0)} s; ${adapterNote}`,
+    note: `one RL step's GPU work (bench/rl-shape.ts): SmolLM2-135M's layers x ${shape.layers}, LoRA r16, random weights, ${shape.prompts} prompts x ${shape.samples} samples, ${shape.promptTokens}-token prompts decoded to context ${shape.context}, old log-probs, one update; ours the ${picked} attention, the head over response rows, the fused decode kernels and ${subgroupMatmulSize(rt) ? "the subgroup matmul (matmul-subgroup.ts)" : "matmul.wgsl (the subgroup matmul does not run on this adapter)"} (${phases(ours[0])}), baseline a plan variant with attention.wgsl, the tiles for every product and matmul.wgsl (${phases(base[0])}); ${reps} interleaved repetitions (ours first) after both paths' warm-up at context 32 (${warmS.toFixed(0)} s); the row took ${secs(tRow).toFixed(0)} s; ${adapterNote}`,
   });
 }
 
 /**
  * A group's decode where rows finish at different lengths (row b stops after 4 + 6b tokens, up
  * to 48), at SmolLM2-135M's layer shape with `layers` of its layers, random weights, batch B,
- * windows of 16 tokens: ours computes only the rows still running (model/gpu-generation.ts),
- * the baseline every row of every window (GpuModel.decodeAllRows); repetitions interleaved;
- * the same tokens both ways (checked).
+ * windows of 16 tokens: ours computes only the rows still running (model/gpu-generation.ts);
+ * ours only.
  */
 export async function decodeStaggeredRow(
   rt: Runtime,
@@ -156,10 +157,8 @@ export async function decodeStaggeredRow(
 ): Promise<BenchRow> {
   const c = { ...hfModelConfig(SMOLLM2_135M, "SmolLM2-135M config.json", { context: 96 }), layers };
   const model = new GpuModel(rt, c, undefined, 1);
-  model.decodeWindow = 16;
   const stopAt = (b: number) => 4 + ((6 * b) % 45);
-  const run = async (all: boolean) => {
-    model.decodeAllRows = all;
+  const run = async () => {
     const s = model.startGeneration({ temperature: 1, seed: 7 });
     await s.prefill(Array.from({ length: B }, (_, b) => [1 + b, 2, 3, 4]));
     const made = new Array(B).fill(0);
@@ -167,23 +166,16 @@ export async function decodeStaggeredRow(
     const out = await decodeRun(s, new Array(B).fill(true), 48, (b) => ++made[b] >= stopAt(b), c.context);
     const s1 = secs(t0);
     s.finish();
-    model.decodeAllRows = false;
     return { s: s1, tokens: JSON.stringify(out.tokens), n: out.tokens.reduce((a, t) => a + t.length, 0) };
   };
   const t0 = performance.now();
-  await run(false); // compiles
-  await run(true);
+  await run(); // compiles
   const warmS = secs(t0);
   const ours: number[] = [];
-  const base: number[] = [];
-  let same = true;
   let tokens = 0;
   for (let r = 0; r < reps; r++) {
-    const b = await run(true);
-    const o = await run(false);
-    base.push(b.s);
+    const o = await run();
     ours.push(o.s);
-    same &&= o.tokens === b.tokens;
     tokens = o.n;
   }
   model.dispose();
@@ -192,9 +184,9 @@ export async function decodeStaggeredRow(
     id: `decode_smollm2_l${layers}_b${B}_staggered`,
     group: "shapes",
     ours,
-    baseline: base,
+    baseline: ours,
     unit: "s",
     better: "lower",
-    note: `KV-cache decode of a group of ${B} rows that finish at different lengths (row b stops after 4 + (6b mod 45) tokens: ${tokens} tokens in all, at most 48 a row) at SmolLM2-135M's layer shape x ${layers} (d576, vocab 49152), random weights, 4-token prompts, windows of 16 tokens; ours each window computes only the rows still running (moved to the front of the batch${B > 8 ? "; padded to 9 rows where the batch runs the tiled matmul, whose tiles now fit the rows" : ""}), baseline every row of every window (GpuModel.decodeAllRows): about ${rowSteps} vs ${B * 48} row-steps; the same tokens both ways: ${same}; ${reps} interleaved repetitions (baseline first) after a warm-up of each (${warmS.toFixed(0)} s); ${adapterNote}`,
+    note: `ours only (the engine keeps no every-row path to compare with); KV-cache decode of a group of ${B} rows that finish at different lengths (row b stops after 4 + (6b mod 45) tokens: ${tokens} tokens in all, at most 48 a row) at SmolLM2-135M's layer shape x ${layers} (d576, vocab 49152), random weights, 4-token prompts, windows of 16 tokens; ours each window computes only the rows still running (moved to the front of the batch${B > 8 ? "; padded to 9 rows where the batch runs the tiled matmul, whose tiles now fit the rows" : ""}): about ${rowSteps} row-steps where every row of every window would be ${B * 48}; ${reps} repetitions after a warm-up (${warmS.toFixed(0)} s); ${adapterNote}`,
   });
 }

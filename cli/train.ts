@@ -20,6 +20,7 @@ import { RECIPES } from "../config/presets";
 import { loadRecipeFile } from "../config/recipe-file";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
+import { describePlan, devicePlan } from "../kernels/plan";
 import type { PolicyModel } from "../model/api";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
@@ -210,6 +211,7 @@ async function main() {
   if (backend === "webgpu") {
     const gpu = await createGpu(await nodeGpu());
     adapterText = `${gpu.adapter.vendor} ${gpu.adapter.architecture} ${gpu.adapter.description}`.trim();
+    adapterText += `; kernels: ${describePlan(devicePlan(gpu.device))}`;
     makeModel = (mc, w, seed) => GpuModel.create(gpu.device, mc, w, seed);
   } else {
     makeModel = async (mc, w, seed) => new CpuModel(mc, w, seed);

@@ -2,11 +2,11 @@
 // optional key mask (B,T) for padded batches, plus single-token decode over a KV cache and the
 // cache write. Grouped-query: C = NH*hs is the query (and output) width, KVH key/value heads of
 // the same size (KV = KVH*hs) each serve NH/KVH query heads; KVH defaults to NH (multi-head).
-// WGSL in attention.wgsl (on SwiftShader, `rt.unrolled`: forward, backward and decode unrolled per
-// head size by attention-gen.ts when it is a multiple of 4); references in reference.ts; tested by attention.gpu.test.ts.
-// Training attention has three kernels (Runtime.attentionKernel, picked per adapter by
-// trainKernel): attention.wgsl's one thread per query or key ("loop", the fallback and the
-// benchmarks' baseline), attention-blocked.wgsl's several rows per thread sharing each K/V load
+// WGSL in attention.wgsl (under the plan's unrolled kernels, SwiftShader's: forward, backward and
+// decode unrolled per head size by attention-gen.ts when it is a multiple of 4); references in
+// reference.ts; tested by attention.gpu.test.ts. Training attention has three kernels (the
+// plan's `attention`, kernels/plan.ts; trainKernel): attention.wgsl's one thread per query or key
+// ("loop"), attention-blocked.wgsl's several rows per thread sharing each K/V load
 // ("blocked", software adapters) and attention-tiled.wgsl's K/V tiles in workgroup memory
 // ("tiled", GPUs); all three keep no T x T matrix and give the same results to rounding.
 
@@ -15,7 +15,8 @@ import bindingsSrc from "./attention-bindings.wgsl?raw";
 import blockedSrc from "./attention-blocked.wgsl?raw";
 import { attentionSource, decodeAttentionSource } from "./attention-gen";
 import tiledSrc from "./attention-tiled.wgsl?raw";
-import { type AttentionKernel, packUniform, type Recorder, type Runtime, type View } from "./runtime";
+import type { KernelPlan } from "./plan";
+import { packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 const WG = 64;
 export const MAX_HEAD_SIZE = 128;
@@ -30,13 +31,13 @@ const unrolled = new Map<number, string>();
 const unrolledDecode = new Map<number, string>();
 
 /**
- * The forward/backward shader: with `rt.unrolled` (SwiftShader) and a head size that is a multiple
+ * The forward/backward shader: with `rt.plan.matmul === "unrolled"` (SwiftShader) and a head size that is a multiple
  * of 4, attention-gen.ts's (every head vector in registers, not in arrays a loop indexes; ~3.5x
  * there), else attention.wgsl's (as fast on lavapipe, which compiles it 10-40x quicker).
  */
 function trainShader(rt: Runtime, C: number, NH: number): string {
   const hs = C / NH;
-  if (!rt.unrolled || hs % 4 !== 0) return shader(C, NH);
+  if (rt.plan.matmul !== "unrolled" || hs % 4 !== 0) return shader(C, NH);
   let code = unrolled.get(hs);
   if (!code) {
     code = attentionSource(hs);
@@ -81,28 +82,23 @@ export function tiledShape(
   return { BQ: Math.floor(TILED_WG / group), BK, bytes: 4 * BK * (2 * stride + 2) };
 }
 
-/** The training kernel that runs on rt for this head size and group (Runtime.attentionKernel). */
-export function trainKernel(rt: Runtime, hs: number, group: number): Exclude<AttentionKernel, "auto"> {
-  const asked = rt.attentionKernel;
-  if (asked === "tiled" && !tiledShape(hs, group, rt.maxWorkgroupStorageBytes))
-    throw new Error(
-      `attention: the tiled kernel needs ${4 * (2 * Math.ceil(hs / 4) * 4 + 2)} bytes of workgroup memory for head size ${hs} (${group} heads a group), the adapter gives ${rt.maxWorkgroupStorageBytes}`,
-    );
-  if (asked !== "auto") return asked;
-  if (rt.unrolled) return "loop";
-  if (rt.software) return "blocked";
-  return tiledShape(hs, group, rt.maxWorkgroupStorageBytes) ? "tiled" : "blocked";
+/** The training kernels (kernels/plan.ts KernelPlan.attention). */
+export type AttentionKernel = KernelPlan["attention"];
+
+/**
+ * The training kernel that runs on rt for this head size and group: the plan's, except that
+ * "tiled" runs as "blocked" where a tile does not fit the workgroup memory.
+ */
+export function trainKernel(rt: Runtime, hs: number, group: number): AttentionKernel {
+  const k = rt.plan.attention;
+  if (k === "tiled" && !tiledShape(hs, group, rt.maxWorkgroupStorageBytes)) return "blocked";
+  return k;
 }
 
 const variants = new Map<string, string>();
 
 /** The forward/backward shader of `kernel` at this shape (constants rewritten; cached). */
-function kernelShader(
-  rt: Runtime,
-  kernel: Exclude<AttentionKernel, "auto">,
-  hs: number,
-  group: number,
-): string {
+function kernelShader(rt: Runtime, kernel: AttentionKernel, hs: number, group: number): string {
   if (kernel === "loop") return trainShader(rt, hs * group, group);
   const stride = Math.ceil(hs / 4) * 4;
   const key =
@@ -134,7 +130,7 @@ function kernelShader(
 
 /** Threads (blocked) or workgroups (tiled) of each training entry point, as a dispatch grid size. */
 function trainGrid(
-  kernel: Exclude<AttentionKernel, "auto">,
+  kernel: AttentionKernel,
   entry: "forward" | "backward_query" | "backward_key",
   B: number,
   T: number,
@@ -163,7 +159,7 @@ function trainGrid(
  * min(t0+BQ, T) keys rounded up to the tile per workgroup of GRP x BQ rows.
  */
 export function kvReadsPerQuery(
-  kernel: Exclude<AttentionKernel, "auto">,
+  kernel: AttentionKernel,
   T: number,
   hs: number,
   group: number,
@@ -307,7 +303,7 @@ export function decodeAttention(
   const u = params(rt, B, Tmax, C, NH, mask, qStride ?? C + (2 * KVH * C) / NH, KVH);
   const hs = C / NH;
   let code = shader(C, NH);
-  if (rt.unrolled && hs % 4 === 0) {
+  if (rt.plan.matmul === "unrolled" && hs % 4 === 0) {
     code = unrolledDecode.get(hs) ?? decodeAttentionSource(hs);
     unrolledDecode.set(hs, code);
   }

@@ -18,7 +18,7 @@ import {
 import { matmul } from "./matmul";
 import { type MatmulShape, matmulRef } from "./reference";
 import { DEFAULT_MATMUL_TILE, Runtime } from "./runtime";
-import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
+import { assertClose, bitEqual, gpuRuntime, planRuntime, randn, TOL } from "./testing";
 
 afterEach(() => clearTileMemory());
 
@@ -32,8 +32,7 @@ const SHAPES: MatmulShape[] = [
 describe("every candidate tile", () => {
   it("gives the reference's products in every form, bit-identical to the default's", async () => {
     const rt = await gpuRuntime();
-    rt.unrolled = false;
-    rt.legacyWorkgroups = true; // each candidate as is, not fitted to a narrow N
+    const tiled = { matmul: "tiled", subgroupMatmul: false } as const;
     for (const [i, s] of SHAPES.entries()) {
       const batch = s.batch ?? 1;
       const shape = { ...s, strideA: s.M * s.K, strideB: s.K * s.N, strideOut: s.M * s.N };
@@ -47,11 +46,11 @@ describe("every candidate tile", () => {
       const [ga, gb] = [rt.tensor(a), rt.tensor(b)];
       let first: Float32Array | undefined;
       for (const tile of MATMUL_TILES) {
-        rt.matmulTile = [tile[0], tile[1]];
+        const tr = await planRuntime({ ...tiled, matmulTile: tile });
         const out = rt.tensor(out0);
         const enc = rt.device.createCommandEncoder();
-        matmul(rt, enc, out, ga, gb, null, shape);
-        rt.submit(enc);
+        matmul(tr, enc, out, ga, gb, null, shape);
+        tr.submit(enc);
         const got = (await rt.read(out)).subarray(0, ref.length);
         assertClose(`${tileName(tile)} ${JSON.stringify(s)}`, got, ref, {
           atol: TOL.fwd.atol * Math.sqrt(s.K),
@@ -60,16 +59,14 @@ describe("every candidate tile", () => {
         expect(bitEqual(got, first), `${tileName(tile)} vs ${tileName(MATMUL_TILES[0])}`).toBe(true);
       }
     }
-    rt.legacyWorkgroups = false;
-    rt.matmulTile = [...DEFAULT_MATMUL_TILE];
   });
 });
 
 describe("the tile fitted to a narrow N or few rows (new path)", () => {
   it("gives the reference's products, bit-identical to the tuned tile's, at N = 13, 48, 107, 144 and 9 rows", async () => {
-    const rt = await gpuRuntime();
-    rt.unrolled = false;
-    rt.matmulTile = [16, 8];
+    const tiled = { matmul: "tiled", subgroupMatmul: false } as const;
+    const rt = await planRuntime({ ...tiled, matmulTile: [16, 8] });
+    const plain = await planRuntime({ ...tiled, matmulTile: DEFAULT_MATMUL_TILE });
     const shapes: MatmulShape[] = [
       { M: 70, N: 13, K: 29, transB: true },
       { M: 130, N: 48, K: 20 },
@@ -90,25 +87,19 @@ describe("the tile fitted to a narrow N or few rows (new path)", () => {
       const ref = out0.slice();
       matmulRef(ref, a, b, null, s);
       const [ga, gb] = [rt.tensor(a), rt.tensor(b)];
-      const run = async (legacy: boolean) => {
-        rt.legacyWorkgroups = legacy;
+      const run = async (r: Runtime) => {
         const out = rt.tensor(out0);
         const enc = rt.device.createCommandEncoder();
-        matmul(rt, enc, out, ga, gb, null, s);
-        rt.submit(enc);
+        matmul(r, enc, out, ga, gb, null, s);
+        r.submit(enc);
         return (await rt.read(out)).subarray(0, ref.length);
       };
-      const fitted = await run(false);
-      const tuned = await run(true);
-      rt.legacyWorkgroups = false;
+      const fitted = await run(rt);
+      const other = await run(plain);
       assertClose(`fitted ${JSON.stringify(s)}`, fitted, ref, { atol: TOL.fwd.atol * Math.sqrt(s.K) });
-      expect(bitEqual(fitted, tuned), `fitted vs 16x8 at N = ${s.N}, M = ${s.M}`).toBe(true);
+      expect(bitEqual(fitted, other), `fitted 16x8 vs 8x8 at N = ${s.N}, M = ${s.M}`).toBe(true);
     }
     expect(rt.matmulTileFor(256)).toEqual([16, 8]);
-    rt.legacyWorkgroups = true;
-    expect(rt.matmulTileFor(48)).toEqual([16, 8]);
-    rt.legacyWorkgroups = false;
-    rt.matmulTile = [...DEFAULT_MATMUL_TILE];
   });
 });
 

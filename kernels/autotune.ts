@@ -13,8 +13,9 @@
 // dispatches) never include it. Tested by kernels/autotune.gpu.test.ts.
 import { adapterKey } from "./device";
 import { matmul } from "./matmul";
+import { devicePlan, planWith } from "./plan";
 import type { MatmulShape } from "./reference";
-import { DEFAULT_MATMUL_TILE, Runtime, runsUnrolled, setDeviceMatmulTile } from "./runtime";
+import { DEFAULT_MATMUL_TILE, Runtime, setDeviceMatmulTile } from "./runtime";
 
 export type Tile = readonly [number, number];
 
@@ -163,8 +164,12 @@ export function clearTileMemory(): void {
  * candidates in turn, so a change in load hits them alike.
  */
 export async function measureTiles(device: GPUDevice, reps = 5): Promise<{ tile: Tile; ms: number[] }[]> {
-  const rt = new Runtime(device); // its own counters: no model's counts include these
-  rt.subgroupMatmul = false; // the tiles are what is measured
+  // its own runtimes: no model's counts include these; the tiles are what is measured
+  const base = planWith(devicePlan(device).plan, { matmul: "tiled", subgroupMatmul: false });
+  const runtimes = new Map(
+    MATMUL_TILES.map((t) => [t, new Runtime(device, { plan: planWith(base, { matmulTile: t }) })]),
+  );
+  const rt = runtimes.get(MATMUL_TILES[0])!;
   const shape = tuneShape(rt.software);
   const { M, N, K } = shape;
   const fill = (n: number, k: number) =>
@@ -173,11 +178,11 @@ export async function measureTiles(device: GPUDevice, reps = 5): Promise<{ tile:
   const b = rt.tensor(fill(N * K, 11));
   const out = rt.tensor(M * N);
   const timed = async (tile: Tile, count: number) => {
-    rt.matmulTile = [tile[0], tile[1]];
+    const tr = runtimes.get(tile)!;
     const t0 = performance.now();
     const enc = device.createCommandEncoder();
-    for (let i = 0; i < count; i++) matmul(rt, enc, out, a, b, null, shape);
-    rt.submit(enc);
+    for (let i = 0; i < count; i++) matmul(tr, enc, out, a, b, null, shape);
+    tr.submit(enc);
     await device.queue.onSubmittedWorkDone();
     return (performance.now() - t0) / count;
   };
@@ -221,7 +226,7 @@ export async function tuneMatmulTile(device: GPUDevice, opts: TuneOptions = {}):
   const override = opts.override === undefined ? envOverride() : opts.override;
   if (override)
     return done({ tile: parseTile(override, "LAB_MATMUL_TILE / the tile override"), source: "override" });
-  if (runsUnrolled(device)) return done({ tile: DEFAULT_MATMUL_TILE, source: "fixed" });
+  if (!devicePlan(device).plan.tuneMatmulTile) return done({ tile: DEFAULT_MATMUL_TILE, source: "fixed" });
   const known = memory.get(key);
   if (known) return done({ ...known, source: "memory" });
   const store = opts.store ?? browserTileStore();

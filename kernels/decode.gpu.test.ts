@@ -8,11 +8,11 @@
 import { describe, expect, it } from "vitest";
 import { kvCacheWrite } from "./attention";
 import { linearRows, linearRowsShuffle, linearRowsStage, loraRows, ropeAppend } from "./decode";
-import { subgroupMatmulSize } from "./matmul-subgroup";
+import { fixedSubgroupSize } from "./matmul-subgroup";
 import { matmulRef, rmsnormForwardRef, ropeForwardRef, swigluForwardRef } from "./reference";
 import { ropeForward } from "./rope";
-import { Runtime } from "./runtime";
-import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
+import type { Runtime } from "./runtime";
+import { assertClose, bitEqual, gpuRuntime, planRuntime, randn, TOL } from "./testing";
 
 describe("linearRows (the small-M linear layer with its neighbours fused in)", () => {
   // two pipelines only (each compiles for seconds on lavapipe); the plain product at 1, 3 and 8
@@ -62,12 +62,12 @@ describe("linearRows (the small-M linear layer with its neighbours fused in)", (
   });
 
   it("copies A into workgroup memory from 3 rows up where it fits, or shares its rows by subgroupShuffle: the same values as neither", async () => {
-    const rt = await gpuRuntime();
-    const small = new Runtime(rt.device, { maxWorkgroupStorageBytes: 1024 }); // 5 x 52 floats do not fit
+    const rt = await planRuntime({ rowsShuffle: false });
+    const small = await planRuntime({ rowsShuffle: false }, { maxWorkgroupStorageBytes: 1024 }); // 5 x 52 floats do not fit
+    const shuffling = await planRuntime({ rowsShuffle: true });
     const [M, K, N] = [5, 52, 37];
     const [x, w, gain, res] = [randn(M * K, 1), randn(N * K, 2), randn(K, 3), randn(M * N, 4)];
-    const run = async (r: Runtime, shuffle = false) => {
-      r.subgroupRows = shuffle;
+    const run = async (r: Runtime) => {
       const out = r.tensor(M * N);
       const enc = r.device.createCommandEncoder();
       linearRows(r, enc, out, r.tensor(x), r.tensor(w), null, M, K, N, {
@@ -82,9 +82,9 @@ describe("linearRows (the small-M linear layer with its neighbours fused in)", (
     expect(bitEqual(staged, plain)).toBe(true);
     // the shuffle runs where the adapter's subgroups are SIMD lanes (lavapipe); elsewhere this
     // runs the staged kernel again
-    const shuffled = await run(rt, true);
-    rt.subgroupRows = true;
-    expect(linearRowsShuffle(rt, M)).toBe(subgroupMatmulSize(rt) >= M);
+    const shuffled = await run(shuffling);
+    expect(linearRowsShuffle(shuffling, M)).toBe(fixedSubgroupSize(shuffling) >= M);
+    expect(linearRowsShuffle(rt, M)).toBe(false);
     expect(bitEqual(shuffled, staged)).toBe(true);
   });
 
@@ -118,24 +118,47 @@ describe("ropeAppend (RoPE and the KV-cache append in one dispatch)", () => {
         rt.tensor(slot),
       ];
       const enc = rt.device.createCommandEncoder();
-      if (fused) ropeAppend(rt, enc, x, kc, vc, p, sl, { B, Tmax, NH, KVH, headDim: hs, ropeBase: 10000 });
+      if (fused)
+        ropeAppend(rt, enc, x, kc, vc, p, sl, {
+          B,
+          Tmax,
+          NH,
+          KVH,
+          headDim: hs,
+          ropeBase: 10000,
+          positions: 1024,
+        });
       else {
-        ropeForward(rt, enc, x, p, {
-          N: B,
-          nHeads: NH,
-          headDim: hs,
-          rowStride: QKV,
-          colOffset: 0,
-          base: 10000,
-        });
-        ropeForward(rt, enc, x, p, {
-          N: B,
-          nHeads: KVH,
-          headDim: hs,
-          rowStride: QKV,
-          colOffset: Q,
-          base: 10000,
-        });
+        ropeForward(
+          rt,
+          enc,
+          x,
+          p,
+          {
+            N: B,
+            nHeads: NH,
+            headDim: hs,
+            rowStride: QKV,
+            colOffset: 0,
+            base: 10000,
+          },
+          1024,
+        );
+        ropeForward(
+          rt,
+          enc,
+          x,
+          p,
+          {
+            N: B,
+            nHeads: KVH,
+            headDim: hs,
+            rowStride: QKV,
+            colOffset: Q,
+            base: 10000,
+          },
+          1024,
+        );
         kvCacheWrite(rt, enc, kc, vc, x, sl, B, Tmax, Q, NH, undefined, KVH);
       }
       rt.submit(enc);

@@ -3,14 +3,14 @@
 // the residual add after it or SwiGLU's gate and up folded in; ropeAppend (rope-append.wgsl) is
 // the rotary embedding of q and k and the KV-cache append in one dispatch. model/gpu-generation.ts
 // runs a block as 6 dispatches with them (norm+QKV, rope+append, attention, proj+residual,
-// norm+gate/up+SwiGLU, down+residual) where it was 13; `rt.legacyDecode` keeps the old ones
-// (the benchmarks' baseline). Also used by matmul.ts for every A·Bᵀ of at most 8 rows whose K is
+// norm+gate/up+SwiGLU, down+residual) where blockForward records 13. Also used by matmul.ts for every A·Bᵀ of at most 8 rows whose K is
 // a multiple of 4 (the LM head while sampling). loraRows (lora-rows.wgsl) is a LoRA adapter's
 // term on one fused weight for decode rows in two dispatches, whatever its targets. References: matmulRef, rmsnormRef, swigluRef,
 // ropeForwardRef (reference.ts); tested by decode.gpu.test.ts.
 import linearSrc from "./linear-rows.wgsl?raw";
 import loraSrc from "./lora-rows.wgsl?raw";
-import { subgroupMatmulSize } from "./matmul-subgroup";
+import { fixedSubgroupSize } from "./matmul-subgroup";
+import { ropeTable } from "./rope";
 import ropeSrc from "./rope-append.wgsl?raw";
 import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
@@ -63,13 +63,11 @@ function linearSource(half: boolean, shuffle: boolean): string {
 
 /**
  * Whether linearRows shares A's M rows by subgroupShuffle on this runtime: from 2 rows, where the
- * adapter's subgroups are SIMD lanes of at least M (lavapipe: subgroupMatmulSize) and
- * `rt.subgroupRows` is on. 1.2-1.7x at 2-8 rows of SmolLM2's head and gate/up, 4.4x on its down
+ * adapter's one fixed subgroup size is at least M (lavapipe: 8) and the plan has rowsShuffle. 1.2-1.7x at 2-8 rows of SmolLM2's head and gate/up, 4.4x on its down
  * projection at 8 rows (too big to stage); slower at 1 row, which loads nothing twice.
  */
 export function linearRowsShuffle(rt: Runtime, M: number): boolean {
-  const sg = subgroupMatmulSize(rt);
-  return rt.subgroupRows && M >= 2 && sg >= M;
+  return rt.plan.rowsShuffle && M >= 2 && fixedSubgroupSize(rt) >= M;
 }
 
 /** What linearRows folds in around the product. */
@@ -169,10 +167,20 @@ export function ropeAppend(
   vcache: View,
   pos: View,
   slot: View,
-  s: { B: number; Tmax: number; NH: number; KVH: number; headDim: number; ropeBase: number | null },
+  s: {
+    B: number;
+    Tmax: number;
+    NH: number;
+    KVH: number;
+    headDim: number;
+    ropeBase: number | null;
+    /** Positions the RoPE table covers (the model's context). */
+    positions: number;
+  },
 ) {
   const { B, Tmax, NH, KVH, headDim: hs } = s;
   if (hs % 2 !== 0) throw new Error(`ropeAppend: head size ${hs} must be even`);
+  const table = s.ropeBase === null ? null : ropeTable(rt, s.ropeBase, hs, s.positions);
   const u = rt.uniform(
     packUniform([
       ["u32", B],
@@ -180,14 +188,14 @@ export function ropeAppend(
       ["u32", KVH],
       ["u32", hs],
       ["u32", Tmax],
-      ["f32", s.ropeBase ?? 0],
+      ["u32", table?.positions ?? 0],
     ]),
   );
   const per = ((NH + KVH) * hs) / 2 + KVH * hs;
   rt.dispatch(
     rec,
     rt.pipeline(ropeSrc, "main", { WG: 64, ROPE: s.ropeBase === null ? 0 : 1 }),
-    [qkv, kcache, vcache, pos, slot, u],
+    [qkv, kcache, vcache, pos, slot, table?.view ?? rt.dummy, u],
     [Math.ceil((B * per) / 64)],
   );
 }

@@ -15,6 +15,8 @@ export interface AdapterSummary {
   limits: Record<string, number>;
   /** [min, max] subgroup size the adapter reports (0, 0 when it does not say). */
   subgroupSizes: [number, number];
+  /** The kernel plan the device runs, in one line (kernels/plan.ts describePlan; set by the worker and the CLI). */
+  plan?: string;
 }
 
 export interface Gpu {

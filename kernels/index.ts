@@ -17,6 +17,7 @@ export * from "./logsoftmax";
 export * from "./matmul";
 export * from "./norm";
 export * from "./optim";
+export * from "./plan";
 export * from "./pointwise";
 export * from "./qknorm";
 export * from "./rope";

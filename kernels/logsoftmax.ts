@@ -80,12 +80,9 @@ export function logSoftmaxForward(
 ) {
   const u = chunkUniform(rt, ch, invTemp);
   const bindings = [logp, ent, null, logits, targets, null, null, u];
-  rt.dispatch(
-    rec,
-    rt.pipeline(rt.reducing(src), "forward", { WG: rt.reductionWorkgroup(ch.V, 256) }),
-    bindings,
-    [ch.rows],
-  );
+  rt.dispatch(rec, rt.pipeline(rt.reducing(src), "forward", { WG: rt.reductionWorkgroup(ch.V) }), bindings, [
+    ch.rows,
+  ]);
 }
 
 /**
@@ -105,12 +102,9 @@ export function logSoftmaxBackward(
 ) {
   const u = chunkUniform(rt, ch, invTemp);
   const bindings = [null, null, dlogits, logits, targets, wlp, went, u];
-  rt.dispatch(
-    rec,
-    rt.pipeline(rt.reducing(src), "backward", { WG: rt.reductionWorkgroup(ch.V, 256) }),
-    bindings,
-    [ch.rows],
-  );
+  rt.dispatch(rec, rt.pipeline(rt.reducing(src), "backward", { WG: rt.reductionWorkgroup(ch.V) }), bindings, [
+    ch.rows,
+  ]);
 }
 
 /** Both on a plain (N,V) block: logp, ent (N) and dlogits (N,V). */

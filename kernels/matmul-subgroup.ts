@@ -124,15 +124,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
 }
 
 /**
- * The subgroup size this kernel runs at on this runtime's device, or 0 where it should not run:
- * a software adapter other than SwiftShader (whose unrolled kernels stay) with the `subgroups`
- * feature and one fixed subgroup size that is a multiple of 4. GPUs keep the tiled kernel (tuned
- * there; workgroup memory is fast on them).
+ * The adapter's one fixed subgroup size where it has one, a multiple of 4 from 4 to 64, and the
+ * device the `subgroups` feature; else 0 (the subgroup kernels cannot run there).
  */
-export function subgroupMatmulSize(rt: Runtime): number {
+export function fixedSubgroupSize(rt: Runtime): number {
   const [lo, hi] = rt.subgroupSizes;
-  const ok = rt.software && !rt.unrolled && rt.device.features.has("subgroups") && lo === hi && lo % 4 === 0;
+  const ok = rt.device.features.has("subgroups") && lo === hi && lo % 4 === 0;
   return ok && lo >= 4 && lo <= 64 ? lo : 0;
+}
+
+/** The subgroup size this kernel runs at on rt, or 0 where the plan does not run it (plan.subgroupMatmul). */
+export function subgroupMatmulSize(rt: Runtime): number {
+  return rt.plan.subgroupMatmul ? fixedSubgroupSize(rt) : 0;
 }
 
 /** Whether this product can run as the subgroup kernel (see the file's head). */

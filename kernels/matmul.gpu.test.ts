@@ -7,15 +7,15 @@ import { biasBackward, matmul, matmulBackward, matmulForward } from "./matmul";
 import { subgroupMatmulSize } from "./matmul-subgroup";
 import { type MatmulShape, matmulBackwardRef, matmulForwardRef, matmulRef } from "./reference";
 import { alignFloats, view } from "./runtime";
-import { assertClose, bitEqual, gpuRuntime, randn, TOL } from "./testing";
+import { assertClose, bitEqual, gpuRuntime, planRuntime, randn, TOL } from "./testing";
 
 let kernel: "tiled" | "subgroup" | "unrolled" = "tiled";
 
 async function runtime() {
-  const rt = await gpuRuntime();
-  rt.unrolled = kernel === "unrolled";
-  rt.subgroupMatmul = kernel === "subgroup";
-  return rt;
+  return planRuntime({
+    matmul: kernel === "unrolled" ? "unrolled" : "tiled",
+    subgroupMatmul: kernel === "subgroup",
+  });
 }
 
 async function check(s: MatmulShape, withBias: boolean, seed: number) {
@@ -59,12 +59,11 @@ describe("matvec (A·Bᵀ with at most 8 rows)", () => {
     rt.upload(av, a);
     const gb = rt.tensor(b);
     const run = async (matvec: boolean) => {
-      rt.matvec = matvec;
+      const r = await planRuntime({ matmul: "tiled", smallRows: matvec ? 8 : 0 });
       const out = rt.tensor(M * N);
       const enc = rt.device.createCommandEncoder();
-      matmul(rt, enc, out, av, gb, null, { M, N, K, transB: true });
-      rt.submit(enc);
-      rt.matvec = true;
+      matmul(r, enc, out, av, gb, null, { M, N, K, transB: true });
+      r.submit(enc);
       return rt.read(out);
     };
     const [mv, tiled] = [await run(true), await run(false)];
@@ -87,8 +86,7 @@ describe("the subgroup kernel (matmul-subgroup.ts)", () => {
     ["A·Bᵀ, N past 64 lanes x 4", { M: 9, N: 1028, K: 8, transB: true, accumulate: true }, true],
   ];
   it.each(forms)("%s equals matmul.wgsl bit for bit", async (_, s, withBias) => {
-    const rt = await gpuRuntime();
-    rt.unrolled = false;
+    const rt = await planRuntime({ matmul: "tiled", subgroupMatmul: true });
     const sg = subgroupMatmulSize(rt);
     if (!sg) return; // not this adapter's kernel (it runs on lavapipe); the tiled tests cover it
     const batch = s.batch ?? 1;
@@ -99,7 +97,7 @@ describe("the subgroup kernel (matmul-subgroup.ts)", () => {
     const bias = withBias ? rt.tensor(randn(s.N, 42)) : null;
     const out0 = randn(batch * s.M * s.N, 43);
     const run = async (subgroup: boolean) => {
-      rt.subgroupMatmul = subgroup;
+      const rt = await planRuntime({ matmul: "tiled", subgroupMatmul: subgroup });
       const codes: string[] = [];
       const pipeline = rt.pipeline.bind(rt);
       rt.pipeline = (code, entry, constants) => {

@@ -1,14 +1,14 @@
 // Matmul dispatch: the general batched op(A)·op(B) used by linear layers and their backward, and
-// the llm.c-style linear layer pair matmulForward / matmulBackward. Two kernels, chosen by
-// `rt.unrolled` (kernels/dev/matmul-variants.ts has the measurements): the tiled matmul.wgsl (one
-// pipeline for every form) everywhere but SwiftShader, and the unrolled ones generated per form by
-// matmul-gen.ts on SwiftShader. On lavapipe (a CPU adapter with one fixed subgroup size) the
-// products whose K and contiguous sides are multiples of 4 run matmul-subgroup.ts's kernel, whose
-// lanes share A by subgroupBroadcast: bit-identical to matmul.wgsl, 1.8-3.1x faster there
-// (`rt.subgroupMatmul`; kernels/dev/matmul-subgroup.ts). A·Bᵀ with at most MATVEC_MAX_ROWS rows (a linear layer or the head
-// while decoding) goes to matvec.wgsl instead, where `rt.matvec` is set (the default; on
-// SwiftShader only for one row): the tiles compute 64 rows, so at batch 1 they did 64 times the
-// work (SmolLM2-shape decode on lavapipe: 0.06 -> 0.62 tokens/s). Reference in reference.ts (matmulRef); tested by
+// the llm.c-style linear layer pair matmulForward / matmulBackward. The variant is the runtime's
+// kernel plan's (kernels/plan.ts; kernels/dev/matmul-variants.ts has the measurements): the tiled
+// matmul.wgsl (one pipeline for every form), or the unrolled ones generated per form by
+// matmul-gen.ts (plan.matmul "unrolled", SwiftShader's). Where the plan has subgroupMatmul (CPU
+// rasterisers with one fixed subgroup size) the products whose K and contiguous sides are
+// multiples of 4 run matmul-subgroup.ts's kernel, whose lanes share A by subgroupBroadcast:
+// bit-identical to matmul.wgsl, 1.8-3.1x faster on lavapipe (kernels/dev/matmul-subgroup.ts).
+// A·Bᵀ with at most plan.smallRows rows (a linear layer or the head while decoding) goes to
+// linear-rows.wgsl (matvec.wgsl where K is not a multiple of 4) instead: the tiles compute 64
+// rows, so at batch 1 they did 64 times the work. Reference in reference.ts (matmulRef); tested by
 // matmul.gpu.test.ts (every kernel).
 // A weight stored in half precision (a HalfView, the frozen base of a LoRA model with model.dtype
 // f16) is read by the f16 variant of the same two shaders (`enable f16;`, B as array<f16>, every
@@ -87,17 +87,17 @@ function unrolledSource(s: MatmulShape): string {
   return code;
 }
 
-/** Rows up to which A·Bᵀ runs as matvec.wgsl. */
+/** Rows up to which any plan runs A·Bᵀ as the small-rows kernels (linear-rows.wgsl's and matvec.wgsl's limit). */
 export const MATVEC_MAX_ROWS = 8;
 
 /**
  * Whether an A·Bᵀ of M rows goes to the small-rows kernels (linear-rows, matvec) rather than the
- * tiles: at most MATVEC_MAX_ROWS rows where rt.matvec is on, and only one row on SwiftShader.
- * Outside rt.legacyDecode each row's result depends only on which of the two runs it, not on M (a
- * decode window that computes fewer rows keeps to the same side: model/gpu-generation.ts).
+ * tiles: at most plan.smallRows rows. Each row's result depends only on which of the two runs it,
+ * not on M (a decode window that computes fewer rows keeps to the same side:
+ * model/gpu-generation.ts).
  */
 export function smallRowsKernel(rt: Runtime, M: number): boolean {
-  return rt.matvec && M <= MATVEC_MAX_ROWS && (!rt.unrolled || M === 1);
+  return M <= Math.min(rt.plan.smallRows, MATVEC_MAX_ROWS);
 }
 
 function matvecForm(s: MatmulShape): boolean {
@@ -106,7 +106,7 @@ function matvecForm(s: MatmulShape): boolean {
 
 /** out (M,N) = A (M,K) · Bᵀ (+ bias (N)) for M <= MATVEC_MAX_ROWS, one workgroup per column. */
 function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: View | null, s: MatmulShape) {
-  if (!rt.legacyDecode && linearRowsFits(s.M, s.K)) {
+  if (linearRowsFits(s.M, s.K)) {
     linearRows(rt, rec, out, a, b, bias, s.M, s.K, s.N);
     return;
   }
@@ -145,18 +145,17 @@ export function matmul(
     throw new Error("matmul: only the B operand (a weight) may be stored as f16");
   if (half && !hasHalf(rt))
     throw new Error(`matmul: an f16 weight needs the ${HALF_FEATURE} feature, which this device lacks`);
-  // On SwiftShader the unrolled tiles beat the matvec from 4 rows up (measured at 1024x128).
   if (matvecForm(s) && smallRowsKernel(rt, s.M)) {
     matvec(rt, rec, out, a, b, bias, s);
     return;
   }
-  const sg = rt.subgroupMatmul ? subgroupMatmulSize(rt) : 0;
+  const sg = subgroupMatmulSize(rt);
   if (sg && subgroupMatmulFits(s, a, b)) {
     subgroupMatmul(rt, rec, out, a, b, bias, s, sg);
     return;
   }
   // The f16 variant is the tiled kernel's (SwiftShader, the unrolled kernels' adapter, has no shader-f16).
-  const unrolledHere = rt.unrolled && !half;
+  const unrolledHere = rt.plan.matmul === "unrolled" && !half;
   const code = half ? halfSource(src) : unrolledHere ? unrolledSource(s) : src;
   // the tiled kernel's workgroup shape: the runtime's table (matmulTile), fitted to a narrow N
   const [wx, wy] = unrolledHere ? [WG_X, WG_Y] : rt.matmulTileFor(s.N, s.M, s.K);

@@ -35,7 +35,7 @@ export function layernormForward(
   const u = params(rt, N, C, eps);
   rt.dispatch(
     rec,
-    rt.pipeline(rt.reducing(src), "layernorm_forward", { WG: rt.reductionWorkgroup(C, WG) }),
+    rt.pipeline(rt.reducing(src), "layernorm_forward", { WG: rt.reductionWorkgroup(C) }),
     [out, mean, rstd, inp, weight, bias, null, u],
     [N],
   );
@@ -58,7 +58,7 @@ export function layernormBackward(
   const u = params(rt, N, C);
   if (dinp) {
     const pipe = rt.pipeline(rt.reducing(src), "layernorm_backward_input", {
-      WG: rt.reductionWorkgroup(C, WG),
+      WG: rt.reductionWorkgroup(C),
     });
     rt.dispatch(rec, pipe, [dinp, mean, rstd, inp, weight, null, dout, u], [N]);
   }
@@ -85,7 +85,7 @@ export function rmsnormForward(
   const u = params(rt, N, C, eps);
   rt.dispatch(
     rec,
-    rt.pipeline(rt.reducing(src), "rmsnorm_forward", { WG: rt.reductionWorkgroup(C, WG) }),
+    rt.pipeline(rt.reducing(src), "rmsnorm_forward", { WG: rt.reductionWorkgroup(C) }),
     [out, null, rstd, inp, weight, null, null, u],
     [N],
   );
@@ -106,7 +106,7 @@ export function rmsnormBackward(
   const u = params(rt, N, C);
   if (dinp) {
     const pipe = rt.pipeline(rt.reducing(src), "rmsnorm_backward_input", {
-      WG: rt.reductionWorkgroup(C, WG),
+      WG: rt.reductionWorkgroup(C),
     });
     rt.dispatch(rec, pipe, [dinp, null, rstd, inp, weight, null, dout, u], [N]);
   }

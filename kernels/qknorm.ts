@@ -53,7 +53,7 @@ export function qkNormForward(
 /** The entry point, workgroup size and workgroups of forward / backward_input for this runtime. */
 function perHead(rt: Runtime, entry: string, s: QkNormShape): [string, number, number] {
   const pairs = s.N * (s.NH + 2 * s.KVH);
-  if (rt.subgroups) return [`${entry}_rows`, rt.reductionWorkgroup(s.hs, WG), pairs];
+  if (rt.subgroups) return [`${entry}_rows`, rt.reductionWorkgroup(s.hs), pairs];
   return [entry, WG, Math.ceil(pairs / WG)];
 }
 

@@ -16,8 +16,8 @@ import * as R from "./reference";
 import { Runtime } from "./runtime";
 import { assertClose, gpuRuntime, randInt, randn, TOL } from "./testing";
 
-/** name, runtime, threads: the subgroup path at its default and over 8 subgroups, the fallback. */
-let configs: [string, Runtime, number | undefined][];
+/** name, runtime: the subgroup path at its default and over 8 subgroups, the fallback. */
+let configs: [string, Runtime][];
 let fallback: Runtime;
 
 beforeAll(async () => {
@@ -26,9 +26,9 @@ beforeAll(async () => {
   fallback = new Runtime(plain);
   // one runtime for both subgroup configs, so the kernels that do not reduce compile once
   configs = [
-    ["subgroups", rt, undefined],
-    ["subgroups, 64 threads", rt, 64],
-    ["fallback", fallback, undefined],
+    ["subgroups", rt],
+    ["subgroups, 64 threads", new Runtime(rt.device, { reductionThreads: 64 })],
+    ["fallback", fallback],
   ];
 });
 
@@ -166,16 +166,11 @@ async function norm2(rt: Runtime, n: number): Promise<Float32Array[]> {
 /** Each config against the reference (inside `f`), then each against the fallback. */
 async function everywhere(label: string, f: (rt: Runtime) => Promise<Float32Array[]>) {
   const base = await f(fallback);
-  for (const [name, rt, threads] of configs) {
+  for (const [name, rt] of configs) {
     if (rt === fallback) continue;
-    rt.reductionThreads = threads;
-    const got = await f(rt)
-      .catch((e: Error) => {
-        throw new Error(`${label}, ${name}: ${e.message}`);
-      })
-      .finally(() => {
-        rt.reductionThreads = undefined;
-      });
+    const got = await f(rt).catch((e: Error) => {
+      throw new Error(`${label}, ${name}: ${e.message}`);
+    });
     got.forEach((x, i) => {
       assertClose(`${label}, ${name} vs the fallback [${i}]`, x, base[i], { atol: 1e-4, rtol: 1e-4 });
     });

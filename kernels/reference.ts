@@ -580,14 +580,15 @@ export interface RopeShape {
 
 /**
  * Rotates pairs (i, i + hd/2) of each head by theta = pos[n] * base^(-2i/hd), in place
- * (GPT-NeoX / Llama "rotate_half"). theta is rounded to float32 as the GPU computes it.
+ * (GPT-NeoX / Llama "rotate_half"). theta, cos and sin in float64, as the GPU's table.
  */
 export function ropeForwardRef(x: F, pos: I, s: RopeShape, sign = 1) {
   const half = s.headDim / 2;
   for (let n = 0; n < s.N; n++)
     for (let h = 0; h < s.nHeads; h++)
       for (let i = 0; i < half; i++) {
-        const theta = Math.fround(pos[n] * Math.fround(s.base ** ((-2 * i) / s.headDim)));
+        // the angle in float64 as the GPU's table (kernels/rope.ts ropeAngles): exact at any position
+        const theta = pos[n] * s.base ** ((-2 * i) / s.headDim);
         const c = Math.cos(theta);
         const sn = sign * Math.sin(theta);
         const a = n * s.rowStride + s.colOffset + h * s.headDim + i;

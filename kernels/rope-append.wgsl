@@ -2,22 +2,23 @@
 // attention.wgsl's kv_write before): per row b of qkv (B, Q + 2 KV), the query pairs rotate in
 // place, the key pairs rotate in place and go to kcache (B,Tmax,KV) at slot[b], the values go to
 // vcache; a row whose slot is >= Tmax writes no cache. ROPE false: no rotation, the append only.
-// The same angles and arithmetic as rope.wgsl (results bit-identical to the three dispatches).
+// The same table of cos and sin (the host's float64 angles, rope.ts ropeTable) and arithmetic as
+// rope.wgsl (results bit-identical to the three dispatches); a position past the table gives NaN.
 // One thread per (row, query pair | key pair | value). Reference: ropeForwardRef and the cache
 // layout of decodeAttentionRef. Used by kernels/decode.ts; tested by decode.gpu.test.ts.
 
-struct P { B: u32, NH: u32, KVH: u32, hs: u32, Tmax: u32, base: f32 }
+struct P { B: u32, NH: u32, KVH: u32, hs: u32, Tmax: u32, positions: u32 }
 
 @group(0) @binding(0) var<storage, read_write> qkv: array<f32>;    // (B, Q + 2 KV)
 @group(0) @binding(1) var<storage, read_write> kcache: array<f32>; // (B,Tmax,KV)
 @group(0) @binding(2) var<storage, read_write> vcache: array<f32>; // (B,Tmax,KV)
 @group(0) @binding(3) var<storage, read_write> pos: array<u32>;    // (B)
 @group(0) @binding(4) var<storage, read_write> slot: array<u32>;   // (B)
-@group(0) @binding(5) var<uniform> p: P;
+@group(0) @binding(5) var<storage, read> cs: array<vec2f>;       // (positions, hs/2): cos, sin
+@group(0) @binding(6) var<uniform> p: P;
 
 override WG: u32 = 64;
 override ROPE: bool = true;
-const TWO_PI = 6.283185307179586;
 
 // pair i of a head at row b, rotated to position pos[b] (rope.wgsl's arithmetic), in place
 fn rotate(a: u32, i: u32, b: u32) -> vec2f {
@@ -25,10 +26,12 @@ fn rotate(a: u32, i: u32, b: u32) -> vec2f {
   let x0 = qkv[a];
   let x1 = qkv[a + half];
   if (!ROPE) { return vec2f(x0, x1); }
-  let theta = f32(pos[b]) * pow(p.base, -2.0 * f32(i) / f32(p.hs));
-  let r = theta - TWO_PI * round(theta / TWO_PI);
-  let c = cos(r);
-  let s = sin(r);
+  let at = pos[b];
+  // NaN (a quiet NaN's bits, built from a runtime value: a NaN constant does not compile)
+  var r = vec2f(bitcast<f32>(0x7fc00000u | min(at, 0u)));
+  if (at < p.positions) { r = cs[at * half + i]; }
+  let c = r.x;
+  let s = r.y;
   let y = vec2f(x0 * c - x1 * s, x0 * s + x1 * c);
   qkv[a] = y.x;
   qkv[a + half] = y.y;

@@ -28,9 +28,11 @@
 //   RuntimeOptions so the windowed paths run at tiny sizes.
 // - Pipelines are cached per device (every Runtime on it shares them).
 // - Row reductions (norms, the log-softmax head, the grad norm) use subgroup operations where the
-//   device can (`subgroups`, see kernels/reduce.ts), a workgroup tree elsewhere.
+//   device's plan says so (kernels/plan.ts, kernels/reduce.ts), a workgroup tree elsewhere.
+// - Which variant of an op runs is the device's kernel plan (`plan`, kernels/plan.ts), read-only.
 
 import { canUseSubgroups, isSoftwareAdapter } from "./device";
+import { devicePlan, type KernelPlan, PLANS, type PlanChoice, type PlanName, resolvePlan } from "./plan";
 import { withReductions } from "./reduce";
 
 export interface View {
@@ -128,12 +130,6 @@ const compiled = new WeakMap<
   { pipelines: Map<string, GPUComputePipeline>; modules: Map<string, GPUShaderModule> }
 >();
 
-/** SwiftShader: a Runtime on this device starts with `unrolled` set. */
-export function runsUnrolled(device: GPUDevice): boolean {
-  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
-  return /swiftshader/i.test(`${info?.vendor} ${info?.architecture} ${info?.description}`);
-}
-
 /** Makes `tile` the matmul workgroup of every Runtime made on `device` from now on (autotune.ts). */
 export function setDeviceMatmulTile(device: GPUDevice, tile: readonly [number, number]): void {
   tiles.set(device, tile);
@@ -151,15 +147,15 @@ export interface RuntimeOptions {
   maxBufferBytes?: number;
   /** Workgroup memory a kernel may use (default and ceiling: maxComputeWorkgroupStorageSize). */
   maxWorkgroupStorageBytes?: number;
+  /**
+   * The kernel plan (default: the device's, kernels/plan.ts devicePlan): a name from the table, or
+   * a variant of one (plan.ts planWith; tests and kernels/dev comparisons). A plan given here
+   * uses its own matmulTile, not the device's tuned one.
+   */
+  plan?: PlanName | KernelPlan;
+  /** Threads of every row reduction (a power of two <= 256): tests run them over several subgroups. */
+  reductionThreads?: number;
 }
-
-/**
- * The training attention kernels (kernels/attention.ts): "loop" today's one thread per query or
- * key (attention.wgsl; attention-gen.ts's unrolled form on SwiftShader), "blocked" several rows per
- * thread sharing each K/V load (attention-blocked.wgsl), "tiled" K/V tiles in workgroup memory
- * (attention-tiled.wgsl); "auto" lets the adapter pick.
- */
-export type AttentionKernel = "auto" | "loop" | "blocked" | "tiled";
 
 export class Runtime {
   /** Shared by every Runtime on the device (pipelines are immutable): made once per device. */
@@ -196,68 +192,31 @@ export class Runtime {
     return this.sinks[i];
   }
 
-  /**
-   * Run the kernels written for SwiftShader (per-thread loops unrolled into named variables:
-   * matmul-gen.ts, attention-gen.ts) instead of the loop versions (matmul.wgsl, attention.wgsl).
-   * True on SwiftShader, where they are 3-10x faster; false elsewhere (lavapipe runs the loop
-   * versions as fast and compiles them 5-30x quicker; GPUs unroll constant loops themselves).
-   * Tests set it to check both.
-   */
-  unrolled: boolean;
+  /** The kernel plan every op of this runtime reads (kernels/plan.ts): the only selector of a variant. */
+  readonly plan: KernelPlan;
+  /** How the plan was chosen (the device's choice, or the RuntimeOptions that gave it). */
+  readonly planChoice: PlanChoice;
+  /** The plan came from RuntimeOptions as an object: its matmulTile holds, not the device's tuned one. */
+  private readonly fixedTile: boolean;
+  private readonly reductionThreads: number | undefined;
 
   /**
    * Threads (x, y) of a tiled-matmul workgroup (matmul.wgsl: each thread an 8x8 block of out, so
-   * a (8y, 8x) tile): the device's autotuned shape (kernels/autotune.ts, set by
-   * tuneMatmulTile before the model is made), else 8x8. Results do not depend on it.
+   * a (8y, 8x) tile): the device's autotuned shape (kernels/autotune.ts, measured at the first
+   * model where the plan tunes it), else the plan's. Results do not depend on it.
    */
-  matmulTile: [number, number];
+  get matmulTile(): readonly [number, number] {
+    if (this.fixedTile || !this.plan.tuneMatmulTile) return this.plan.matmulTile;
+    return tiles.get(this.device) ?? this.plan.matmulTile;
+  }
 
-  /**
-   * Run the products that fit it as matmul-subgroup.ts's kernel (lanes share A by
-   * subgroupBroadcast) where the adapter suits it (lavapipe: subgroupMatmulSize); bit-identical to
-   * matmul.wgsl, about 3x faster there. On by default; side-by-side benchmarks of the code before
-   * it, autotune's tile measurements and tests turn it off.
-   */
-  subgroupMatmul = true;
-
-  /**
-   * linear-rows (decode's small-M linear layer) takes A's rows from each other's lanes by
-   * subgroupShuffle where the adapter suits it (kernels/decode.ts linearRowsShuffle), instead of
-   * loading every row in every lane; the same values. On by default; tests turn it off.
-   */
-  subgroupRows = true;
-
-  /** A CPU rasteriser (lavapipe, SwiftShader): workgroup barriers are coroutine switches there. */
+  /** A CPU rasteriser (an adapter fact, not a kernel choice: the autotune measures smaller products there). */
   readonly software: boolean;
 
-  /**
-   * Reduce rows with subgroupAdd/subgroupMax (kernels/reduce-subgroup.wgsl) instead of a tree in
-   * workgroup memory. True where the device has `subgroups` (and the subgroup_id builtin); tests
-   * and side-by-side benchmarks turn it off to run the fallback on the same device.
-   */
-  subgroups: boolean;
-
-  /**
-   * Run A·Bᵀ with at most 8 rows (decoding) as matvec.wgsl instead of the tiled matmul, whose
-   * 64-row tiles waste 63/64 of their work at batch 1. On by default; benchmarks and tests turn
-   * it off to compare.
-   */
-  matvec = true;
-
-  /**
-   * Decode without the fused kernels (the benchmarks' baseline): matvec.wgsl's scalar
-   * loop for A·Bᵀ of at most 8 rows and a block as 13 dispatches, where the default runs
-   * kernels/decode.ts (linear-rows.wgsl in vec4s with the norm, residual or SwiGLU folded in,
-   * rope-append.wgsl) as 6.
-   */
-  legacyDecode = false;
-
-  /**
-   * Which training attention kernel runs (AttentionKernel): "auto" picks loop on SwiftShader (the
-   * unrolled kernels), blocked on other software adapters (lavapipe: barriers are costly), tiled on
-   * GPUs where a tile fits maxWorkgroupStorageBytes. Benchmarks and tests set it to compare.
-   */
-  attentionKernel: AttentionKernel = "auto";
+  /** Whether the row reductions use subgroup operations (plan.reductions). */
+  get subgroups(): boolean {
+    return this.plan.reductions === "subgroup";
+  }
 
   /** Workgroup memory a kernel may use, in bytes (see RuntimeOptions). */
   readonly maxWorkgroupStorageBytes: number;
@@ -293,10 +252,23 @@ export class Runtime {
     this.modules = cache.modules;
     this.dummy = view(this.buffer(64, "dummy"), 0, 64);
     const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
-    this.unrolled = runsUnrolled(device);
+    const asked = options.plan;
+    const own = devicePlan(device);
+    if (asked === undefined) this.planChoice = own;
+    else if (typeof asked === "string") {
+      const c = resolvePlan({ info, subgroups: canUseSubgroups(device) }, asked);
+      this.planChoice = Object.freeze({ ...c, why: `RuntimeOptions.plan ${asked}` });
+    } else
+      this.planChoice = Object.freeze({
+        plan: asked,
+        why: `RuntimeOptions.plan (a variant of ${asked.name})`,
+        dropped: [],
+      });
+    this.plan = this.planChoice.plan;
+    this.fixedTile = typeof asked === "object";
+    if (!PLANS[this.plan.name]) throw new Error(`RuntimeOptions.plan: unknown plan ${this.plan.name}`);
+    this.reductionThreads = options.reductionThreads;
     this.software = isSoftwareAdapter(info);
-    this.subgroups = canUseSubgroups(device);
-    this.matmulTile = [...(tiles.get(device) ?? DEFAULT_MATMUL_TILE)] as [number, number];
     const sizes = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
     this.subgroupSizes = [sizes?.subgroupMinSize ?? 0, sizes?.subgroupMaxSize ?? 0];
   }
@@ -311,12 +283,11 @@ export class Runtime {
    * threads, the power of two that covers ceil(M/8), where M·N·K is at least 2^20 (a decode step
    * of 9-64 rows ran whole 64- or 128-row tiles: 1.6x at 32 rows of d 256; below that size the
    * idle rows cost less than compiling another pipeline, ~3 s each on lavapipe).
-   * legacyWorkgroups: matmulTile always. Which thread computes which block of out changes, never
-   * the order of the K sum: results are bit-identical.
+   * Which thread computes which block of out changes, never the order of the K sum: results are
+   * bit-identical.
    */
   matmulTileFor(N: number, M = Number.POSITIVE_INFINITY, K = Number.POSITIVE_INFINITY): [number, number] {
     const [tx, ty] = this.matmulTile;
-    if (this.legacyWorkgroups) return [tx, ty];
     const span = 8 * tx;
     // rows of threads: a power of two (few pipelines to compile), at most the tuned tile's; only
     // where the product is big enough for idle rows to cost more than a compile (2^20 FMAs)
@@ -337,42 +308,31 @@ export class Runtime {
     return withReductions(src, this.subgroups, this.subgroupSizes[0]);
   }
 
-  /** Use each op's fixed workgroup size from before rowWorkgroup (side-by-side benchmarks). */
-  legacyWorkgroups = false;
-
   /**
    * Threads of a one-workgroup-per-row reduction over rows of n: a power of two near n/3, from
    * 16 (software adapters; 32 on GPUs, a warp) to 256. On lavapipe every workgroup barrier
    * switches each SIMD-wide slice of the workgroup, so a 256-thread tree over a 107-wide row
    * cost 12x a 32-thread one (the log-softmax head; 8x for LayerNorm at C = 48 with 16 threads).
-   * `before`: the op's fixed size, used when legacyWorkgroups is set.
+   * The plan's minRowThreads is the floor.
    */
-  rowWorkgroup(n: number, before: number): number {
-    if (this.legacyWorkgroups) return before;
-    const lo = this.software ? 16 : 32;
-    let wg = lo;
+  rowWorkgroup(n: number): number {
+    let wg = this.plan.minRowThreads;
     while (wg * 2 <= n / 3 && wg < 256) wg *= 2;
     return wg;
   }
 
   /**
-   * Fixes the threads of every reductionWorkgroup (a power of two <= 256): tests set it to run the
-   * reductions over several subgroups where the default is one.
-   */
-  reductionThreads: number | undefined;
-
-  /**
    * Threads of a row reduction through kernels/reduce.ts (norms, log-softmax head): rowWorkgroup,
-   * except on a software adapter with subgroups, where it is one subgroup (lavapipe's 8): there a
+   * except where the plan's rowThreads is "subgroup" (CPU rasterisers): one subgroup (lavapipe's 8): there a
    * workgroup runs on one CPU thread, its lanes are the SIMD lanes, and a single-subgroup
    * reduction has no barrier at all (LayerNorm forward + backward at 1920x48: about 2x faster
    * than 16 threads with the tree; the log-softmax head at V 107: about 3-5x).
    */
-  reductionWorkgroup(n: number, before: number): number {
+  reductionWorkgroup(n: number): number {
     if (this.reductionThreads) return this.reductionThreads;
     const min = this.subgroupSizes[0];
-    if (!this.legacyWorkgroups && this.subgroups && this.software && min >= 4 && min <= 256) return min;
-    return this.rowWorkgroup(n, before);
+    if (this.subgroups && this.plan.rowThreads === "subgroup" && min >= 4 && min <= 256) return min;
+    return this.rowWorkgroup(n);
   }
 
   /** A storage buffer of `n` floats (or 4-byte ints), zero-filled. */

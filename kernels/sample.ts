@@ -45,7 +45,7 @@ export function sample(
   );
   rt.dispatch(
     rec,
-    rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V, 256) }),
+    rt.pipeline(src, "main", { WG: rt.rowWorkgroup(V) }),
     [tokens, logps, logits, u, rowStep ?? rt.dummy, rowId ?? rt.sink(0)],
     [B],
   );

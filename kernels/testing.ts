@@ -4,6 +4,7 @@
 // shared GPU runtime per test file (created on first use only).
 import { createGpu } from "./device";
 import { nodeGpu } from "./node-gpu";
+import { type KernelPlan, planWith } from "./plan";
 import { Runtime, type RuntimeOptions } from "./runtime";
 
 /** Mulberry32: a tiny seeded PRNG so tests are reproducible. */
@@ -128,6 +129,18 @@ export function gpuRuntime(): Promise<Runtime> {
     return new Runtime(device);
   })();
   return shared;
+}
+
+/**
+ * A runtime on the shared device running a variant of its plan (kernels/plan.ts planWith), with
+ * any RuntimeOptions: each variant a test compares gets its own read-only runtime.
+ */
+export async function planRuntime(
+  changes: Partial<Omit<KernelPlan, "name">>,
+  options: RuntimeOptions = {},
+): Promise<Runtime> {
+  const base = await gpuRuntime();
+  return new Runtime(base.device, { ...options, plan: planWith(base.plan, changes) });
 }
 
 /** A runtime on the shared device with lowered limits, so windowed paths run at tiny sizes. */

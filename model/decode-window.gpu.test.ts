@@ -6,7 +6,7 @@
 
 import { beforeAll, describe, expect, it } from "vitest";
 import { countersSince, type Runtime } from "../kernels/runtime";
-import { gpuRuntime } from "../kernels/testing";
+import { gpuRuntime, planRuntime } from "../kernels/testing";
 import type { GenerationSession, RunEnd } from "./api";
 import { modelConfig } from "./config";
 import { CpuModel } from "./cpu";
@@ -73,18 +73,23 @@ async function agentLoop(s: GenerationSession, prompts: number[][], context: num
   return t;
 }
 
+/** The model (same seed, same weights) on a runtime whose plan decodes k tokens a submit. */
+async function windowed(k: number, config: ReturnType<typeof modelConfig>, seed: number): Promise<GpuModel> {
+  return new GpuModel(await planRuntime({ decodeWindow: k }), config, undefined, seed);
+}
+
 describe("k-token decode", () => {
   const config = modelConfig({ layers: 2, dModel: 32, heads: 2, context: 40 });
   const prompts = [encode("ab"), encode("<think>x"), encode("q"), encode("<tool_call>12*"), encode("z")];
 
   it("equals one token per decode, token for token, with cuts inside the window and appends", async () => {
-    const model = new GpuModel(rt, config, undefined, 5);
+    const model = await windowed(1, config, 5);
     const sampling = { temperature: 1, topP: 0.95, seed: 21 };
-    model.decodeWindow = 1;
     const one = await agentLoop(model.startGeneration(sampling), prompts, config.context);
     for (const k of [4, 16]) {
-      model.decodeWindow = k;
-      const many = await agentLoop(model.startGeneration(sampling), prompts, config.context);
+      const mk = await windowed(k, config, 5);
+      const many = await agentLoop(mk.startGeneration(sampling), prompts, config.context);
+      mk.dispose();
       expect(many.tokens).toEqual(one.tokens);
       expect(many.logprobs).toEqual(one.logprobs);
       expect(many.lengths).toEqual(one.lengths);
@@ -94,28 +99,23 @@ describe("k-token decode", () => {
     // and the CPU reference session (one decode per token) draws the same way: greedy equality
     const cpu = new CpuModel(config, await model.getWeights());
     const greedy = { temperature: 0, seed: 0 };
-    model.decodeWindow = 8;
-    expect((await agentLoop(model.startGeneration(greedy), prompts, config.context)).tokens).toEqual(
+    const m8 = await windowed(8, config, 5);
+    expect((await agentLoop(m8.startGeneration(greedy), prompts, config.context)).tokens).toEqual(
       (await agentLoop(cpu.startGeneration(greedy), prompts, config.context)).tokens,
     );
     model.dispose();
   });
 
   it("decodes 64 tokens at batch 4 with 16x fewer readbacks and submits at k = 16", async () => {
-    const model = new GpuModel(
-      rt,
-      modelConfig({ layers: 1, dModel: 16, heads: 2, context: 72 }),
-      undefined,
-      2,
-    );
     const count = async (k: number) => {
-      model.decodeWindow = k;
+      const model = await windowed(k, modelConfig({ layers: 1, dModel: 16, heads: 2, context: 72 }), 2);
       const s = model.startGeneration({ temperature: 1, seed: 4 });
       await s.prefill([encode("a"), encode("bc"), encode("d"), encode("efg")]);
-      const before = { ...rt.counters };
+      const before = { ...model.rt.counters };
       const out = await decodeRun(s, [true, true, true, true], 64, () => false, 72);
-      const d = countersSince(rt.counters, before);
+      const d = countersSince(model.rt.counters, before);
       s.finish();
+      model.dispose();
       return { d, tokens: out.tokens };
     };
     const one = await count(1);
@@ -125,19 +125,12 @@ describe("k-token decode", () => {
     expect(many.d.readbacks).toBe(4);
     expect(many.d.submits).toBe(4);
     expect(one.d.submits).toBe(128); // a feed submit and a sample + read submit per token
-    model.dispose();
   });
 
   it("computes only the rows that run, moved to the front, with the same tokens", async () => {
-    const model = new GpuModel(
-      rt,
-      modelConfig({ layers: 1, dModel: 16, heads: 2, context: 64 }),
-      undefined,
-      3,
-    );
     // B rows; rows other than `keep` stop at their first token; `keep` runs 16 more tokens alone
     const run = async (k: number, B: number, keep: number) => {
-      model.decodeWindow = k;
+      const model = await windowed(k, modelConfig({ layers: 1, dModel: 16, heads: 2, context: 64 }), 3);
       const s = model.startGeneration({ temperature: 1, seed: 9 }) as GpuGenerationSession;
       await s.prefill(Array.from({ length: B }, (_, b) => encode(String.fromCharCode(97 + b))));
       const first = await decodeRun(s, new Array(B).fill(true), 8, (b) => b !== keep, 64);
@@ -150,6 +143,7 @@ describe("k-token decode", () => {
       const rows = s.rowsComputed - before;
       const lengths = s.lengths();
       s.finish();
+      model.dispose();
       return { tokens: [first.tokens, rest.tokens, again.tokens], rows, lengths };
     };
     for (const B of [4, 10]) {
@@ -160,10 +154,9 @@ describe("k-token decode", () => {
       // one token per decode computes every row; windows of 8 compute row 2 alone for its 16
       // tokens (2 windows of a drain step and 7 more), padded past the small-rows kernels at B 10
       // (9 rows on lavapipe and GPUs, 2 on SwiftShader) so the numbers stay those of all B rows
-      const per = B <= 8 ? 1 : rt.unrolled ? 2 : 9;
+      const per = B <= 8 ? 1 : rt.plan.smallRows === 1 ? 2 : 9;
       expect(many.rows).toBe(16 * per + 4 * B);
       expect(one.rows).toBeGreaterThanOrEqual(20 * B);
     }
-    model.dispose();
   });
 });

@@ -63,10 +63,8 @@ export interface GpuGenerationHost {
   readonly params: ParamViews;
   /** The LoRA adapter, or null (none, or the reference view with it off). */
   readonly adapter: GpuAdapter | null;
-  /** Tokens decodeMany samples per submit at most. */
+  /** Tokens decodeMany samples per submit at most (the kernel plan's). */
   readonly decodeWindow: number;
-  /** decodeMany windows compute every row, running or not (the benchmarks' baseline). */
-  readonly decodeAllRows?: boolean;
 }
 
 /** Most tokens one decodeMany samples per submit (the window the runtime picks from). */
@@ -181,8 +179,7 @@ export class GpuGenerationSession implements GenerationSession {
    * final normed hidden state of each row's last prompt token into `hidden`. Where the feed steps
    * ran one submit of ~15 dispatches a layer per prompt token (384 tokens: 384 steps), this is one
    * of ~15 a layer; a prompt that several rows share (a GRPO group) runs once. False (nothing
-   * done: the feed steps run) under rt.legacyDecode or where the
-   * rows' buffers or the per-row cache views do not fit the binding limits and alignment.
+   * done: the feed steps run) where the rows' buffers or the per-row cache views do not fit the binding limits and alignment.
    */
   private async prefillBatched(prompts: number[][]): Promise<boolean> {
     const { rt, config: c, params: p } = this.model;
@@ -219,7 +216,6 @@ export class GpuGenerationSession implements GenerationSession {
     };
     const total = Object.values(sizes).reduce((a, n) => a + alignFloats(n), 0);
     const fits =
-      !rt.legacyDecode &&
       Tp > 1 &&
       (Tp * QKV) % FLOAT_ALIGN === 0 &&
       (c.context * KV) % FLOAT_ALIGN === 0 &&
@@ -436,6 +432,7 @@ export class GpuGenerationSession implements GenerationSession {
             KVH,
             headDim: hs,
             ropeBase,
+            positions: c.context,
           });
         const loraOn = (w: LoraBaseWeight) => !!ad && ad.layout.layers[l].some((t) => t.weight === w);
         decodeBlockForward(rt, enc, c, lp, s, residual, B, append, attention, ad ? lora : null, loraOn);
@@ -639,12 +636,12 @@ export class GpuGenerationSession implements GenerationSession {
    * Rows a window computes when `running` rows run (moved to the front): those, padded where
    * needed so that every A·Bᵀ picks the kernel it picks at the session's B (smallRowsKernel):
    * each row's numbers then equal a full step's bit for bit, and decodeMany still equals one
-   * decode() per token. B under rt.legacyDecode or the host's decodeAllRows (the paths before, the benchmarks' baselines).
+   * decode() per token.
    */
   private computeRows(running: number): number {
     const rt = this.model.rt;
     const B = this.B;
-    if (rt.legacyDecode || this.model.decodeAllRows || running >= B || running === 0) return B;
+    if (running >= B || running === 0) return B;
     if (smallRowsKernel(rt, B)) return running;
     let n = running;
     while (n < B && smallRowsKernel(rt, n)) n++;

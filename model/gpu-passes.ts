@@ -28,6 +28,7 @@ import {
   rmsnormForward,
   ropeBackward,
   ropeForward,
+  smallRowsKernel,
   swigluBackward,
   swigluForward,
   type View,
@@ -98,8 +99,8 @@ export function rope(
   ];
   for (const [nHeads, colOffset] of parts) {
     const s = { N, nHeads, headDim: hs, rowStride: QKV, colOffset, base: c.ropeTheta };
-    if (backward) ropeBackward(rt, rec, qkv, pos, s);
-    else ropeForward(rt, rec, qkv, pos, s);
+    if (backward) ropeBackward(rt, rec, qkv, pos, s, c.context);
+    else ropeForward(rt, rec, qkv, pos, s, c.context);
   }
 }
 
@@ -173,15 +174,11 @@ export function blockForward(
   residualForward(rt, rec, a.res3, a.res2, tmp, N * C);
 }
 
-/** Whether decodeBlockForward runs this model at N rows (else blockForward: legacyDecode, wide rows, odd sizes). */
+/** Whether decodeBlockForward runs this model at N rows (else blockForward: rows past the plan's smallRows, odd sizes). */
 export function fusedDecodeFits(rt: Runtime, c: ModelConfig, N: number): boolean {
   const { Q, hs } = attnDims(c);
   return (
-    !rt.legacyDecode &&
-    rt.matvec &&
-    (!rt.unrolled || N === 1) &&
-    hs % 2 === 0 &&
-    [c.dModel, Q, mlpHidden(c)].every((K) => linearRowsFits(N, K))
+    smallRowsKernel(rt, N) && hs % 2 === 0 && [c.dModel, Q, mlpHidden(c)].every((K) => linearRowsFits(N, K))
   );
 }
 

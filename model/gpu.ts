@@ -25,7 +25,6 @@ import { tuneMatmulTile } from "../kernels/autotune";
 import {
   adamw,
   clipByNorm,
-  DEFAULT_MATMUL_TILE,
   FlatBuffer,
   gradNorm,
   groupRows,
@@ -97,22 +96,10 @@ export class GpuModel implements PolicyModel {
   recompute = false;
   private hasForward = false;
   private optStep = 0;
-  /**
-   * Tokens a generation session samples per submit at most (decodeMany); 1 is the
-   * one-token-per-submit path, kept for side-by-side benchmarks.
-   */
-  decodeWindow = 16;
-  /**
-   * "fused": zeroing, backward, grad norm, clipping and AdamW in one submit with no readback
-   * (a non-finite norm makes AdamW a no-op on the GPU; step()'s result is read with the next
-   * forwardScore's readback, or when awaited); "legacy": a submit each and the norm read back
-   * before AdamW, the path before round trips were counted, kept for side-by-side benchmarks.
-   */
-  updatePath: "fused" | "legacy" = "fused";
-  /** Score every row in the head even where ScoreBatch.scoreFrom skips some (the path before it; side-by-side benchmarks). */
-  headAllRows = false;
-  /** Decode windows compute every row, running or not (the path before they shrank; side-by-side benchmarks). */
-  decodeAllRows = false;
+  /** Tokens a generation session samples per submit at most (decodeMany): the plan's. */
+  get decodeWindow(): number {
+    return this.rt.plan.decodeWindow;
+  }
   private zeroPending = false;
   private backwardPending: { hasValue: boolean } | null = null;
   /** step() results waiting for their norm (slot i of normLog) to come back. */
@@ -121,25 +108,8 @@ export class GpuModel implements PolicyModel {
   /** The norms of the last NORM_LOG steps, slot = step index mod NORM_LOG (its own buffer: a copy source). */
   private readonly normLog: View;
 
-  /**
-   * The engine as it was before round trips were counted: one token per decode submit, the
-   * legacy update, the fixed workgroup sizes of the row reductions, no subgroups (neither the
-   * reductions' nor the subgroup matmul's and linear-rows' sharing), the tiled matmul with the
-   * 8x8 tile (on this model's runtime).
-   */
-  selectLegacyRoundTrips(): void {
-    this.decodeWindow = 1;
-    this.updatePath = "legacy";
-    this.rt.legacyWorkgroups = true;
-    this.rt.subgroups = false;
-    this.rt.matmulTile = [...DEFAULT_MATMUL_TILE];
-    this.rt.subgroupMatmul = false;
-    this.rt.subgroupRows = false;
-  }
-
-  get lateStepResults(): boolean {
-    return this.updatePath === "fused";
-  }
+  /** step() results arrive with the next forwardScore's readback (the update is one submit, no readback). */
+  readonly lateStepResults = true;
 
   /**
    * weights: the flat layout, or "zeros" to fill later (fromHf); default: initParams(seed).
@@ -263,7 +233,7 @@ export class GpuModel implements PolicyModel {
    * tensor into the parameter buffer, so host memory peaks near one tensor.
    */
   static async fromHf(rt: Runtime, dir: ModelDir, opts: HfOptions = {}): Promise<GpuModel> {
-    rt.matmulTile = [...(await tuneMatmulTile(rt.device)).tile];
+    await tuneMatmulTile(rt.device); // the matmul tile of this adapter, measured once (kernels/autotune.ts)
     const config = await readHfConfig(dir, opts);
     const model = new GpuModel(rt, config, "zeros");
     const write = (offset: number, data: Float32Array) => model.writeWeights(offset, data);
@@ -306,8 +276,7 @@ export class GpuModel implements PolicyModel {
     const V = this.config.vocab;
     const tb = this.trainBuffers(B, T);
     tb.invTemp = 1 / (batch.temperature ?? 1);
-    tb.spans =
-      options.logits || this.headAllRows ? undefined : scoredSpans(B, T, this.config.dModel, batch.scoreFrom);
+    tb.spans = options.logits ? undefined : scoredSpans(B, T, this.config.dModel, batch.scoreFrom);
     this.rt.upload(tb.io.tokens, batch.tokens);
     this.rt.upload(tb.io.targets, batch.targets);
     this.rt.upload(tb.io.pos, Uint32Array.from(positions));
@@ -329,15 +298,9 @@ export class GpuModel implements PolicyModel {
       const dst = tb.io.out.offset + tb.outAt.norm * 4;
       enc.copyBufferToBuffer(log.buffer, log.offset, tb.io.out.buffer, dst, log.size);
     }
-    let out: Float32Array;
-    if (this.updatePath === "legacy") {
-      this.rt.submit(enc);
-      out = await this.rt.read(tb.io.out);
-    } else {
-      const read = this.rt.recordRead(enc, tb.io.out);
-      this.rt.submit(enc);
-      out = new Float32Array(await read());
-    }
+    const read = this.rt.recordRead(enc, tb.io.out);
+    this.rt.submit(enc);
+    const out = new Float32Array(await read());
     this.hasForward = true;
     for (const w of waiting) w.done(out[tb.outAt.norm + w.slot]);
     const { logp, entropy, values } = tb.outAt;
@@ -380,25 +343,8 @@ export class GpuModel implements PolicyModel {
     this.rt.upload(tb.io.wlp, grads.dlogp);
     this.rt.upload(tb.io.went, grads.dentropy ?? new Float32Array(N));
     if (grads.dvalue) this.rt.upload(tb.io.dvalue, grads.dvalue);
-    if (this.updatePath === "fused") {
-      // recorded by the next step() (or flushGradWork), in the same submit as the optimizer
-      this.backwardPending = { hasValue: Boolean(grads.dvalue) };
-      return;
-    }
-    const enc = this.rt.device.createCommandEncoder();
-    const o = this.opt;
-    backwardPass(
-      this.rt,
-      enc,
-      this.config,
-      this.params,
-      o.views,
-      tb,
-      Boolean(grads.dvalue),
-      this.adapter,
-      this.lora ? o.grads : null,
-    );
-    this.rt.submit(enc);
+    // recorded by the next step() (or flushGradWork), in the same submit as the optimizer
+    this.backwardPending = { hasValue: Boolean(grads.dvalue) };
   }
 
   /** Views of the same window of each flat buffer. */
@@ -407,15 +353,8 @@ export class GpuModel implements PolicyModel {
   }
 
   zeroGrad(): void {
-    if (this.updatePath === "fused") {
-      this.flushGradWork();
-      this.zeroPending = true;
-      return;
-    }
-    const g = this.opt.grads;
-    const enc = this.rt.device.createCommandEncoder();
-    for (const w of this.windows) zero(this.rt, enc, this.window(g, w));
-    this.rt.submit(enc);
+    this.flushGradWork();
+    this.zeroPending = true;
   }
 
   /** Records the deferred zeroing and backward (in that order) into enc. */
@@ -467,7 +406,6 @@ export class GpuModel implements PolicyModel {
   }
 
   step(h: AdamWHparams): PromiseLike<StepResult> {
-    if (this.updatePath === "legacy") return this.stepLegacy(h);
     const { grads, m, v } = this.opt;
     const enc = this.rt.device.createCommandEncoder();
     this.recordGradWork(enc);
@@ -521,28 +459,6 @@ export class GpuModel implements PolicyModel {
         return result.then(onDone, onFail);
       },
     };
-  }
-
-  private async stepLegacy(h: AdamWHparams): Promise<StepResult> {
-    const { grads, m, v } = this.opt;
-    let enc = this.rt.device.createCommandEncoder();
-    const gw = this.windows.map((w) => this.window(grads, w));
-    gradNorm(this.rt, enc, this.misc.norm, this.misc.normScratch, gw, this.normChunk);
-    this.rt.submit(enc);
-    const norm = (await this.rt.read(this.misc.norm))[0];
-    if (!Number.isFinite(norm)) return { gradNorm: norm, skipped: true };
-    enc = this.rt.device.createCommandEncoder();
-    if (h.maxGradNorm > 0 && Number.isFinite(h.maxGradNorm))
-      for (const g of gw) clipByNorm(this.rt, enc, g, this.misc.norm, g.size / 4, h.maxGradNorm);
-    this.optStep++;
-    const hp = this.adamwHp(h);
-    const target = this.adapterStore ?? this.paramStore;
-    for (const w of this.windows) {
-      const p = this.window(target, w);
-      adamw(this.rt, enc, p, this.window(grads, w), this.window(m, w), this.window(v, w), w[1], hp);
-    }
-    this.rt.submit(enc);
-    return { gradNorm: norm, skipped: false };
   }
 
   async getWeights(): Promise<Float32Array> {

@@ -1,5 +1,5 @@
 // GPU test of the head over scored rows only (ScoreBatch.scoreFrom, model/head.ts scoredSpans):
-// against the same model scoring every row (GpuModel.headAllRows), the scored positions' logp and
+// against the same model scoring every row (the batch without scoreFrom), the scored positions' logp and
 // entropy are equal within 1e-5 (a span of at most 8 rows runs the head as linear-rows.wgsl, the
 // decode kernel, whose vec4 sums round differently from the tiled matmul's; measured 5e-7) and
 // the gradients within STYLE's tolerance (the head's weight gradient sums other chunks), the skipped positions come back 0, and a chunked
@@ -45,9 +45,9 @@ describe("head over scored rows", () => {
         }
     const run = async (all: boolean) => {
       const m = new GpuModel(rt, config, undefined, 5);
-      m.headAllRows = all;
       m.zeroGrad();
-      const out = await m.forwardScore(batch);
+      // every row through the head: the same batch without scoreFrom
+      const out = await m.forwardScore(all ? { ...batch, scoreFrom: undefined } : batch);
       await m.backward({ dlogp, dentropy: dent });
       const grads = await m.getGrads();
       m.dispose();

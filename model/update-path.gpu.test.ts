@@ -1,13 +1,14 @@
-// GPU tests of the fused update (GpuModel.updatePath "fused": zeroing, backward, grad norm, clip
-// and AdamW in one submit, the norm read with the next forward's readback) against the legacy
-// path (a submit each, the norm read before AdamW): the same weights and optimizer state bit for
-// bit, one readback a minibatch, and a NaN gradient still skips the step and is flagged.
+// GPU tests of the fused update (zeroing, backward, grad norm, clip and AdamW in one submit, the
+// norm read with the next forward's readback) against the CPU model's update: the same weights
+// and optimizer state within tolerance, one readback a minibatch, and a NaN gradient still skips
+// the step and is flagged.
 // Run: npx vitest run --project gpu model/update-path
 import { beforeAll, describe, expect, it } from "vitest";
 import { countersSince, type Runtime } from "../kernels/runtime";
-import { gpuRuntime, randInt } from "../kernels/testing";
+import { assertClose, gpuRuntime, randInt } from "../kernels/testing";
 import { type MinibatchPlan, trainMinibatches } from "../rl/update/minibatch-loop";
 import { modelConfig } from "./config";
+import { CpuModel } from "./cpu";
 import { GpuModel } from "./gpu";
 
 let rt: Runtime;
@@ -23,7 +24,7 @@ const rows = Array.from({ length: 6 }, (_, i) => ({
 const hparams = { lr: 3e-3, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 0.5 };
 
 /** 2 epochs x 2 minibatches of a log-likelihood loss; `nanAt` poisons that minibatch's gradient. */
-function plan(model: GpuModel, nanAt = -1): MinibatchPlan {
+function plan(model: GpuModel | CpuModel, nanAt = -1): MinibatchPlan {
   let mb = 0;
   return {
     rows,
@@ -46,9 +47,8 @@ function plan(model: GpuModel, nanAt = -1): MinibatchPlan {
   };
 }
 
-async function run(path: "fused" | "legacy", nanAt = -1) {
-  const model = new GpuModel(rt, config, undefined, 7);
-  model.updatePath = path;
+async function run(on: "gpu" | "cpu", nanAt = -1) {
+  const model = on === "gpu" ? new GpuModel(rt, config, undefined, 7) : new CpuModel(config, undefined, 7);
   const before = { ...rt.counters };
   const res = await trainMinibatches(model, plan(model, nanAt));
   const counts = countersSince(rt.counters, before);
@@ -58,30 +58,29 @@ async function run(path: "fused" | "legacy", nanAt = -1) {
 }
 
 describe("fused update", () => {
-  it("equals the legacy path bit for bit with one readback a minibatch", async () => {
-    const legacy = await run("legacy");
-    const fused = await run("fused");
-    expect(fused.weights).toEqual(legacy.weights);
-    expect(fused.opt.m).toEqual(legacy.opt.m);
+  it("equals the CPU model's update with one readback a minibatch", async () => {
+    const cpu = await run("cpu");
+    const fused = await run("gpu");
+    assertClose("weights", fused.weights, cpu.weights, { atol: 1e-5, rtol: 1e-4 });
+    assertClose("adam m", fused.opt.m, cpu.opt.m, { atol: 1e-6, rtol: 1e-3 });
     expect(fused.opt.step).toBe(4);
-    expect(fused.res.metrics.grad_norm).toBe(legacy.res.metrics.grad_norm);
+    expect(Math.abs(Number(fused.res.metrics.grad_norm) - Number(cpu.res.metrics.grad_norm))).toBeLessThan(
+      1e-4,
+    );
     // 4 minibatches: a forward + readback submit and a backward + optimizer submit each, then
     // one readback for the last step's norm
     expect(fused.counts.readbacks).toBe(4 + 1);
     expect(fused.counts.submits).toBe(4 * 2 + 1);
-    // legacy: zero, forward, readback, backward, norm, norm readback, AdamW
-    expect(legacy.counts.readbacks).toBe(4 * 2);
-    expect(legacy.counts.submits).toBe(4 * 7);
   });
 
-  it("a NaN gradient skips the step on the GPU and stops the update, as the legacy path does", async () => {
-    const legacy = await run("legacy", 2);
-    const fused = await run("fused", 2);
+  it("a NaN gradient skips the step on the GPU and stops the update, as the CPU model does", async () => {
+    const cpu = await run("cpu", 2);
+    const fused = await run("gpu", 2);
     expect(fused.res.skipped).toMatch(/non-finite gradient norm at test/);
-    expect(legacy.res.skipped).toBe(fused.res.skipped);
-    expect(fused.weights).toEqual(legacy.weights); // two steps applied, the third a no-op
+    expect(cpu.res.skipped).toBe(fused.res.skipped);
+    // two steps applied, the third a no-op
+    assertClose("weights", fused.weights, cpu.weights, { atol: 1e-5, rtol: 1e-4 });
     expect(fused.opt.step).toBe(2);
-    expect(legacy.opt.step).toBe(2);
-    expect(fused.opt.v).toEqual(legacy.opt.v);
+    expect(cpu.opt.step).toBe(2);
   });
 });

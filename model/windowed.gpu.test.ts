@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
+import { devicePlan, planWith } from "../kernels/plan";
 import { zero } from "../kernels/pointwise";
 import { Runtime } from "../kernels/runtime";
 import { assertClose, bitEqual } from "../kernels/testing";
@@ -25,12 +26,11 @@ beforeAll(async () => {
   device.onuncapturederror = (e) => {
     throw new Error(`WebGPU error: ${e.error.message}`);
   };
-  full = new Runtime(device);
-  small = new Runtime(device, { maxBindingBytes: 16 * 1024, maxBufferBytes: 40 * 1024 });
   // One matmul kernel for every row count, so chunks of a few rows keep the whole batch's bits
   // (matvec.wgsl, which rows <= 8 would use, is tested in kernels/matmul and model/gpu).
-  full.matvec = false;
-  small.matvec = false;
+  const plan = planWith(devicePlan(device).plan, { smallRows: 0 });
+  full = new Runtime(device, { plan });
+  small = new Runtime(device, { plan, maxBindingBytes: 16 * 1024, maxBufferBytes: 40 * 1024 });
 });
 afterAll(() => device?.destroy());
 

@@ -6,6 +6,7 @@
 import * as Comlink from "comlink";
 import { type ConfigEdit, defaultRunConfig, type RunConfig } from "../config";
 import { browserGpu, createGpu, type Gpu, WebGPUUnavailableError } from "../kernels/device";
+import { describePlan, devicePlan } from "../kernels/plan";
 import type { PolicyModel } from "../model/api";
 import { GpuModel } from "../model/gpu";
 import { CHAR_TOKENIZER } from "../model/tokenizer";
@@ -402,8 +403,8 @@ function progressAt(trainer: Trainer, phase: string): { step: number; total: num
 const api: TrainerApi = {
   async gpuStatus(): Promise<GpuStatus> {
     try {
-      const { adapter } = await getGpu();
-      return { ok: true, adapter };
+      const { adapter, device } = await getGpu();
+      return { ok: true, adapter: { ...adapter, plan: describePlan(devicePlan(device)) } };
     } catch (err) {
       const reason = err instanceof WebGPUUnavailableError ? err.reason : "error";
       return { ok: false, reason, message: (err as Error).message };

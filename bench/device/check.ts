@@ -26,6 +26,7 @@ import { GpuModel } from "../../model/gpu";
 import { createTrainer } from "../../rl/run/build-trainer";
 import { SandboxPool } from "../../sandbox/pool";
 import { nodeWorkerFactory } from "../../sandbox/pool-node";
+import { variantModel } from "../plan-variant";
 import { type BenchRow, makeRow, median } from "../report";
 import { RL_SHAPE } from "../rl-shape";
 import { attentionRow, decodeRow, decodeStaggeredRow, rlStepRow } from "../shapes-rows";
@@ -146,10 +147,13 @@ async function decodeRows(device: GPUDevice, software: boolean): Promise<BenchRo
   const tokens = software ? 64 : 256;
   const B = 16;
   const config = modelConfig({ layers: 3, dModel: 128, heads: 4, context: tokens + 16 });
-  const model = await GpuModel.create(device, config, undefined, 3);
+  const models: Record<number, GpuModel> = {
+    1: await variantModel(device, { decodeWindow: 1 }, config, undefined, 3),
+    16: await variantModel(device, { decodeWindow: 16 }, config, undefined, 3),
+  };
   const res: Record<string, { readbacks: number; tps: number }> = {};
   for (const k of [1, 16, 1, 16]) {
-    model.decodeWindow = k;
+    const model = models[k];
     const s = model.startGeneration({ temperature: 1, seed: 5 });
     await s.prefill(Array.from({ length: B }, (_, b) => [1 + (b % 40)]));
     const before = model.perf();
@@ -161,7 +165,8 @@ async function decodeRows(device: GPUDevice, software: boolean): Promise<BenchRo
       tps: (B * tokens) / ((performance.now() - t0) / 1000),
     };
   }
-  model.dispose();
+  models[1].dispose();
+  models[16].dispose();
   const what = `d128 L3 NH4, batch ${B}, ${tokens} tokens from a 1-token prompt`;
   return [
     makeRow({
@@ -198,11 +203,10 @@ async function rlRows(device: GPUDevice, steps: number): Promise<BenchRow[]> {
   try {
     const make = (legacy: boolean) =>
       createTrainer(r.config, {
-        makeModel: async (mc, w, seed) => {
-          const m = await GpuModel.create(device, mc, w, seed);
-          if (legacy) m.selectLegacyRoundTrips();
-          return m;
-        },
+        makeModel: async (mc, w, seed) =>
+          legacy
+            ? variantModel(device, { decodeWindow: 1 }, mc, w, seed)
+            : GpuModel.create(device, mc, w, seed),
         sandbox,
         readFile: async (p) => new Uint8Array(readFileSync(join(PUBLIC, p))),
       });
@@ -218,7 +222,7 @@ async function rlRows(device: GPUDevice, steps: number): Promise<BenchRow[]> {
         trips[k].push(Number(row["perf/submits"]) + Number(row["perf/readbacks"]));
       }
     }
-    const what = `quick-demo (d48 L2, 8x8 rollouts, 2 epochs x 2 minibatches, from its SFT checkpoint), median of ${steps - 1} steps after the first; baseline = GpuModel.selectLegacyRoundTrips`;
+    const what = `quick-demo (d48 L2, 8x8 rollouts, 2 epochs x 2 minibatches, from its SFT checkpoint), median of ${steps - 1} steps after the first; baseline = the plan decoding one token per submit (bench/plan-variant.ts)`;
     return [
       makeRow({
         id: "rl_step_s_vs_legacy",

@@ -4,10 +4,11 @@
 // Kernels: loop, blocked, tiled, or blocked:<rows>x<keys> (BLOCKED's sizes); per entry point GPU
 // medians from timestamp queries.
 // Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/attention-pretrained.ts [B,T,NH,KVH,hs,reps] [kernels]
-import { attentionBackward, attentionForward, BLOCKED } from "../attention";
+import { type AttentionKernel, attentionBackward, attentionForward, BLOCKED } from "../attention";
 import { createGpu, ENGINE_FEATURES } from "../device";
 import { nodeGpu } from "../node-gpu";
-import { type AttentionKernel, Runtime } from "../runtime";
+import { devicePlan, planWith } from "../plan";
+import { Runtime } from "../runtime";
 import { randn } from "../testing";
 
 const [B, T, NH, KVH, hs, reps] = (process.argv[2] ?? "1,256,9,3,64,3").split(",").map(Number);
@@ -15,7 +16,7 @@ const kernels = (process.argv[3] ?? "loop,blocked").split(",");
 const { device } = await createGpu(await nodeGpu(), {
   optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"],
 });
-const rt = new Runtime(device);
+let rt = new Runtime(device);
 const C = NH * hs;
 const row = C + 2 * KVH * hs;
 const qkv = rt.tensor(randn(B * T * row, 1));
@@ -30,7 +31,9 @@ const results = new Map<string, Float32Array>();
 for (let r = 0; r <= reps; r++) {
   for (const k of kernels) {
     const [name, size] = k.split(":");
-    rt.attentionKernel = name as Exclude<AttentionKernel, "auto">;
+    rt = new Runtime(device, {
+      plan: planWith(devicePlan(device).plan, { attention: name as AttentionKernel }),
+    });
     if (size) [BLOCKED.rows, BLOCKED.keys] = size.split("x").map(Number);
     rt.startProfile();
     device.queue.writeBuffer(dqkv.buffer, dqkv.offset, new Float32Array(B * T * row));

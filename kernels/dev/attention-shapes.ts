@@ -4,13 +4,14 @@
 import { attentionBackward, attentionForward } from "../attention";
 import { createGpu, ENGINE_FEATURES } from "../device";
 import { nodeGpu } from "../node-gpu";
+import { devicePlan, planWith } from "../plan";
 import { Runtime } from "../runtime";
 import { randn } from "../testing";
 
 const { device } = await createGpu(await nodeGpu(), {
   optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"],
 });
-const rt = new Runtime(device);
+let rt = new Runtime(device);
 const [B, T, C, NH] = [32, 80, 48, 2];
 const qkv = rt.tensor(randn(B * T * 3 * C, 1));
 const out = rt.tensor(new Float32Array(B * T * C));
@@ -22,7 +23,9 @@ const variants = (process.argv[2] ?? "loop,unrolled").split(",");
 const best = new Map<string, number[]>();
 for (let rep = 0; rep < 6; rep++) {
   for (const v of variants) {
-    rt.unrolled = v === "unrolled";
+    rt = new Runtime(device, {
+      plan: planWith(devicePlan(device).plan, { matmul: v === "unrolled" ? "unrolled" : "tiled" }),
+    });
     const enc = device.createCommandEncoder();
     rt.startProfile();
     for (let i = 0; i < 2; i++) {

@@ -6,6 +6,7 @@ import { createGpu, ENGINE_FEATURES } from "../device";
 import { matmul } from "../matmul";
 import { subgroupMatmulSize } from "../matmul-subgroup";
 import { nodeGpu } from "../node-gpu";
+import { devicePlan, planWith } from "../plan";
 import type { MatmulShape } from "../reference";
 import { Runtime } from "../runtime";
 import { randn } from "../testing";
@@ -23,8 +24,13 @@ const shapes: [string, MatmulShape][] = given.length
       ["head 512x576 . (49152x576)T", { M: 512, N: 49152, K: 576, transB: true }],
     ];
 const { device, adapter } = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES] });
-const rt = new Runtime(device);
-rt.matvec = false;
+const plan = (subgroupMatmul: boolean) =>
+  planWith(devicePlan(device).plan, { smallRows: 0, matmul: "tiled", subgroupMatmul });
+const runtimes = {
+  tiled: new Runtime(device, { plan: plan(false) }),
+  subgroup: new Runtime(device, { plan: plan(true) }),
+};
+let rt = runtimes.subgroup;
 console.log(
   `${adapter.description}: subgroup size for the kernel ${subgroupMatmulSize(rt) || "none (it does not run here)"}`,
 );
@@ -34,7 +40,7 @@ for (const [name, s] of shapes) {
   const b = rt.tensor(randn(s.K * s.N, 2));
   const outs = { tiled: rt.tensor(s.M * s.N), subgroup: rt.tensor(s.M * s.N) };
   const run = async (which: "tiled" | "subgroup") => {
-    rt.subgroupMatmul = which === "subgroup";
+    rt = runtimes[which];
     const t = performance.now();
     const enc = device.createCommandEncoder();
     matmul(rt, enc, outs[which], a, b, null, s);

@@ -5,13 +5,14 @@
 import { createGpu, ENGINE_FEATURES } from "../device";
 import { matmul } from "../matmul";
 import { nodeGpu } from "../node-gpu";
+import { devicePlan, planWith } from "../plan";
 import type { MatmulShape } from "../reference";
 import { Runtime } from "../runtime";
 
 const { device } = await createGpu(await nodeGpu(), {
   optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"],
 });
-const rt = new Runtime(device);
+const rt = new Runtime(device, { plan: planWith(devicePlan(device).plan, { matmulTile: [8, 8] }) });
 const R = 2560;
 const shapes: [string, MatmulShape][] = [
   ["fwd qkv", { M: R, N: 144, K: 48, transB: true }],
@@ -28,9 +29,8 @@ const shapes: [string, MatmulShape][] = [
   ["dW fcproj", { M: 48, N: 192, K: R, transA: true, accumulate: true }],
   ["dW head", { M: 107, N: 48, K: R, transA: true, accumulate: true }],
 ];
-// "legacy": the tuned tile as is (legacyWorkgroups); "new": fitted to a narrow N (matmulTileFor)
-const variants = ["legacy", "new"];
-rt.matmulTile = [8, 8];
+// the 8x8 tile fitted to a narrow N (matmulTileFor); the tile as is is no longer a path of the engine
+const variants = ["new"];
 const buf = (n: number) => ({
   buffer: device.createBuffer({
     size: n * 4,
@@ -46,7 +46,6 @@ for (const [name, s] of shapes) {
   const best = new Map<string, number>();
   for (let rep = 0; rep < 5; rep++) {
     for (const v of variants) {
-      rt.legacyWorkgroups = v === "legacy";
       const enc = device.createCommandEncoder();
       rt.startProfile();
       matmul(rt, enc, O, A, B, null, s);

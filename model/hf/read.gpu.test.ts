@@ -5,6 +5,7 @@
 // Run: npx vitest run --project gpu model/hf/read.gpu.test.ts
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
+import { PLANS, planWith } from "../../kernels/plan";
 import { Runtime } from "../../kernels/runtime";
 import { assertClose, gpuRuntime } from "../../kernels/testing";
 import { goldenLoss, goldenLossGrads, readHfGolden } from "../golden";
@@ -59,8 +60,7 @@ describe("GPU model vs PyTorch, per family", () => {
 
 describe("the unrolled kernels (SwiftShader's) on a Hugging Face family", () => {
   it("qwen3: logits and every gradient equal PyTorch's", async () => {
-    const unrolled = new Runtime(device);
-    unrolled.unrolled = true;
+    const unrolled = new Runtime(device, { plan: planWith(PLANS.swiftshader, {}) });
     const model = await GpuModel.fromHf(unrolled, nodeModelDir(`${HF}qwen3`));
     const g = readHfGolden(new Uint8Array(readFileSync(`${HF}qwen3/golden.bin`)), model.config);
     const out = await model.forwardScore(
