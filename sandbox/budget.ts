@@ -2,16 +2,16 @@
 // gets the same verdict and the same text on any machine at any load. QuickJS calls the
 // runtime's interrupt handler as the interpreter works (every 10,000 of its ticks, counted
 // per context: bytecode branches, calls, regexp backtracking steps), so the number of calls
-// is a function of the program alone. `run_timeout` buys INTERRUPTS_PER_SECOND calls per
+// is a function of the program alone; host calls and promise jobs are charged on top. `run_timeout` buys INTERRUPTS_PER_SECOND calls per
 // second; the wall clock is only a backstop (backstopSeconds), and a call it ended says so
 // (`RunCodeResult.backstop`), so a run can record that a verdict came from the clock.
 // Also the sandbox's host clock and time zone while a call runs (hostClock).
 // Tested by sandbox/run-code.test.ts and sandbox/replay-load.serial.test.ts.
 
 /**
- * Interrupt-handler calls one second of run_timeout buys: 2.5 million interpreter ticks.
- * How long they take depends on the machine and on the program (allocation and built-ins
- * do more work per tick); what they allow does not.
+ * Interrupt-handler calls one second of run_timeout buys. How long they take depends on
+ * the machine and on the program (allocation and built-ins do more work per tick); what
+ * they allow does not.
  */
 export const INTERRUPTS_PER_SECOND = 250;
 
@@ -28,10 +28,18 @@ export function backstopSeconds(runTimeout: number): number {
   return 5 * runTimeout + 5;
 }
 
+/**
+ * Work the interpreter's ticks do not show, in interrupt calls: a call of a host function
+ * (console, a tool's argument check) and a promise job each cost about this much of the
+ * host's time, so a flood of them ends on the count as a loop does.
+ */
+export const HOST_CALL_COST = 1 / 64;
+export const PROMISE_JOB_COST = 1 / 256;
+
 /** One phase's counted budget and wall-clock backstop; `tick` is the interrupt handler's core. */
 export class WorkBudget {
-  /** Interrupt calls in the current phase. */
-  calls = 0;
+  /** Work done in the current phase, in interrupt calls. */
+  used = 0;
   /** The budget or the backstop ended the phase. */
   interrupted = false;
   /** The wall clock ended a phase of this call (sticky across phases). */
@@ -42,26 +50,29 @@ export class WorkBudget {
     private wallDeadline: number,
   ) {}
 
-  /** Calls left in the current phase. */
+  /** Work left in the current phase. */
   get left(): number {
-    return Math.max(0, this.limit - this.calls);
+    return Math.max(0, this.limit - this.used);
   }
 
   /** Starts a new phase with its own budget and wall deadline (performance.now() ms). */
   phase(limit: number, wallDeadline: number): void {
-    this.calls = 0;
+    this.used = 0;
     this.limit = limit;
     this.wallDeadline = wallDeadline;
     this.interrupted = false;
   }
 
+  /** Work done outside the interpreter's ticks; true (interrupted) once the budget is spent. */
+  charge(units: number): boolean {
+    this.used += units;
+    if (this.used > this.limit) this.interrupted = true;
+    return this.interrupted;
+  }
+
   /** One interrupt-handler call: true to interrupt the code. */
   tick(): boolean {
-    if (++this.calls > this.limit) {
-      this.interrupted = true;
-      return true;
-    }
-    return this.checkWall();
+    return this.charge(1) || this.checkWall();
   }
 
   /** True (and the backstop recorded) once the wall deadline has passed. */

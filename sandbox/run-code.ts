@@ -19,9 +19,11 @@ import {
 } from "quickjs-emscripten-core";
 import {
   backstopSeconds,
+  HOST_CALL_COST,
   hostClock,
   INTERRUPTS_PER_SECOND,
   POST_PHASE_INTERRUPTS,
+  PROMISE_JOB_COST,
   WorkBudget,
 } from "./budget.ts";
 import { TOOLS_SOURCE } from "./prelude.ts";
@@ -74,6 +76,8 @@ interface HeapState {
   limitBytes: number;
   /** The last grow was refused (a later successful grow clears it). */
   refused: boolean;
+  /** Grows refused since the module was loaded. */
+  refusals: number;
   alloc: Allocator;
 }
 const heaps = new WeakMap<QuickJSWASMModule, HeapState>();
@@ -99,7 +103,12 @@ export async function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<Quick
     initial: (16 << 20) / WASM_PAGE,
     maximum: Math.floor((maxHeapMB << 20) / WASM_PAGE),
   });
-  const heap = { baseBytes: 0, limitBytes: Number.POSITIVE_INFINITY, refused: false } as HeapState;
+  const heap = {
+    baseBytes: 0,
+    limitBytes: Number.POSITIVE_INFINITY,
+    refused: false,
+    refusals: 0,
+  } as HeapState;
   const grow = wasmMemory.grow.bind(wasmMemory);
   // Emscripten's heap resize calls memory.grow in a try/catch (trying a few sizes, largest
   // first) and reports failure to malloc. The refusal is made once: code that catches its
@@ -110,6 +119,7 @@ export async function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<Quick
     value: (pages: number) => {
       if (wasmMemory.buffer.byteLength + pages * WASM_PAGE > heap.limitBytes) {
         heap.refused = true;
+        heap.refusals++;
         throw refusal;
       }
       const old = grow(pages);
@@ -158,6 +168,8 @@ export function shouldReloadModule(mod: QuickJSWASMModule): boolean {
   return brokenModules.has(mod) || mod.getWasmMemory().buffer.byteLength > (heap?.baseBytes ?? 96 << 20);
 }
 
+/** Promise jobs run between two charges to the budget. */
+const JOB_BATCH = 100;
 /** Least wall time the host gives itself after the code ended to read its value or error out. */
 const POST_PHASE_MS = 250;
 /** Least headroom above the memory limit for QuickJS to reach the interrupt check (see CallMemory). */
@@ -279,7 +291,8 @@ class CallMemory {
   private readonly capBytes: number;
   private readonly hardBytes: number;
   private shortfall = 0;
-  private rescued = false;
+  /** Refusals when the headroom was given (0: not given); a refusal after it ends the call. */
+  private rescued = 0;
   /** The main phase is running (the headroom applies only there). */
   main = true;
   /** A module without a guarded grow went past the limit. */
@@ -315,9 +328,13 @@ class CallMemory {
   /** At an interrupt check: true once the limit is spent (modules without a guarded grow). */
   over(): boolean {
     if (!this.heap && this.memory.buffer.byteLength > this.capBytes) this.exceeded = true;
-    if (this.heap && this.main && this.budget.refused && !this.rescued) {
-      this.rescued = true;
-      this.budget.limitBytes = this.hardBytes;
+    if (this.heap && this.main && this.budget.refused) {
+      // Refused again past the headroom: the code caught its out-of-memory error and kept
+      // allocating; the call ends here, as a MemoryLimit, on every machine.
+      if (!this.rescued) {
+        this.rescued = this.heap.refusals;
+        this.budget.limitBytes = this.hardBytes;
+      } else if (this.heap.refusals > this.rescued) this.exceeded = true;
     }
     return this.exceeded;
   }
@@ -359,7 +376,13 @@ const outOfMemory = (limits: ResolvedLimits): SandboxErrorInfo => ({
 });
 
 /** console: host functions writing into the capped streams; nothing else of the host is reachable. */
-function installConsole(vm: QuickJSContext, out: OutputCapture, reader: VmReader, own: Own): void {
+function installConsole(
+  vm: QuickJSContext,
+  out: OutputCapture,
+  reader: VmReader,
+  work: WorkBudget,
+  own: Own,
+): void {
   const consoleObject = own(vm.newObject());
   for (const [name, stream] of [
     ["log", 1],
@@ -369,6 +392,7 @@ function installConsole(vm: QuickJSContext, out: OutputCapture, reader: VmReader
     ["error", 2],
   ] as const) {
     const fn = vm.newFunction(name, (...args: QuickJSHandle[]) => {
+      work.charge(HOST_CALL_COST);
       if (out.closed[stream]) return;
       let line = "";
       for (let i = 0; i < args.length; i++) {
@@ -386,10 +410,11 @@ function installConsole(vm: QuickJSContext, out: OutputCapture, reader: VmReader
 }
 
 /** Defines the request's tools as globals (prelude.ts TOOLS_SOURCE); the setup's error, if any. */
-function installTools(vm: QuickJSContext, tools: ToolSpec[], memory: CallMemory, own: Own) {
+function installTools(vm: QuickJSContext, tools: ToolSpec[], memory: CallMemory, work: WorkBudget, own: Own) {
   const check = own(
     vm.newFunction("check", (i, a) =>
       memory.unbudgeted(() => {
+        work.charge(HOST_CALL_COST);
         const tool = tools[vm.getNumber(i)];
         const text = vm.getString(a);
         let problem: string | undefined;
@@ -434,7 +459,7 @@ function runMain(
   own: Own,
 ): MainOutcome {
   const tools = request.tools ?? [];
-  let thrown = tools.length > 0 ? installTools(vm, tools, memory, own) : undefined;
+  let thrown = tools.length > 0 ? installTools(vm, tools, memory, work, own) : undefined;
   let result: QuickJSHandle | undefined;
   let jobLimitHit = false;
   let neverSettled = false;
@@ -442,18 +467,19 @@ function runMain(
     const evaluated = vm.evalCode(request.code, "main.js", { type: "global" });
     if (evaluated.error) thrown = own(evaluated.error);
     else result = own(evaluated.value);
+    // Jobs run in batches, each job charged to the budget, so where a chain stops is counted.
     let jobs = 0;
     while (!work.interrupted && rt.hasPendingJob()) {
       if (jobs >= RUN_DEFAULTS.max_jobs) {
         jobLimitHit = true;
         break;
       }
-      const ran = rt.executePendingJobs(Math.min(1000, RUN_DEFAULTS.max_jobs - jobs));
-      if (ran.error) {
-        ran.error.dispose();
-        jobs += 1;
-      } else jobs += ran.value;
-      work.checkWall();
+      const ran = rt.executePendingJobs(Math.min(JOB_BATCH, RUN_DEFAULTS.max_jobs - jobs));
+      let n = 1;
+      if (ran.error) ran.error.dispose();
+      else n = ran.value;
+      jobs += n;
+      if (!work.charge(n * PROMISE_JOB_COST)) work.checkWall();
     }
     if (result && !thrown) {
       const state = vm.getPromiseState(result);
@@ -595,7 +621,7 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
     ctx = rt.newContext();
     if (deterministic) hostClock.virtual(request.clock_ms ?? SANDBOX_CLOCK_MS);
     reader = new VmReader(rt, ctx, own, limits.max_output_bytes);
-    installConsole(ctx, out, reader, own);
+    installConsole(ctx, out, reader, work, own);
     const main = runMain(ctx, rt, request, memory, work, own);
     outcome = readOutcome(ctx, rt, main, reader, limits, memory, work, runBackstop);
   } catch (hostError) {
