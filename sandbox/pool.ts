@@ -9,7 +9,7 @@
 // default one spare this holds for up to one worker replaced per spare start (two at once:
 // the first takes the spare, the queued call runs there). run() never rejects. Environment-neutral: the worker comes from a factory
 // (sandbox/pool-browser.ts: Web Worker, sandbox/pool-node.ts: worker_threads).
-// Tested by sandbox/pool.test.ts and sandbox/adversarial.serial.test.ts.
+// Tested by sandbox/pool.test.ts and sandbox/adversarial.test.ts.
 import type { HostToWorker, WorkerToHost } from "./protocol.ts";
 import { resolveRequest } from "./run-code.ts";
 import { type RunCodeRequest, type RunCodeResult, type SandboxRunner, sandboxError } from "./types.ts";

@@ -7,7 +7,7 @@
 // values and errors come back exactly as the program made them (NUL and lone surrogates
 // included). What this cannot stop (a long C built-in, a host-stack overflow inside wasm)
 // is the pool's job: it races every call against a hard timer past the backstop.
-// Tested by sandbox/run-code.test.ts and sandbox/exact.serial.test.ts.
+// Tested by sandbox/run-code.test.ts and sandbox/exact.test.ts.
 import variant from "@jitl/quickjs-wasmfile-release-sync";
 import {
   newQuickJSWASMModuleFromVariant,

@@ -1,7 +1,7 @@
 // The sandbox's request and result types. They follow Sandbox Fusion's `run_code` API
 // (names and units: `run_timeout` in seconds, `memory_limit_MB`, `run_result`), plus the
 // last expression's value, a typed error and the tools the code may call.
-// Tested through sandbox/run-code.test.ts and sandbox/adversarial.serial.test.ts.
+// Tested through sandbox/run-code.test.ts and sandbox/adversarial.test.ts.
 
 /** A JSON-schema subset for tool parameters: what function-calling models are given. */
 export type JsonSchema =
