@@ -1,7 +1,7 @@
 // The Node side of SandboxPool: each worker is a worker_threads thread started from
 // sandbox/node-worker-bootstrap.mjs, which runs workers/sandbox.worker.ts through tsx.
 // Node-only (imports node:worker_threads); the browser uses sandbox/pool-browser.ts.
-// Tested by sandbox/pool.test.ts and sandbox/adversarial.serial.test.ts.
+// Tested by sandbox/pool.test.ts and sandbox/adversarial.test.ts.
 import { Worker } from "node:worker_threads";
 import { type PoolOptions, SandboxPool, type WorkerFactory } from "./pool.ts";
 import type { WorkerToHost } from "./protocol.ts";

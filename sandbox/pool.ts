@@ -1,15 +1,15 @@
 // SandboxPool: N dedicated sandbox workers behind a FIFO queue, one call per worker at a
-// time. Each call races a hard timer (run_timeout + margin): a worker that overruns (a long
+// time. Each call races a hard timer (its wall-clock backstop + margin, budget.ts): a worker that overruns (a long
 // C built-in, promise code that swallowed the interrupt) is terminated and the call gets a
 // typed HardKill result; a crashed worker gives a SandboxError result. A replaced worker's
 // place is taken at once by a warm spare (started ahead, idle) while a new spare starts, so
 // a queued call does not wait for a worker to start (2-3.5 s under load in Node). The bound:
-// a call waits at most for the calls ahead of it, each at most its run_timeout +
-// hardKillMargin, then runs for at most its own run_timeout + hardKillMargin; with the
+// a call waits at most for the calls ahead of it, each at most its wall_backstop_s +
+// hardKillMargin, then runs for at most its own wall_backstop_s + hardKillMargin; with the
 // default one spare this holds for up to one worker replaced per spare start (two at once:
 // the first takes the spare, the queued call runs there). run() never rejects. Environment-neutral: the worker comes from a factory
 // (sandbox/pool-browser.ts: Web Worker, sandbox/pool-node.ts: worker_threads).
-// Tested by sandbox/pool.test.ts and sandbox/adversarial.serial.test.ts.
+// Tested by sandbox/pool.test.ts and sandbox/adversarial.test.ts.
 import type { HostToWorker, WorkerToHost } from "./protocol.ts";
 import { resolveRequest } from "./run-code.ts";
 import { type RunCodeRequest, type RunCodeResult, type SandboxRunner, sandboxError } from "./types.ts";
@@ -57,6 +57,8 @@ interface Job {
   id: number;
   request: RunCodeRequest;
   timeout: number;
+  /** Seconds of wall clock the call may take before its own backstop stops it. */
+  backstop: number;
   resolve(result: RunCodeResult): void;
   startedAt: number;
 }
@@ -98,7 +100,8 @@ export class SandboxPool implements SandboxRunner {
     const limits = resolveRequest(request);
     if (typeof limits === "string") return Promise.resolve(sandboxError(limits, "InvalidRequest"));
     return new Promise((resolve) => {
-      this.queue.push({ id: this.nextId++, request, timeout: limits.run_timeout, resolve, startedAt: 0 });
+      const { run_timeout: timeout, wall_backstop_s: backstop } = limits;
+      this.queue.push({ id: this.nextId++, request, timeout, backstop, resolve, startedAt: 0 });
       this.pump();
     });
   }
@@ -200,7 +203,8 @@ export class SandboxPool implements SandboxRunner {
     if (!job) return;
     this.counts.hardKills++;
     const elapsed = (performance.now() - job.startedAt) / 1000;
-    const message = `killed after ${elapsed.toFixed(2)} s: the code did not stop at the ${job.timeout} s deadline (a long built-in call or a swallowed interrupt)`;
+    // The text names the limits, never a measured time, so it reads the same on any machine.
+    const message = `killed: the code did not stop within the ${job.backstop} s wall-clock backstop of its ${job.timeout} s budget (a long built-in call or a swallowed interrupt)`;
     this.finishJob(slot, {
       status: "Failed",
       run_result: {
@@ -212,6 +216,7 @@ export class SandboxPool implements SandboxRunner {
       },
       error: { kind: "HardKill", name: "TimeoutError", message },
       truncated: false,
+      backstop: true,
     });
     this.respawn(slot);
     this.pump();
@@ -236,7 +241,7 @@ export class SandboxPool implements SandboxRunner {
       const job = this.queue.shift()!;
       slot.job = job;
       job.startedAt = performance.now();
-      slot.timer = setTimeout(() => this.onHardTimer(slot), (job.timeout + this.opts.hardKillMargin) * 1000);
+      slot.timer = setTimeout(() => this.onHardTimer(slot), (job.backstop + this.opts.hardKillMargin) * 1000);
       slot.handle.post({ type: "run", id: job.id, request: job.request });
     }
   }

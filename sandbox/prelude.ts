@@ -15,10 +15,18 @@
 // Host functions arrive as arguments and stay in closures, never as globals.
 // Tested through sandbox/run-code.test.ts.
 
+/**
+ * The deepest nesting of arrays and objects a value keeps on its way out of the VM; deeper
+ * parts come out as DEEP_TEXT and the result is marked truncated. Far above any tool's or
+ * reward's real value, far below where a host's JSON or structured clone runs out of stack.
+ */
+export const MAX_VALUE_DEPTH = 64;
+const DEEP_TEXT = `[nested deeper than ${MAX_VALUE_DEPTH} levels]`;
+
 export const HELPERS_SOURCE = `(function () {
   "use strict";
   const stringify = JSON.stringify, parse = JSON.parse, Str = String, isFiniteNumber = Number.isFinite;
-  const isArray = Array.isArray, tagOf = Object.prototype.toString, STOP = {};
+  const isArray = Array.isArray, tagOf = Object.prototype.toString, STOP = {}, MAX_DEPTH = ${MAX_VALUE_DEPTH};
   function replacer(x) {
     if (typeof x === "bigint") return Str(x);
     if (typeof x === "number" && !isFiniteNumber(x)) return Str(x);
@@ -29,11 +37,19 @@ export const HELPERS_SOURCE = `(function () {
   function safeString(v) {
     try { return Str(v); } catch (e) { return "[unprintable " + typeof v + "]"; }
   }
-  // JSON.stringify(v, replacer), given up (STOP) once a lower bound of its length passes max.
+  // JSON.stringify(v, replacer), given up (STOP) once a lower bound of its length passes max
+  // or the value nests deeper than MAX_DEPTH (the native writer never recurses further).
+  // path: the containers from the root to the one being written (the replacer's holder).
   function counted(v, max) {
     let size = 0;
+    const path = [];
     return stringify(v, function (key, x) {
       x = replacer(x);
+      while (path.length > 0 && path[path.length - 1] !== this) path.pop();
+      if (x !== null && typeof x === "object") {
+        if (path.length >= MAX_DEPTH) throw STOP;
+        path.push(x);
+      }
       size += isArray(this) ? 1 : key.length + 3;
       size += typeof x === "string" ? x.length + 2 : typeof x === "object" ? 2 : 1;
       if (size > max + 8) throw STOP;
@@ -41,7 +57,8 @@ export const HELPERS_SOURCE = `(function () {
     });
   }
   function isError(v) { return tagOf.call(v) === "[object Error]"; }
-  // "J" + JSON text, "S" + a string value, "U": undefined; "O": longer than max (bounded.js cuts).
+  // "J" + JSON text, "S" + a string value, "U": undefined; "O": longer than max or deeper
+  // than MAX_DEPTH (bounded.js cuts).
   function encode(v, max) {
     let text;
     try { text = counted(v, max); } catch (e) {
@@ -87,7 +104,8 @@ export const BOUNDED_SOURCE = `(function (u) {
   "use strict";
   const stringify = JSON.stringify, Str = String, isFiniteNumber = Number.isFinite, keys = Object.keys;
   const isArray = Array.isArray, tagOf = Object.prototype.toString, apply = Reflect.apply;
-  const STOP = u.STOP, UNDEF = {}, safeString = u.safeString;
+  const STOP = u.STOP, UNDEF = {}, safeString = u.safeString, MAX_DEPTH = ${MAX_VALUE_DEPTH};
+  const DEEP_TEXT = ${JSON.stringify(DEEP_TEXT)};
   function isHigh(c) { return c >= 0xd800 && c <= 0xdbff; }
   function isLow(c) { return c >= 0xdc00 && c <= 0xdfff; }
   // The first (last) n code units of s, one fewer where the cut would split a surrogate pair.
@@ -131,9 +149,10 @@ export const BOUNDED_SOURCE = `(function (u) {
   }
   // The JSON text of a resolved value, stopped once longer than limit code units; reverse:
   // the same text written from its end (the tail of a cut).
+  // A container MAX_DEPTH levels down is written as DEEP_TEXT (deep: true).
   function serialize(root, limit, reverse) {
     const parts = [], stack = [];
-    let size = 0;
+    let size = 0, deep = false;
     function put(s) {
       parts.push(s);
       size += s.length;
@@ -150,6 +169,10 @@ export const BOUNDED_SOURCE = `(function (u) {
         case "boolean": return put(v ? "true" : "false");
         case "string": return putString(v);
         case "number": return put(isFiniteNumber(v) ? Str(v) : "null");
+      }
+      if (stack.length >= MAX_DEPTH) {
+        deep = true;
+        return putString(DEEP_TEXT);
       }
       for (let i = 0; i < stack.length; i++) if (stack[i] === v) throw new TypeError("circular structure");
       stack.push(v);
@@ -185,16 +208,17 @@ export const BOUNDED_SOURCE = `(function (u) {
       if (e !== STOP) throw e;
       complete = false;
     }
-    return { text: (reverse ? parts.reverse() : parts).join(""), complete: complete };
+    return { text: (reverse ? parts.reverse() : parts).join(""), complete: complete, deep: deep };
   }
-  // As helpers.js's encode, plus "T" + JSON text cut to head...tail and "C" + a cut string.
+  // As helpers.js's encode, plus "K" + JSON text with parts nested too deep replaced, "T" +
+  // JSON text cut to head...tail and "C" + a cut string.
   function encode(v, max) {
     try {
       const r = resolve("", v);
       if (r === UNDEF) return "U";
       if (typeof r === "string") return stringValue(r, max);
       const head = serialize(r, max, false);
-      if (head.complete) return "J" + head.text;
+      if (head.complete) return (head.deep ? "K" : "J") + head.text;
       if (max <= 3) return "T" + headOf(head.text, max);
       return "T" + joinCut(head.text, serialize(r, max, true).text, max);
     } catch (e) {

@@ -1,12 +1,13 @@
 // runCode: one Sandbox-Fusion-style `run_code` call in a fresh QuickJS runtime + context,
 // given a loaded QuickJS module. Pure and synchronous, so it runs in a worker (the pool), in
 // Node tests and in a Node fallback alike. Limits per call: heap (a growth budget over a heap
-// every call starts from alike, see loadQuickJS), stack (setMaxStackSize), an interrupt
-// deadline, a cap on promise jobs, output caps (applied inside the VM before anything is
-// copied out). Strings, values and errors come back exactly as the program made them (NUL
-// and lone surrogates included). What this cannot stop (a long C built-in, a host-stack
-// overflow inside wasm) is the pool's job: it races every call against a hard timer.
-// Tested by sandbox/run-code.test.ts and sandbox/exact.serial.test.ts.
+// every call starts from alike, see loadQuickJS), stack (setMaxStackSize), a counted work
+// budget with a wall-clock backstop (budget.ts), a cap on promise jobs, output caps and a
+// nesting cap (applied inside the VM before anything is copied out, reader.ts). Strings,
+// values and errors come back exactly as the program made them (NUL and lone surrogates
+// included). What this cannot stop (a long C built-in, a host-stack overflow inside wasm)
+// is the pool's job: it races every call against a hard timer past the backstop.
+// Tested by sandbox/run-code.test.ts and sandbox/exact.test.ts.
 import variant from "@jitl/quickjs-wasmfile-release-sync";
 import {
   newQuickJSWASMModuleFromVariant,
@@ -16,7 +17,17 @@ import {
   type QuickJSRuntime,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { BOUNDED_SOURCE, HELPERS_SOURCE, TOOLS_SOURCE } from "./prelude.ts";
+import {
+  backstopSeconds,
+  HOST_CALL_COST,
+  hostClock,
+  INTERRUPTS_PER_SECOND,
+  POST_PHASE_INTERRUPTS,
+  PROMISE_JOB_COST,
+  WorkBudget,
+} from "./budget.ts";
+import { TOOLS_SOURCE } from "./prelude.ts";
+import { VmReader } from "./reader.ts";
 import { validateArgs, validateToolSpec } from "./schema.ts";
 import {
   type ErrorKind,
@@ -28,6 +39,7 @@ import {
   type SandboxErrorInfo,
   type SandboxRunner,
   sandboxError,
+  type ToolSpec,
 } from "./types.ts";
 
 /**
@@ -64,6 +76,8 @@ interface HeapState {
   limitBytes: number;
   /** The last grow was refused (a later successful grow clears it). */
   refused: boolean;
+  /** Grows refused since the module was loaded. */
+  refusals: number;
   alloc: Allocator;
 }
 const heaps = new WeakMap<QuickJSWASMModule, HeapState>();
@@ -89,7 +103,12 @@ export async function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<Quick
     initial: (16 << 20) / WASM_PAGE,
     maximum: Math.floor((maxHeapMB << 20) / WASM_PAGE),
   });
-  const heap = { baseBytes: 0, limitBytes: Number.POSITIVE_INFINITY, refused: false } as HeapState;
+  const heap = {
+    baseBytes: 0,
+    limitBytes: Number.POSITIVE_INFINITY,
+    refused: false,
+    refusals: 0,
+  } as HeapState;
   const grow = wasmMemory.grow.bind(wasmMemory);
   // Emscripten's heap resize calls memory.grow in a try/catch (trying a few sizes, largest
   // first) and reports failure to malloc. The refusal is made once: code that catches its
@@ -100,6 +119,7 @@ export async function loadQuickJS(maxHeapMB = MODULE_HEAP_MAX_MB): Promise<Quick
     value: (pages: number) => {
       if (wasmMemory.buffer.byteLength + pages * WASM_PAGE > heap.limitBytes) {
         heap.refused = true;
+        heap.refusals++;
         throw refusal;
       }
       const old = grow(pages);
@@ -148,25 +168,11 @@ export function shouldReloadModule(mod: QuickJSWASMModule): boolean {
   return brokenModules.has(mod) || mod.getWasmMemory().buffer.byteLength > (heap?.baseBytes ?? 96 << 20);
 }
 
-/**
- * Time and randomness. QuickJS reads the clock through one import of its wasm, emscripten's
- * `_emscripten_date_now`, which calls the host's `Date.now()` each time: for Date.now(),
- * new Date() and Date(), and once when a context is made, to seed that context's Math.random
- * (xorshift64* from the microseconds). A deterministic call (the default) replaces the host's
- * Date.now while it runs, which is synchronous: the context is made at the clock `seed` ms,
- * so its Math.random is the seed's sequence, and the program's clock starts at `clock_ms`
- * and advances 1 ms per read, so a loop that waits on the clock ends, the same way every
- * time. Nothing in the sandbox costs a cycle more than with the host's clock.
- */
-const hostDateNow = Date.now;
-
-/**
- * Minimum time the host gives itself after the code ended to read its value or error out of
- * the VM. Reading a value out may use what is left of run_timeout when that is longer; it is
- * bounded by the output cap, so only the program's own toJSON or getters can make it slow.
- */
+/** Promise jobs run between two charges to the budget. */
+const JOB_BATCH = 100;
+/** Least wall time the host gives itself after the code ended to read its value or error out. */
 const POST_PHASE_MS = 250;
-/** Least headroom above the memory limit for QuickJS to reach the interrupt check (see runCode). */
+/** Least headroom above the memory limit for QuickJS to reach the interrupt check (see CallMemory). */
 const MEMORY_HEADROOM_MIN = 8 << 20;
 /** Extra heap for reading results out after the code hit its memory limit. */
 const POST_PHASE_HEAP = 1 << 20;
@@ -176,19 +182,23 @@ export interface ResolvedLimits {
   run_timeout: number;
   memory_limit_MB: number;
   max_output_bytes: number;
+  /** Seconds of wall clock after which the call is interrupted whatever its budget says. */
+  wall_backstop_s: number;
 }
 
 /** Checks a request's fields; returns the problem (naming the field) or the limits to use. */
 export function resolveRequest(request: RunCodeRequest): string | ResolvedLimits {
   if (typeof request !== "object" || request === null) return "request must be an object";
   if (typeof request.code !== "string") return "code: expected string";
+  const run_timeout = request.run_timeout ?? RUN_DEFAULTS.run_timeout;
+  if (!(typeof run_timeout === "number" && run_timeout > 0 && run_timeout <= 600))
+    return `run_timeout: expected seconds in (0, 600], got ${run_timeout}`;
   const limits = {
-    run_timeout: request.run_timeout ?? RUN_DEFAULTS.run_timeout,
+    run_timeout,
     memory_limit_MB: request.memory_limit_MB ?? RUN_DEFAULTS.memory_limit_MB,
     max_output_bytes: request.max_output_bytes ?? RUN_DEFAULTS.max_output_bytes,
+    wall_backstop_s: request.wall_backstop_s ?? backstopSeconds(run_timeout),
   };
-  if (!(typeof limits.run_timeout === "number" && limits.run_timeout > 0 && limits.run_timeout <= 600))
-    return `run_timeout: expected seconds in (0, 600], got ${limits.run_timeout}`;
   if (
     !(
       typeof limits.memory_limit_MB === "number" &&
@@ -199,14 +209,22 @@ export function resolveRequest(request: RunCodeRequest): string | ResolvedLimits
     return `memory_limit_MB: expected a number in [1, 1024], got ${limits.memory_limit_MB}`;
   if (!(Number.isInteger(limits.max_output_bytes) && limits.max_output_bytes >= 0))
     return `max_output_bytes: expected a non-negative integer, got ${limits.max_output_bytes}`;
-  const { seed, clock_ms, deterministic } = request;
+  const w = limits.wall_backstop_s;
+  if (!(typeof w === "number" && w > 0 && w <= backstopSeconds(600)))
+    return `wall_backstop_s: expected seconds in (0, ${backstopSeconds(600)}], got ${w}`;
+  return checkDeterminism(request) ?? checkTools(request.tools) ?? limits;
+}
+
+function checkDeterminism({ seed, clock_ms, deterministic }: RunCodeRequest): string | undefined {
   if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32))
     return `seed: expected an integer in [0, 2^32), got ${seed}`;
   if (clock_ms !== undefined && !Number.isSafeInteger(clock_ms))
     return `clock_ms: expected an integer (ms since the epoch), got ${clock_ms}`;
   if (deterministic !== undefined && typeof deterministic !== "boolean")
     return `deterministic: expected a boolean, got ${String(deterministic)}`;
-  const tools = request.tools ?? [];
+}
+
+function checkTools(tools: unknown = []): string | undefined {
   if (!Array.isArray(tools)) return "tools: expected an array";
   const names = new Set<string>();
   for (const tool of tools) {
@@ -215,7 +233,6 @@ export function resolveRequest(request: RunCodeRequest): string | ResolvedLimits
     if (names.has(tool.name)) return `tools: duplicate tool name ${tool.name}`;
     names.add(tool.name);
   }
-  return limits;
 }
 
 /** stdout/stderr with a cap each; past the cap the stream closes and the VM stops formatting. */
@@ -253,7 +270,324 @@ function lineOf(stack: string | undefined): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-type HelperName = "show" | "encode" | "describe" | "quote" | "cut";
+/**
+ * One call's memory limit: how far it may grow the module's wasm memory, on top of the slack
+ * every call starts with (see loadQuickJS). The guarded grow refuses past it; for a module
+ * loaded elsewhere the interrupt handler checks the growth instead.
+ *
+ * QuickJS does not survive every failed malloc: a heap of small objects (push({}), Map.set)
+ * that runs into the limit can crash the wasm afterwards ("table index is out of bounds")
+ * while it unwinds and collects. So the first refusal is the limit (a program may catch that
+ * "out of memory" and carry on, and the allocation counts stay exact), and from the next
+ * interrupt check on the grow may go a headroom further, room for QuickJS to throw, unwind
+ * and collect (a program that catches the error and keeps allocating meets the second
+ * refusal there); a thrown error stays a MemoryLimit.
+ */
+class CallMemory {
+  readonly heapBytes: number;
+  private readonly memory: WebAssembly.Memory;
+  private readonly heap?: HeapState;
+  private readonly budget: Pick<HeapState, "limitBytes" | "refused">;
+  private readonly capBytes: number;
+  private readonly hardBytes: number;
+  private shortfall = 0;
+  /** Refusals when the headroom was given (0: not given); a refusal after it ends the call. */
+  private rescued = 0;
+  /** The main phase is running (the headroom applies only there). */
+  main = true;
+  /** A module without a guarded grow went past the limit. */
+  exceeded = false;
+
+  constructor(mod: QuickJSWASMModule, limitMB: number) {
+    this.heapBytes = Math.floor(limitMB * 1024 * 1024);
+    this.memory = mod.getWasmMemory();
+    const startBytes = this.memory.buffer.byteLength;
+    this.heap = heaps.get(mod);
+    this.budget = this.heap ?? { limitBytes: Number.POSITIVE_INFINITY, refused: false };
+    this.capBytes = this.heap
+      ? Math.max(startBytes, this.heap.baseBytes + this.heapBytes - HEAP_SLACK_BYTES)
+      : startBytes + this.heapBytes;
+    this.hardBytes = this.capBytes + Math.max(MEMORY_HEADROOM_MIN, this.heapBytes / 2);
+  }
+
+  /** The grow refused since the call began (a later successful grow clears it). */
+  get refused(): boolean {
+    return this.budget.refused;
+  }
+
+  begin(): void {
+    // A limit below the slack takes the difference out of it for this call.
+    if (this.heap && this.heapBytes < HEAP_SLACK_BYTES) {
+      this.heap.limitBytes = this.memory.buffer.byteLength;
+      this.shortfall = this.heap.alloc._malloc(HEAP_SLACK_BYTES - this.heapBytes);
+    }
+    this.budget.limitBytes = this.capBytes;
+    this.budget.refused = false;
+  }
+
+  /** At an interrupt check: true once the limit is spent (modules without a guarded grow). */
+  over(): boolean {
+    if (!this.heap && this.memory.buffer.byteLength > this.capBytes) this.exceeded = true;
+    if (this.heap && this.main && this.budget.refused) {
+      // Refused again past the headroom: the code caught its out-of-memory error and kept
+      // allocating; the call ends here, as a MemoryLimit, on every machine.
+      if (!this.rescued) {
+        this.rescued = this.heap.refusals;
+        this.budget.limitBytes = this.hardBytes;
+      } else if (this.heap.refusals > this.rescued) this.exceeded = true;
+    }
+    return this.exceeded;
+  }
+
+  /** Host-side work inside a call (argument checks) must not fail on the call's budget. */
+  unbudgeted<T>(f: () => T): T {
+    const saved = this.budget.limitBytes;
+    this.budget.limitBytes = Number.POSITIVE_INFINITY;
+    try {
+      return f();
+    } finally {
+      this.budget.limitBytes = saved;
+    }
+  }
+
+  /** The post phase: a little heap of its own to read results out. */
+  post(): void {
+    this.main = false;
+    this.budget.limitBytes =
+      Math.max(this.budget.limitBytes, this.memory.buffer.byteLength) + POST_PHASE_HEAP;
+  }
+
+  /** After the call's runtime is disposed. */
+  end(): void {
+    this.budget.limitBytes = Number.POSITIVE_INFINITY;
+  }
+
+  release(): void {
+    if (this.shortfall && this.heap) this.heap.alloc._free(this.shortfall);
+    this.shortfall = 0;
+  }
+}
+
+/** The QuickJS error of an out-of-memory call, whatever the code threw. */
+const outOfMemory = (limits: ResolvedLimits): SandboxErrorInfo => ({
+  kind: "MemoryLimit",
+  name: "InternalError",
+  message: `out of memory (memory_limit_MB = ${limits.memory_limit_MB})`,
+});
+
+/** console: host functions writing into the capped streams; nothing else of the host is reachable. */
+function installConsole(
+  vm: QuickJSContext,
+  out: OutputCapture,
+  reader: VmReader,
+  work: WorkBudget,
+  own: Own,
+): void {
+  const consoleObject = own(vm.newObject());
+  for (const [name, stream] of [
+    ["log", 1],
+    ["info", 1],
+    ["debug", 1],
+    ["warn", 2],
+    ["error", 2],
+  ] as const) {
+    const fn = vm.newFunction(name, (...args: QuickJSHandle[]) => {
+      work.charge(HOST_CALL_COST);
+      if (out.closed[stream]) return;
+      let line = "";
+      for (let i = 0; i < args.length; i++) {
+        if (i > 0) line += " ";
+        const room = out.room(stream) - line.length;
+        if (room < 0) break;
+        line += reader.show(args[i], room);
+      }
+      out.write(stream, `${line}\n`);
+    });
+    vm.setProp(consoleObject, name, fn);
+    fn.dispose();
+  }
+  vm.setProp(vm.global, "console", consoleObject);
+}
+
+/** Defines the request's tools as globals (prelude.ts TOOLS_SOURCE); the setup's error, if any. */
+function installTools(vm: QuickJSContext, tools: ToolSpec[], memory: CallMemory, work: WorkBudget, own: Own) {
+  const check = own(
+    vm.newFunction("check", (i, a) =>
+      memory.unbudgeted(() => {
+        work.charge(HOST_CALL_COST);
+        const tool = tools[vm.getNumber(i)];
+        const text = vm.getString(a);
+        let problem: string | undefined;
+        try {
+          problem = validateArgs(tool.parameters, text === "" ? undefined : JSON.parse(text));
+        } catch {
+          problem = "arguments: not JSON-serializable";
+        }
+        return vm.newString(problem ? `${tool.name}: ${problem}` : "");
+      }),
+    ),
+  );
+  const toolsJson = own(vm.newString(JSON.stringify(tools.map((t) => ({ name: t.name, body: t.body })))));
+  const compiled = vm.evalCode(TOOLS_SOURCE, "tools.js", { type: "global" });
+  if (compiled.error) return own(compiled.error);
+  const setup = vm.callFunction(own(compiled.value), vm.undefined, check, toolsJson);
+  if (setup.error) return own(setup.error);
+  setup.value.dispose();
+  return undefined;
+}
+
+type Own = (h: QuickJSHandle) => QuickJSHandle;
+
+interface MainOutcome {
+  result?: QuickJSHandle;
+  thrown?: QuickJSHandle;
+  /** The counted budget, the backstop or the job cap ended the code (and not memory). */
+  timedOut: boolean;
+  jobLimitHit: boolean;
+  neverSettled: boolean;
+  /** A grow was refused: whatever the code threw is a consequence of the memory limit. */
+  memoryRefused: boolean;
+}
+
+/** Main phase: the user's code, then the promise jobs it queued (bounded), then its promise. */
+function runMain(
+  vm: QuickJSContext,
+  rt: QuickJSRuntime,
+  request: RunCodeRequest,
+  memory: CallMemory,
+  work: WorkBudget,
+  own: Own,
+): MainOutcome {
+  const tools = request.tools ?? [];
+  let thrown = tools.length > 0 ? installTools(vm, tools, memory, work, own) : undefined;
+  let result: QuickJSHandle | undefined;
+  let jobLimitHit = false;
+  let neverSettled = false;
+  if (!thrown) {
+    const evaluated = vm.evalCode(request.code, "main.js", { type: "global" });
+    if (evaluated.error) thrown = own(evaluated.error);
+    else result = own(evaluated.value);
+    // Jobs run in batches, each job charged to the budget, so where a chain stops is counted.
+    let jobs = 0;
+    while (!work.interrupted && rt.hasPendingJob()) {
+      if (jobs >= RUN_DEFAULTS.max_jobs) {
+        jobLimitHit = true;
+        break;
+      }
+      const ran = rt.executePendingJobs(Math.min(JOB_BATCH, RUN_DEFAULTS.max_jobs - jobs));
+      let n = 1;
+      if (ran.error) ran.error.dispose();
+      else n = ran.value;
+      jobs += n;
+      if (!work.charge(n * PROMISE_JOB_COST)) work.checkWall();
+    }
+    if (result && !thrown) {
+      const state = vm.getPromiseState(result);
+      if (state.type === "fulfilled" && !state.notAPromise) result = own(state.value);
+      else if (state.type === "rejected") {
+        thrown = own(state.error);
+        result = undefined;
+      } else if (state.type === "pending") {
+        result = undefined;
+        neverSettled = !work.interrupted && !jobLimitHit;
+      }
+    }
+  }
+  const timedOut = !memory.over() && (work.interrupted || jobLimitHit);
+  return { result, thrown, timedOut, jobLimitHit, neverSettled, memoryRefused: memory.refused };
+}
+
+/** The error of a call whose code threw, read out whatever its error does when read. */
+function thrownError(
+  vm: QuickJSContext,
+  thrown: QuickJSHandle,
+  reader: VmReader,
+  limits: ResolvedLimits,
+  memory: CallMemory,
+  work: WorkBudget,
+  memoryRefused: boolean,
+): { error: SandboxErrorInfo; cut: boolean } {
+  // A description that runs out of time or memory keeps the kind (Exception, or MemoryLimit
+  // after a refused grow).
+  const text = reader.helper("describe", thrown, Math.max(limits.max_output_bytes, MAX_STACK_TEXT));
+  let d: { name?: unknown; message?: unknown; stack?: string; cut?: boolean } | undefined;
+  if (text !== undefined && !work.interrupted) {
+    try {
+      d = JSON.parse(text);
+    } catch {}
+  }
+  if (d) {
+    const message = String(d.message ?? "");
+    const stack = d.stack ? headOf(d.stack, MAX_STACK_TEXT) : undefined;
+    let kind = classify(message);
+    if (kind === "Exception" && memoryRefused) kind = "MemoryLimit";
+    // QuickJS throws null when it cannot even allocate the out-of-memory error.
+    if (kind === "MemoryLimit" && vm.sameValue(thrown, vm.null))
+      return { error: outOfMemory(limits), cut: false };
+    const error = { kind, name: String(d.name ?? "Error"), message, stack, line: lineOf(stack) };
+    return { error, cut: d.cut === true };
+  }
+  if (memoryRefused || memory.refused) return { error: outOfMemory(limits), cut: false };
+  const message = work.interrupted
+    ? "the code threw a value whose name or message could not be read within its budget"
+    : "the code threw a value that could not be read out of the sandbox";
+  return { error: { kind: "Exception", name: "Error", message }, cut: false };
+}
+
+interface Outcome {
+  value?: JsonValue;
+  error?: SandboxErrorInfo;
+  truncated: boolean;
+}
+
+/** Post phase: the verdict of the main phase, and the value or error read out of the VM. */
+function readOutcome(
+  vm: QuickJSContext,
+  rt: QuickJSRuntime,
+  main: MainOutcome,
+  reader: VmReader,
+  limits: ResolvedLimits,
+  memory: CallMemory,
+  work: WorkBudget,
+  runBackstop: number,
+): Outcome {
+  // Its own budget and a little heap; reading a value out may also use what is left of the
+  // code's budget. It is bounded by the output cap, so only the program's own toJSON or
+  // getters can make it long.
+  const left = work.left;
+  const wall = Math.max(runBackstop, performance.now() + POST_PHASE_MS);
+  work.phase(POST_PHASE_INTERRUPTS, wall);
+  rt.setMemoryLimit(memory.heapBytes + POST_PHASE_HEAP);
+  memory.post();
+  if (memory.exceeded) return { error: outOfMemory(limits), truncated: false };
+  if (main.timedOut) {
+    const message = main.jobLimitHit
+      ? `more than ${RUN_DEFAULTS.max_jobs} promise jobs (runaway promise chain)`
+      : `execution exceeded the time limit of ${limits.run_timeout} s`;
+    return { error: { kind: "Timeout", name: "TimeoutError", message }, truncated: false };
+  }
+  if (main.neverSettled) {
+    const message = "the returned promise never settled (the sandbox has no timers or I/O)";
+    return { error: { kind: "Exception", name: "Error", message }, truncated: false };
+  }
+  if (main.thrown) {
+    const { error, cut } = thrownError(vm, main.thrown, reader, limits, memory, work, main.memoryRefused);
+    return { error, truncated: cut };
+  }
+  if (!main.result) return { truncated: false };
+  work.phase(Math.max(left, POST_PHASE_INTERRUPTS), wall);
+  const read = reader.value(main.result);
+  if (work.interrupted) {
+    const message = "reading the value out ran past the budget (a toJSON or getter that does not return)";
+    return { error: { kind: "Timeout", name: "TimeoutError", message }, truncated: false };
+  }
+  if (read === undefined) {
+    const kind = memory.refused ? "MemoryLimit" : "Exception";
+    const message = "the value could not be read out of the sandbox (out of memory)";
+    return { error: { kind, name: "InternalError", message }, truncated: false };
+  }
+  return read;
+}
 
 /** Runs `request.code` in a fresh runtime and context of `mod`. Never throws. */
 export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCodeResult {
@@ -262,466 +596,110 @@ export function runCode(mod: QuickJSWASMModule, request: RunCodeRequest): RunCod
   if (typeof limits === "string") return sandboxError(limits, "InvalidRequest");
   if (brokenModules.has(mod))
     return sandboxError("the QuickJS module crashed in an earlier call; load a new one");
-  const tools = request.tools ?? [];
-  const heapBytes = Math.floor(limits.memory_limit_MB * 1024 * 1024);
-  const cap = limits.max_output_bytes;
-  const out = new OutputCapture(cap);
+  const out = new OutputCapture(limits.max_output_bytes);
   const deterministic = request.deterministic !== false;
-
-  const runDeadline = t0 + limits.run_timeout * 1000;
-  let phaseDeadline = runDeadline;
-  let interrupted = false;
-  // The memory limit: how far this call may grow the module's wasm memory, on top of the
-  // slack every call starts with (see loadQuickJS). The guarded grow refuses past it; for a
-  // module loaded elsewhere the interrupt handler checks the growth instead.
-  const memory = mod.getWasmMemory();
-  const startBytes = memory.buffer.byteLength;
-  const heap = heaps.get(mod);
-  const budget = heap ?? { baseBytes: startBytes, limitBytes: Number.POSITIVE_INFINITY, refused: false };
-  const capBytes = heap
-    ? Math.max(startBytes, heap.baseBytes + heapBytes - HEAP_SLACK_BYTES)
-    : startBytes + heapBytes;
-  // QuickJS does not survive every failed malloc: a heap of small objects (push({}),
-  // Map.set) that runs into the limit can crash the wasm afterwards ("table index is out of
-  // bounds") while it unwinds and collects. So the first refusal is the limit, as before (a
-  // program may catch that "out of memory" and carry on, and the allocation counts stay
-  // exact), and from the next interrupt check on the grow may go a headroom further, room
-  // for QuickJS to throw, unwind and collect (a program that catches the error and keeps
-  // allocating meets the second refusal there); a thrown error stays a MemoryLimit.
-  const hardBytes = capBytes + Math.max(MEMORY_HEADROOM_MIN, heapBytes / 2);
-  // Host-side work inside a call (argument checks) must not fail on the call's budget.
-  const unbudgeted = <T>(f: () => T): T => {
-    const saved = budget.limitBytes;
-    budget.limitBytes = Number.POSITIVE_INFINITY;
-    try {
-      return f();
-    } finally {
-      budget.limitBytes = saved;
-    }
-  };
-  let memoryExceeded = false;
-  let mainPhase = true;
-  let rescued = false;
-  const overMemory = () => {
-    if (!heap && memory.buffer.byteLength > capBytes) memoryExceeded = true;
-    if (heap && mainPhase && budget.refused && !rescued) {
-      // The headroom after the first refusal (see hardBytes).
-      rescued = true;
-      budget.limitBytes = hardBytes;
-    }
-    return memoryExceeded;
-  };
+  const memory = new CallMemory(mod, limits.memory_limit_MB);
+  const runBackstop = t0 + limits.wall_backstop_s * 1000;
+  const work = new WorkBudget(Math.ceil(limits.run_timeout * INTERRUPTS_PER_SECOND), runBackstop);
   let rt: QuickJSRuntime | undefined;
+  let reader: VmReader | undefined;
   let ctx: QuickJSContext | undefined;
-  let helperCtx: QuickJSContext | undefined;
-  let shortfall = 0;
   const handles: QuickJSHandle[] = [];
   const own = (h: QuickJSHandle) => {
     handles.push(h);
     return h;
   };
-
-  let value: JsonValue | undefined;
-  let error: SandboxErrorInfo | undefined;
-  let valueTruncated = false;
+  let outcome: Outcome = { truncated: false };
   let crash: string | undefined;
   try {
-    // A limit below the slack takes the difference out of it for this call.
-    if (heap && heapBytes < HEAP_SLACK_BYTES) {
-      heap.limitBytes = startBytes;
-      shortfall = heap.alloc._malloc(HEAP_SLACK_BYTES - heapBytes);
-    }
-    budget.limitBytes = capBytes;
-    budget.refused = false;
-    if (deterministic) {
-      const seedMs = request.seed ?? 0;
-      Date.now = () => seedMs;
-    }
+    memory.begin();
+    hostClock.enter(deterministic ? (request.seed ?? 0) : undefined);
     rt = mod.newRuntime();
-    rt.setMemoryLimit(heapBytes);
+    rt.setMemoryLimit(memory.heapBytes);
     rt.setMaxStackSize(RUN_DEFAULTS.max_stack_bytes);
-    rt.setInterruptHandler(() => {
-      if (overMemory()) return true;
-      if (performance.now() <= phaseDeadline) return false;
-      interrupted = true;
-      return true;
-    });
-    const runtime = rt;
-    const vm = runtime.newContext();
-    ctx = vm;
-    if (deterministic) {
-      let clock = request.clock_ms ?? SANDBOX_CLOCK_MS;
-      Date.now = () => clock++;
-    }
-
-    // The helpers live in a second context of the same runtime that the code never sees, so
-    // replaced built-ins (JSON, String...) cannot change how results are read. Compiled on
-    // first use: most calls print and return primitives only.
-    let helpers: Record<"show" | "encode" | "describe" | "quote" | "util", QuickJSHandle> | undefined;
-    let bounded: Record<"show" | "encode" | "describe" | "cut", QuickJSHandle> | undefined;
-    const compile = (
-      hc: QuickJSContext,
-      source: string,
-      file: string,
-      names: string[],
-      arg?: QuickJSHandle,
-    ): Record<string, QuickJSHandle> | undefined => {
-      const compiled = hc.evalCode(source, file, { type: "global" });
-      if (compiled.error) return void compiled.error.dispose();
-      const fn = own(compiled.value);
-      const made = arg ? hc.callFunction(fn, hc.undefined, arg) : hc.callFunction(fn, hc.undefined);
-      if (made.error) return void made.error.dispose();
-      const table = own(made.value);
-      return Object.fromEntries(names.map((n) => [n, own(hc.getProp(table, n))]));
-    };
-    const call = (fn: QuickJSHandle, name: HelperName, arg: QuickJSHandle, n: number): string | undefined => {
-      const hc = helperCtx as QuickJSContext;
-      const called = hc.callFunction(fn, hc.undefined, arg, own(hc.newNumber(n)));
-      if (called.error) return void called.error.dispose();
-      let text: string | undefined;
-      // quote and describe give JSON text, which getString copies exactly.
-      if (hc.typeof(called.value) === "string")
-        text =
-          name === "quote" || name === "describe" ? hc.getString(called.value) : readString(called.value);
-      called.value.dispose();
-      return text;
-    };
-    /** Calls a helper (prelude.ts) with a value and a cap; undefined if it threw. */
-    const helper = (name: HelperName, arg: QuickJSHandle, n = cap): string | undefined => {
-      if (!helperCtx) {
-        helperCtx = runtime.newContext({ intrinsics: { BaseObjects: true, Eval: true, JSON: true } });
-        const names = ["show", "encode", "describe", "quote", "util"];
-        helpers = compile(helperCtx, HELPERS_SOURCE, "helpers.js", names) as typeof helpers;
-      }
-      if (!helpers) return undefined;
-      if (name !== "cut") {
-        const text = call(helpers[name], name, arg, n);
-        if (text !== "O" || name === "quote") return text;
-      }
-      // Longer than the cap: the bounded writer, compiled on first need.
-      bounded ??= compile(
-        helperCtx as QuickJSContext,
-        BOUNDED_SOURCE,
-        "bounded.js",
-        ["show", "encode", "describe", "cut"],
-        helpers.util,
-      ) as typeof bounded;
-      return bounded ? call(bounded[name as keyof typeof bounded], name, arg, n) : undefined;
-    };
-    // getString goes through a C string: it stops at the first NUL and mangles lone
-    // surrogates into U+FFFD. Its text is exact when no U+FFFD came back and the length is
-    // the string's own; otherwise the string comes out as JSON text (escapes for both).
-    let lengthKey: QuickJSHandle | undefined;
-    const lengthOf = (h: QuickJSHandle): number => {
-      lengthKey ??= own(vm.newString("length"));
-      const n = vm.getProp(h, lengthKey);
-      const length = vm.getNumber(n);
-      n.dispose();
-      return length;
-    };
-    const readString = (h: QuickJSHandle, length = lengthOf(h)): string => {
-      const s = vm.getString(h);
-      if (s.length === length && !s.includes("\uFFFD")) return s;
-      const quoted = helper("quote", h, 0);
-      return quoted === undefined ? s : (JSON.parse(quoted) as string);
-    };
-    // One console argument as text, at most `max` code units plus one (the capture cuts at max).
-    const show = (h: QuickJSHandle, max: number): string => {
-      const type = vm.typeof(h);
-      if (type === "string") {
-        const length = lengthOf(h);
-        if (length <= max) return readString(h, length);
-      }
-      if (type === "number") return String(vm.getNumber(h));
-      if (type === "undefined" || type === "boolean") return String(vm.dump(h));
-      // "=" + the text
-      return helper("show", h, max)?.slice(1) ?? `[unprintable ${type}]`;
-    };
-
-    // console: host functions writing into the capped streams; nothing else of the host is reachable.
-    const consoleObject = own(vm.newObject());
-    for (const [name, stream] of [
-      ["log", 1],
-      ["info", 1],
-      ["debug", 1],
-      ["warn", 2],
-      ["error", 2],
-    ] as const) {
-      const fn = vm.newFunction(name, (...args: QuickJSHandle[]) => {
-        if (out.closed[stream]) return;
-        let line = "";
-        for (let i = 0; i < args.length; i++) {
-          if (i > 0) line += " ";
-          const room = out.room(stream) - line.length;
-          if (room < 0) break;
-          line += show(args[i], room);
-        }
-        out.write(stream, `${line}\n`);
-      });
-      vm.setProp(consoleObject, name, fn);
-      fn.dispose();
-    }
-    vm.setProp(vm.global, "console", consoleObject);
-    let thrown: QuickJSHandle | undefined;
-    if (!thrown && tools.length > 0) {
-      const check = own(
-        vm.newFunction("check", (i, a) =>
-          unbudgeted(() => {
-            const tool = tools[vm.getNumber(i)];
-            const text = vm.getString(a);
-            let problem: string | undefined;
-            try {
-              problem = validateArgs(tool.parameters, text === "" ? undefined : JSON.parse(text));
-            } catch {
-              problem = "arguments: not JSON-serializable";
-            }
-            return vm.newString(problem ? `${tool.name}: ${problem}` : "");
-          }),
-        ),
-      );
-      const toolsJson = own(vm.newString(JSON.stringify(tools.map((t) => ({ name: t.name, body: t.body })))));
-      const compiled = vm.evalCode(TOOLS_SOURCE, "tools.js", { type: "global" });
-      if (compiled.error) thrown = own(compiled.error);
-      else {
-        const setup = vm.callFunction(own(compiled.value), vm.undefined, check, toolsJson);
-        if (setup.error) thrown = own(setup.error);
-        else setup.value.dispose();
-      }
-    }
-
-    // Main phase: the user's code, then the promise jobs it queued (bounded), then its promise.
-    let result: QuickJSHandle | undefined;
-    let jobLimitHit = false;
-    let neverSettled = false;
-    if (!thrown) {
-      const evaluated = vm.evalCode(request.code, "main.js", { type: "global" });
-      if (evaluated.error) thrown = own(evaluated.error);
-      else result = own(evaluated.value);
-      let jobs = 0;
-      while (!interrupted && rt.hasPendingJob()) {
-        if (jobs >= RUN_DEFAULTS.max_jobs) {
-          jobLimitHit = true;
-          break;
-        }
-        const ran = rt.executePendingJobs(Math.min(1000, RUN_DEFAULTS.max_jobs - jobs));
-        if (ran.error) {
-          ran.error.dispose();
-          jobs += 1;
-        } else jobs += ran.value;
-        if (performance.now() > phaseDeadline) interrupted = true;
-      }
-      if (result && !thrown) {
-        const state = vm.getPromiseState(result);
-        if (state.type === "fulfilled" && !state.notAPromise) result = own(state.value);
-        else if (state.type === "rejected") {
-          thrown = own(state.error);
-          result = undefined;
-        } else if (state.type === "pending") {
-          result = undefined;
-          neverSettled = !interrupted && !jobLimitHit;
-        }
-      }
-    }
-    const timedOut = !overMemory() && (interrupted || jobLimitHit);
-    // Once malloc has failed, whatever the code throws (QuickJS may even throw null when it
-    // cannot allocate the error) is a consequence of the memory limit.
-    const memoryRefused = budget.refused;
-    mainPhase = false;
-
-    // Post phase: a little heap of its own, and a deadline of its own, to read results out.
-    phaseDeadline = performance.now() + POST_PHASE_MS;
-    interrupted = false;
-    rt.setMemoryLimit(heapBytes + POST_PHASE_HEAP);
-    budget.limitBytes = Math.max(budget.limitBytes, memory.buffer.byteLength) + POST_PHASE_HEAP;
-
-    if (memoryExceeded) {
-      error = {
-        kind: "MemoryLimit",
-        name: "InternalError",
-        message: `out of memory (memory_limit_MB = ${limits.memory_limit_MB})`,
-      };
-    } else if (timedOut) {
-      error = {
-        kind: "Timeout",
-        name: "TimeoutError",
-        message: jobLimitHit
-          ? `more than ${RUN_DEFAULTS.max_jobs} promise jobs (runaway promise chain)`
-          : `execution exceeded the time limit of ${limits.run_timeout} s`,
-      };
-    } else if (neverSettled) {
-      error = {
-        kind: "Exception",
-        name: "Error",
-        message: "the returned promise never settled (the sandbox has no timers or I/O)",
-      };
-    } else if (thrown) {
-      // The code threw at once, whatever its error does when read: a description that runs
-      // out of time or memory keeps the kind (Exception, or MemoryLimit after a refused grow).
-      const text = helper("describe", thrown, Math.max(cap, MAX_STACK_TEXT));
-      let d: { name?: string; message?: string; stack?: string; cut?: boolean } | undefined;
-      if (text !== undefined && !interrupted) {
-        try {
-          d = JSON.parse(text);
-        } catch {}
-      }
-      if (d) {
-        const message = String(d.message ?? "");
-        const stack = d.stack ? headOf(d.stack, MAX_STACK_TEXT) : undefined;
-        let kind = classify(message);
-        if (kind === "Exception" && memoryRefused) kind = "MemoryLimit";
-        // QuickJS throws null when it cannot even allocate the out-of-memory error.
-        if (kind === "MemoryLimit" && vm.sameValue(thrown, vm.null))
-          error = {
-            kind,
-            name: "InternalError",
-            message: `out of memory (memory_limit_MB = ${limits.memory_limit_MB})`,
-          };
-        else error = { kind, name: String(d.name ?? "Error"), message, stack, line: lineOf(stack) };
-        if (d.cut) valueTruncated = true;
-      } else if (memoryRefused || budget.refused) {
-        error = {
-          kind: "MemoryLimit",
-          name: "InternalError",
-          message: `out of memory (memory_limit_MB = ${limits.memory_limit_MB})`,
-        };
-      } else {
-        error = {
-          kind: "Exception",
-          name: "Error",
-          message: interrupted
-            ? "the code threw a value whose name or message could not be read in time"
-            : "the code threw a value that could not be read out of the sandbox",
-        };
-      }
-    } else if (result) {
-      // Reading the value out may use what is left of run_timeout, and at least POST_PHASE_MS.
-      phaseDeadline = Math.max(runDeadline, phaseDeadline);
-      const read = readValue(vm, result, cap, lengthOf, readString, helper);
-      if (interrupted)
-        error = {
-          kind: "Timeout",
-          name: "TimeoutError",
-          message: "reading the value out ran past the time limit (a toJSON or getter that does not return)",
-        };
-      else if (read === undefined)
-        error = {
-          kind: budget.refused ? "MemoryLimit" : "Exception",
-          name: "InternalError",
-          message: "the value could not be read out of the sandbox (out of memory)",
-        };
-      else {
-        value = read.value;
-        valueTruncated = read.truncated;
-      }
-    }
+    rt.setInterruptHandler(() => memory.over() || work.tick());
+    ctx = rt.newContext();
+    if (deterministic) hostClock.virtual(request.clock_ms ?? SANDBOX_CLOCK_MS);
+    reader = new VmReader(rt, ctx, own, limits.max_output_bytes);
+    installConsole(ctx, out, reader, work, own);
+    const main = runMain(ctx, rt, request, memory, work, own);
+    outcome = readOutcome(ctx, rt, main, reader, limits, memory, work, runBackstop);
   } catch (hostError) {
     // QuickJS overflowed the host's native stack (deep recursion inside a C built-in such as
     // JSON.stringify), or the wasm trapped: this module cannot be trusted any more.
     brokenModules.add(mod);
-    const message =
-      hostError instanceof Error ? `${hostError.name}: ${hostError.message}` : String(hostError);
+    const message = describeHostError(hostError);
     // A host-stack overflow is the code's doing (a StackOverflow); anything else is the sandbox's.
     if (message.includes("call stack"))
-      error = { kind: "StackOverflow", name: "InternalError", message: "stack overflow (inside a built-in)" };
+      outcome = {
+        error: {
+          kind: "StackOverflow",
+          name: "InternalError",
+          message: "stack overflow (inside a built-in)",
+        },
+        truncated: false,
+      };
     else crash = `the interpreter crashed: ${message}`;
   } finally {
-    Date.now = hostDateNow;
-    budget.limitBytes = Number.POSITIVE_INFINITY;
+    hostClock.leave();
+    memory.end();
     if (!brokenModules.has(mod)) {
       try {
         for (const h of handles) if (h.alive) h.dispose();
-        helperCtx?.dispose();
+        reader?.context?.dispose();
         ctx?.dispose();
         rt?.dispose();
-        if (shortfall && heap) heap.alloc._free(shortfall);
+        memory.release();
       } catch {
         brokenModules.add(mod);
       }
     }
   }
   if (crash) return sandboxError(crash, "SandboxError", (performance.now() - t0) / 1000);
-  return finish(t0, out, value, error, valueTruncated);
+  return finish(t0, out, outcome, work.backstop);
 }
 
-/**
- * Reads the result out: numbers and booleans directly, a string exactly (cut to head...tail
- * inside the VM when longer than the cap), anything else as JSON text made and cut inside
- * the VM. Undefined when the VM could not make the text (out of memory).
- */
-function readValue(
-  vm: QuickJSContext,
-  h: QuickJSHandle,
-  cap: number,
-  lengthOf: (h: QuickJSHandle) => number,
-  readString: (h: QuickJSHandle, length?: number) => string,
-  helper: (name: "encode" | "cut", arg: QuickJSHandle, n: number) => string | undefined,
-): { value?: JsonValue; truncated: boolean } | undefined {
-  const type = vm.typeof(h);
-  if (type === "undefined") return { truncated: false };
-  if (type === "number") {
-    const n = vm.getNumber(h);
-    return { value: Number.isFinite(n) ? n : String(n), truncated: false };
-  }
-  if (type === "boolean") return { value: vm.dump(h) as boolean, truncated: false };
-  if (type === "string") {
-    const length = lengthOf(h);
-    if (length <= cap) return { value: readString(h, length), truncated: false };
-    const cut = helper("cut", h, cap);
-    return cut === undefined ? undefined : { value: cut, truncated: true };
-  }
-  // "J" + JSON text, "T" + JSON text cut to the cap, "S"/"C" + a string value (C: cut), "U": undefined.
-  const text = helper("encode", h, cap);
-  if (text === undefined) return undefined;
-  const body = text.slice(1);
-  switch (text[0]) {
-    case "U":
-      return { truncated: false };
-    case "J":
-      try {
-        return { value: JSON.parse(body) as JsonValue, truncated: false };
-      } catch {
-        return { value: body, truncated: false };
-      }
-    case "S":
-      return { value: body, truncated: false };
-    default:
-      return { value: body, truncated: true };
+/** `Name: message` of a host error, never throwing (a getter, a revoked proxy). */
+function describeHostError(e: unknown): string {
+  try {
+    if (e instanceof Error) return `${e.name}: ${e.message}`;
+    return String(e);
+  } catch {
+    return "an error that cannot be described";
   }
 }
 
-function finish(
-  t0: number,
-  out: OutputCapture,
-  value: JsonValue | undefined,
-  error: SandboxErrorInfo | undefined,
-  valueTruncated: boolean,
-): RunCodeResult {
+function finish(t0: number, out: OutputCapture, outcome: Outcome, backstop: boolean): RunCodeResult {
+  const { value, error } = outcome;
   const execution_time = (performance.now() - t0) / 1000;
   const [, stdout, stderr] = out.streams;
-  const truncated = out.truncated || valueTruncated;
+  const truncated = out.truncated || outcome.truncated;
+  let r: RunCodeResult;
   if (!error) {
-    const r: RunCodeResult = {
+    r = {
       status: "Success",
       run_result: { status: "Finished", execution_time, return_code: 0, stdout, stderr },
       truncated,
     };
     if (value !== undefined) r.value = value;
-    return r;
+  } else {
+    const timeout = error.kind === "Timeout" || error.kind === "HardKill";
+    const report = headOf(`Uncaught ${error.name}: ${error.message}\n${error.stack ?? ""}`, MAX_STACK_TEXT);
+    r = {
+      status: "Failed",
+      run_result: {
+        status: timeout ? "TimeLimitExceeded" : "Error",
+        execution_time,
+        return_code: timeout ? null : 1,
+        stdout,
+        stderr: stderr + report,
+      },
+      error,
+      truncated,
+    };
   }
-  const timeout = error.kind === "Timeout" || error.kind === "HardKill";
-  const report = headOf(`Uncaught ${error.name}: ${error.message}\n${error.stack ?? ""}`, MAX_STACK_TEXT);
-  return {
-    status: "Failed",
-    run_result: {
-      status: timeout ? "TimeLimitExceeded" : "Error",
-      execution_time,
-      return_code: timeout ? null : 1,
-      stdout,
-      stderr: stderr + report,
-    },
-    error,
-    truncated,
-  };
+  if (backstop) r.backstop = true;
+  return r;
 }
 
 const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;

@@ -3,6 +3,8 @@
 // from the seeds, the model-facing text (ToRL last-line errors, head...tail truncation) and
 // user-written reward functions. Run: npx vitest run sandbox/tools
 import { beforeAll, describe, expect, it } from "vitest";
+import { boundedJson } from "./bounded-json.ts";
+import { createNodeSandboxPool } from "./pool-node.ts";
 import { InProcessSandbox } from "./run-code.ts";
 import {
   callNamedTool,
@@ -180,5 +182,63 @@ describe("runRewardFunction", () => {
   it("a looping reward function times out", async () => {
     const r = await runRewardFunction(sb, "(t) => { for (;;) {} }", trajectory, { run_timeout: 0.05 });
     expect(r).toEqual({ ok: false, error: "TimeoutError: execution exceeded the time limit of 0.05 s" });
+  });
+});
+
+describe("values nested 3,000 deep (issue 1)", () => {
+  const deepCode = "let v = 1; for (let i = 0; i < 3000; i++) v = [v]; v";
+
+  it("a tool call through the worker pool is a Success the model sees, not a SandboxError", async () => {
+    const pool = createNodeSandboxPool({ size: 1, spares: 0 });
+    try {
+      const viaCode = await callTool(pool, JS_INTERPRETER_TOOL, { code: deepCode });
+      expect([viaCode.status, viaCode.truncated]).toEqual(["Success", true]);
+      expect(formatToolResponse(viaCode)).toBe(
+        `${"[".repeat(64)}"[nested deeper than 64 levels]"${"]".repeat(64)}`,
+      );
+      const deepTool: ToolSpec = {
+        name: "nest",
+        description: "Nests a value.",
+        parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+        body: "({ n }) => { let v = 1; for (let i = 0; i < n; i++) v = { v }; return v }",
+      };
+      const viaTool = await callTool(pool, deepTool, { n: 3000 });
+      expect([viaTool.status, viaTool.truncated]).toEqual(["Success", true]);
+      expect(formatToolResponse(viaTool, { maxChars: 1 << 20 })).toContain("[nested deeper than 64 levels]");
+      // The reward path: an error naming what came back, not the end of the run.
+      const reward = await runRewardFunction(
+        pool,
+        `() => { ${deepCode} }`.replace("; v }", "; return v }"),
+        {},
+      );
+      expect(reward.ok).toBe(false);
+      expect(!reward.ok && reward.error).toMatch(/must return a finite number, got \[\[\[/);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it("boundedJson writes any host value: JSON's text for JSON, cut deep, cycles named, never throws", () => {
+    const plain = { a: [1, "x", null, true, { b: [] }], c: { d: -0.5 }, e: "\u0000\ud800" };
+    expect(boundedJson(plain)).toBe(JSON.stringify(plain));
+    expect(boundedJson([undefined, () => 1])).toBe(JSON.stringify([undefined, () => 1]));
+    expect(boundedJson({ u: undefined, f() {}, n: NaN, b: 10n })).toBe('{"n":null,"b":"10"}');
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const text = boundedJson(deep, 1 << 20);
+    expect(text.startsWith("[".repeat(64))).toBe(true);
+    expect(text).toContain('"[nested deeper than 64 levels]"');
+    const cyclic: Record<string, unknown> = { x: 1 };
+    cyclic.self = cyclic;
+    expect(boundedJson(cyclic)).toBe('{"x":1,"self":"[circular]"}');
+    const hostile = {
+      get boom() {
+        throw new Error("getter");
+      },
+      ok: 1,
+    };
+    expect(boundedJson(hostile)).toBe('{"ok":1}');
+    expect(boundedJson("x".repeat(100), 10)).toBe('"xxxxxx...');
+    expect(boundedJson(undefined)).toBe("null");
   });
 });

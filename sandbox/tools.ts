@@ -4,6 +4,7 @@
 // only an error's last line; long text is cut to head + "..." + tail), and user-written
 // reward functions run in the sandbox. Works with any SandboxRunner (pool or in-process).
 // Tested by sandbox/tools.test.ts.
+import { boundedJson } from "./bounded-json.ts";
 import { headTail } from "./run-code.ts";
 import { validateArgs, validateToolSpec } from "./schema.ts";
 import type {
@@ -131,6 +132,9 @@ export interface FormatOptions {
 
 export const FORMAT_DEFAULTS: FormatOptions = { maxChars: 1024, errorLastLineOnly: true };
 
+/** The longest JSON text written of a value before formatToolResponse cuts it to head + tail. */
+const VALUE_TEXT_MAX = 4 << 20;
+
 /** `Name: message`, cut to its last non-empty line. */
 export function errorLastLine(result: RunCodeResult): string {
   const e = result.error;
@@ -152,7 +156,7 @@ export function formatToolResponse(result: RunCodeResult, options: Partial<Forma
     const stdout = result.run_result.stdout.trimEnd();
     if (stdout) parts.push(stdout);
     if (result.value !== undefined)
-      parts.push(typeof result.value === "string" ? result.value : JSON.stringify(result.value));
+      parts.push(typeof result.value === "string" ? result.value : boundedJson(result.value, VALUE_TEXT_MAX));
     text = parts.join("\n");
   }
   return headTail(text, maxChars);
@@ -176,6 +180,6 @@ export async function runRewardFunction(
   if (result.status !== "Success") return { ok: false, error: errorLastLine(result) };
   const v = result.value;
   if (typeof v === "number" && Number.isFinite(v)) return { ok: true, value: v };
-  const shown = v === undefined ? "undefined" : typeof v === "string" ? v : JSON.stringify(v);
+  const shown = v === undefined ? "undefined" : typeof v === "string" ? v : boundedJson(v, 200);
   return { ok: false, error: `the reward function must return a finite number, got ${headTail(shown, 80)}` };
 }

@@ -1,7 +1,7 @@
 // The sandbox's request and result types. They follow Sandbox Fusion's `run_code` API
 // (names and units: `run_timeout` in seconds, `memory_limit_MB`, `run_result`), plus the
 // last expression's value, a typed error and the tools the code may call.
-// Tested through sandbox/run-code.test.ts and sandbox/adversarial.serial.test.ts.
+// Tested through sandbox/run-code.test.ts and sandbox/adversarial.test.ts.
 
 /** A JSON-schema subset for tool parameters: what function-calling models are given. */
 export type JsonSchema =
@@ -30,8 +30,16 @@ export interface ToolSpec {
 
 export interface RunCodeRequest {
   code: string;
-  /** Seconds (float). The interpreter's deadline; the pool's hard kill fires a margin later. */
+  /**
+   * Seconds (float) of counted interpreter work (sandbox/budget.ts: INTERRUPTS_PER_SECOND
+   * interrupt checks a second), the same on every machine at any load.
+   */
   run_timeout?: number;
+  /**
+   * Seconds of wall clock after which the call is stopped whatever its budget says (default
+   * backstopSeconds(run_timeout)); the pool's hard kill fires a margin later.
+   */
+  wall_backstop_s?: number;
   memory_limit_MB?: number;
   /** Cap on each of stdout, stderr and the serialized value, in bytes (UTF-16 code units). */
   max_output_bytes?: number;
@@ -82,13 +90,19 @@ export interface RunCodeResult {
   /** The last expression's value (a settled promise is awaited), JSON-safe; absent for undefined. */
   value?: JsonValue;
   error?: SandboxErrorInfo;
-  /** Some output or the value was cut at max_output_bytes. */
+  /** Some output or the value was cut at max_output_bytes (or nested deeper than MAX_VALUE_DEPTH). */
   truncated: boolean;
+  /**
+   * The wall-clock backstop, not the counted budget, ended the call (a long built-in, or a
+   * machine far slower than expected): a replay may get another verdict. The lab records it
+   * as an event of the run.
+   */
+  backstop?: boolean;
 }
 
 /** Defaults for the limits: a tool call in an RL rollout is small and must be quick. */
 export const RUN_DEFAULTS = {
-  /** Seconds of interpreter time before the deadline interrupt. */
+  /** Seconds of counted interpreter work before the interrupt. */
   run_timeout: 1,
   /** Per-call QuickJS heap limit. */
   memory_limit_MB: 32,

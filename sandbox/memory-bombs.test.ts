@@ -1,8 +1,8 @@
 // Memory bombs of small objects: at 8, 16 and 32 MB each ends as MemoryLimit with
 // a message, never as a crashed interpreter ("table index is out of bounds") or "Uncaught
 // null", through the worker pool and in-process alike; the pool still answers afterwards.
-// Serial: each bomb fills its limit and the pool races a hard timer.
-// Run: `npx vitest run --project serial sandbox/memory-bombs.serial.test.ts`.
+// The verdicts count work and memory, not time (sandbox/budget.ts), so any load gives them.
+// Run: `npx vitest run --project unit sandbox/memory-bombs.test.ts`.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxPool } from "./pool.ts";
 import { createNodeSandboxPool } from "./pool-node.ts";
