@@ -85,7 +85,7 @@ function enumProblems(y: Record<string, any>): string[] {
 
 describe("verl: every enum value the export writes is one verl accepts", () => {
   it("the facts name verl's commit and the source lines", () => {
-    expect(VERL_ENUMS.verl_commit).toBe("b178a3cd56f58b2d502255daba591e92833930a7");
+    expect(VERL_ENUMS.verl_release).toBe("0.9.1");
     expect(ENUMS["algorithm.rollout_correction.rollout_rs"].values).toContain("seq_mean_k1");
     expect(ENUMS["algorithm.rollout_correction.rollout_rs"].values).not.toContain("token");
     expect(ENUMS["algorithm.rollout_correction.rollout_rs"].source).toMatch(/rollout_corr_helper\.py:78/);

@@ -31,7 +31,8 @@ import { runSh, toolConfigYaml, VERL_RESULTS, verlBatch, verlConfigYaml } from "
 import VERL_KEYS from "./verl-keys.json";
 
 export const LAB_VERSION = "agentic-rl-lab 0.1.0";
-export const VERL_COMMIT = VERL_KEYS.verl_commit;
+/** The verl release the export's facts come from (export/engines/facts.sh). */
+export const VERL_RELEASE = VERL_KEYS.verl_release;
 export type Target = "verl" | "trl";
 const ENGINE: Record<Target, string> = { verl: "verl's PPO trainer", trl: "TRL's GRPOTrainer" };
 
@@ -185,8 +186,8 @@ function readme(
     "",
     `Written by \`npm run export -- ${o.target}\` (${LAB_VERSION}, config version ${c.version})${o.source ? ` from ${o.source}` : ""}.`,
     verl
-      ? `Keys checked against verl's own \`ppo_trainer\` config at commit ${VERL_COMMIT}.`
-      : `GRPOConfig arguments checked against TRL commit ${TRL_KEYS.grpo_config.trl_commit} and transformers ${TRL_KEYS.training_arguments.transformers_version}.`,
+      ? `Keys checked against verl ${VERL_RELEASE}'s own \`ppo_trainer\` config.`
+      : `GRPOConfig arguments checked against TRL ${TRL_KEYS.grpo_config.trl_release} and transformers ${TRL_KEYS.training_arguments.transformers_version}.`,
     "",
     "## Files",
     "",
@@ -248,7 +249,7 @@ export function exportRun(c: RunConfig, o: ExportOptions): ExportResult {
   if (vb) {
     const header = [
       `config.yaml: a lab run exported to verl (${LAB_VERSION}, RunConfig version ${c.version}).`,
-      `Composes verl's own ppo_trainer config; keys checked against verl commit ${VERL_COMMIT}.`,
+      `Composes verl's own ppo_trainer config; keys checked against verl ${VERL_RELEASE}.`,
       `Batch sizes for ${vb.gpus} GPU(s) (npm run export -- verl --gpus N). Run with run.sh.`,
       "Each key's comment names the lab field it comes from; README.md lists what does not map.",
     ];
