@@ -1,7 +1,7 @@
 # reward.py: the lab run's reward, written by `npm run export` (agentic-rl-lab).
 # @LAB_ENGINE@ (filled in by the exporter: which engine calls compute_score, and how)
 # compute_score(data_source, solution_str, ground_truth, extra_info) computes the same reward
-# terms, weights and options as the lab run (rl/algos/rewards.ts, rl/rewards.ts) on the same
+# terms, weights and options as the lab run (rl/algos/reward-terms.ts, rl/rollout/batch-rewards.ts) on the same
 # facts: the response text, the task's verifier on the strict final answer, and each tool
 # call's status (extra_info["tool_rewards"]: 1.0 success, 0.0 failure, one per executed call).
 # Python standard library only. Its parity with the lab is tested by export/export.test.ts
@@ -253,7 +253,7 @@ def verify_integer(reference, answer):
 VERIFIERS = {"integer": verify_integer, "numeric": verify_numeric}
 
 
-# ---------------------------------------------------------------- reward terms (rl/algos/rewards.ts)
+# ---------------------------------------------------------------- reward terms (rl/algos/reward-terms.ts)
 
 
 def _num(o, key, fallback):
