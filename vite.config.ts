@@ -1,6 +1,7 @@
 // Vite builds the lab (app/ is the root, workers are bundled as ES modules) and hosts the
 // test projects: unit (Node), gpu (WGSL run for real through Dawn in Node), train (headless
-// training runs through Dawn) and e2e (Playwright against the built app in system Chromium).
+// training runs through Dawn), engines (the exports run in verl, TRL, transformers and PEFT)
+// and e2e (Playwright against the built app in system Chromium).
 // `npm test` runs them all via cli/test-all.mjs.
 import { defineConfig } from "vitest/config";
 
@@ -23,7 +24,13 @@ export default defineConfig({
           include: [
             "{config,kernels,model,rl,sandbox,tasks,testing,cli,workers,app,bench,export,results}/**/*.test.{ts,tsx}",
           ],
-          exclude: ["**/*.gpu.test.ts", "**/*.train.test.ts", "**/*.serial.test.ts", "**/node_modules/**"],
+          exclude: [
+            "**/*.gpu.test.ts",
+            "**/*.train.test.ts",
+            "**/*.serial.test.ts",
+            "**/*.engines.test.ts",
+            "**/node_modules/**",
+          ],
           testTimeout: 30_000,
         },
       },
@@ -65,6 +72,20 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 900_000,
           hookTimeout: 300_000,
+        },
+      },
+      {
+        // The exports run in verl, TRL, transformers and PEFT (the venv of npm run engines:setup,
+        // export/engines/venv.ts); CPU-heavy: one file at a time.
+        extends: true,
+        test: {
+          name: "engines",
+          root: ".",
+          include: ["**/*.engines.test.ts"],
+          exclude: ["**/node_modules/**"],
+          fileParallelism: false,
+          testTimeout: 900_000,
+          hookTimeout: 900_000,
         },
       },
       {

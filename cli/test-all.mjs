@@ -4,16 +4,36 @@
 //   2. unit:   vitest project "unit" (Node), then "serial" (timing-sensitive sandbox tests, alone)
 //   3. gpu:    vitest project "gpu" (WGSL run for real through Dawn: lavapipe or SwiftShader)
 //   4. train:  vitest project "train" (headless training runs through Dawn: ci-tiny learns)
-//   5. e2e:    vitest project "e2e" (the built app in system Chromium with WebGPU, via playwright-core)
+//   5. engines: vitest project "engines" (the exports run in verl, TRL, transformers and PEFT, in the
+//              venv of `npm run engines:setup`; without that venv the layer is reported skipped)
+//   6. e2e:    vitest project "e2e" (the built app in system Chromium with WebGPU, via playwright-core)
 // `npm test -- unit gpu` runs only the named layers.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 
-const LAYERS = ["static", "unit", "serial", "gpu", "train", "e2e"];
+const LAYERS = ["static", "unit", "serial", "gpu", "train", "engines", "e2e"];
 const wanted = process.argv.slice(2).filter((a) => LAYERS.includes(a));
 const layers = wanted.length ? wanted : LAYERS;
 const bin = (name) => `node_modules/.bin/${name}`;
 const results = [];
+
+/** Why the engines venv cannot be used, or null (the same checks as export/engines/venv.ts). */
+function enginesVenvProblem() {
+  const venv =
+    process.env.LAB_ENGINES_VENV ||
+    join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "agentic-rl-lab", "engines-venv");
+  const stamp = join(venv, ".lab-engines-stamp");
+  if (!existsSync(join(venv, "bin", "python")) || !existsSync(stamp)) return `no venv at ${venv}`;
+  const pins = createHash("sha256");
+  for (const f of ["requirements.txt", "constraints.txt"])
+    pins.update(readFileSync(join("export/engines", f)));
+  if (readFileSync(stamp, "utf8").trim() !== pins.digest("hex"))
+    return `the venv at ${venv} is from other pins`;
+  return null;
+}
 
 function run(cmd, args) {
   const t0 = Date.now();
@@ -39,6 +59,21 @@ for (const layer of layers) {
       seconds: lint.seconds,
     });
     continue;
+  }
+  if (layer === "engines") {
+    const problem = enginesVenvProblem();
+    if (problem) {
+      console.log(`skipped: ${problem}; make it with \`npm run engines:setup\``);
+      results.push({
+        layer,
+        passed: 0,
+        failed: 0,
+        skipped: 1,
+        seconds: 0,
+        note: `skipped: ${problem}; npm run engines:setup`,
+      });
+      continue;
+    }
   }
   mkdirSync(".vitest-results", { recursive: true });
   const out = `.vitest-results/${layer}.json`;
@@ -69,7 +104,13 @@ for (const layer of layers) {
   ).length;
   const failed =
     json.numFailedTests + brokenFiles + (r.code !== 0 && json.numFailedTests + brokenFiles === 0 ? 1 : 0);
-  results.push({ layer, passed: json.numPassedTests, failed, seconds: r.seconds });
+  results.push({
+    layer,
+    passed: json.numPassedTests,
+    failed,
+    skipped: json.numPendingTests ?? 0,
+    seconds: r.seconds,
+  });
 }
 
 console.log("\n=== summary ===");
@@ -80,5 +121,6 @@ for (const r of results) {
 }
 const passed = results.reduce((s, r) => s + r.passed, 0);
 const failed = results.reduce((s, r) => s + r.failed, 0);
-console.log(`${passed} passed, ${failed} failed`);
+const skipped = results.reduce((s, r) => s + (r.skipped ?? 0), 0);
+console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ""}`);
 process.exit(failed > 0 ? 1 : 0);

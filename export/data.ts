@@ -50,6 +50,10 @@ export function exportTask(c: RunConfig): { task: Task; verifier: string; abilit
     throw new Error(
       `task.name: unknown task "${name}" (exportable: ${Object.keys(EXPORT_TASKS).join(", ")})`,
     );
+  if (c.stop.max_steps <= 0)
+    throw new Error(
+      `stop.max_steps: ${c.stop.max_steps} RL steps (an SFT-only run): the verl and TRL exports are RL runs; export the RL recipe that starts from its checkpoint`,
+    );
   const { sft: _sft, ...options } = c.task.options as Options;
   const task = e.make(options);
   // The one-operation calculator's operator limit (task.options.oneOp) is enforced by rl/rollout/tool-protocol.ts only.

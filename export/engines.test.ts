@@ -22,6 +22,7 @@ import { chatToolsOf } from "../model/tool-list-prompt.ts";
 import { listRegistries } from "../rl/algos/registry.ts";
 import { rolloutCorrection } from "../rl/update/sampler-mismatch.ts";
 import { createRng } from "../tasks/rng.ts";
+import { type Required, requiredValue, verlRequired } from "./cluster.ts";
 import { exportTask } from "./data.ts";
 import { chatFactsOf, exportRun, StrictExportError } from "./index.ts";
 import { recipeFiles as allRecipeFiles, config } from "./test-runs.ts";
@@ -31,6 +32,10 @@ import { VERL_DEFAULT_GPUS, VERL_ROLLOUT_RS, verlBatch, verlRsThreshold } from "
 import VERL_ENUMS from "./verl-enums.json";
 
 const dec = new TextDecoder();
+/** The required adv_estimator of a run whose estimator verl lacks (an OmegaConf env read). */
+const LITE = verlRequired(config({ rl: { advantage: "liteppo" } })).find(
+  (r) => r.key === "algorithm.adv_estimator",
+) as Required;
 const text = (b: Uint8Array) => dec.decode(b);
 
 const short = (c: unknown) =>
@@ -85,7 +90,7 @@ function enumProblems(y: Record<string, any>): string[] {
 
 describe("verl: every enum value the export writes is one verl accepts", () => {
   it("the facts name verl's commit and the source lines", () => {
-    expect(VERL_ENUMS.verl_commit).toBe("b178a3cd56f58b2d502255daba591e92833930a7");
+    expect(VERL_ENUMS.verl_release).toBe("0.9.1");
     expect(ENUMS["algorithm.rollout_correction.rollout_rs"].values).toContain("seq_mean_k1");
     expect(ENUMS["algorithm.rollout_correction.rollout_rs"].values).not.toContain("token");
     expect(ENUMS["algorithm.rollout_correction.rollout_rs"].source).toMatch(/rollout_corr_helper\.py:78/);
@@ -107,8 +112,8 @@ describe("verl: every enum value the export writes is one verl accepts", () => {
     const problems = runs.flatMap((c) => {
       const y = verlYaml(c);
       const adv = y.algorithm.adv_estimator;
-      // An estimator verl lacks is OmegaConf's missing value: Hydra refuses it at composition.
-      if (adv === "???") delete y.algorithm.adv_estimator;
+      // An estimator verl lacks is a required value (run.sh --adv-estimator), read from the environment.
+      if (adv === requiredValue(LITE)) delete y.algorithm.adv_estimator;
       return enumProblems(y);
     });
     expect(problems).toEqual([]);
@@ -120,14 +125,17 @@ describe("verl: every enum value the export writes is one verl accepts", () => {
     expect(enumProblems(y)).toEqual(["algorithm.rollout_correction.rollout_rs: geometric"]);
   });
 
-  it("unmapped estimators (GiGPO, LitePPO) are written as ??? with their warning", () => {
+  it("unmapped estimators (GiGPO, LitePPO) are required values (never ???, which verl's default replaces), with their warning", () => {
     for (const adv of ["gigpo", "liteppo"]) {
       const c = short({
         ...(adv === "gigpo" ? { task: { template: "chatml-turns" } } : {}),
         rl: { advantage: adv },
       });
       const exp = exportRun(c, { target: "verl", name: "t" });
-      expect(parse(text(exp.files["config.yaml"])).algorithm.adv_estimator, adv).toBe("???");
+      expect(parse(text(exp.files["config.yaml"])).algorithm.adv_estimator, adv).toBe(requiredValue(LITE));
+      const sh = text(exp.files["run.sh"]);
+      expect(sh).toContain("--adv-estimator) LAB_ADV_ESTIMATOR=");
+      expect(sh).toContain("run.sh: algorithm.adv_estimator is required");
       expect(exp.warnings.map((w) => w.part)).toContain(`advantage:${adv}`);
     }
   });
@@ -409,7 +417,9 @@ describe("TRL: what TRL has is mapped, with values TRL accepts", () => {
       lora_alpha: qwen.model.lora.alpha,
       target_modules: "all-linear",
     });
-    expect(lab(qwen).model).toBe("models/Qwen2.5-0.5B-Instruct");
+    // a folder is not on the cluster: the script requires --model and says where the folder was
+    expect(lab(qwen).model).toBeNull();
+    expect(lab(qwen).model_why).toContain("models/Qwen2.5-0.5B-Instruct");
     expect(lab(smol).model).toBe("HuggingFaceTB/SmolLM2-135M-Instruct");
     expect(lab(smol).lora).toBeNull();
     const py = text(exportRun(short(qwen), { target: "trl", name: "t" }).files["train_trl.py"]);

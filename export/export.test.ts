@@ -120,8 +120,8 @@ function keyProblems(yamlText: string): string[] {
 }
 
 describe("verl keys", () => {
-  it("the key list names its verl commit and source", () => {
-    expect(VERL_KEYS.verl_commit).toMatch(/^[0-9a-f]{40}$/);
+  it("the key list names its verl release and source", () => {
+    expect(VERL_KEYS.verl_release).toBe("0.9.1");
     expect(VERL_KEYS.source).toContain("_generated_ppo_trainer.yaml");
     expect(Object.keys(KEYS).length).toBe(VERL_KEYS.count);
     expect(KEYS["actor_rollout_ref.actor.clip_ratio_high"]).toBe("float");
@@ -227,7 +227,7 @@ describe("verl keys", () => {
       yc.actor_rollout_ref.model.enable_gradient_checkpointing,
       yc.critic.model.enable_gradient_checkpointing,
     ]).toEqual([true, true]);
-    expect(y.custom_reward_function).toEqual({ path: "reward.py", name: "compute_score" });
+    expect(y.reward.custom_reward_function).toEqual({ path: "reward.py", name: "compute_score" });
     const mt = y.actor_rollout_ref.rollout.multi_turn;
     expect([mt.enable, mt.format, mt.max_assistant_turns, mt.tool_config_path]).toEqual([
       true,
@@ -600,7 +600,15 @@ describe("tools", () => {
       ),
     );
     expect(ar.tools[0].class_name).toBe("lab_tools.LabCodeTool");
-    expect(ar.tools[0].config.default_language).toBe("nodejs");
+    expect(ar.tools[0].config.runner).toBe("sandbox_fusion");
+    const node = parse(
+      text(
+        exportRun(config({ stop: { max_steps: 1 } }), { target: "verl", name: "a" }).files[
+          "tool_config_node.yaml"
+        ],
+      ),
+    );
+    expect(node.tools[0].config.runner).toBe("node");
     expect(ar.tools[0].config.allowed_chars).toBe("0-9+\\-*() ");
   });
 
@@ -759,7 +767,7 @@ describe("warnings and --strict", () => {
     expect(parse(readFileSync(join(out, "config.yaml"), "utf8")).trainer.n_gpus_per_node).toBe(2);
     expect(ok.stderr).toContain("warning: shaping:tao-code");
     expect(readFileSync(join(out, "run.sh"), "utf8")).toContain(
-      'python3 -m verl.trainer.main_ppo --config-path "$(cd "$(dirname "$0")" && pwd)" --config-name config',
+      'exec python3 -m verl.trainer.main_ppo --config-path "$HERE" --config-name config',
     );
     const strict = spawnSync(
       "npx",

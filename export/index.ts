@@ -14,6 +14,7 @@ export { trlConfig } from "./trl.ts";
 import type { RunConfig } from "../config/schema.ts";
 import type { ChatTemplateFacts } from "../model/face.ts";
 import { isBuiltinTool, type Task } from "../tasks/types.ts";
+import { clusterModel, verlRequired } from "./cluster.ts";
 import { datasetRows, exportTask, rowsToParquet } from "./data.ts";
 import {
   mappingTableMarkdown,
@@ -27,11 +28,12 @@ import TRL_KEYS from "./trl-keys.json";
 import LAB_NODE_PY from "./verl/lab_node.py?raw";
 import LAB_TOOLS_PY from "./verl/lab_tools.py?raw";
 import REWARD_PY from "./verl/reward.py?raw";
-import { runSh, toolConfigYaml, VERL_RESULTS, verlBatch, verlConfigYaml } from "./verl.ts";
+import { runSh, TOOL_CONFIGS, toolConfigYaml, VERL_RESULTS, verlBatch, verlConfigYaml } from "./verl.ts";
 import VERL_KEYS from "./verl-keys.json";
 
 export const LAB_VERSION = "agentic-rl-lab 0.1.0";
-export const VERL_COMMIT = VERL_KEYS.verl_commit;
+/** The verl release the export's facts come from (export/engines/facts.sh). */
+export const VERL_RELEASE = VERL_KEYS.verl_release;
 export type Target = "verl" | "trl";
 const ENGINE: Record<Target, string> = { verl: "verl's PPO trainer", trl: "TRL's GRPOTrainer" };
 
@@ -91,10 +93,48 @@ export function rewardSpec(c: RunConfig, verifier: string) {
   return { terms, verifier };
 }
 
-export function rewardPy(spec: ReturnType<typeof rewardSpec>): string {
+const ENGINE_LINE = "# @LAB_ENGINE@ (filled in by the exporter: ";
+/** A shared Python file's header line naming the engine of this export (each file says whose it is). */
+function forEngine(py: string, file: string, lines: Record<Target, string[]>, target: Target): string {
+  const i = py.indexOf(ENGINE_LINE);
+  if (i < 0) throw new Error(`export/verl/${file}: the @LAB_ENGINE@ line is missing`);
+  const end = py.indexOf("\n", i);
+  return py.slice(0, i) + lines[target].map((l) => `# ${l}`).join("\n") + py.slice(end);
+}
+
+export function rewardPy(spec: ReturnType<typeof rewardSpec>, target: Target = "verl"): string {
   const marker = "LAB_REWARD = None  # @LAB_REWARD@ (filled in by the exporter: terms, verifier)";
   if (!REWARD_PY.includes(marker)) throw new Error("export/verl/reward.py: the @LAB_REWARD@ line is missing");
-  return REWARD_PY.replace(marker, `LAB_REWARD = json.loads(${JSON.stringify(JSON.stringify(spec))})`);
+  const py = forEngine(
+    REWARD_PY,
+    "reward.py",
+    {
+      verl: [
+        "For verl: its reward manager calls compute_score once per response",
+        "(reward.custom_reward_function.{path, name} in config.yaml); the exported tools (lab_tools.py)",
+        'report each call\'s status as their tool reward, which verl passes as extra_info["tool_rewards"].',
+      ],
+      trl: [
+        "For TRL: train_trl.py's reward functions call compute_score once per completion, with each",
+        'call\'s status (the tool messages of the completion) as extra_info["tool_rewards"].',
+      ],
+    },
+    target,
+  );
+  return py.replace(marker, `LAB_REWARD = json.loads(${JSON.stringify(JSON.stringify(spec))})`);
+}
+
+/** lab_node.py with its header naming the engine whose tools use it. */
+export function labNodePy(target: Target): string {
+  return forEngine(
+    LAB_NODE_PY,
+    "lab_node.py",
+    {
+      verl: ["For verl: lab_tools.py's tools run their programs here (the runner named in the tool config)."],
+      trl: ["For TRL: train_trl.py's tool functions run their programs here (train_trl.py --tools)."],
+    },
+    target,
+  );
 }
 
 /**
@@ -127,6 +167,12 @@ function taskWarnings(c: RunConfig, task: Task, o: ExportOptions): Unmapped[] {
       part: "rl.minibatches",
       why: `verl splits a step by prompts: ${c.rl.prompts_per_step} prompts do not divide into ${c.rl.minibatches} minibatches (ppo_mini_batch_size ${Math.max(1, Math.floor(c.rl.prompts_per_step / c.rl.minibatches))})`,
     });
+  // The lab's own character model counts characters; the cluster's model counts its tokens.
+  if (pretrainedSource(c) === null && c.model.tokenizer === null)
+    out.push({
+      part: "sampling.max_new_tokens",
+      why: `${c.sampling.max_new_tokens} is characters of the lab's character model; ${verl ? "verl's data.max_response_length" : "TRL's max_completion_length"} counts tokens of the model you pass, and in Hermes form the call alone is about 22 tokens of Qwen2.5 (call, tool response and answer over 50): set ${verl ? "data.max_response_length=N (run.sh)" : "--max-completion-length N"} for that tokenizer, or answers are cut`,
+    });
   if (c.task.template === "model" && c.task.tool_prompt === "hermes" && task.tools.length > 0) {
     if (!o.chat)
       out.push({
@@ -154,39 +200,59 @@ function readme(
   const w = warnings.length
     ? warnings.map((x) => `- \`${x.part}\`: ${x.why}`).join("\n")
     : "None: every part this run uses has a counterpart.";
+  const model = clusterModel(c);
+  const modelArg = model.path === null ? " --model PATH" : "";
+  const required = verl ? verlRequired(c) : [];
+  const needs = (verl ? required.map((r) => ({ flag: r.flag, why: r.why })) : []).concat(
+    !verl && model.path === null ? [{ flag: "--model", why: model.why }] : [],
+  );
   const run = verl
     ? [
         "```sh",
-        "pip install verl vllm   # verl's own install guide has the exact versions",
+        "pip install verl==0.9.1 vllm   # the release the export is checked against; verl's install guide has vLLM's version",
         "# a Sandbox Fusion server (bytedance/SandboxFusion; its README has the docker image) runs the tools",
         "export SANDBOX_FUSION_URL=http://localhost:8080/run_code",
-        "bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
+        `bash run.sh${required.map((r) => ` ${r.flag} ${r.flag === "--model" ? "PATH" : "NAME"}`).join("")}`,
         "```",
         "",
+        "`--tools node` runs the JavaScript tools in a local `node` instead of Sandbox Fusion (`tool_config_node.yaml`).",
         `The batch sizes are for ${gpus} GPU(s) (trainer.n_gpus_per_node x trainer.nnodes); for another count, export again with \`--gpus N\`.`,
         "",
         `Results: \`${VERL_RESULTS.metrics}\` (verl's file logger: one JSON line per step), \`${VERL_RESULTS.rollouts}/<step>.jsonl\` and \`${VERL_RESULTS.validation}/<step>.jsonl\` (the generations), beside run.sh.`,
       ]
     : [
         "```sh",
-        "pip install trl peft datasets",
+        "pip install trl==1.16.0 peft datasets   # the release the export is checked against",
         "export SANDBOX_FUSION_URL=http://localhost:8080/run_code",
         gpus > 1
-          ? `accelerate launch --num_processes ${gpus} train_trl.py${pretrainedSource(c) ? "" : " --model Qwen/Qwen2.5-0.5B-Instruct"}`
-          : `python3 train_trl.py${pretrainedSource(c) ? "" : " --model Qwen/Qwen2.5-0.5B-Instruct"}`,
+          ? `accelerate launch --num_processes ${gpus} train_trl.py${modelArg}`
+          : `python3 train_trl.py${modelArg}`,
         "```",
         "",
+        "`--tools node` runs the JavaScript tools in a local `node` instead of Sandbox Fusion.",
         `The batch sizes are for ${gpus} process(es); for another count, export again with \`--gpus N\`.`,
         "",
-        `Results: \`${TRL_RESULTS.state}\` (the log history: one entry per optimizer step) and \`${TRL_RESULTS.completions}\` (each logged step's completions), beside train_trl.py.`,
+        `Results: \`${TRL_RESULTS.state}\` (the log history: one entry per optimizer step; the lab's import puts them back on lab steps) and \`${TRL_RESULTS.completions}\` (each logged step's completions), beside train_trl.py.`,
       ];
+  if (needs.length > 0)
+    run.push(
+      "",
+      "Required (the script stops without them; no engine default stands in):",
+      "",
+      ...needs.map((n) => `- \`${n.flag}\`: ${n.why}`),
+    );
+  if (c.model.dtype === "f16" && c.model.lora.rank > 0)
+    run.push(
+      "",
+      "The lab trained this LoRA run against its base with the linear weights rounded to f16 (f32 math). The engine loads the base in its own dtype; a merged export of the lab run holds the f16-rounded base plus the adapter, while the PEFT adapter over the f32 source is a slightly different model (a few thousandths of a nat per token at the lab's sizes).",
+    );
   return [
     `# ${o.name}: exported to ${verl ? "verl" : "TRL"}`,
     "",
     `Written by \`npm run export -- ${o.target}\` (${LAB_VERSION}, config version ${c.version})${o.source ? ` from ${o.source}` : ""}.`,
     verl
-      ? `Keys checked against verl's own \`ppo_trainer\` config at commit ${VERL_COMMIT}.`
-      : `GRPOConfig arguments checked against TRL commit ${TRL_KEYS.grpo_config.trl_commit} and transformers ${TRL_KEYS.training_arguments.transformers_version}.`,
+      ? `Keys checked against verl ${VERL_RELEASE}'s own \`ppo_trainer\` config.`
+      : `GRPOConfig arguments checked against TRL ${TRL_KEYS.grpo_config.trl_release} and transformers ${TRL_KEYS.training_arguments.transformers_version}.`,
     "",
     "## Files",
     "",
@@ -240,22 +306,23 @@ export function exportRun(c: RunConfig, o: ExportOptions): ExportResult {
   const { train, val } = datasetRows(c, { toolList });
   const tools = task.tools.map((t) => t.name);
   const files: Record<string, string | Uint8Array> = {
-    "reward.py": rewardPy(spec),
-    "lab_node.py": LAB_NODE_PY,
+    "reward.py": rewardPy(spec, o.target),
+    "lab_node.py": labNodePy(o.target),
     "train.parquet": rowsToParquet(train, tools),
     "val.parquet": rowsToParquet(val, tools),
   };
   if (vb) {
     const header = [
       `config.yaml: a lab run exported to verl (${LAB_VERSION}, RunConfig version ${c.version}).`,
-      `Composes verl's own ppo_trainer config; keys checked against verl commit ${VERL_COMMIT}.`,
+      `Composes verl's own ppo_trainer config; keys checked against verl ${VERL_RELEASE}.`,
       `Batch sizes for ${vb.gpus} GPU(s) (npm run export -- verl --gpus N). Run with run.sh.`,
       "Each key's comment names the lab field it comes from; README.md lists what does not map.",
     ];
     files["config.yaml"] = verlConfigYaml(c, o.name, header, vb).text;
-    files["tool_config.yaml"] = toolConfigYaml(task, c);
+    files[TOOL_CONFIGS.sandbox_fusion] = toolConfigYaml(task, c, "sandbox_fusion");
+    files[TOOL_CONFIGS.node] = toolConfigYaml(task, c, "node");
     files["lab_tools.py"] = LAB_TOOLS_PY;
-    files["run.sh"] = runSh();
+    files["run.sh"] = runSh(verlRequired(c));
   } else if (tb) {
     files["train_trl.py"] = trlPy(c, o.name, task, { batch: tb, passTools: !toolList });
   }

@@ -396,14 +396,10 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
     "reinforce-pp-baseline": mapped("reinforce_plus_plus_baseline", "group-centred REINFORCE++"),
     remax: approx("remax", "verl's ReMax runs its own greedy baseline rollout (the same design)"),
     gigpo: unmapped(
-      "GiGPO is in verl-agent (langfengQ/verl-agent), not in verl; written as ??? so the job stops when Hydra composes it",
-      undefined,
-      "???",
+      "GiGPO is in verl-agent (langfengQ/verl-agent), not in verl; run.sh stops unless --adv-estimator names a verl estimator to run instead",
     ),
     "reinforce-history": unmapped(
-      "a baseline over past batches is not in verl; written as ??? so the job stops when Hydra composes it",
-      undefined,
-      "???",
+      "a baseline over past batches is not in verl; run.sh stops unless --adv-estimator names a verl estimator to run instead",
     ),
     opo: mapped(
       "opo",
@@ -414,9 +410,7 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
       "the same: only each group's best response gets R_max - R_second, over std + eps when norm_adv_by_std_in_grpo",
     ),
     liteppo: unmapped(
-      "LitePPO's group-mean / batch-std normalization is not a verl estimator; written as ??? so the job stops when Hydra composes it",
-      undefined,
-      "???",
+      "LitePPO's group-mean / batch-std normalization is not a verl estimator; run.sh stops unless --adv-estimator names a verl estimator to run instead",
     ),
   },
   // The policy losses describe their own mapping (rl/algos/losses.ts POLICY_LOSSES).

@@ -7,6 +7,7 @@
 import type { RunConfig } from "../config/schema.ts";
 import { POLICY_LOSSES, policyLossEntry } from "../rl/algos/losses.ts";
 import { isBuiltinTool, type Task } from "../tasks/types.ts";
+import { clusterModel } from "./cluster.ts";
 import { pretrainedSource, REGISTRY_DECISIONS, registryUses, type Unmapped } from "./mapping.ts";
 import TRL_PY from "./trl/train_trl.py?raw";
 
@@ -79,6 +80,8 @@ export const TRL_ARGS: Record<string, string> = {
   log_completions: "true: completions/completions_<step>.parquet in the output folder",
   save_steps: "checkpoint_every (0: at the end) x optimizer steps per lab step",
   report_to: "none (lab choice; trainer_state.json holds the log history)",
+  reward_weights:
+    "1 for lab_reward (rewards.terms); 0 for lab_acc and lab_valid_call, logged only (val/acc, val/valid_call_rate)",
 };
 
 /** TRL's per-process batch, accumulation and generation count for a run on `gpus` processes. */
@@ -202,6 +205,7 @@ export function trlConfig(
   arg("log_completions", true);
   arg("save_steps", (c.checkpoint_every > 0 ? c.checkpoint_every : Math.max(1, c.stop.max_steps)) * opt);
   arg("report_to", "none");
+  arg("reward_weights", [1, 0, 0]);
   return out;
 }
 
@@ -366,8 +370,11 @@ export function trlPy(
   o: { batch: TrlBatch; passTools: boolean },
 ): string {
   const cfg = trlConfig(c, name, o.batch);
+  const model = clusterModel(c);
   const lab = {
-    model: pretrainedSource(c),
+    model: model.path,
+    model_why: model.path === null ? model.why : null,
+    optimizer_steps_per_lab_step: o.batch.optimizerSteps,
     lora: trlLora(c),
     pass_tools: o.passTools,
     output_dir: TRL_RESULTS.outputDir,

@@ -3,11 +3,12 @@
 // tools as verl tools running JavaScript in Sandbox Fusion), run.sh and the README. Pure
 // functions of a RunConfig; export/index.ts assembles the files. Keys are checked against
 // verl's own config (export/verl-keys.json) by export/export.test.ts.
-import { Document, isMap, isScalar, isSeq, type Scalar, stringify } from "yaml";
+import { Document, isMap, isScalar, isSeq, type Scalar } from "yaml";
 import type { RunConfig } from "../config/schema.ts";
 import type { Task, ToolSpec } from "../tasks/types.ts";
 import { isBuiltinTool } from "../tasks/types.ts";
-import { pretrainedSource, REGISTRY_DECISIONS, type Unmapped } from "./mapping.ts";
+import { clusterModel, type Required, requiredValue, verlRequired } from "./cluster.ts";
+import { REGISTRY_DECISIONS, type Unmapped } from "./mapping.ts";
 import VERL_ENUMS from "./verl-enums.json";
 import VERL_KEYS from "./verl-keys.json";
 
@@ -59,12 +60,19 @@ function gcd(a: number, b: number): number {
   return b === 0 ? a : gcd(b, a % b);
 }
 
-/** verl's name for a registry entry; "???" (OmegaConf's missing value) when verl has none. */
-function verlName(registry: string, name: string): string {
+/**
+ * verl's name for a registry entry. An entry verl lacks has no name to write: its key is a
+ * required value (export/cluster.ts), never "???", which OmegaConf's merge over verl's
+ * defaults drops (the default then runs).
+ */
+function verlName(registry: string, name: string, required: readonly Required[], key: string): string {
   const d = REGISTRY_DECISIONS[registry]?.[name];
   if (!d) throw new Error(`export: no mapping decision for ${registry} "${name}" (export/mapping.ts)`);
-  // An unmapped entry must stop the job when Hydra composes it, not at its first step.
-  return d.status === "unmapped" ? "???" : d.verl;
+  if (d.status !== "unmapped") return d.verl;
+  const r = required.find((x) => x.key === key);
+  if (!r)
+    throw new Error(`export: ${registry} "${name}" has no verl name and ${key} is not a required value`);
+  return requiredValue(r);
 }
 
 /**
@@ -180,8 +188,10 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
   const { miniPrompts, microPerGpu: trainMicro, logProbMicro: micro } = batch;
   const lora = c.model.lora;
   const klOn = r.kl.coef > 0;
-  const klName = verlName("kl", r.kl.estimator);
-  const model = pretrainedSource(c);
+  const required = verlRequired(c);
+  const name_ = (registry: string, entry: string, key: string) => verlName(registry, entry, required, key);
+  const klName = name_("kl", r.kl.estimator, "algorithm.kl_penalty");
+  const model = clusterModel(c);
   const schedule = r.schedule === "constant" ? "constant" : "cosine";
   const critic = r.advantage === "gae";
   const tree: Tree = {
@@ -204,10 +214,11 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
       model: {
         enable_gradient_checkpointing: from(c.model.gradient_checkpointing, "model.gradient_checkpointing"),
         path: from(
-          model ?? "???",
-          model
-            ? "model.pretrained (local: files picked in the page: the folder they came from)"
-            : "the lab's tiny model has no Hugging Face checkpoint: set it (run.sh actor_rollout_ref.model.path=...)",
+          model.path ??
+            requiredValue(required.find((x) => x.key === "actor_rollout_ref.model.path") as Required),
+          model.path !== null
+            ? "model.pretrained (a Hub repo id)"
+            : `required: bash run.sh --model PATH (${model.why})`,
         ),
         ...(lora.rank > 0
           ? {
@@ -245,7 +256,10 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
         clip_ratio_high: from(r.clip_eps_high, "rl.clip_eps_high"),
         clip_ratio_c: from(r.dual_clip_c ?? BIG, "rl.dual_clip_c (null = off)"),
         policy_loss: {
-          loss_mode: from(verlName("policy-loss", r.policy_loss), `rl.policy_loss (${r.policy_loss})`),
+          loss_mode: from(
+            name_("policy-loss", r.policy_loss, "actor_rollout_ref.actor.policy_loss.loss_mode"),
+            `rl.policy_loss (${r.policy_loss})`,
+          ),
           ...(r.policy_loss === "clip-cov"
             ? {
                 clip_cov_ratio: from(r.clip_cov.ratio, "rl.clip_cov.ratio"),
@@ -266,7 +280,7 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
               tau_neg: from(r.sapo.tau_neg, "rl.sapo.tau_neg"),
             }
           : {}),
-        loss_agg_mode: from(verlName("agg", r.loss_agg), "rl.loss_agg"),
+        loss_agg_mode: from(name_("agg", r.loss_agg, "actor_rollout_ref.actor.loss_agg_mode"), "rl.loss_agg"),
         ...(r.l_max !== null ? { loss_scale_factor: from(r.l_max, "rl.l_max") } : {}),
         entropy_coeff: from(r.entropy_coef, "rl.entropy_coef"),
         use_kl_loss: from(klOn && r.kl.in === "loss", "rl.kl.coef > 0 and rl.kl.in = loss"),
@@ -307,7 +321,12 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
       },
     },
     algorithm: {
-      adv_estimator: from(verlName("advantage", r.advantage), `rl.advantage (${r.advantage})`),
+      adv_estimator: from(
+        name_("advantage", r.advantage, "algorithm.adv_estimator"),
+        REGISTRY_DECISIONS.advantage[r.advantage]?.status === "unmapped"
+          ? `required: bash run.sh --adv-estimator NAME (rl.advantage ${r.advantage} is not in verl)`
+          : `rl.advantage (${r.advantage})`,
+      ),
       gamma: from(r.gamma, "rl.gamma"),
       lam: from(r.lambda, "rl.lambda"),
       norm_adv_by_std_in_grpo: from(
@@ -346,10 +365,12 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
           },
         }
       : {}),
-    reward_model: { reward_manager: from("naive", "per-sample compute_score") },
-    custom_reward_function: {
-      path: from("reward.py", "rewards.terms (run.sh passes the absolute path)"),
-      name: "compute_score",
+    reward: {
+      reward_manager: { name: from("naive", "per-sample compute_score") },
+      custom_reward_function: {
+        path: from("reward.py", "rewards.terms (run.sh passes the absolute path)"),
+        name: "compute_score",
+      },
     },
     trainer: {
       project_name: "agentic-rl-lab",
@@ -398,7 +419,10 @@ export function verlConfigYaml(
     defaults: ["ppo_trainer", "_self_"],
     ...(value as Record<string, unknown>),
   };
-  const doc = new Document(full);
+  // YAML 1.1, as Hydra reads it (OmegaConf over PyYAML): a string such as 0.5_2 (a rejection
+  // threshold) or "on" is quoted, where a YAML 1.2 writer leaves it bare and PyYAML reads the
+  // number 0.52 or true.
+  const doc = new Document(full, { version: "1.1" });
   for (const [path, lab] of comments) {
     const node = doc.getIn(path.split("."), true);
     if (isSeq(node)) node.flow = true;
@@ -433,17 +457,27 @@ function parametersOf(t: ToolSpec): Record<string, unknown> {
   return { required: [], ...t.parameters, type: "object" };
 }
 
-/** tool_config.yaml: each task tool as a verl native tool running in Sandbox Fusion. */
-export function toolConfigYaml(task: Task, c: RunConfig): string {
+/** Where the exported tools run: Sandbox Fusion (the cluster default) or a local `node`. */
+export type ToolRunner = "sandbox_fusion" | "node";
+
+/** The tool config file of each runner (run.sh --tools picks one). */
+export const TOOL_CONFIGS: Record<ToolRunner, string> = {
+  sandbox_fusion: "tool_config.yaml",
+  node: "tool_config_node.yaml",
+};
+
+/** A tool config: each task tool as a verl native tool (lab_tools.py) running its JavaScript on `runner`. */
+export function toolConfigYaml(task: Task, c: RunConfig, runner: ToolRunner = "sandbox_fusion"): string {
   const common = {
     type: "native",
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation (verl loads this file with OmegaConf)
-    sandbox_fusion_url: "${oc.env:SANDBOX_FUSION_URL,http://localhost:8080/run_code}",
-    num_workers: 10,
-    enable_global_rate_limit: true,
-    rate_limit: 10,
+    runner,
+    ...(runner === "sandbox_fusion"
+      ? {
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation (verl loads this file with OmegaConf)
+          sandbox_fusion_url: "${oc.env:SANDBOX_FUSION_URL,http://localhost:8080/run_code}",
+        }
+      : {}),
     default_timeout: c.limits.tool_timeout_s,
-    default_language: "nodejs",
     memory_limit_mb: Math.max(512, c.limits.memory_mb),
   };
   const tools = task.tools.map((t) => ({
@@ -457,23 +491,40 @@ export function toolConfigYaml(task: Task, c: RunConfig): string {
     },
   }));
   const head = [
-    "# tool_config.yaml: the lab task's tools as verl tools (agentic-rl-lab export).",
-    "# They run JavaScript in Sandbox Fusion (language nodejs); set SANDBOX_FUSION_URL to its run_code",
-    "# endpoint. The code tool maps approximately: the lab's tool returns the last expression's value,",
-    "# Sandbox Fusion returns stdout, so lab_tools.py wraps the code to print its value (lab_node.py).",
+    `# ${TOOL_CONFIGS[runner]}: the lab task's tools as verl tools (agentic-rl-lab export).`,
+    runner === "sandbox_fusion"
+      ? "# They run JavaScript in Sandbox Fusion (language nodejs); set SANDBOX_FUSION_URL to its run_code endpoint."
+      : "# They run JavaScript in a local `node` (on PATH, or LAB_NODE), one process per call (bash run.sh --tools node).",
+    "# The code tool maps approximately: the lab's tool returns the last expression's value, Node returns",
+    "# stdout, so lab_node.py wraps the code to print its value.",
     "# Function-calling tools keep their JSON schemas; their JS bodies run with the arguments as `args`.",
     "# memory_limit_mb is at least 512: Node.js needs far more than the lab's QuickJS limit.",
   ];
-  return `${head.join("\n")}\n${stringify({ tools }, { lineWidth: 0 })}`;
+  return `${head.join("\n")}\n${new Document({ tools }, { version: "1.1" }).toString({ lineWidth: 0 })}`;
 }
 
-/** run.sh: verl's PPO entry point on this folder's config, with absolute paths. */
-export function runSh(): string {
+/** run.sh: verl's PPO entry point on this folder's config, with absolute paths and the required values. */
+export function runSh(required: readonly Required[] = []): string {
   const R = VERL_RESULTS;
+  const flags = required.map((r) => `${r.flag} ${r.flag === "--model" ? "PATH" : "NAME"}`).join(" ");
+  const checks = required
+    .map(
+      (r) => `if [ -z "\${${r.env}:-}" ] && ! has_override ${r.key}; then
+  echo "run.sh: ${r.key} is required: ${r.flag} ${r.flag === "--model" ? "PATH" : "NAME"} (or ${r.key}=...)" >&2
+  echo "  ${r.why.replace(/"/g, "'").replace(/\$/g, "\\$").replace(/`/g, "'")}" >&2
+  exit 2
+fi
+if [ -n "\${${r.env}:-}" ]; then overrides+=("${r.key}=\${${r.env}}"); fi`,
+    )
+    .join("\n");
+  const setEnv = required.map((r) => `    ${r.flag}) ${r.env}="$2"; shift 2 ;;`).join("\n");
   return `#!/usr/bin/env bash
 # run.sh: train this exported lab run with verl's PPO trainer (agentic-rl-lab export).
-#   SANDBOX_FUSION_URL=http://host:8080/run_code bash run.sh [hydra overrides...]
-#   e.g. bash run.sh actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct
+#   SANDBOX_FUSION_URL=http://host:8080/run_code bash run.sh ${flags ? `${flags} ` : ""}[--tools sandbox_fusion|node] [hydra overrides...]
+#   e.g. bash run.sh ${required.some((r) => r.flag === "--model") ? "--model Qwen/Qwen2.5-0.5B-Instruct " : ""}trainer.nnodes=1
+# --tools node runs the JavaScript tools in a local node instead of Sandbox Fusion (tool_config_node.yaml).
+# A value the lab cannot give (a model the cluster can load, an estimator verl lacks) is required:
+# without its flag (or its hydra override) the script stops and says why.
 # The batch sizes are for the GPU count in config.yaml (trainer.n_gpus_per_node x nnodes):
 # export again with --gpus N for another count rather than overriding it.
 # Hydra resolves a relative --config-path against verl's own module, so the path is absolute;
@@ -483,16 +534,31 @@ export function runSh(): string {
 # ${R.rollouts}/<step>.jsonl and ${R.validation}/<step>.jsonl (the generations).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+TOOLS=sandbox_fusion
+overrides=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+${setEnv ? `${setEnv}\n` : ""}    --tools) TOOLS="$2"; shift 2 ;;
+    *) overrides+=("$1"); shift ;;
+  esac
+done
+has_override() { local o; for o in \${overrides[@]+"\${overrides[@]}"}; do case "$o" in "$1="* | "+$1="* | "++$1="*) return 0 ;; esac; done; return 1; }
+${checks}
+case "$TOOLS" in
+  sandbox_fusion) TOOL_CONFIG="$HERE/${TOOL_CONFIGS.sandbox_fusion}" ;;
+  node) TOOL_CONFIG="$HERE/${TOOL_CONFIGS.node}" ;;
+  *) echo "run.sh: --tools is sandbox_fusion or node, not $TOOLS" >&2; exit 2 ;;
+esac
 export PYTHONPATH="$HERE\${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$HERE/${R.metrics.split("/")[0]}"
 export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$HERE/${R.metrics}}"
-python3 -m verl.trainer.main_ppo --config-path "$(cd "$(dirname "$0")" && pwd)" --config-name config \\
+exec python3 -m verl.trainer.main_ppo --config-path "$HERE" --config-name config \\
   data.train_files="$HERE/train.parquet" \\
   data.val_files="$HERE/val.parquet" \\
-  actor_rollout_ref.rollout.multi_turn.tool_config_path="$HERE/tool_config.yaml" \\
-  custom_reward_function.path="$HERE/reward.py" \\
+  actor_rollout_ref.rollout.multi_turn.tool_config_path="$TOOL_CONFIG" \\
+  reward.custom_reward_function.path="$HERE/reward.py" \\
   trainer.rollout_data_dir="$HERE/${R.rollouts}" \\
   trainer.validation_data_dir="$HERE/${R.validation}" \\
-  "$@"
+  \${overrides[@]+"\${overrides[@]}"}
 `;
 }

@@ -4,23 +4,31 @@
 // transformers' TrainingArguments (transformers/training_args.py), which GRPOConfig extends.
 // Facts only: names, types, allowed values, line numbers. export/export.test.ts checks every
 // argument the TRL export writes, and every enum value, against them.
+//   node export/tools/trl-keys.mjs <site-packages> <training_args.py> "<transformers version>" --release 1.16.0 > export/trl-keys.json
 //   node export/tools/trl-keys.mjs <trl checkout or git dir> <training_args.py> "<transformers version>" > export/trl-keys.json
 //   (<training_args.py> "keep": the TrainingArguments part of the committed export/trl-keys.json)
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
-const [trl, trainingArgs, transformersVersion] = process.argv.slice(2);
-if (!trl || !trainingArgs || !transformersVersion) {
+const [trl, trainingArgs, transformersVersion, flag, release] = process.argv.slice(2);
+if (
+  !trl ||
+  !trainingArgs ||
+  !transformersVersion ||
+  (flag !== undefined && (flag !== "--release" || !release))
+) {
   console.error(
-    'usage: node export/tools/trl-keys.mjs <trl checkout> <training_args.py> "<transformers version>"',
+    'usage: node export/tools/trl-keys.mjs <site-packages | trl checkout> <training_args.py> "<transformers version>" [--release V]',
   );
   process.exit(2);
 }
 const gitDir = existsSync(join(trl, ".git")) ? join(trl, ".git") : trl;
 const CONFIG = "trl/trainer/grpo_config.py";
 const TRAINER = "trl/trainer/grpo_trainer.py";
-const commit = execFileSync("git", ["--git-dir", gitDir, "rev-parse", "HEAD"], { encoding: "utf8" }).trim();
+const commit = release
+  ? null
+  : execFileSync("git", ["--git-dir", gitDir, "rev-parse", "HEAD"], { encoding: "utf8" }).trim();
 const read = (file) =>
   existsSync(join(trl, file))
     ? readFileSync(join(trl, file), "utf8")
@@ -56,7 +64,7 @@ for (const name of CHOICES) {
 const out = {
   grpo_config: {
     source: `huggingface/trl ${CONFIG}`,
-    trl_commit: commit,
+    ...(release ? { trl_release: release } : { trl_commit: commit }),
     names: fields(grpo),
     types,
     enums,

@@ -2,25 +2,26 @@
 // writes, read off verl's own source at a commit, each with the file and line it came from.
 // Facts only (names, allowed values, defaults), no code. export/export.test.ts checks every value
 // an export writes against them (the key list, export/verl-keys.json, checks only names).
+//   node export/tools/verl-enums.mjs <site-packages> --release 0.9.1 > export/verl-enums.json
 //   node export/tools/verl-enums.mjs <verl checkout or git dir> > export/verl-enums.json
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
-const dir = process.argv[2];
-if (!dir) {
+const [dir, flag, release] = process.argv.slice(2);
+if (!dir || (flag !== undefined && (flag !== "--release" || !release))) {
   console.error(
-    "usage: node export/tools/verl-enums.mjs <verl checkout or git dir> > export/verl-enums.json",
+    "usage: node export/tools/verl-enums.mjs <site-packages --release V | verl checkout or git dir> > export/verl-enums.json",
   );
   process.exit(2);
 }
 const gitDir = existsSync(join(dir, ".git")) ? join(dir, ".git") : dir;
 const git = (...a) =>
   execFileSync("git", ["--git-dir", gitDir, ...a], { encoding: "utf8", maxBuffer: 1 << 26 });
-const commit = git("rev-parse", "HEAD").trim();
+const commit = release ? null : git("rev-parse", "HEAD").trim();
 const files = {};
 const lines = (f) => {
-  files[f] ??= git("show", `HEAD:${f}`).split("\n");
+  files[f] ??= (release ? readFileSync(join(dir, f), "utf8") : git("show", `HEAD:${f}`)).split("\n");
   return files[f];
 };
 /** Every match of `re` in file f: [captured value, line number]. */
@@ -89,7 +90,7 @@ const trainerDefault = (key) => {
 };
 const out = {
   source: "volcengine/verl",
-  verl_commit: commit,
+  ...(release ? { verl_release: release } : { verl_commit: commit }),
   enums: {
     "algorithm.adv_estimator": fact(CORE, registeredAdv, "registered with @register_adv_est"),
     "actor_rollout_ref.actor.policy_loss.loss_mode": fact(
@@ -99,7 +100,10 @@ const out = {
     ),
     "actor_rollout_ref.actor.loss_agg_mode": fact(
       CORE,
-      grep(CORE, /loss_agg_mode == "([a-z-]+)"/g),
+      [
+        ...grep(CORE, /loss_agg_mode == "([a-z-]+)"/g),
+        ...grep(CORE, /loss_agg_mode in \[([^\]]*)\]/g).flatMap(([s, n]) => strs(s).map((v) => [v, n])),
+      ],
       "the branches of agg_loss",
     ),
     "actor_rollout_ref.actor.kl_loss_type": fact(CORE, kl, "the branches of kl_penalty_forward"),

@@ -2,7 +2,9 @@
 // (verl/trainer/config/_generated_ppo_trainer.yaml) with the YAML type of its value, and the
 // verl commit it came from. Facts only: paths and types, no values. The exporter's test
 // (export/export.test.ts) checks every key an export writes against this list.
-// Run against a verl checkout (a work tree or a bare git dir):
+// Run against an installed verl release (the site-packages folder holding verl/; the engines
+// venv's, export/engines/facts.sh) or a verl checkout (a work tree or a bare git dir):
+//   node export/tools/verl-keys.mjs <site-packages> --release 0.9.1 > export/verl-keys.json
 //   node export/tools/verl-keys.mjs /path/to/verl > export/verl-keys.json
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -11,8 +13,9 @@ import { isMap, isScalar, isSeq, parseDocument } from "yaml";
 
 const FILE = "verl/trainer/config/_generated_ppo_trainer.yaml";
 
-function read(dir) {
+function read(dir, release) {
   const tree = join(dir, FILE);
+  if (release) return { commit: null, text: readFileSync(tree, "utf8") };
   const gitDir = existsSync(join(dir, ".git")) ? join(dir, ".git") : dir;
   const commit = execFileSync("git", ["--git-dir", gitDir, "rev-parse", "HEAD"], { encoding: "utf8" }).trim();
   const text = existsSync(tree)
@@ -49,16 +52,18 @@ function walk(map, prefix, text, out) {
   }
 }
 
-const dir = process.argv[2];
-if (!dir) {
-  console.error("usage: node export/tools/verl-keys.mjs <verl checkout or git dir> > export/verl-keys.json");
+const [dir, flag, release] = process.argv.slice(2);
+if (!dir || (flag !== undefined && (flag !== "--release" || !release))) {
+  console.error(
+    "usage: node export/tools/verl-keys.mjs <site-packages --release V | verl checkout or git dir> > export/verl-keys.json",
+  );
   process.exit(2);
 }
-const { commit, text } = read(dir);
+const { commit, text } = read(dir, release);
 const doc = parseDocument(text);
 if (doc.errors.length) throw new Error(`${FILE}: ${doc.errors[0].message}`);
 const keys = {};
 walk(doc.contents, "", text, keys);
 process.stdout.write(
-  `${JSON.stringify({ source: `volcengine/verl ${FILE}`, verl_commit: commit, count: Object.keys(keys).length, keys }, null, 1)}\n`,
+  `${JSON.stringify({ source: `volcengine/verl ${FILE}`, ...(release ? { verl_release: release } : { verl_commit: commit }), count: Object.keys(keys).length, keys }, null, 1)}\n`,
 );

@@ -1,12 +1,18 @@
 # train_trl.py: the lab run as a TRL GRPOTrainer run, written by `npm run export -- trl`
 # (agentic-rl-lab). The same data (train.parquet / val.parquet), the same reward (reward.py's
 # terms, on the completion rendered in the lab's transcript form) and the same tools (the
-# task's JavaScript tools, run in Sandbox Fusion by lab_node.py).
-#   pip install trl peft datasets   # and a Sandbox Fusion server for the tools
-#   SANDBOX_FUSION_URL=http://host:8080/run_code python3 train_trl.py [--model Qwen/Qwen2.5-0.5B-Instruct]
+# task's JavaScript tools, run by lab_node.py in Sandbox Fusion or a local node).
+#   pip install trl==1.16.0 peft datasets   # and a Sandbox Fusion server for the tools
+#   SANDBOX_FUSION_URL=http://host:8080/run_code python3 train_trl.py [--model M] [--tools node]
 # The GRPOConfig below names the lab field each argument comes from; README.md lists what TRL
-# does not have. Results land in --output-dir (trl-out beside this file): trainer_state.json
-# (the log history) and completions/completions_<step>.parquet.
+# does not have. A value the lab cannot give (a model the cluster can load) is required: the
+# script stops and says why. Results land in --output-dir (trl-out beside this file):
+# trainer_state.json (the log history), completions/completions_<step>.parquet and
+# lab_export.json (this LAB object: the lab's import reads the optimizer steps per lab step).
+# Evaluations are greedy, as the lab's val/* are (LabGRPOTrainer); the held-out accuracy and
+# valid-call rate are logged as the zero-weight reward functions lab_acc and lab_valid_call
+# (eval_rewards/lab_acc/mean, eval_rewards/lab_valid_call/mean: the lab's val/acc and
+# val/valid_call_rate).
 import argparse
 import json
 import os
@@ -21,6 +27,7 @@ import reward  # noqa: E402
 LAB = None  # @LAB_TRL@ (filled in by the exporter: GRPOConfig arguments, tools, limits)
 
 SANDBOX_FUSION_URL = os.environ.get("SANDBOX_FUSION_URL", "http://localhost:8080/run_code")
+TOOL_RUNNER = "sandbox_fusion"  # main() sets it from --tools
 
 
 class LabToolError(Exception):
@@ -36,7 +43,7 @@ def run_tool(spec, args):
         source = lab_node.node_source(code)
     else:
         source = lab_node.function_source(spec["body"], args)
-    text, ok = lab_node.run_sandbox_fusion(SANDBOX_FUSION_URL, source, LAB["timeout_s"], LAB["memory_mb"])
+    text, ok = lab_node.run_program(TOOL_RUNNER, source, LAB["timeout_s"], LAB["memory_mb"], SANDBOX_FUSION_URL)
     if not ok:
         raise LabToolError(text)
     return text
@@ -88,30 +95,78 @@ def lab_text(completion):
     return "".join(parts), oks
 
 
-def lab_reward(prompts, completions, reward_model, extra_info, **kwargs):
-    scores = []
+def _scores(completions, reward_model, extra_info):
+    out = []
     for completion, rm, info in zip(completions, reward_model, extra_info):
         text, oks = lab_text(completion)
         info = dict(info)
         info["tool_rewards"] = [1.0 if ok else 0.0 for ok in oks]
-        scores.append(reward.compute_score(None, text, rm["ground_truth"], info)["score"])
-    return scores
+        res = reward.compute_score(None, text, rm["ground_truth"], info)
+        res["valid_call"] = 1.0 if any(oks) else 0.0
+        out.append(res)
+    return out
+
+
+def lab_reward(prompts, completions, reward_model, extra_info, **kwargs):
+    return [r["score"] for r in _scores(completions, reward_model, extra_info)]
+
+
+def lab_acc(prompts, completions, reward_model, extra_info, **kwargs):
+    """The task's verifier on the final answer (weight 0: logged, not trained on): the lab's acc."""
+    return [float(r["acc"]) for r in _scores(completions, reward_model, extra_info)]
+
+
+def lab_valid_call(prompts, completions, reward_model, extra_info, **kwargs):
+    """1 when a tool call ran without error (weight 0): the lab's valid_call_rate."""
+    return [r["valid_call"] for r in _scores(completions, reward_model, extra_info)]
 
 
 def main():
+    global TOOL_RUNNER
+    p = argparse.ArgumentParser(description="The lab run as a TRL GRPOTrainer run.")
+    p.add_argument("--model", default=LAB["model"], help="a Hub id or a Hugging Face model folder")
+    p.add_argument("--output-dir", default=os.path.join(HERE, LAB["output_dir"]))
+    p.add_argument("--tools", choices=["sandbox_fusion", "node"], default="sandbox_fusion")
+    p.add_argument("--max-steps", type=int, default=None, help="optimizer steps (default: the lab run's)")
+    p.add_argument(
+        "--max-completion-length", type=int, default=None, help="tokens (default: the lab's sampling.max_new_tokens)"
+    )
+    a = p.parse_args()
+    if a.model is None:
+        p.error("--model is required: " + LAB["model_why"])
+    TOOL_RUNNER = a.tools
+
     from datasets import load_dataset
+    from transformers import GenerationConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", default=LAB["model"], required=LAB["model"] is None)
-    p.add_argument("--output-dir", default=os.path.join(HERE, LAB["output_dir"]))
-    a = p.parse_args()
+    class LabGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer whose evaluations decode greedily, as the lab's val/* metrics do."""
+
+        def evaluate(self, *args, **kwargs):
+            saved = (self.generation_config, self.generation_kwargs)
+            greedy = {k: v for k, v in self.generation_kwargs.items() if k not in ("temperature", "top_p", "top_k", "min_p")}
+            greedy["do_sample"] = False
+            self.generation_config = GenerationConfig(**greedy, disable_compile=True)
+            self.generation_kwargs = greedy
+            try:
+                return super().evaluate(*args, **kwargs)
+            finally:
+                self.generation_config, self.generation_kwargs = saved
+
     os.makedirs(os.path.join(a.output_dir, "completions"), exist_ok=True)
+    with open(os.path.join(a.output_dir, "lab_export.json"), "w") as f:
+        json.dump({**LAB, "model": a.model, "tools": a.tools}, f, indent=1)
     data = load_dataset(
         "parquet",
         data_files={"train": os.path.join(HERE, "train.parquet"), "test": os.path.join(HERE, "val.parquet")},
     )
-    config = GRPOConfig(output_dir=a.output_dir, **LAB["grpo_config"])
+    args = dict(LAB["grpo_config"])
+    if a.max_steps is not None:
+        args["max_steps"] = a.max_steps
+    if a.max_completion_length is not None:
+        args["max_completion_length"] = a.max_completion_length
+    config = GRPOConfig(output_dir=a.output_dir, **args)
     extra = {}
     if LAB["lora"] is not None:
         from peft import LoraConfig
@@ -121,9 +176,9 @@ def main():
     # prompts carry the tool list in their system message instead, as in the lab.
     if LAB["pass_tools"]:
         extra["tools"] = TOOLS
-    trainer = GRPOTrainer(
+    trainer = LabGRPOTrainer(
         model=a.model,
-        reward_funcs=lab_reward,
+        reward_funcs=[lab_reward, lab_acc, lab_valid_call],
         args=config,
         train_dataset=data["train"],
         eval_dataset=data["test"],

@@ -1,12 +1,18 @@
-# lab_node.py: how the lab's JavaScript tools run in Sandbox Fusion (language nodejs), written
-# by `npm run export` (agentic-rl-lab). Standard library only; used by lab_tools.py (verl)
-# and train_trl.py (TRL).
-# The lab's QuickJS tool returns the value of the code's last expression, while Sandbox
-# Fusion returns stdout. So the code is wrapped: Node evaluates it with vm.runInThisContext
-# (whose result is the completion value, as eval's) and prints that value as the lab's
-# formatter does (a string as it is, anything else as JSON, after any console output); an
-# exception prints `Name: message` to stderr and fails the call.
+# lab_node.py: how the lab's JavaScript tools run outside the lab, written by `npm run export`
+# (agentic-rl-lab).
+# @LAB_ENGINE@ (filled in by the exporter: which engine's tools use it)
+# Standard library only. Two runners take the same program:
+#   run_sandbox_fusion  POSTs it to Sandbox Fusion's run_code (language nodejs): the cluster default
+#   run_local_node      runs it in a local `node` (on PATH, or $LAB_NODE), one process per call,
+#                       for a machine without a sandbox server (and the lab's engine tests)
+# The lab's QuickJS tool returns the value of the code's last expression, while Node prints
+# stdout. So the code is wrapped: Node evaluates it with vm.runInThisContext (whose result is
+# the completion value, as eval's) and prints that value as the lab's formatter does (a string
+# as it is, anything else as JSON, after any console output); an exception prints
+# `Name: message` to stderr and fails the call.
 import json
+import os
+import subprocess
 import urllib.request
 
 NODE_WRAPPER = """
@@ -58,3 +64,32 @@ def run_sandbox_fusion(url, source, timeout_s, memory_mb):
     if run.get("status") == "TimeLimitExceeded":
         return "TimeoutError: the tool call ran out of time", False
     return last_line(stderr or stdout or str(res.get("message") or res.get("status") or "Error")), False
+
+
+def run_local_node(source, timeout_s, memory_mb):
+    """Runs one program in a local node; returns (text the model sees, ok), as run_sandbox_fusion."""
+    node = os.environ.get("LAB_NODE", "node")
+    try:
+        r = subprocess.run(
+            [node, "--max-old-space-size=" + str(int(memory_mb)), "-"],
+            input=source,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return "TimeoutError: the tool call ran out of time", False
+    except OSError as e:  # no node: the model sees a failed call, never an exception
+        return "SandboxError: " + str(e), False
+    if r.returncode == 0:
+        return r.stdout.rstrip(), True
+    return last_line(r.stderr or r.stdout or "Error"), False
+
+
+def run_program(runner, source, timeout_s, memory_mb, url=None):
+    """One program on the named runner: "sandbox_fusion" (url: its run_code endpoint) or "node"."""
+    if runner == "node":
+        return run_local_node(source, timeout_s, memory_mb)
+    if runner == "sandbox_fusion":
+        return run_sandbox_fusion(url, source, timeout_s, memory_mb)
+    raise ValueError("tool runner: sandbox_fusion or node, not " + repr(runner))

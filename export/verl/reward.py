@@ -1,10 +1,9 @@
-# reward.py: the lab run's reward for verl, written by `npm run export` (agentic-rl-lab).
-# verl calls compute_score(data_source, solution_str, ground_truth, extra_info) once per
-# response (custom_reward_function.{path, name} in config.yaml). It computes the same reward
+# reward.py: the lab run's reward, written by `npm run export` (agentic-rl-lab).
+# @LAB_ENGINE@ (filled in by the exporter: which engine calls compute_score, and how)
+# compute_score(data_source, solution_str, ground_truth, extra_info) computes the same reward
 # terms, weights and options as the lab run (rl/algos/reward-terms.ts, rl/rollout/batch-rewards.ts) on the same
 # facts: the response text, the task's verifier on the strict final answer, and each tool
-# call's status, which the exported tools (lab_tools.py) report as their tool reward
-# (extra_info["tool_rewards"]: 1.0 success, 0.0 failure, one per executed call).
+# call's status (extra_info["tool_rewards"]: 1.0 success, 0.0 failure, one per executed call).
 # Python standard library only. Its parity with the lab is tested by export/export.test.ts
 # (`npx vitest run --project unit export/`). Also a command line, for checking by hand:
 #   python3 reward.py < rows.jsonl   (one {data_source, solution_str, ground_truth, extra_info}
