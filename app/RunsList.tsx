@@ -88,7 +88,7 @@ function SessionRuns() {
                 {r.engine ? "–" : r.n === 1 ? "first run" : formatDiff(r.diff)}
               </td>
               {FINAL_KEYS.map((k) => (
-                <td key={k} className="wide-col">
+                <td key={k} className="wide-col" data-testid="run-final" data-key={k}>
                   {last[k] === undefined ? "–" : fmtNum(last[k])}
                 </td>
               ))}

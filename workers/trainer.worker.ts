@@ -45,6 +45,7 @@ import {
   modelInfo,
 } from "./model-cache";
 import { MemoryRunStore, openStoredRun, type RecordStore, recordingEvents } from "./run-record";
+import { fetchServedFile } from "./served-file";
 import { groupRefs, openRunStore, type RunStore, StorageFullError } from "./store";
 import { weightsZip } from "./weights-export";
 
@@ -155,12 +156,10 @@ function getSandbox(): SandboxPool {
   return sandbox;
 }
 
-async function fetchFile(path: string): Promise<Uint8Array> {
-  const url = new URL(path.replace(/^\/+/, ""), new URL("../", self.location.href));
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`HTTP ${res.status} for ${url.pathname}`);
-  return new Uint8Array(await res.arrayBuffer());
-}
+// Paths are relative to the folder the app is served from (the worker's script is one folder
+// down, in assets/), so the lab works from a host's sub-path too.
+const fetchFile = (path: string): Promise<Uint8Array> =>
+  fetchServedFile(path, new URL("../", self.location.href));
 
 function toolsOf(c: RunConfig) {
   const t = runTaskOf(c);
