@@ -273,7 +273,27 @@ async function startRun(
       });
     });
   const record = recordingEvents(store, id, (w) => void persist(w));
-  const files = cachedFiles(config, fetchFile);
+  // Until the loop runs, the progress bar says what loading is doing.
+  const loadingTotal = config.stop.max_steps;
+  const say = (loading: string) =>
+    listener.progress({
+      runId: id,
+      phase: "loading",
+      step: 0,
+      total: loadingTotal,
+      elapsed: (performance.now() - startedAt) / 1000,
+      eta: Number.NaN,
+      tokensPerS: Number.NaN,
+      activity: "idle",
+      loading,
+    });
+  say(config.model.pretrained ? `opening the model ${config.model.pretrained}` : "building the model");
+  const files = cachedFiles(config, async (path) => {
+    say(`fetching ${path}`);
+    const bytes = await fetchFile(path);
+    say(`read ${path} (${(bytes.length / 1e6).toFixed(bytes.length < 1e5 ? 2 : 1)} MB); building the model`);
+    return bytes;
+  });
   const trainer = await createTrainer(config, {
     makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
     sandbox: getSandbox(),
@@ -284,6 +304,7 @@ async function startRun(
       if (current) pushProgress(current, { activity });
     },
   });
+  const loadS = Math.max(0, (performance.now() - startedAt) / 1000 - ranBefore - trainer.clock());
   const sftDone = resume
     ? resume.at.phase === "sft"
       ? resume.at.step
@@ -372,9 +393,12 @@ async function startRun(
       eta: Number.NaN,
       tokensPerS: Number.NaN,
       activity: "idle",
+      loading: "compiling the GPU kernels for the first step",
+      loadS,
     },
   };
   run = current;
+  pushProgress(current, {});
   if (options.paused) loop.pause();
   const mine = current;
   const ran = loop.run().catch((err: Error) => {
