@@ -32,7 +32,7 @@ import {
   xOf,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
-import { activeRun, openRun, type RunRecord, runName, useLab } from "./store";
+import { activeRun, downloadName, openRun, type RunRecord, runName, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
 /** The y axis's least width (px): labels and ticks. */
@@ -154,8 +154,10 @@ function download(name: string, blob: Blob) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-function fileName(def: ChartDef): string {
-  return def.title.replace(/[^\w.-]+/g, "_").toLowerCase();
+/** "#3 quick-demo Accuracy.png": the current run's name (as the page shows it) and the chart's title. */
+function fileName(def: ChartDef, legend: Legend, ext: string): string {
+  const run = legend.runs.find((r) => r.current) ?? legend.runs[0];
+  return downloadName(run ? `${run.name} ${def.title}` : def.title, ext);
 }
 
 /** The plot as a PNG: title, legend line and the canvas on the page's background. */
@@ -206,7 +208,7 @@ function downloadPng(u: uPlot, def: ChartDef, legend: Legend) {
   }
   ctx.drawImage(src, 0, head);
   out.toBlob((blob) => {
-    if (blob) download(`${fileName(def)}.png`, blob);
+    if (blob) download(fileName(def, legend, ".png"), blob);
   }, "image/png");
 }
 
@@ -537,7 +539,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
   }, [data, markers, visible, fast, width, log]);
 
   const empty = data.series.length === 0;
-  const csv = () => download(`${fileName(def)}.csv`, new Blob([chartCsv(def, inputs)], { type: "text/csv" }));
+  const csv = () =>
+    download(fileName(def, legend, ".csv"), new Blob([chartCsv(def, inputs)], { type: "text/csv" }));
   return (
     <figure
       className="chart"

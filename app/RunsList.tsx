@@ -222,7 +222,7 @@ function StoredRuns() {
   const activeIds = new Set(runs.filter((r) => isRunning(r)).map((r) => r.workerId));
   return (
     <>
-      <div className="row">
+      <div className="row runs-tab-imports">
         <label className="import-bundle">
           Import a run bundle{" "}
           <input

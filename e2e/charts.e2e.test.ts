@@ -221,7 +221,8 @@ describe("charts, comparisons and the page on a phone", () => {
       page.waitForEvent("download"),
       hard.getByTestId("chart-csv").click(),
     ]);
-    expect(download.suggestedFilename()).toBe("val_acc_hard.csv");
+    // Named after the run as the page names it, and the chart.
+    expect(download.suggestedFilename()).toBe(`${current} val_acc_hard.csv`);
     const csv = readFileSync((await download.path()) as string, "utf8")
       .trim()
       .split("\n");
@@ -271,6 +272,16 @@ describe("charts, comparisons and the page on a phone", () => {
     await page.screenshot({ path: "e2e/artifacts/narrow-drawer.png" });
     await page.getByTestId("drawer-close").click();
     await expect.poll(() => panel.isVisible()).toBe(false);
+    // The runs tab's import inputs wrap inside the screen's width.
+    await page.getByTestId("tab-runs").click();
+    for (const id of ["import-results-folder", "import-results-files"]) {
+      const b = (await page.getByTestId(id).boundingBox())!;
+      expect(b.x, id).toBeGreaterThanOrEqual(0);
+      expect(b.x + b.width, id).toBeLessThanOrEqual(390);
+    }
+    const bundleInput = (await page.locator('.import-bundle input[type="file"]').boundingBox())!;
+    expect(bundleInput.x + bundleInput.width).toBeLessThanOrEqual(390);
+    await page.getByTestId("tab-charts").click();
     // "Copy share link" is there before a run, so nothing moves when one starts.
     expect(await page.getByTestId("share-link").isDisabled()).toBe(true);
     await page.screenshot({ path: "e2e/artifacts/narrow-charts.png" });

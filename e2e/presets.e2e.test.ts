@@ -73,16 +73,31 @@ afterAll(async () => {
   await browser?.close();
 });
 
+const recipeModel = (preset: string): string =>
+  JSON.parse(readFileSync(`public/recipes/${preset}.json`, "utf8")).config.model.pretrained;
+
 async function open(url: string): Promise<void> {
   await page.goto(url);
   await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
   await expect.poll(() => page.getByTestId("preset-picker").inputValue(), { timeout: 30_000 }).not.toBe("");
 }
 
-/** Start, then wait for the first RL row (or fail with the page's error); the next page load ends the run. */
-async function firstStep(what: string): Promise<void> {
+/**
+ * Start, then wait for the first RL row (or fail with the page's error); the next page load ends
+ * the run. Returns what the progress bar said it was doing, in order.
+ */
+async function firstStep(what: string): Promise<string[]> {
   await expect.poll(() => page.getByTestId("config-errors").count(), { timeout: 30_000 }).toBe(0);
   await expect.poll(() => page.getByTestId("start").isEnabled(), { timeout: 60_000 }).toBe(true);
+  // Every text the progress bar's activity shows, as it changes (loading takes a few seconds).
+  await page.evaluate(() => {
+    const seen: string[] = [];
+    (window as unknown as { activitySeen: string[] }).activitySeen = seen;
+    new MutationObserver(() => {
+      const t = document.querySelector('[data-testid="progress-activity"]')?.textContent ?? "";
+      if (t && seen.at(-1) !== t) seen.push(t);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
   const t0 = Date.now();
   await page.getByTestId("start").click();
   await expect
@@ -96,6 +111,7 @@ async function firstStep(what: string): Promise<void> {
     )
     .toBe("rl");
   times[what] = Math.round((Date.now() - t0) / 1000);
+  return page.evaluate(() => (window as unknown as { activitySeen: string[] }).activitySeen);
 }
 
 describe("every preset that can start does", () => {
@@ -103,7 +119,18 @@ describe("every preset that can start does", () => {
     for (const preset of ["lab-llama-calculator", "claim-toolrl-llama", "claim-otc-llama"]) {
       await open(`${baseUrl}?preset=${preset}&${SHORT}`);
       expect(await page.getByTestId("preset-picker").inputValue()).toBe(preset);
-      await firstStep(preset);
+      const said = await firstStep(preset);
+      // Loading says what it is doing, naming the model folder's files (the page draws at most
+      // one text a frame, so some quick ones are never shown).
+      const model = recipeModel(preset);
+      expect(
+        said.some((t) => t.startsWith(`fetching ${model}/`) || t.startsWith(`read ${model}/`)),
+        `${preset}: ${JSON.stringify(said)}`,
+      ).toBe(true);
+      expect(
+        said.every((t) => t !== "loading"),
+        JSON.stringify(said),
+      ).toBe(true);
     }
     expect(pageErrors).toEqual([]);
   }, 1_300_000);
@@ -129,6 +156,42 @@ describe("every preset that can start does", () => {
     expect(await page.getByTestId("app-error").textContent()).not.toMatch(/not valid JSON|<!doctype/i);
     expect(pageErrors).toEqual([]);
   }, 300_000);
+
+  // The default run to its end (minutes on a software GPU, so only on request:
+  // LAB_E2E_DEFAULT_RUN=1): Start's estimate against the run's wall time, printed, not asserted.
+  it.runIf(process.env.LAB_E2E_DEFAULT_RUN === "1")(
+    "the default run: Start's estimate against its wall time",
+    async () => {
+      await open(`${baseUrl}?preset=quick-demo`);
+      const plan = page.getByTestId("start-plan");
+      const t0 = Date.now();
+      await page.getByTestId("start").click();
+      // The forecast once a step and an evaluation beyond step 0 are measured (the one at step 5).
+      await expect
+        .poll(async () => Number((await page.getByTestId("latest-row").getAttribute("data-step")) ?? -1), {
+          timeout: 1_500_000,
+          interval: 1000,
+        })
+        .toBeGreaterThanOrEqual(6);
+      const forecast = Number(await plan.getAttribute("data-seconds"));
+      const forecastText = await plan.textContent();
+      await expect
+        .poll(() => page.getByTestId("progress").getAttribute("data-phase"), {
+          timeout: 1_500_000,
+          interval: 1000,
+        })
+        .toBe("done");
+      const wall = (Date.now() - t0) / 1000;
+      const after = Number(await plan.getAttribute("data-seconds"));
+      const valAcc = await page.getByTestId("chart-accuracy").getAttribute("data-ends");
+      console.log(
+        `default run: wall ${wall.toFixed(0)} s; estimate at step 6 ${forecast.toFixed(0)} s (ratio ${(forecast / wall).toFixed(2)}): "${forecastText}"; estimate by Start after the run ${after.toFixed(0)} s (ratio ${(after / wall).toFixed(2)}); line ends ${valAcc}`,
+      );
+      expect(forecast).toBeGreaterThan(0);
+      expect(pageErrors).toEqual([]);
+    },
+    1_800_000,
+  );
 
   it("dist/ from a sub-path of a host that serves the app for every path and .wasm as a generic type", async () => {
     const host = await serveDir("dist", {
