@@ -10,7 +10,7 @@
 // DESIGN.md's names), samples.jsonl, events.jsonl, edits.jsonl, run.json (how it was made:
 // backend, adapter, command, commit, one entry per start or resume), checkpoint.safetensors
 // (weights, optimizer state and the run's point, to resume) and weights.safetensors (weights
-// only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/runner.ts's,
+// only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/run/run-loop.ts's,
 // the folder is cli/run.ts's.
 import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -24,8 +24,8 @@ import type { PolicyModel } from "../model/api";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
 import { listRegistries } from "../rl/algos/registry";
-import type { RunLoopOptions } from "../rl/runner";
-import type { MetricsRow } from "../rl/trainer";
+import type { RunLoopOptions } from "../rl/run/run-loop";
+import type { MetricsRow } from "../rl/run/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 import { parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
