@@ -11,8 +11,8 @@
 //      the offer applied (lab-llama-calculator, the picked model kept, its architecture fields
 //      read-only from config.json), two RL steps, the PEFT and HF downloads unzipped and checked.
 //   5. the same model with a hostile chat template (a 100,000,000-item range loop) picked as local
-//      files: the picker says it is refused (file and budget), nothing of it stays in the model
-//      cache, and the page stays usable (the good files picked next are accepted).
+//      files: the picker says it is refused (file and budget), Start fails with the same refusal,
+//      and the page stays usable (the good files picked next are accepted).
 // Run: `npx vitest run --project e2e e2e/model.e2e.test.ts`.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -275,29 +275,21 @@ describe("pretrained models in the page", () => {
 
   it("a model whose chat template loops over range(100000000) is refused when picked; the page stays usable", async () => {
     const page = await open(RUN);
-    const cacheList = async () => {
-      await page.getByTestId("model-cache").evaluate((el) => {
-        (el as HTMLDetailsElement).open = true;
-      });
-      return page.getByTestId("cache-entry").allTextContents();
-    };
-    const cachedBefore = await cacheList();
     await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(evilDir, f)));
+    const state = page.getByTestId("run-model");
+    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("refused");
     const refusal =
       "tokenizer_config.json: chat_template refused by the template sandbox's maxRange budget: range(0, 100000000, 1) has 100000000 items; the template sandbox allows 100000 (Jinja2's MAX_RANGE)";
+    expect(await page.getByTestId("model-refused").textContent()).toContain(refusal);
+    // Start: the run is refused by the same check before it begins.
+    await page.getByTestId("start").click();
     await expect
-      .poll(() => page.getByTestId("model-error").textContent(), { timeout: 60_000 })
+      .poll(async () => (await page.getByTestId("app-error").allTextContents()).join(" "), {
+        timeout: 60_000,
+      })
       .toContain(refusal);
-    expect(await page.getByTestId("model-error").textContent()).toContain(
-      "local:qwen3-model is refused, and nothing of it is kept in this browser",
-    );
-    // Nothing of the refused files stays in the model cache (the same-named good model an
-    // earlier case picked is as it was), and the form does not name it.
-    expect(await cacheList()).toEqual(cachedBefore);
-    expect(await page.locator('[data-path="model.pretrained"]').inputValue()).not.toMatch(/^local:/);
     // The page and its worker still answer: the good files are accepted and planned.
     await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
-    const state = page.getByTestId("run-model");
     await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("cached");
     await expect
       .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })

@@ -163,60 +163,18 @@ export async function downloadModel(
     chunkBytes: opts.chunkBytes ?? CHUNK_BYTES,
     onProgress,
   });
-  const info = await modelInfo(s, opts);
-  if (info.refused) {
-    // The revision's manifest and files, by the name asked for and by the commit it resolved to.
-    const st = modelStore();
-    const prefixes = [`hub/${s.repo}@${s.revision}/`, `hub/${s.repo}@${m.commit}/`];
-    for (const k of await st.keys()) if (prefixes.some((p) => k.startsWith(p))) await st.delete(k);
-    checked.clear();
-    throw new RefusedModelError(sourceLabel(s), info.refused);
-  }
-  return info;
+  return modelInfo(s, opts);
 }
 
-/** A model whose files the lab refuses (model/untrusted.ts): nothing of it is kept in the cache. */
-export class RefusedModelError extends Error {
-  constructor(label: string, why: string) {
-    super(`${label} is refused, and nothing of it is kept in this browser: ${why}`);
-    this.name = "RefusedModelError";
-  }
-}
-
-/** Puts the store back as it is now: keys added since are deleted, keys overwritten restored. */
-async function undoPoint(st: ByteStore): Promise<() => Promise<void>> {
-  const before = new Set(await st.keys());
-  const kept = new Map<string, Blob>();
-  for (const k of before)
-    if (k.startsWith("local/") || k.endsWith("/manifest")) {
-      const b = await st.get(k);
-      if (b) kept.set(k, b);
-    }
-  return async () => {
-    for (const k of await st.keys()) if (!before.has(k)) await st.delete(k);
-    for (const [k, b] of kept) await st.put(k, b);
-    checked.clear();
-  };
-}
-
-/** Picked files as a local model; files the lab refuses leave nothing in the cache (RefusedModelError). */
 export async function addLocalModel(
   name: string,
   files: { path: string; blob: Blob }[],
 ): Promise<ModelSource> {
-  const st = modelStore();
-  const undo = await undoPoint(st);
-  const s = await addLocalFiles(
+  return addLocalFiles(
     name,
     new Map(files.map((f) => [f.path.split("/").pop() as string, f.blob])),
-    st,
+    modelStore(),
   );
-  const { refused } = await checkCached(s);
-  if (refused) {
-    await undo();
-    throw new RefusedModelError(`local:${name}`, refused);
-  }
-  return s;
 }
 
 export const listModelCache = (): Promise<CacheEntry[]> => listCache(modelStore());
