@@ -9,6 +9,10 @@ export default defineConfig({
   root: "app",
   publicDir: "../public",
   base: "./",
+  // A file that does not exist is a 404, not the app's index.html with status 200 (the "spa"
+  // fallback): `npm start` answers as a plain static host does. The lab also runs on hosts that
+  // do serve the app for every path (workers/served-file.ts tells a web page from a data file).
+  appType: "mpa",
   build: { outDir: "../dist", emptyOutDir: true, target: "es2022" },
   worker: { format: "es" },
   server: { port: 5173, fs: { allow: [".."] } },

@@ -7,7 +7,7 @@ import { useState } from "react";
 import type { RunConfig } from "../config";
 import type { ChatTemplateFacts } from "../model/face";
 import { downloadWeights } from "./bridge";
-import { activeRun, useLab } from "./store";
+import { activeRun, downloadName, runName, useLab } from "./store";
 
 type Status =
   | { kind: "idle" }
@@ -27,7 +27,7 @@ async function download(
   ]);
   // What the run recorded when it loaded its model (whether its chat template renders tools).
   const exp = exportRun(config, { target, name, source: "the page", chat: chatFactsOf(events) });
-  const file = `${name.replace(/[^\w.-]+/g, "_")}-${target}.zip`;
+  const file = downloadName(name, `-${target}.zip`);
   const url = URL.createObjectURL(new Blob([zipFiles(exp.files) as BlobPart], { type: "application/zip" }));
   const a = document.createElement("a");
   a.href = url;
@@ -42,7 +42,9 @@ export function ExportRun() {
   const form = useLab((s) => s.form.config) as RunConfig;
   const [status, setStatus] = useState<Status>({ kind: "idle" });
   const config = run?.liveConfig ?? form;
-  const name = run?.label ?? (run ? `run-${run.n}` : "lab-run");
+  // The run's name as the page shows it, or, before any run, the preset's.
+  const preset = useLab((s) => s.preset);
+  const name = run ? runName(run) : (preset ?? "custom");
   const go = (target: "verl" | "trl") =>
     download(config, target, name, run?.events ?? [])
       .then(setStatus)

@@ -1,6 +1,8 @@
 // One metric chart (uPlot): every visible run's raw series drawn faintly behind its
-// debiased-EMA line, the current run opaque and on top, a multi-seed group as its mean with a
-// band and its seeds faint, a legend of runs (colour) and keys (dash), edit and skipped-update
+// debiased-EMA line (a sparse series, such as the held-out evaluations, as its points joined),
+// the current run opaque and on top, a multi-seed group as its mean with a band and its seeds
+// faint, a legend of runs (colour) and keys (dash) with their last values and the untrained
+// level, edit and skipped-update
 // markers as labelled vertical lines clustered so they never overprint ("3 edits", the list on
 // hover), a hover readout (step, run, raw, smoothed), a shared cursor, units on the axes, x by
 // step or wall time, PNG and CSV downloads, a log-y toggle and, for gradient norm and KL, an
@@ -30,7 +32,7 @@ import {
   xOf,
 } from "./chartData";
 import { percentileRange } from "./smoothing";
-import { activeRun, openRun, type RunRecord, runName, useLab } from "./store";
+import { activeRun, downloadName, openRun, type RunRecord, runName, useLab } from "./store";
 
 const SYNC = uPlot.sync("lab-charts");
 /** The y axis's least width (px): labels and ticks. */
@@ -100,6 +102,10 @@ function seriesOpts(data: ChartData, xLabel: string): { series: uPlot.Series[]; 
       width: seed ? 1 : s.current ? 2 : 1.5,
       spanGaps: true,
       dash: s.dash,
+      // Evaluations are few: each measured point is marked on its line.
+      ...(s.sparse && !seed
+        ? { points: { show: true, size: 5, stroke: s.color, fill: withAlpha(s.color, s.current ? 1 : 0.4) } }
+        : {}),
     });
     if (s.band) {
       const lo = series.length;
@@ -148,8 +154,10 @@ function download(name: string, blob: Blob) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-function fileName(def: ChartDef): string {
-  return def.title.replace(/[^\w.-]+/g, "_").toLowerCase();
+/** "#3 quick-demo Accuracy.png": the current run's name (as the page shows it) and the chart's title. */
+function fileName(def: ChartDef, legend: Legend, ext: string): string {
+  const run = legend.runs.find((r) => r.current) ?? legend.runs[0];
+  return downloadName(run ? `${run.name} ${def.title}` : def.title, ext);
 }
 
 /** The plot as a PNG: title, legend line and the canvas on the page's background. */
@@ -174,15 +182,41 @@ function downloadPng(u: uPlot, def: ChartDef, legend: Legend) {
     ctx.fillRect(x, 26 * scale, 10 * scale, 4 * scale);
     x += 14 * scale;
     ctx.fillStyle = cssVar("--fg");
-    const text = r.seeds ? `${r.name} (${r.seeds} seeds)` : r.name;
+    const text = legendRunText(r);
     ctx.fillText(text, x, 32 * scale);
     x += ctx.measureText(text).width + 12 * scale;
   }
+  // The keys in their dashes, and the untrained level, after the runs.
+  const keys = legend.keys.length > 1 || legend.runs.length === 0 ? legend.keys : [];
+  const items = [
+    ...keys.map((k) => ({ dash: k.dash, text: legendKeyText(k) })),
+    ...(legend.untrained ? [{ dash: [4, 4], text: untrainedText(legend.untrained.value) }] : []),
+  ];
+  for (const it of items) {
+    ctx.strokeStyle = cssVar("--fg");
+    ctx.lineWidth = 1.5 * scale;
+    ctx.setLineDash((it.dash ?? []).map((d) => d * scale));
+    ctx.beginPath();
+    ctx.moveTo(x, 28 * scale);
+    ctx.lineTo(x + 18 * scale, 28 * scale);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    x += 22 * scale;
+    ctx.fillStyle = cssVar("--fg");
+    ctx.fillText(it.text, x, 32 * scale);
+    x += ctx.measureText(it.text).width + 12 * scale;
+  }
   ctx.drawImage(src, 0, head);
   out.toBlob((blob) => {
-    if (blob) download(`${fileName(def)}.png`, blob);
+    if (blob) download(fileName(def, legend, ".png"), blob);
   }, "image/png");
 }
+
+const legendRunText = (r: Legend["runs"][number]) =>
+  `${r.seeds ? `${r.name} (${r.seeds} seeds)` : r.name}${r.last !== undefined ? ` ${fmtNum(r.last)}` : ""}`;
+const legendKeyText = (k: Legend["keys"][number]) =>
+  `${k.label}${k.last !== undefined ? ` ${fmtNum(k.last)}` : ""}`;
+const untrainedText = (v: number) => `untrained ${fmtNum(v)}`;
 
 /** The untrained policy's level as a dashed horizontal line (as microGPT's "random guessing"). */
 function drawBaseline(u: uPlot, y: number | null) {
@@ -271,6 +305,12 @@ export function MetricChart({ def }: { def: ChartDef }) {
   const points = currentSeries.reduce((a, s) => a + s.points, 0);
   const keysWithPoints = [...new Set(currentSeries.map((s) => s.key))].join(",");
   const bands = data.series.filter((s) => s.band).length;
+  // Where each of the current run's bold lines ends, as drawn (tests read it beside the legend).
+  const ends = JSON.stringify(
+    Object.fromEntries(
+      currentSeries.map((s) => [s.key, [...s.smooth].reverse().find((v) => v !== null) ?? null]),
+    ),
+  );
   const seedRuns = new Set(data.series.filter((s) => s.role === "seed").map((s) => s.runId)).size;
   const lastSeen = useRef({ data, markers, legend, width, log, fast });
   lastSeen.current = { data, markers, legend, width, log, fast };
@@ -452,7 +492,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
                 const band = r.s.band
                   ? ` ${bandModeText()} ${fmtNum(r.s.band.lo[i] ?? Number.NaN)}..${fmtNum(r.s.band.hi[i] ?? Number.NaN)}`
                   : "";
-                return `${r.s.runName} ${r.s.label}: ${fmtNum(r.raw)} (smoothed ${fmtNum(r.sm ?? Number.NaN)})${band}`;
+                const sm = r.s.sparse ? "" : ` (smoothed ${fmtNum(r.sm ?? Number.NaN)})`;
+                return `${r.s.runName} ${r.s.label}: ${fmtNum(r.raw)}${sm}${band}`;
               });
             const where = xAxis === "time" ? `${fmtNum(at)} s` : `step ${at}`;
             out.textContent = `${where} · ${lines.join(" · ")}${def.phase === "rl" && xAxis === "step" ? " · click: inspect" : ""}`;
@@ -498,7 +539,8 @@ export function MetricChart({ def }: { def: ChartDef }) {
   }, [data, markers, visible, fast, width, log]);
 
   const empty = data.series.length === 0;
-  const csv = () => download(`${fileName(def)}.csv`, new Blob([chartCsv(def, inputs)], { type: "text/csv" }));
+  const csv = () =>
+    download(fileName(def, legend, ".csv"), new Blob([chartCsv(def, inputs)], { type: "text/csv" }));
   return (
     <figure
       className="chart"
@@ -510,6 +552,7 @@ export function MetricChart({ def }: { def: ChartDef }) {
       data-seed-runs={seedRuns}
       data-x-label={xLabel}
       data-x-last={data.x.at(-1) ?? ""}
+      data-ends={ends}
       data-unit={def.unit ?? ""}
     >
       <figcaption>
@@ -579,17 +622,45 @@ function ChartLegend({ legend }: { legend: Legend }) {
           data-seeds={r.seeds ?? ""}
         >
           <span className="swatch" style={{ background: r.color }} />
-          {r.name}
-          {r.seeds ? <span className="muted"> · mean of {r.seeds} seeds</span> : null}
+          <span className="legend-name">
+            {r.name}
+            {r.seeds ? <span className="muted"> · mean of {r.seeds} seeds</span> : null}
+          </span>
+          {r.last !== undefined ? (
+            <span className="legend-last" data-testid="legend-last" title="last value">
+              {" "}
+              {fmtNum(r.last)}
+            </span>
+          ) : null}
         </span>
       ))}
       {(legend.keys.length > 1 || legend.runs.length === 0) &&
         legend.keys.map((k) => (
-          <span key={k.key} className="legend-key" title={k.key} data-testid="legend-key">
+          <span key={k.key} className="legend-key" title={k.key} data-testid="legend-key" data-key={k.key}>
             <DashSample color="currentColor" dash={k.dash} />
-            {k.label}
+            <span className="legend-label">{k.label}</span>
+            {k.last !== undefined ? (
+              <span
+                className="legend-last"
+                data-testid="legend-last"
+                title={`last ${k.key} of the current run`}
+              >
+                {" "}
+                {fmtNum(k.last)}
+              </span>
+            ) : null}
           </span>
         ))}
+      {legend.untrained && (
+        <span
+          className="legend-key legend-untrained"
+          data-testid="legend-untrained"
+          title={`${legend.untrained.key} before training (step 0): the dashed line`}
+        >
+          <DashSample color="var(--muted)" dash={[4, 4]} />
+          {untrainedText(legend.untrained.value)}
+        </span>
+      )}
     </div>
   );
 }

@@ -88,7 +88,7 @@ function SessionRuns() {
                 {r.engine ? "–" : r.n === 1 ? "first run" : formatDiff(r.diff)}
               </td>
               {FINAL_KEYS.map((k) => (
-                <td key={k} className="wide-col">
+                <td key={k} className="wide-col" data-testid="run-final" data-key={k}>
                   {last[k] === undefined ? "–" : fmtNum(last[k])}
                 </td>
               ))}
@@ -222,7 +222,7 @@ function StoredRuns() {
   const activeIds = new Set(runs.filter((r) => isRunning(r)).map((r) => r.workerId));
   return (
     <>
-      <div className="row">
+      <div className="row runs-tab-imports">
         <label className="import-bundle">
           Import a run bundle{" "}
           <input

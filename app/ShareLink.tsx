@@ -106,7 +106,11 @@ export function ShareLink() {
             type="button"
             data-testid="link-replay"
             onClick={() => {
-              void startRun(opened.config, { edits: opened.edits, source: "link" });
+              void startRun(opened.config, {
+                edits: opened.edits,
+                source: "link",
+                ...(opened.name ? { name: opened.name } : {}),
+              });
               setOpened(null);
             }}
           >

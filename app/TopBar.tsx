@@ -4,7 +4,14 @@ import { useEffect, useMemo, useState } from "react";
 import type { RunConfig } from "../config";
 import { pauseRun, resetRun, resumeRun, setFastMode, startSeeds, stepRun, stopRun } from "./bridge";
 import { fmtNum } from "./chartData";
-import { loadStepTimes, measureStepTimes, planText, type StepTimes, saveStepTimes } from "./estimate";
+import {
+  estimateSeconds,
+  loadStepTimes,
+  measureStepTimes,
+  planText,
+  type StepTimes,
+  saveStepTimes,
+} from "./estimate";
 import { GpuPanel } from "./GpuPanel";
 import { pretrainedConflict } from "./presets";
 import { ShareButton } from "./ShareLink";
@@ -41,21 +48,20 @@ function StartPlan() {
   const times = useMemo(() => {
     const merged: StepTimes = { ...loadStepTimes(adapter) };
     for (const r of runs) {
-      if (r.id.startsWith("stored:")) continue;
-      const m = measureStepTimes(r.rows, r.config);
-      if (m.rlPerRollout !== undefined) merged.rlPerRollout = m.rlPerRollout;
-      if (m.sftPerExample !== undefined) merged.sftPerExample = m.sftPerExample;
+      if (r.id.startsWith("stored:") || r.engine) continue;
+      const m = measureStepTimes(r.rows, r.config, r.progress?.loadS);
+      for (const k of ["rlPerRollout", "sftPerExample", "evalPerProblem", "startS"] as const)
+        if (m[k] !== undefined) merged[k] = m[k];
     }
     return merged;
   }, [runs, adapter]);
   useEffect(() => {
-    if (adapter && (times.rlPerRollout !== undefined || times.sftPerExample !== undefined))
-      saveStepTimes(adapter, times);
+    if (adapter && Object.values(times).some((v) => v !== undefined)) saveStepTimes(adapter, times);
   }, [adapter, times]);
   const preset = useLab((s) => s.preset);
   if (!config?.rl || !gpu?.ok) return null;
   return (
-    <div className="start-plan" data-testid="start-plan">
+    <div className="start-plan" data-testid="start-plan" data-seconds={estimateSeconds(config, times) ?? ""}>
       {pretrainedConflict(config, preset) ?? planText(config, times)}
     </div>
   );
@@ -178,7 +184,15 @@ export function RunProgressBar() {
           <>
             {" "}
             step <span data-testid="progress-step">{p.step}</span>/
-            <span data-testid="progress-total">{p.total}</span> · {ticking ? `${p.activity} · ` : ""}
+            <span data-testid="progress-total">{p.total}</span> ·{" "}
+            {ticking && (
+              <>
+                <span data-testid="progress-activity">
+                  {phase === "loading" ? (p.loading ?? "preparing the run") : p.activity}
+                </span>{" "}
+                ·{" "}
+              </>
+            )}
             <span data-testid="progress-eta">ETA {ticking || phase === "paused" ? fmtTime(p.eta) : "–"}</span>{" "}
             · {Number.isFinite(p.tokensPerS) ? fmtNum(Math.round(p.tokensPerS)) : "–"} tok/s ·{" "}
             <span data-testid="progress-elapsed">{fmtTime(elapsed)}</span>

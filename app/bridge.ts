@@ -24,6 +24,7 @@ import {
   addRun,
   applyIncoming,
   canTrain,
+  downloadName,
   type Incoming,
   isRunning,
   pushError,
@@ -334,7 +335,7 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
     const url = URL.createObjectURL(new Blob([bytes as BlobPart], { type: "application/gzip" }));
     const a = document.createElement("a");
     a.href = url;
-    a.download = `${name.replace(/[^\w.-]+/g, "_")}.run.json.gz`;
+    a.download = downloadName(name, ".run.json.gz");
     a.click();
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   } catch (err) {
@@ -351,7 +352,7 @@ export async function exportStoredRun(runId: string, name: string): Promise<void
  */
 export async function downloadWeights(runId: string, kind: "peft" | "hf", name: string): Promise<string> {
   const blob = await getTrainer().exportWeights(runId, kind);
-  const file = `${name.replace(/[^\w.-]+/g, "_")}-${kind}.zip`;
+  const file = downloadName(name, `-${kind}.zip`);
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;

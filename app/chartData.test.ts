@@ -331,6 +331,51 @@ describe("groups, legend, markers, empty charts, CSV", () => {
     ]);
   });
 
+  it("draws evaluations as their points joined, smooths per-step series only, and keeps every last value", () => {
+    const accuracy = CHARTS.find((c) => c.id === "accuracy")!;
+    // The default demo's shape: per-step train accuracy, held-out val/acc at steps 0, 5 and 10.
+    const val: Record<number, number> = { 0: 0.03, 5: 0.94, 10: 0.95 };
+    const rows = Array.from({ length: 11 }, (_, step) =>
+      rl(step, {
+        ...(step < 10 ? { "acc/mean": 0.1 * step } : {}),
+        ...(step in val ? { "val/acc": val[step] } : {}),
+      }),
+    );
+    const d = buildChartData(
+      accuracy,
+      [{ id: "a", name: "#1 quick-demo", color: "#111111", current: true, rows }],
+      {
+        smoothing: 0.6,
+        buckets: 100,
+      },
+    );
+    const held = d.series.find((s) => s.key === "val/acc")!;
+    const train = d.series.find((s) => s.key === "acc/mean")!;
+    expect(held.sparse).toBe(true);
+    expect(held.smooth.filter((v) => v !== null)).toEqual([0.03, 0.94, 0.95]);
+    expect(held.last).toBe(0.95);
+    expect(train.sparse).toBe(false);
+    expect(train.smooth[9]).toBeLessThan(0.85);
+    expect(train.last).toBeCloseTo(0.9, 12);
+    const legend = chartLegend(accuracy, d);
+    expect(legend.keys.find((k) => k.key === "val/acc")?.last).toBe(0.95);
+    expect(legend.keys.find((k) => k.key === "acc/mean")?.last).toBeCloseTo(0.9, 12);
+    expect(legend.untrained).toEqual({ key: "val/acc", value: 0.03 });
+    // A custom key logged at a few steps is sparse too; one logged every step is not.
+    const custom = customChart("my/rare", "rl");
+    const sparseRows = Array.from({ length: 10 }, (_, step) =>
+      rl(step, step % 4 === 0 ? { "my/rare": step } : {}),
+    );
+    const c = buildChartData(custom, [{ id: "a", color: "#111111", current: true, rows: sparseRows }], {
+      smoothing: 0.9,
+      buckets: 100,
+    });
+    expect(c.series[0].sparse).toBe(true);
+    expect(c.series[0].smooth.filter((v) => v !== null)).toEqual([0, 4, 8]);
+    // One key: the run's entry carries the last value.
+    expect(chartLegend(custom, c).runs[0].last).toBe(8);
+  });
+
   it("x by wall time: seconds since the run's first row", () => {
     const rows = [
       { step: 0, phase: "rl", time: 100, "reward/mean": 1 },

@@ -1,7 +1,9 @@
 // What the chart grid draws, as pure data (tested by app/chartData.test.ts): the chart
 // definitions in three labelled rows (the page's metric groups) plus charts added from any key of the rows,
 // the per-run series of a metric joined on one x axis (step or wall time) with null gaps,
-// smoothed at full resolution and then min/max downsampled; a multi-seed group as its mean
+// smoothed at full resolution (per-step series only: a sparse one, such as the held-out
+// evaluations every few steps, is drawn as its points joined) and then min/max downsampled, the
+// last value of each kept for the legend; a multi-seed group as its mean
 // with a band (sd or min-max, config/aggregate.ts) and its seeds faint; the legend; the
 // markers (edits, skipped updates) clustered so that they never overprint; why a chart is
 // empty; a chart's data as CSV.
@@ -235,11 +237,25 @@ export interface ChartSeries {
   /** The dash of this key (its index in the chart's keys): the legend draws the same. */
   dash?: number[];
   raw: Y[];
+  /** What the bold line draws: the EMA of a per-step series; a sparse series' own points. */
   smooth: Y[];
   /** A group's spread around the mean: mean ± sd or min..max, smoothed like the mean. */
   band?: { lo: Y[]; hi: Y[] };
   /** Points of this run and key before downsampling. */
   points: number;
+  /** Values at some steps only (evaluations): never smoothed, drawn with their points. */
+  sparse: boolean;
+  /** The series' last value (full resolution, unsmoothed): the legend shows it. */
+  last: number | null;
+}
+
+/**
+ * Whether a series has values at some steps only: the held-out and dev evaluations (`val/`,
+ * `dev/`), or any key present on fewer than half of the rows of its phase. An EMA over three
+ * evaluation points would end far below the last one, so these are drawn as measured.
+ */
+export function isSparse(key: string, points: number, rowsOfPhase: number): boolean {
+  return /^(val|dev)\//.test(key) || (rowsOfPhase >= 4 && points * 2 < rowsOfPhase);
 }
 
 export interface ChartData {
@@ -279,7 +295,7 @@ export function xOf(rows: readonly MetricsRow[], phase: string, step: number, ax
 }
 
 interface RawSeries {
-  base: Omit<ChartSeries, "raw" | "smooth" | "band">;
+  base: Omit<ChartSeries, "raw" | "smooth" | "band" | "last">;
   xs: number[];
   raw: Y[];
   smooth: Y[];
@@ -296,8 +312,10 @@ function runSeries(
   const times = axis === "time" ? wallTimes(run.rows) : null;
   const xs: number[] = [];
   const ys: Y[] = [];
+  let rowsOfPhase = 0;
   for (const row of run.rows) {
     if (row.phase !== def.phase) continue;
+    rowsOfPhase++;
     const v = metricValue(row, key);
     if (v === null) continue;
     const x = times ? times.get(`${row.phase}:${row.step}`) : row.step;
@@ -319,6 +337,7 @@ function runSeries(
       role: run.group ? "seed" : "run",
       dash: keyDash(def, key),
       points: merged.xs.length,
+      sparse: isSparse(key, merged.xs.length, rowsOfPhase),
     },
     xs: merged.xs,
     raw: merged.ys,
@@ -376,6 +395,11 @@ function groupSeries(
       role: "mean",
       dash: keyDash(def, key),
       points: xs.length,
+      sparse: isSparse(
+        key,
+        xs.length,
+        Math.max(...members.map((m) => m.rows.filter((r) => r.phase === def.phase).length)),
+      ),
     },
     xs,
     raw: mean,
@@ -418,9 +442,9 @@ export function buildChartData(
   }
   const allX = new Set<number>();
   for (const s of perSeries) {
-    s.smooth = debiasedEma(s.raw, opts.smoothing);
-    if (s.band)
-      s.band = { lo: debiasedEma(s.band.lo, opts.smoothing), hi: debiasedEma(s.band.hi, opts.smoothing) };
+    const alpha = s.base.sparse ? 0 : opts.smoothing;
+    s.smooth = debiasedEma(s.raw, alpha);
+    if (s.band) s.band = { lo: debiasedEma(s.band.lo, alpha), hi: debiasedEma(s.band.hi, alpha) };
     for (const x of s.xs) allX.add(x);
   }
   const x = [...allX].sort((a, b) => a - b);
@@ -434,6 +458,7 @@ export function buildChartData(
   };
   const joined: ChartSeries[] = perSeries.map((s) => ({
     ...s.base,
+    last: [...s.raw].reverse().find((v): v is number => v !== null) ?? null,
     raw: place(s.xs, s.raw),
     smooth: place(s.xs, s.smooth),
     ...(s.band ? { band: { lo: place(s.xs, s.band.lo), hi: place(s.xs, s.band.hi) } } : {}),
@@ -458,8 +483,12 @@ export function buildChartData(
 
 /** What the legend names: each run (or group) in its colour, each key in its dash. */
 export interface Legend {
-  runs: { id: string; name: string; color: string; current: boolean; seeds?: number }[];
-  keys: { key: string; label: string; dash?: number[] }[];
+  /** `last`: the run's last value, when the chart has one key (its keys are not listed). */
+  runs: { id: string; name: string; color: string; current: boolean; seeds?: number; last?: number }[];
+  /** `last`: the current run's last value of the key. */
+  keys: { key: string; label: string; dash?: number[]; last?: number }[];
+  /** The untrained policy's level (the dashed line), when the chart draws one. */
+  untrained?: { key: string; value: number };
 }
 
 export function chartLegend(def: ChartDef, data: ChartData): Legend {
@@ -476,15 +505,35 @@ export function chartLegend(def: ChartDef, data: ChartData): Legend {
     seen.add(s.runId);
     runs.push({ id: s.runId, name: s.runName, color: s.color, current: s.current });
   }
+  if (def.keys.length === 1)
+    for (const r of runs) {
+      const last = data.series.find((s) => s.runId === r.id && s.role !== "seed")?.last;
+      if (last !== null && last !== undefined) r.last = last;
+    }
   for (const r of runs) {
     const seeds = r.id.startsWith("group:") ? seedsOf.get(r.id.slice(6))?.size : undefined;
     if (seeds) r.seeds = seeds;
   }
   const present = new Set(data.series.map((s) => s.key));
+  const currentLast = (key: string) =>
+    data.series.find((s) => s.current && s.role !== "seed" && s.key === key)?.last ?? undefined;
   const keys = def.keys
     .filter((k) => !k.optional || present.has(k.key))
-    .map((k) => ({ key: k.key, label: k.label, dash: keyDash(def, k.key) }));
-  return { runs, keys };
+    .map((k) => {
+      const last = currentLast(k.key);
+      return {
+        key: k.key,
+        label: k.label,
+        dash: keyDash(def, k.key),
+        ...(last !== undefined ? { last } : {}),
+      };
+    });
+  const base = baselineValue(def, data);
+  return {
+    runs,
+    keys,
+    ...(base !== null && def.baseline ? { untrained: { key: def.baseline, value: base } } : {}),
+  };
 }
 
 /** The markers a chart draws: those of visible runs in the chart's phase. */

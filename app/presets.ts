@@ -3,6 +3,7 @@
 // defaults; a missing or broken recipe file is a notice, never a blank page.
 import { defaultRunConfig, mergeConfig, parseRunConfig, RECIPES, type RunConfig } from "../config";
 import { loadRecipeFile, type RecipeContrast } from "../config/recipe-file";
+import { fetchServedText } from "../workers/served-file";
 
 export interface PresetEntry {
   id: string;
@@ -22,9 +23,7 @@ export async function loadPresetIndex(): Promise<{ presets: PresetEntry[]; notic
     source: "algorithm",
   }));
   try {
-    const res = await fetch("recipes/index.json");
-    if (!res.ok) throw new Error(`recipes/index.json: HTTP ${res.status}`);
-    const list = (await res.json()) as {
+    const list = JSON.parse(await fetchServedText("recipes/index.json", document.baseURI)) as {
       file: string;
       name?: string;
       description?: string;
@@ -59,11 +58,9 @@ export async function presetRecipe(
   let partial: unknown = {};
   if (p.source === "algorithm") partial = RECIPES[p.id]?.config ?? {};
   else {
-    const parsed = await loadRecipeFile(`recipes/${p.file}`, async (file) => {
-      const res = await fetch(file);
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      return res.text();
-    });
+    const parsed = await loadRecipeFile(`recipes/${p.file}`, (file) =>
+      fetchServedText(file, document.baseURI),
+    );
     if (!parsed.ok) throw new Error(parsed.error);
     return { config: parsed.config, ...(parsed.recipe.contrast ? { contrast: parsed.recipe.contrast } : {}) };
   }

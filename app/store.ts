@@ -163,6 +163,16 @@ export function runName(r: Pick<RunRecord, "label" | "n">): string {
   return r.label ?? `#${r.n}`;
 }
 
+/**
+ * A download's file name from the run's name as the page shows it ("#3 quick-demo-verl.zip"):
+ * only the characters file systems refuse are replaced.
+ */
+export function downloadName(name: string, suffix: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are refused in file names
+  const stem = name.replace(/[\\/:*?"<>|\u0000-\u001f]+/g, "_").trim() || "run";
+  return `${stem}${suffix}`;
+}
+
 /** Training needs WebGPU; false while the worker still looks, or when it found none. */
 export function canTrain(s: Pick<LabState, "gpu">): boolean {
   return s.gpu?.ok === true;

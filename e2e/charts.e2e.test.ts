@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { fmtNum } from "../app/chartData";
 import { type ConfigEdit, defaultRunConfig, mergeConfig, type RunConfig } from "../config";
 import { encodeBundle } from "../rl/run/run-bundle";
 import type { MetricsRow } from "../rl/run/trainer";
@@ -140,11 +141,40 @@ describe("charts, comparisons and the page on a phone", () => {
       .poll(async () => Number(await reward.getAttribute("data-points")), { timeout: 30_000 })
       .toBe(2 * STEPS); // the current run's mean and std
     for (const id of ["reward", "accuracy", "kl", "entropy", "tool-calls"]) {
-      const legend = await page.getByTestId(`chart-${id}`).getByTestId("legend-run").allTextContents();
+      const legend = await page
+        .getByTestId(`chart-${id}`)
+        .getByTestId("legend-run")
+        .locator(".legend-name")
+        .allTextContents();
       expect(legend, `legend of ${id}`).toEqual([nameA, nameB]);
     }
     // Keys in their dashes: reward's mean solid, std dashed.
-    expect(await reward.getByTestId("legend-key").allTextContents()).toEqual(["mean", "std"]);
+    expect(await reward.getByTestId("legend-key").locator(".legend-label").allTextContents()).toEqual([
+      "mean",
+      "std",
+    ]);
+    // The held-out line is the evaluations joined, not smoothed: it ends at the run's last
+    // val/acc (the runs table's), the legend says that value and the untrained level beside it.
+    const accuracy = page.getByTestId("chart-accuracy");
+    const ends = JSON.parse((await accuracy.getAttribute("data-ends")) ?? "{}") as Record<string, number>;
+    const current = (await accuracy.locator(".legend-run.current .legend-name").textContent()) ?? "";
+    const lift = current.includes("arm-b") ? 0.05 : 0.03;
+    const lastValAcc = 0.2 + lift * (STEPS - 2);
+    expect(ends["val/acc"]).toBeCloseTo(lastValAcc, 9);
+    // The train line (a per-step series) is smoothed: its end is below its last value.
+    expect(ends["acc/mean"]).toBeLessThan(0.1 + lift * (STEPS - 1) - 0.01);
+    const heldOut = accuracy.locator(
+      '[data-testid="legend-key"][data-key="val/acc"] [data-testid="legend-last"]',
+    );
+    expect((await heldOut.textContent())?.trim()).toBe(fmtNum(lastValAcc));
+    expect(await accuracy.getByTestId("legend-untrained").textContent()).toBe("untrained 0.2");
+    await page.getByTestId("tab-runs").click();
+    const row = page.getByTestId("run-row").filter({ hasText: current });
+    expect(await row.locator('[data-testid="run-final"][data-key="val/acc"]').textContent()).toBe(
+      fmtNum(lastValAcc),
+    );
+    await page.getByTestId("tab-charts").click();
+
     // Three edits at steps 4, 4 and 5 are one marker, "3 edits", listed on hover, inside the plot.
     const marker = reward.locator('[data-testid="chart-marker"]');
     await expect.poll(() => marker.count()).toBe(1);
@@ -172,7 +202,10 @@ describe("charts, comparisons and the page on a phone", () => {
     await expect
       .poll(async () => Number(await hard.getAttribute("data-points")), { timeout: 30_000 })
       .toBe(STEPS / 2);
-    expect(await hard.getByTestId("legend-run").allTextContents()).toEqual([nameA, nameB]);
+    expect(await hard.getByTestId("legend-run").locator(".legend-name").allTextContents()).toEqual([
+      nameA,
+      nameB,
+    ]);
     // Pinned, it moves to the top row.
     await hard.getByTestId("chart-pin").click();
     expect(await page.locator('[data-row="pinned"] [data-testid="chart-key:rl:val/acc/hard"]').count()).toBe(
@@ -188,7 +221,8 @@ describe("charts, comparisons and the page on a phone", () => {
       page.waitForEvent("download"),
       hard.getByTestId("chart-csv").click(),
     ]);
-    expect(download.suggestedFilename()).toBe("val_acc_hard.csv");
+    // Named after the run as the page names it, and the chart.
+    expect(download.suggestedFilename()).toBe(`${current} val_acc_hard.csv`);
     const csv = readFileSync((await download.path()) as string, "utf8")
       .trim()
       .split("\n");
@@ -238,6 +272,16 @@ describe("charts, comparisons and the page on a phone", () => {
     await page.screenshot({ path: "e2e/artifacts/narrow-drawer.png" });
     await page.getByTestId("drawer-close").click();
     await expect.poll(() => panel.isVisible()).toBe(false);
+    // The runs tab's import inputs wrap inside the screen's width.
+    await page.getByTestId("tab-runs").click();
+    for (const id of ["import-results-folder", "import-results-files"]) {
+      const b = (await page.getByTestId(id).boundingBox())!;
+      expect(b.x, id).toBeGreaterThanOrEqual(0);
+      expect(b.x + b.width, id).toBeLessThanOrEqual(390);
+    }
+    const bundleInput = (await page.locator('.import-bundle input[type="file"]').boundingBox())!;
+    expect(bundleInput.x + bundleInput.width).toBeLessThanOrEqual(390);
+    await page.getByTestId("tab-charts").click();
     // "Copy share link" is there before a run, so nothing moves when one starts.
     expect(await page.getByTestId("share-link").isDisabled()).toBe(true);
     await page.screenshot({ path: "e2e/artifacts/narrow-charts.png" });
@@ -395,14 +439,18 @@ describe("charts, comparisons and the page on a phone", () => {
     await page.getByTestId("tab-charts").click();
     const reward = page.getByTestId("chart-reward");
     await expect
-      .poll(() => reward.getByTestId("legend-run").allTextContents(), { timeout: 30_000 })
+      .poll(() => reward.getByTestId("legend-run").locator(".legend-name").allTextContents(), {
+        timeout: 30_000,
+      })
       .toEqual([nameLab, verlName, trlName]);
     await page.getByTestId("add-chart").click();
     await page.getByTestId("chart-search").fill("acc/hard");
     await page.getByTestId("chart-option").first().click();
     const hard = page.getByTestId("chart-key:rl:val/acc/hard");
     await expect
-      .poll(() => hard.getByTestId("legend-run").allTextContents(), { timeout: 30_000 })
+      .poll(() => hard.getByTestId("legend-run").locator(".legend-name").allTextContents(), {
+        timeout: 30_000,
+      })
       .toEqual([nameLab, verlName]);
     await page.screenshot({ path: "e2e/artifacts/results-back.png" });
 

@@ -78,6 +78,10 @@ export interface RunProgress {
   tokensPerS: number;
   /** What the step is doing now. */
   activity: "sft" | "rollout" | "tools" | "reward" | "update" | "eval" | "idle";
+  /** While the phase is "loading": what it is doing, in words ("fetching models/x/model.safetensors"). */
+  loading?: string;
+  /** Seconds from Start until the trainer was built (files fetched, weights loaded): the plan counts it. */
+  loadS?: number;
 }
 
 /** Everything the worker pushes to the UI. `fast` mode batches rows and skips samples. */

@@ -25,6 +25,7 @@ import {
 import { blobSource } from "../model/safetensors";
 import { type ModelSource, parseModelSource, sourceLabel } from "../model/source";
 import { checkModelFiles, ModelFileError } from "../model/untrusted";
+import { NotOnServerError } from "./served-file";
 
 const CACHE_NAME = "lab-models-v1";
 const ORIGIN = "https://lab-model-cache.invalid/";
@@ -199,10 +200,13 @@ export function cachedFiles(
   const openFile = async (path: string): Promise<Blob | null> => {
     const hit = resolve(path);
     if (!hit) {
+      // A file the server does not have is absent (a model's optional shard index); a file that
+      // is there but broken, or a server that fails, is an error naming the file.
       try {
         return new Blob([(await fallback(path)) as Uint8Array<ArrayBuffer>]);
-      } catch {
-        return null;
+      } catch (err) {
+        if (err instanceof NotOnServerError) return null;
+        throw err;
       }
     }
     return openCached(hit.s, hit.file, modelStore());

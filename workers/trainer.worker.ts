@@ -46,6 +46,7 @@ import {
   modelInfo,
 } from "./model-cache";
 import { MemoryRunStore, openStoredRun, type RecordStore, recordingEvents } from "./run-record";
+import { fetchServedFile } from "./served-file";
 import { groupRefs, openRunStore, type RunStore, StorageFullError } from "./store";
 import { weightsZip } from "./weights-export";
 
@@ -156,12 +157,10 @@ function getSandbox(): SandboxPool {
   return sandbox;
 }
 
-async function fetchFile(path: string): Promise<Uint8Array> {
-  const url = new URL(path.replace(/^\/+/, ""), new URL("../", self.location.href));
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`HTTP ${res.status} for ${url.pathname}`);
-  return new Uint8Array(await res.arrayBuffer());
-}
+// Paths are relative to the folder the app is served from (the worker's script is one folder
+// down, in assets/), so the lab works from a host's sub-path too.
+const fetchFile = (path: string): Promise<Uint8Array> =>
+  fetchServedFile(path, new URL("../", self.location.href));
 
 function toolsOf(c: RunConfig) {
   const t = runTaskOf(c);
@@ -275,7 +274,27 @@ async function startRun(
       });
     });
   const record = recordingEvents(store, id, (w) => void persist(w));
-  const files = cachedFiles(config, fetchFile);
+  // Until the loop runs, the progress bar says what loading is doing.
+  const loadingTotal = config.stop.max_steps;
+  const say = (loading: string) =>
+    listener.progress({
+      runId: id,
+      phase: "loading",
+      step: 0,
+      total: loadingTotal,
+      elapsed: (performance.now() - startedAt) / 1000,
+      eta: Number.NaN,
+      tokensPerS: Number.NaN,
+      activity: "idle",
+      loading,
+    });
+  say(config.model.pretrained ? `opening the model ${config.model.pretrained}` : "building the model");
+  const files = cachedFiles(config, async (path) => {
+    say(`fetching ${path}`);
+    const bytes = await fetchFile(path);
+    say(`read ${path} (${(bytes.length / 1e6).toFixed(bytes.length < 1e5 ? 2 : 1)} MB); building the model`);
+    return bytes;
+  });
   const trainer = await createTrainer(config, {
     makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
     sandbox: getSandbox(),
@@ -286,6 +305,7 @@ async function startRun(
       if (current) pushProgress(current, { activity });
     },
   });
+  const loadS = Math.max(0, (performance.now() - startedAt) / 1000 - ranBefore - trainer.clock());
   const sftDone = resume
     ? resume.at.phase === "sft"
       ? resume.at.step
@@ -374,9 +394,12 @@ async function startRun(
       eta: Number.NaN,
       tokensPerS: Number.NaN,
       activity: "idle",
+      loading: "compiling the GPU kernels for the first step",
+      loadS,
     },
   };
   run = current;
+  pushProgress(current, {});
   if (options.paused) loop.pause();
   const mine = current;
   const ran = loop.run().catch((err: Error) => {
