@@ -167,6 +167,10 @@ export async function computeRewards(
   // through the registry's check and not added a second time with custom_js_weight.
   const customTerm = config.rewards.terms.some((t) => t.name === "custom-js");
   const envTerm = config.rewards.terms.some((t) => t.name === "env");
+  if (envTerm && items.some((it) => it.envReturn === undefined))
+    throw new Error(
+      `rewards.terms: "env" is an environment episode's return; ${config.task.name} is a single-turn task (use correctness)`,
+    );
   if (customTerm && !custom)
     throw new Error('rewards.terms: "custom-js" needs rewards.custom_js (the reward function source)');
   return items.map((it, i) => {
