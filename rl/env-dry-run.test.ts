@@ -15,7 +15,9 @@ describe("envDryRun", () => {
     expect(r.episodes.map((e) => e.success)).toEqual([true, true, true]);
     for (const s of r.samples) {
       const part = (m: number) => decode(s.tokens.filter((_, k) => s.mask[k] === m));
-      expect(part(1)).toMatch(/^<tool_call>\{"name":"lookup".*<\/tool_call><\|im_end\|><answer>\d+<\/answer><\|im_end\|>$/);
+      expect(part(1)).toMatch(
+        /^<tool_call>\{"name":"lookup".*<\/tool_call><\|im_end\|><answer>\d+<\/answer><\|im_end\|>$/,
+      );
       expect(part(0)).toMatch(/<tool_response>\d+<\/tool_response>/);
       expect(decode(s.promptTokens)).toMatch(/key [a-h]\?/);
       expect(s.pieces).toHaveLength(s.tokens.length);
@@ -23,9 +25,13 @@ describe("envDryRun", () => {
   }, 60_000);
 
   it("reports a syntax error and a throwing reset with their lines", async () => {
-    const bad = await envDryRun("export default {\n  reset(seed) {\n    return {;\n  },\n};\n", DEFAULT_ENV_LIMITS);
+    const bad = await envDryRun(
+      "export default {\n  reset(seed) {\n    return {;\n  },\n};\n",
+      DEFAULT_ENV_LIMITS,
+    );
     expect(bad).toMatchObject({ ok: false, line: 3 });
-    const src = "export default {\n  reset(seed) {\n    throw new RangeError('no seed ' + seed);\n  },\n  check() { return { success: true }; },\n};\n";
+    const src =
+      "export default {\n  reset(seed) {\n    throw new RangeError('no seed ' + seed);\n  },\n  check() { return { success: true }; },\n};\n";
     const thrown = await envDryRun(src, DEFAULT_ENV_LIMITS);
     expect(thrown.ok).toBe(false);
     if (!thrown.ok) {

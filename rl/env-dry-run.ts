@@ -9,8 +9,8 @@ import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { prepareEnvEngine } from "../tasks/env-api/engine";
 import {
   dryRun,
-  EnvError,
   type EnvDescription,
+  EnvError,
   envErrorText,
   type JsEnvLimits,
   makeJsEnvTask,
@@ -89,6 +89,10 @@ export async function envDryRun(
       ),
     };
   } catch (e) {
-    return { ok: false, error: envErrorText(e), ...(e instanceof EnvError && e.line ? { line: e.line } : {}) };
+    return {
+      ok: false,
+      error: envErrorText(e),
+      ...(e instanceof EnvError && e.line ? { line: e.line } : {}),
+    };
   }
 }

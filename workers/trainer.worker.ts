@@ -12,6 +12,7 @@ import { CHAR_TOKENIZER } from "../model/tokenizer";
 import { importResults } from "../results/import";
 import { decodeBundle, encodeBundle } from "../rl/bundle";
 import { taskDriver } from "../rl/driver";
+import { envDryRun } from "../rl/env-dry-run";
 import { parseAnswer } from "../rl/parse";
 import { withPieces } from "../rl/records";
 import { rewardInput, runCustomReward } from "../rl/rewards";
@@ -26,6 +27,7 @@ import { createBrowserSandboxPool } from "../sandbox/pool-browser";
 import { sandboxSmoke } from "../sandbox/smoke";
 import { isEnvTask } from "../tasks/types";
 import type {
+  EnvDryRunResult,
   GpuStatus,
   InterruptedRun,
   RewardTestResult,
@@ -495,6 +497,15 @@ const api: TrainerApi = {
     const [p] = taskDriver(runTaskOf(c)).evalSet(1);
     const user = p?.messages.filter((m) => m.role === "user").at(-1);
     return user ? user.content : null;
+  },
+
+  async envDryRun(source: string, config?: RunConfig): Promise<EnvDryRunResult> {
+    const c = config ?? defaultRunConfig();
+    return envDryRun(source, {
+      timeoutS: c.limits.tool_timeout_s,
+      memoryMB: c.limits.memory_mb,
+      maxToolCalls: c.limits.max_tool_calls,
+    });
   },
 
   async testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {
