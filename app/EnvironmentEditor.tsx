@@ -173,7 +173,8 @@ export function EnvironmentEditor() {
           <p>
             <strong>{result.info.name}</strong>: {result.info.multiTurn ? "multi-turn" : "single-turn"}, at
             most {result.info.maxTurns} turns
-            {result.info.tools.length > 0 && `, tools ${result.info.tools.map((t) => t.name).join(", ")}`}{";"}
+            {result.info.tools.length > 0 && `, tools ${result.info.tools.map((t) => t.name).join(", ")}`}
+            {";"}
             played with{" "}
             {result.scripted ? "its scripted policy" : "a random policy (the module has no policy)"}.
           </p>

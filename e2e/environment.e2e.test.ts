@@ -62,8 +62,13 @@ async function waitDone(page: Page) {
 async function rewardRows(page: Page): Promise<string[]> {
   await page.getByTestId("tab-charts").click();
   const chart = page.getByTestId("chart-reward");
-  const [download] = await Promise.all([page.waitForEvent("download"), chart.getByTestId("chart-csv").click()]);
-  const lines = readFileSync((await download.path()) as string, "utf8").trim().split("\n");
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    chart.getByTestId("chart-csv").click(),
+  ]);
+  const lines = readFileSync((await download.path()) as string, "utf8")
+    .trim()
+    .split("\n");
   // run,seed,key,phase,step,wall_s,value -> key,phase,step,value (the run's name differs).
   return lines.slice(1).map((l) => {
     const c = l.split(",");
@@ -85,7 +90,9 @@ describe("a JS environment written in the page", () => {
     // A syntax error is reported with its line.
     await editor.fill('export default {\n  name: "x",,\n};\n');
     await page.getByTestId("env-dry-run").click();
-    await expect.poll(() => page.getByTestId("env-error").textContent(), { timeout: 60_000 }).toMatch(/line 2/);
+    await expect
+      .poll(() => page.getByTestId("env-error").textContent(), { timeout: 60_000 })
+      .toMatch(/line 2/);
 
     // The environment from scratch: three scripted episodes, each a success.
     await editor.fill(SOURCE);
@@ -121,7 +128,7 @@ describe("a JS environment written in the page", () => {
     const replay = await fresh.newPage();
     await replay.goto(link);
     await replay.getByTestId("link-banner").waitFor({ timeout: 60_000 });
-    expect(await replay.getByTestId("link-banner").textContent()).toContain("task.options.source");
+    expect(await replay.getByTestId("link-banner").textContent()).toContain(`task.name="env"`);
     await replay.getByTestId("link-replay").click();
     await waitDone(replay);
     expect(await rewardRows(replay)).toEqual(first);
