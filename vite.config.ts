@@ -21,7 +21,7 @@ export default defineConfig({
           name: "unit",
           root: ".",
           include: [
-            "{config,kernels,model,rl,sandbox,tasks,cli,workers,app,bench,export,results}/**/*.test.{ts,tsx}",
+            "{config,kernels,model,rl,sandbox,tasks,testing,cli,workers,app,bench,export,results}/**/*.test.{ts,tsx}",
           ],
           exclude: ["**/*.gpu.test.ts", "**/*.train.test.ts", "**/*.serial.test.ts", "**/node_modules/**"],
           testTimeout: 30_000,
@@ -47,7 +47,7 @@ export default defineConfig({
           include: ["**/*.gpu.test.ts"],
           exclude: ["**/node_modules/**"],
           // a fixed matmul tile (kernels/autotune.ts): no test file spends a second measuring;
-          // the autotune's own tests and rl/round-trips measure anyway
+          // the autotune's own tests and rl/run/round-trips measure anyway
           env: { LAB_MATMUL_TILE: "8x8" },
           fileParallelism: false,
           testTimeout: 300_000,

@@ -2,7 +2,7 @@
 // `npx vitest run app/chartData.test.ts`.
 import { describe, expect, it } from "vitest";
 import { defaultRunConfig } from "../config";
-import { mismatchMetrics, rolloutCorrection } from "../rl/mismatch";
+import { mismatchMetrics, rolloutCorrection } from "../rl/update/sampler-mismatch";
 import type { MetricsRow, RunEvent, SampleRecord } from "../workers/api";
 import {
   baselineValue,
@@ -405,7 +405,7 @@ describe("groups, legend, markers, empty charts, CSV", () => {
 });
 
 describe("the mismatch charts", () => {
-  it("read the keys the RL step logs (rl/mismatch.ts)", () => {
+  it("read the keys the RL step logs (rl/update/sampler-mismatch.ts)", () => {
     const keys = (id: string) => CHARTS.find((c) => c.id === id)!.keys.map((k) => k.key);
     const logged = {
       ...mismatchMetrics([[-1]], [[-1.1]], [[1]]),

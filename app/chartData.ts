@@ -115,7 +115,7 @@ export const CHARTS: ChartDef[] = [
     ],
   },
   {
-    // Sampler vs trainer (rl/mismatch.ts): exp(old − sampler log-prob) over sampled tokens;
+    // Sampler vs trainer (rl/update/sampler-mismatch.ts): exp(old − sampler log-prob) over sampled tokens;
     // 1 when the decode path and the training forward agree.
     id: "is-ratio",
     unit: "ratio",

@@ -23,7 +23,7 @@ export interface InspectorToken {
   logprob: number | null;
   entropy: number | null;
   advantage: number | null;
-  /** log of the rollout importance ratio, old − sampler log-prob (rl/mismatch.ts); 0 = agree. */
+  /** log of the rollout importance ratio, old − sampler log-prob (rl/update/sampler-mismatch.ts); 0 = agree. */
   logratio: number | null;
   /** Picked by a token-selection rule (Clip-Cov, KL-Cov, top-entropy quantile). */
   selected: boolean;

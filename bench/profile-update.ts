@@ -10,7 +10,7 @@ import { createGpu, ENGINE_FEATURES } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import type { ProfiledDispatch } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
-import { createTrainer } from "../rl/session";
+import { createTrainer } from "../rl/run/build-trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");

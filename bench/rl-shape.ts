@@ -11,7 +11,7 @@ import type { GpuModel } from "../model/gpu";
 import { hfModelConfig } from "../model/hf/config";
 import { SMOLLM2_135M } from "../model/hf/configs";
 import { LORA_TARGETS } from "../model/lora";
-import { packSequences, scatterRows } from "../rl/batch";
+import { packSequences, scatterRows } from "../rl/update/score-batch";
 
 export interface RlShape {
   layers: number;
@@ -80,7 +80,7 @@ export async function rlShapeStep(model: GpuModel, s: RlShape, seed: number): Pr
       })();
   gen.finish();
   const t1 = performance.now();
-  // packed as the trainer packs them (rl/batch.ts): prompt rows are not scored (ScoreBatch.scoreFrom)
+  // packed as the trainer packs them (rl/update/score-batch.ts): prompt rows are not scored (ScoreBatch.scoreFrom)
   const { batch, index } = packSequences(
     prompts.map((prompt, b) => ({ prompt, response: run.tokens[b] })),
     T,

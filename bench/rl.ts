@@ -26,9 +26,9 @@ import { nodeGpu } from "../kernels/node-gpu";
 import { modelConfig } from "../model/config";
 import { decodeRun } from "../model/generate";
 import { GpuModel } from "../model/gpu";
-import { RunLoop } from "../rl/runner";
-import { createTrainer } from "../rl/session";
-import type { MetricsRow } from "../rl/trainer";
+import { createTrainer } from "../rl/run/build-trainer";
+import { RunLoop } from "../rl/run/run-loop";
+import type { MetricsRow } from "../rl/run/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 import { type BenchAdapter, type BenchRow, makeRow, median } from "./report";
 
@@ -293,7 +293,7 @@ export async function runRlBench(opts: {
       note: `ours only (no baseline; baseline = ours): ${desc}; ${what}`,
     });
     if (key === "timing/tool_s" && row.ours === 0 && calls > 0)
-      row.note = `${row.note}; NOT MEASURED: ${calls.toFixed(2)} calls a trajectory ran but timing/tool_s is 0 (rl/rollout.ts does not fill stats.toolSeconds yet), so tool time is inside rl_step_rollout_s`;
+      row.note = `${row.note}; NOT MEASURED: ${calls.toFixed(2)} calls a trajectory ran but timing/tool_s is 0 (rl/rollout/agent-loop.ts does not fill stats.toolSeconds yet), so tool time is inside rl_step_rollout_s`;
     return { ...row, ratio: 1 }; // also when both are 0 (no tool call ran)
   });
   const total = rl.map((r) => parts.reduce((s, [, k]) => s + Number(r[k] ?? 0), 0));

@@ -14,9 +14,9 @@ import { loadRecipeFile } from "../config/recipe-file";
 import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { GpuModel } from "../model/gpu";
-import { RunLoop } from "../rl/runner";
-import { createTrainer } from "../rl/session";
-import type { MetricsRow } from "../rl/trainer";
+import { createTrainer } from "../rl/run/build-trainer";
+import { RunLoop } from "../rl/run/run-loop";
+import type { MetricsRow } from "../rl/run/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 
 const sandbox = createNodeSandboxPool({ size: 2 });

@@ -17,8 +17,10 @@ describe("the import graph", () => {
 
   it("reads the lab's imports: static, type-only and dynamic", () => {
     const graph = importGraph(edges);
-    expect(graph.get("rl/driver.ts")).toContain("rl/context.ts");
-    expect(edges.get("rl/context.ts")?.find((e) => e.to === "config/index.ts")?.typeOnly).toBe(true);
+    expect(graph.get("rl/rollout/task-driver.ts")).toContain("rl/common/phase-context.ts");
+    expect(edges.get("rl/common/phase-context.ts")?.find((e) => e.to === "config/index.ts")?.typeOnly).toBe(
+      true,
+    );
     expect(edges.get("app/ExportRun.tsx")?.find((e) => e.to === "export/index.ts")?.typeOnly).toBe(false);
   });
 
@@ -46,8 +48,8 @@ describe("the import graph", () => {
     expect(violations(planted(edges, "app/configModel.ts", "model/checkpoint.ts", true))).toContain(
       "past the model's face: app/configModel.ts -> model/checkpoint.ts",
     );
-    expect(violations(planted(edges, "app/chartData.ts", "rl/bundle.ts"))).toContain(
-      "past the model's face: app/chartData.ts -> rl/bundle.ts -> model/checkpoint.ts",
+    expect(violations(planted(edges, "app/chartData.ts", "rl/run/run-bundle.ts"))).toContain(
+      "past the model's face: app/chartData.ts -> rl/run/run-bundle.ts -> model/checkpoint.ts",
     );
     expect(violations(planted(edges, "model/memory-plan.ts", "model/tokenizer.ts", true))).toContain(
       "the face reaches past its parts: model/memory-plan.ts -> model/tokenizer.ts",

@@ -7,7 +7,7 @@ import { type ConfigEdit, recipeConfig } from "../config";
 import { encodeLink } from "../config/link";
 import { saveCheckpoint } from "../model/checkpoint";
 import { modelConfig, paramLayout } from "../model/config";
-import { encodeBundle } from "../rl/bundle";
+import { encodeBundle } from "../rl/run/run-bundle";
 import { bundleFromRunFolder, configFromLink, readBundle, readRunInput } from "./link";
 
 const dir = mkdtempSync(join(tmpdir(), "lab-link-"));

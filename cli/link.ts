@@ -8,14 +8,14 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { type ConfigEdit, parseRunConfig, type RunConfig } from "../config";
 import { decodeLink } from "../config/link";
-import { decodeBundle, looksLikeBundle, type RunBundle, type RunEventRecord } from "../rl/bundle";
-import type { MetricsRow, SampleRecord } from "../rl/trainer";
+import { decodeBundle, looksLikeBundle, type RunBundle, type RunEventRecord } from "../rl/run/run-bundle";
+import type { MetricsRow, SampleRecord } from "../rl/run/trainer";
 import { folderEdits, readJsonl } from "./run";
 
 /** What a link or a bundle gives the CLI to run. */
 export interface RunInput {
   config: RunConfig;
-  /** The run's recorded edits, each {phase, step, path, value}; rl/runner.ts replays them. */
+  /** The run's recorded edits, each {phase, step, path, value}; rl/run/run-loop.ts replays them. */
   edits: ConfigEdit[];
   name: string;
   source: "link" | "bundle";

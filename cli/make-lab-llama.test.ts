@@ -16,7 +16,7 @@ import { nodeModelDir } from "../model/hf/node";
 import { readHfConfig } from "../model/hf/read";
 import { HfTokenizer } from "../model/hf/tokenizer";
 import { LAB_LLAMA_ADDED, trainBpe } from "../model/lab-llama";
-import { chatToolsOf } from "../rl/tools";
+import { chatToolsOf } from "../rl/rollout/tool-protocol";
 import { getTask } from "../tasks/index";
 import { createRng } from "../tasks/rng";
 import type { Task } from "../tasks/types";

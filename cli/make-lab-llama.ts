@@ -40,7 +40,7 @@ import {
   labTokenizerJson,
   trainBpe,
 } from "../model/lab-llama";
-import { chatToolsOf } from "../rl/tools";
+import { chatToolsOf } from "../rl/rollout/tool-protocol";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 import { getTask } from "../tasks/index";
 import { createRng } from "../tasks/rng";

@@ -2,17 +2,17 @@
 // run (CPU model, SFT then RL) with live edits in both phases, recorded by the lab as it was
 // when run-bundle format 1 and link format 1 were current (commit "fixtures: a bundle and a
 // link of today's format"). The fixtures pin those formats: later labs must keep decoding
-// them and replay them to the bundle's metrics (rl/record.test.ts). Rerunning this script
+// them and replay them to the bundle's metrics (rl/run/record.test.ts). Rerunning this script
 // with a later lab writes that lab's formats, so the committed files are not regenerated.
 // Run: `npx tsx --import ./cli/raw-loader.mjs cli/make-run-fixture.ts`
 import { writeFileSync } from "node:fs";
 import { type ConfigEdit, defaultRunConfig, mergeConfig, type RunConfig } from "../config";
 import { encodeLink } from "../config/link";
 import { CpuModel } from "../model/cpu";
-import { bundleJson, type RunEventRecord } from "../rl/bundle";
-import { RunLoop } from "../rl/runner";
-import { modelConfigOf, runTaskOf } from "../rl/setup";
-import { type MetricsRow, type SampleRecord, Trainer } from "../rl/trainer";
+import { bundleJson, type RunEventRecord } from "../rl/run/run-bundle";
+import { RunLoop } from "../rl/run/run-loop";
+import { modelConfigOf, runTaskOf } from "../rl/run/run-parts";
+import { type MetricsRow, type SampleRecord, Trainer } from "../rl/run/trainer";
 import { InProcessSandbox } from "../sandbox/run-code";
 
 export const FIXTURE_CONFIG: RunConfig = mergeConfig(defaultRunConfig(), {

@@ -1,4 +1,4 @@
-// A headless run into a folder, and the resume of one: the CLI's wiring around rl/runner.ts's
+// A headless run into a folder, and the resume of one: the CLI's wiring around rl/run/run-loop.ts's
 // RunLoop, which owns the schedule (edits at their {phase, step}, checkpoints, resume). The
 // folder: config.json (the starting config), edits.jsonl (the run's edit log: the input's
 // edits, then live ones), metrics.jsonl, samples.jsonl, events.jsonl, checkpoint.safetensors
@@ -7,7 +7,7 @@
 // checkpoint.prev.safetensors, so a kill mid-write never leaves a run that cannot resume) and
 // weights.safetensors (weights only, to publish). Resuming keeps
 // the rows the checkpoint covers, drops the rest, and hands the loop the checkpoint.
-// Used by cli/train.ts; tested by rl/record.test.ts (the CLI path) and cli/link.test.ts.
+// Used by cli/train.ts; tested by rl/run/record.test.ts (the CLI path) and cli/link.test.ts.
 import {
   appendFileSync,
   closeSync,
@@ -33,10 +33,10 @@ import {
 import type { PolicyModel } from "../model/api";
 import { loadCheckpoint, saveCheckpoint } from "../model/checkpoint";
 import type { ModelConfig } from "../model/config";
-import { phasedEdits, type RunEventRecord } from "../rl/bundle";
-import { checkpointPoint, type RunEvents, RunLoop, type RunLoopOptions } from "../rl/runner";
-import { createTrainer } from "../rl/session";
-import type { MetricsRow } from "../rl/trainer";
+import { createTrainer } from "../rl/run/build-trainer";
+import { phasedEdits, type RunEventRecord } from "../rl/run/run-bundle";
+import { checkpointPoint, type RunEvents, RunLoop, type RunLoopOptions } from "../rl/run/run-loop";
+import type { MetricsRow } from "../rl/run/trainer";
 import type { SandboxRunner } from "../sandbox/types";
 
 export interface FolderRunOptions {

@@ -11,7 +11,7 @@
 // DESIGN.md's names), samples.jsonl, events.jsonl, edits.jsonl, run.json (how it was made:
 // backend, adapter, command, commit, one entry per start or resume), checkpoint.safetensors
 // (weights, optimizer state and the run's point, to resume) and weights.safetensors (weights
-// only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/runner.ts's,
+// only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/run/run-loop.ts's,
 // the folder is cli/run.ts's.
 import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -25,8 +25,8 @@ import type { PolicyModel } from "../model/api";
 import { CpuModel } from "../model/cpu";
 import { GpuModel } from "../model/gpu";
 import { listRegistries } from "../rl/algos/registry";
-import type { RunLoopOptions } from "../rl/runner";
-import type { MetricsRow } from "../rl/trainer";
+import type { RunLoopOptions } from "../rl/run/run-loop";
+import type { MetricsRow } from "../rl/run/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 import { ENV_API_VERSION } from "../tasks/env-api/runtime";
 import { ENV_TEMPLATES, envTemplate } from "../tasks/env-api/templates";

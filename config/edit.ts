@@ -14,7 +14,7 @@ export type EditPhase = (typeof EDIT_PHASES)[number];
 
 /**
  * A live edit in the run record: `path = value`, applied at the start of step `step` of
- * `phase` (before that step runs, after the one before it). rl/runner.ts applies them.
+ * `phase` (before that step runs, after the one before it). rl/run/run-loop.ts applies them.
  */
 export type ConfigEdit = { phase: EditPhase; step: number; path: string; value: unknown };
 

@@ -5,7 +5,7 @@
 // reward/filter options) are one leaf each. config/config.test.ts checks that every leaf
 // of the default config resolves to an entry here. `activeWhen` says in which context a field
 // acts at all (a value-loss knob needs a critic): dotted paths and the values that make it act.
-// rl/knobs.test.ts walks every field, sets that context, changes the field from its default
+// rl/run/knobs.test.ts walks every field, sets that context, changes the field from its default
 // and checks that something observable changes.
 import {
   ADVANTAGE_NAMES,

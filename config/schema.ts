@@ -254,7 +254,7 @@ export const RlSchema = z
 
 export const RewardTermSchema = z
   .object({
-    name: z.string().min(1, "must not be empty"), // a reward registry name (rl/algos/rewards.ts)
+    name: z.string().min(1, "must not be empty"), // a reward registry name (rl/algos/reward-terms.ts)
     weight: num().default(1), // multiplies the term; 1 = as the paper defines it
     options: options.default({}), // term-specific options (e.g. {pos: 1, neg: 0})
   })

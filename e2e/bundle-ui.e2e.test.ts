@@ -9,8 +9,8 @@ import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { defaultRunConfig } from "../config";
-import { encodeBundle } from "../rl/bundle";
-import type { MetricsRow } from "../rl/trainer";
+import { encodeBundle } from "../rl/run/run-bundle";
+import type { MetricsRow } from "../rl/run/trainer";
 import { launchChromium } from "./chromium";
 
 const baseUrl = inject("baseUrl");

@@ -16,8 +16,8 @@ import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type ConfigEdit, defaultRunConfig, mergeConfig, type RunConfig } from "../config";
-import { encodeBundle } from "../rl/bundle";
-import type { MetricsRow } from "../rl/trainer";
+import { encodeBundle } from "../rl/run/run-bundle";
+import type { MetricsRow } from "../rl/run/trainer";
 import { launchChromium } from "./chromium";
 
 const baseUrl = inject("baseUrl");

@@ -2,7 +2,7 @@
 // vite into a page that exposes them as `window.lab` so the spec can drive the real IndexedDB,
 // CompressionStream and storage quota of Chromium.
 import { decodeLink, encodeLink } from "../config/link";
-import { decodeBundle, encodeBundle } from "../rl/bundle";
+import { decodeBundle, encodeBundle } from "../rl/run/run-bundle";
 import { openRunStore, requestPersistence, StorageFullError } from "../workers/store";
 
 const lab = {

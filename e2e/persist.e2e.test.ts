@@ -15,7 +15,7 @@ import type { Browser, Page } from "playwright-core";
 import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recipeConfig } from "../config";
-import type { MetricsRow, SampleRecord } from "../rl/trainer";
+import type { MetricsRow, SampleRecord } from "../rl/run/trainer";
 import { launchChromium } from "./chromium";
 import type { LabPage } from "./persist-page";
 

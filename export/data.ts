@@ -1,5 +1,5 @@
 // The run's prompts as verl dataset rows and parquet files: train.parquet holds exactly the
-// prompts the lab's trainer draws in rl/collect.ts (round 0 of every RL step: createRng(`${seed}:rl:${step}:0`),
+// prompts the lab's trainer draws in rl/rollout/collect-groups.ts (round 0 of every RL step: createRng(`${seed}:rl:${step}:0`),
 // prompts_per_step each, in order), val.parquet the task's held-out set (task.eval_size).
 // Row format (verl's RLHFDataset + tool agent loop): data_source, prompt (chat messages),
 // ability, reward_model {ground_truth, style}, extra_info {index, split, problem_id, bucket,
@@ -52,7 +52,7 @@ export function exportTask(c: RunConfig): { task: Task; verifier: string; abilit
     );
   const { sft: _sft, ...options } = c.task.options as Options;
   const task = e.make(options);
-  // The one-operation calculator's operator limit (task.options.oneOp) is enforced by rl/tools.ts only.
+  // The one-operation calculator's operator limit (task.options.oneOp) is enforced by rl/rollout/tool-protocol.ts only.
   for (const t of task.tools)
     if (isBuiltinTool(t) && t.maxOperators !== undefined)
       throw new Error(

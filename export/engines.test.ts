@@ -20,7 +20,7 @@ import { JinjaChat } from "../model/chat.ts";
 import { qwen3Files, qwen3Tokenizer } from "../model/qwen3-fixture.ts";
 import { chatToolsOf } from "../model/tool-list-prompt.ts";
 import { listRegistries } from "../rl/algos/registry.ts";
-import { rolloutCorrection } from "../rl/mismatch.ts";
+import { rolloutCorrection } from "../rl/update/sampler-mismatch.ts";
 import { createRng } from "../tasks/rng.ts";
 import { exportTask } from "./data.ts";
 import { chatFactsOf, exportRun, StrictExportError } from "./index.ts";

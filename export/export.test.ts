@@ -22,11 +22,11 @@ import { FIELD_META, leafPaths } from "../config/meta.ts";
 import { RECIPES } from "../config/presets.ts";
 import { defaultRunConfig, type RunConfig } from "../config/schema.ts";
 import { listRegistries } from "../rl/algos/registry.ts";
-import { combineRewards } from "../rl/algos/rewards.ts";
-import { parseAnswer } from "../rl/parse.ts";
-import { rewardInput } from "../rl/rewards.ts";
-import type { Trajectory } from "../rl/rollout.ts";
-import { makeToolProtocol } from "../rl/tools.ts";
+import { combineRewards } from "../rl/algos/reward-terms.ts";
+import type { Trajectory } from "../rl/rollout/agent-loop.ts";
+import { rewardInput } from "../rl/rollout/batch-rewards.ts";
+import { parseAnswer } from "../rl/rollout/parse.ts";
+import { makeToolProtocol } from "../rl/rollout/tool-protocol.ts";
 import { InProcessSandbox } from "../sandbox/run-code.ts";
 import { createRng } from "../tasks/rng.ts";
 import { isEvalKey } from "../tasks/split.ts";
@@ -532,7 +532,7 @@ describe("parquet datasets", () => {
       );
       const exp = exportRun(c, { target: "verl", name: "p" });
       const { task } = exportTask(c);
-      // The lab trainer's draw: round 0 of each RL step (rl/collect.ts, createRng(`${seed}:rl:${step}:${round}`)).
+      // The lab trainer's draw: round 0 of each RL step (rl/rollout/collect-groups.ts, createRng(`${seed}:rl:${step}:${round}`)).
       const labTrain = [0, 1, 2].flatMap((step) => task.sample(createRng(`${c.seed}:rl:${step}:0`), 5));
       const labVal = task.evalSet(6);
       const train = (await parquetReadObjects({ file: exp.files["train.parquet"].slice().buffer })) as any[];
@@ -564,11 +564,15 @@ describe("parquet datasets", () => {
   });
 
   it("the trainer still draws its prompts the way train.parquet assumes", () => {
-    // rl/collect.ts draws round r of step s with createRng(`${seed}:rl:${s}:${r}`) through the
-    // task driver, whose sample is the task's own (rl/driver.ts).
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: the trainer's source text, not a template
-    expect(readFileSync("rl/collect.ts", "utf8")).toContain("createRng(`${c.seed}:rl:${step}:${round}`)");
-    expect(readFileSync("rl/driver.ts", "utf8")).toContain("sample: (rng, n) => task.sample(rng, n)");
+    // rl/rollout/collect-groups.ts draws round r of step s with createRng(`${seed}:rl:${s}:${r}`) through the
+    // task driver, whose sample is the task's own (rl/rollout/task-driver.ts).
+    expect(readFileSync("rl/rollout/collect-groups.ts", "utf8")).toContain(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the trainer's source text, not a template
+      "createRng(`${c.seed}:rl:${step}:${round}`)",
+    );
+    expect(readFileSync("rl/rollout/task-driver.ts", "utf8")).toContain(
+      "sample: (rng, n) => task.sample(rng, n)",
+    );
   });
 });
 

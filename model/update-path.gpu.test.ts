@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { countersSince, type Runtime } from "../kernels/runtime";
 import { gpuRuntime, randInt } from "../kernels/testing";
-import { type MinibatchPlan, trainMinibatches } from "../rl/minibatch";
+import { type MinibatchPlan, trainMinibatches } from "../rl/update/minibatch-loop";
 import { modelConfig } from "./config";
 import { GpuModel } from "./gpu";
 

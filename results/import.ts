@@ -11,7 +11,7 @@
 // limit. Pure: used by the trainer worker (the page's import) and `npm run compare`.
 // Tests: results/results.test.ts, e2e/results.e2e.test.ts.
 import { parse as parseYaml } from "yaml";
-import type { MetricsRow, SampleRecord } from "../rl/records.ts";
+import type { MetricsRow, SampleRecord } from "../rl/common/step-records.ts";
 import type { Engine } from "./names.ts";
 import {
   baseName,

@@ -5,8 +5,8 @@
 // the lab's evaluation at step k (the lab evaluates at step 0 before any update). So a
 // training key of engine step k lands in row k-1 and an evaluation key in row k.
 // Tests: results/results.test.ts.
-import type { MetricsRow, SampleRecord } from "../rl/records.ts";
-import { emptySample, SAMPLE_GROUPS } from "../rl/records.ts";
+import type { MetricsRow, SampleRecord } from "../rl/common/step-records.ts";
+import { emptySample, SAMPLE_GROUPS } from "../rl/common/step-records.ts";
 
 /** Metrics rows by lab step, keys added one by one. */
 export class RowBuilder {

@@ -150,7 +150,7 @@ export const CALCULATOR_TOOL: ToolSpec = {
   allowedChars: CALC_ALLOWED_CHARS,
 };
 
-/** The oneOp variant's calculator: one binary operator per call (rl/tools.ts refuses more). */
+/** The oneOp variant's calculator: one binary operator per call (rl/rollout/tool-protocol.ts refuses more). */
 export const ONE_OP_CALCULATOR_TOOL: ToolSpec = {
   builtin: "js",
   name: "calculator",

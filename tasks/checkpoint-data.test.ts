@@ -1,6 +1,6 @@
 // The committed cold starts never saw a held-out problem: the SFT demonstrations behind
 // public/checkpoints/quick-demo-sft-v2.safetensors (quick-demo-sft.json: seed 11, 1200 steps
-// of 32, drawn as rl/sft.ts draws them) are regenerated and checked against quick-demo's
+// of 32, drawn as rl/update/sft-step.ts draws them) are regenerated and checked against quick-demo's
 // eval and dev sets under split version 2, by canonical key. The v1 checkpoint
 // (quick-demo-sft.safetensors, kept for links made before split version 2) does leak under
 // the new keys: its data drew `b*a` for held-out `a*b`. Likewise the ToolRL cold start,

@@ -1,6 +1,6 @@
 // The task registry, the one table of built-in tasks and environments by name: its options
 // schema (task.options, checked with a message naming the option) and its factory. The
-// config, the UI's task picker, the trainer (rl/setup.ts runTaskOf) and the CLI use it; a new
+// config, the UI's task picker, the trainer (rl/run/run-parts.ts runTaskOf) and the CLI use it; a new
 // task is one entry. JSONL tasks are made at run time by importJsonl().
 // Tested by tasks/index.test.ts.
 import type { z } from "zod";

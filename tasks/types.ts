@@ -70,7 +70,7 @@ export interface Problem {
   meta: Record<string, unknown>;
 }
 
-/** A tool call as the verifier sees it (after rl/parse.ts has parsed the text). */
+/** A tool call as the verifier sees it (after rl/rollout/parse.ts has parsed the text). */
 export interface CallRecord {
   name: string;
   arguments?: Record<string, unknown>;

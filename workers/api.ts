@@ -6,7 +6,7 @@ import type { AdapterSummary } from "../kernels/device";
 import type { CacheEntry, DownloadProgress } from "../model/hub";
 import type { ModelSource } from "../model/source";
 import type { ChatTemplateFacts } from "../model/tool-list-prompt";
-import type { MetricsRow, SampleRecord } from "../rl/trainer";
+import type { MetricsRow, SampleRecord } from "../rl/run/trainer";
 import type { SmokeReport } from "../sandbox/smoke";
 import type { ModelInfo, ModelOptions } from "./model-cache";
 import type { CheckpointInfo, LoadedRun, RunGroupRef, RunMeta, StorageUsage } from "./store";
@@ -60,7 +60,7 @@ export interface RunEvent {
   kind: "edit" | "edit-refused" | "skipped" | "paused" | "stopped" | "error" | "info";
   message: string;
   edit?: ConfigEdit;
-  /** The model's chat template as loaded (rl/runner.ts): whether it renders the tools. */
+  /** The model's chat template as loaded (rl/run/run-loop.ts): whether it renders the tools. */
   chat?: ChatTemplateFacts;
 }
 
@@ -123,7 +123,7 @@ export interface TryResult {
 }
 
 /** A JS environment's dry run: what it declares, three episodes and their inspector samples, or its error and line. */
-import type { EnvDryRunResult } from "../rl/env-dry-run";
+import type { EnvDryRunResult } from "../rl/rollout/env-dry-run";
 
 export type { EnvDryRunResult };
 

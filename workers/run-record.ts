@@ -1,14 +1,14 @@
 // The worker's side of the run record: where a stored run resumes from, and the RunEvents that
 // write a running one into the store. The schedule itself (which edit applies when, what a
-// checkpoint holds and when one is due, what a resume replays) is rl/runner.ts's; this file
+// checkpoint holds and when one is due, what a resume replays) is rl/run/run-loop.ts's; this file
 // only reads and writes the store, so a reload, a crash and a device loss all resume through
 // RunLoop. MemoryRunStore is the store where IndexedDB is unavailable: a device loss still
 // resumes from the last checkpoint, a reload does not. The same functions run in Node for
-// rl/record.test.ts (the promise test's worker path).
+// rl/run/record.test.ts (the promise test's worker path).
 import type { ConfigEdit, RunConfig } from "../config";
-import type { RunEventRecord } from "../rl/bundle";
-import type { RunEvents, RunLoopOptions } from "../rl/runner";
-import type { MetricsRow, SampleRecord } from "../rl/trainer";
+import type { RunEventRecord } from "../rl/run/run-bundle";
+import type { RunEvents, RunLoopOptions } from "../rl/run/run-loop";
+import type { MetricsRow, SampleRecord } from "../rl/run/trainer";
 import {
   addGroupMember,
   type CheckpointInfo,

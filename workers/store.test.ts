@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { defaultRunConfig } from "../config";
-import type { MetricsRow } from "../rl/trainer";
+import type { MetricsRow } from "../rl/run/trainer";
 import { MemoryRunStore } from "./run-record";
 import {
   addGroupMember,

@@ -24,8 +24,8 @@
 import { type DBSchema, type IDBPDatabase, type IDBPTransaction, openDB, type StoreNames } from "idb";
 import type { ConfigEdit, RunConfig } from "../config";
 import type { EngineInfo } from "../results/import";
-import { phasedEdits, type RunEventRecord } from "../rl/bundle";
-import type { MetricsRow, SampleRecord } from "../rl/trainer";
+import { phasedEdits, type RunEventRecord } from "../rl/run/run-bundle";
+import type { MetricsRow, SampleRecord } from "../rl/run/trainer";
 
 export const STORE_DB_NAME = "agentic-rl-lab";
 export const STORE_DB_VERSION = 2;
@@ -116,7 +116,7 @@ export interface LoadedRun {
   events: RunEventRecord[];
 }
 
-/** A run as a bundle carries it (rl/bundle.ts RunBundle has this shape). */
+/** A run as a bundle carries it (rl/run/run-bundle.ts RunBundle has this shape). */
 export interface RunData {
   name: string;
   createdAt: string;
@@ -546,7 +546,7 @@ export class RunStore {
     return {
       run,
       ...(group ? { group } : {}),
-      // Runs stored by older labs have edits without a phase (rl/bundle.ts phasedEdits).
+      // Runs stored by older labs have edits without a phase (rl/run/run-bundle.ts phasedEdits).
       edits: phasedEdits(
         edits.map((e) => e.edit),
         events.map((e) => e.event),
@@ -664,7 +664,7 @@ export class RunStore {
     return run;
   }
 
-  /** A run in bundle shape (for rl/bundle.ts encodeBundle), with its latest checkpoint as weights if asked. */
+  /** A run in bundle shape (for rl/run/run-bundle.ts encodeBundle), with its latest checkpoint as weights if asked. */
   async exportRun(runId: string, opts: { weights?: boolean } = {}): Promise<RunData | undefined> {
     const loaded = await this.loadRun(runId);
     if (!loaded) return undefined;

@@ -23,7 +23,7 @@ import { Runtime } from "../../kernels/runtime";
 import { modelConfig } from "../../model/config";
 import { decodeRun } from "../../model/generate";
 import { GpuModel } from "../../model/gpu";
-import { createTrainer } from "../../rl/session";
+import { createTrainer } from "../../rl/run/build-trainer";
 import { SandboxPool } from "../../sandbox/pool";
 import { nodeWorkerFactory } from "../../sandbox/pool-node";
 import { type BenchRow, makeRow, median } from "../report";

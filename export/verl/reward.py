@@ -1,7 +1,7 @@
 # reward.py: the lab run's reward for verl, written by `npm run export` (agentic-rl-lab).
 # verl calls compute_score(data_source, solution_str, ground_truth, extra_info) once per
 # response (custom_reward_function.{path, name} in config.yaml). It computes the same reward
-# terms, weights and options as the lab run (rl/algos/rewards.ts, rl/rewards.ts) on the same
+# terms, weights and options as the lab run (rl/algos/reward-terms.ts, rl/rollout/batch-rewards.ts) on the same
 # facts: the response text, the task's verifier on the strict final answer, and each tool
 # call's status, which the exported tools (lab_tools.py) report as their tool reward
 # (extra_info["tool_rewards"]: 1.0 success, 0.0 failure, one per executed call).
@@ -254,7 +254,7 @@ def verify_integer(reference, answer):
 VERIFIERS = {"integer": verify_integer, "numeric": verify_numeric}
 
 
-# ---------------------------------------------------------------- reward terms (rl/algos/rewards.ts)
+# ---------------------------------------------------------------- reward terms (rl/algos/reward-terms.ts)
 
 
 def _num(o, key, fallback):

@@ -1,6 +1,6 @@
 // A tiny Hugging Face model's weights for tests: every tensor of a config.json's architecture
 // (model/hf/read.ts's names and shapes), random f32 from a seeded LCG with norms at 1, as one
-// safetensors file (model/hf/write.ts's writer). Used by rl/chat-run.test.ts and e2e/tiny-hf.ts.
+// safetensors file (model/hf/write.ts's writer). Used by rl/run/chat-run.test.ts and e2e/tiny-hf.ts.
 
 import { hfModelConfig } from "./config";
 import { hfTensors } from "./read";

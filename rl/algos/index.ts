@@ -6,6 +6,6 @@ export * from "./filters.ts";
 export * from "./losses.ts";
 export * from "./masks.ts";
 export * from "./registry.ts";
-export * from "./rewards.ts";
+export * from "./reward-terms.ts";
 export * from "./shaping.ts";
 export * from "./types.ts";

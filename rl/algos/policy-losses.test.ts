@@ -4,7 +4,7 @@
 // all-masked row, a one-token response, ratios far outside the clip, a group with equal
 // rewards, mask-0 tokens, Clip-Cov's deterministic choice, GSPO vs GSPO-token with per-token
 // advantages. Finite differences through the whole minibatch loss are in
-// rl/policy-loss-fd.test.ts. `npx vitest run --project unit rl/algos/policy-losses.test.ts`.
+// rl/update/policy-loss-fd.test.ts. `npx vitest run --project unit rl/algos/policy-losses.test.ts`.
 import { describe, expect, it } from "vitest";
 import { assertClose } from "../../kernels/testing.ts";
 import { aggregate, POLICY_LOSS, type PolicyLossInput, type PolicyLossOptions } from "./losses.ts";

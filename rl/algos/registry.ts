@@ -3,7 +3,7 @@
 import { ADVANTAGE, RETURN } from "./advantage.ts";
 import { FILTER } from "./filters.ts";
 import { AGG, AUX_LOSS, KL, POLICY_LOSS } from "./losses.ts";
-import { REWARD } from "./rewards.ts";
+import { REWARD } from "./reward-terms.ts";
 import { SHAPING } from "./shaping.ts";
 
 export const REGISTRIES: Record<string, Record<string, unknown>> = {
