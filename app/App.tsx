@@ -1,9 +1,10 @@
 // The lab's page: top bar (controls, progress, GPU), the config panel on the left, and the
-// main area with tabs: charts, trajectory inspector, try the model, reward editor, runs. The
+// main area with tabs: charts, trajectory inspector, try the model, reward editor, runs, environment. The
 // main area comes first in the document, so tabs and charts come before the config in tab
 // order; on a narrow screen the config is a drawer opened from the tab bar.
 import { ChartGrid } from "./ChartGrid";
 import { ConfigPanel } from "./ConfigPanel";
+import { EnvironmentEditor } from "./EnvironmentEditor";
 import { ErrorBoundary } from "./ErrorBoundary";
 import { ExportRun } from "./ExportRun";
 import { Inspector } from "./Inspector";
@@ -22,6 +23,7 @@ const TABS: { id: ViewSlice["tab"]; title: string }[] = [
   { id: "try", title: "Try the model" },
   { id: "reward", title: "Reward editor" },
   { id: "runs", title: "Runs" },
+  { id: "environment", title: "Environment" },
 ];
 
 export function App() {
@@ -91,6 +93,11 @@ export function App() {
           {tab === "reward" && (
             <ErrorBoundary name="Reward editor">
               <RewardEditor />
+            </ErrorBoundary>
+          )}
+          {tab === "environment" && (
+            <ErrorBoundary name="Environment">
+              <EnvironmentEditor />
             </ErrorBoundary>
           )}
           {tab === "runs" && (

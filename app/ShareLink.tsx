@@ -8,6 +8,7 @@
 import { useEffect, useState } from "react";
 import { type ConfigEdit, defaultRunConfig, type RunConfig } from "../config";
 import { configDiff, decodeLink, encodeLink, hasLink } from "../config/link";
+import { ENV_SOURCE_LINK_MAX } from "../config/task-options";
 import { startRun } from "./bridge";
 import { activeRun, useLab } from "./store";
 
@@ -174,9 +175,17 @@ export function ShareButton() {
       name: baseName(run.label),
     });
     const url = `${window.location.origin}${window.location.pathname}${hash}`;
+    // A JS environment's source travels in the link; past the stated size the link still
+    // replays, but chat apps and mail may cut it, and the bundle carries it whole.
+    const env =
+      run.config.task.name === "env" ? (run.config.task.options as { source?: unknown }).source : undefined;
+    const long =
+      typeof env === "string" && env.length > ENV_SOURCE_LINK_MAX
+        ? ` (its environment is ${env.length.toLocaleString()} characters, past the ${ENV_SOURCE_LINK_MAX.toLocaleString()} a link is meant to carry: some apps cut long links; the run's bundle, Runs → Download, carries it whole)`
+        : "";
     try {
       await navigator.clipboard.writeText(url);
-      setCopied("Link copied");
+      setCopied(`Link copied${long}`);
     } catch {
       setCopied(url);
     }

@@ -7,6 +7,7 @@ import { type ConfigEdit, getPath, type RunConfig, validateRunConfig } from "../
 import type {
   CacheEntry,
   DownloadProgress,
+  EnvDryRunResult,
   InterruptedRun,
   ModelInfo,
   ModelSource,
@@ -278,6 +279,15 @@ export async function examplePrompt(config?: RunConfig): Promise<string | null> 
 export async function testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {
   try {
     return await getTrainer().testReward(source, sample);
+  } catch (err) {
+    return { ok: false, error: message(err) };
+  }
+}
+
+/** A JS environment's dry run in the worker; a failed call comes back as the result's error. */
+export async function envDryRun(source: string, config?: RunConfig): Promise<EnvDryRunResult> {
+  try {
+    return await getTrainer().envDryRun(source, config);
   } catch (err) {
     return { ok: false, error: message(err) };
   }

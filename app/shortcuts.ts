@@ -1,12 +1,12 @@
 // Keyboard shortcuts for run control: space pauses/resumes, s takes one step, Esc stops (or,
-// while the config drawer is open, closes it), 1-5 switch tabs. Ignored while typing in an
+// while the config drawer is open, closes it), 1-6 switch tabs. Ignored while typing in an
 // input, textarea, select or editable element (Esc on the open drawer excepted).
 import { useEffect } from "react";
 import type { RunConfig } from "../config";
 import { pauseRun, resumeRun, stepRun, stopRun } from "./bridge";
 import { activeRun, isRunning, useLab, type ViewSlice } from "./store";
 
-const TABS: ViewSlice["tab"][] = ["charts", "inspector", "try", "reward", "runs"];
+const TABS: ViewSlice["tab"][] = ["charts", "inspector", "try", "reward", "runs", "environment"];
 
 export function isTyping(target: EventTarget | null): boolean {
   if (!(target instanceof HTMLElement)) return false;
@@ -32,7 +32,7 @@ export function useShortcuts() {
         if (run?.phase === "paused" || !isRunning(run)) void stepRun(s.form.config as RunConfig);
       } else if (e.key === "Escape") {
         if (isRunning(run)) void stopRun();
-      } else if (/^[1-5]$/.test(e.key)) {
+      } else if (/^[1-6]$/.test(e.key)) {
         useLab.setState({ tab: TABS[Number(e.key) - 1] });
       }
     };

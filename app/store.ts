@@ -104,7 +104,7 @@ export interface ViewSlice {
   outlierClip: Record<string, boolean>;
   fast: boolean;
   theme: "auto" | "light" | "dark";
-  tab: "charts" | "inspector" | "try" | "reward" | "runs";
+  tab: "charts" | "inspector" | "try" | "reward" | "environment" | "runs";
   inspector: {
     pinnedStep: string | null;
     overlay: Overlay;

@@ -3,7 +3,8 @@
 //   DIR/seed-<S>/; `npm run compare -- DIR_A DIR_B` aggregates them.
 // `npm run train -- --link '<share url>'`   (the config, seed and edits of a link, unchanged)
 // `npm run train -- --resume <run folder>`  (continue a run from its last checkpoint)
-// `npm run train -- --list`
+// `npm run train -- <recipe.json> --env <module.js | template>`  (the recipe on a JS environment, docs/ENVIRONMENTS.md)
+// `npm run train -- --list`  (registry entries, presets and the environment templates)
 // The same engine as the browser, headless in Node: WebGPU through Dawn (lavapipe or
 // SwiftShader here), QuickJS in worker_threads. Prints a progress bar with ETA and the key
 // metrics, and writes the run to a folder: config.json, metrics.jsonl (one row per step,
@@ -28,6 +29,8 @@ import { listRegistries } from "../rl/algos/registry";
 import type { RunLoopOptions } from "../rl/run/run-loop";
 import type { MetricsRow } from "../rl/run/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
+import { ENV_API_VERSION } from "../tasks/env-api/runtime";
+import { ENV_TEMPLATES, envTemplate } from "../tasks/env-api/templates";
 import { parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
 import { hubReader } from "./model-store";
@@ -46,12 +49,14 @@ interface Args {
   revision?: string;
   /** --backend; absent: the recorded one on --resume (run.json), else webgpu. */
   backend?: "webgpu" | "cpu";
+  /** --env: a JS environment's module file, or a template's name (task "env" with its source). */
+  env?: string;
   list: boolean;
   quiet: boolean;
 }
 
 const usage: (msg?: string) => never = usageExit(
-  "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--model DIR|hf:owner/name [--revision R]] [--backend webgpu|cpu] [--quiet]\n" +
+  "usage: npm run train -- <recipe.json | bundle> [--out DIR] [--steps N] [--seed S] [--seeds N] [--model DIR|hf:owner/name [--revision R]] [--backend webgpu|cpu] [--env FILE.js|TEMPLATE] [--quiet]\n" +
     "       npm run train -- --link '<share url>' [--out DIR]\n" +
     "       npm run train -- --resume <run folder>\n" +
     "       npm run train -- --list",
@@ -72,6 +77,7 @@ function parseArgs(argv: string[]): Args {
         "--model",
         "--revision",
         "--backend",
+        "--env",
       ],
     },
     usage,
@@ -94,6 +100,7 @@ function parseArgs(argv: string[]): Args {
     model: v("--model"),
     revision: v("--revision"),
     backend,
+    env: v("--env"),
     list: p.flags.has("--list"),
     quiet: p.flags.has("--quiet"),
   };
@@ -141,12 +148,44 @@ async function loadConfig(a: Args): Promise<Loaded> {
   if (a.seed !== undefined) over.seed = a.seed;
   if (a.model !== undefined)
     over.model = { pretrained: a.model, ...(a.revision ? { revision: a.revision } : {}) };
-  const p = parseRunConfig(mergeConfig(base.config, over));
+  let merged = mergeConfig(base.config, over);
+  if (a.env !== undefined) {
+    // The module's source goes into the config, so the run folder, its bundle and a resume
+    // carry the environment itself, not a path.
+    let source: string;
+    try {
+      source = existsSync(a.env) ? readFileSync(a.env, "utf8") : envTemplateSource(a.env);
+    } catch (err) {
+      console.error(`error: ${(err as Error).message}`);
+      process.exit(2);
+    }
+    merged = {
+      ...merged,
+      task: {
+        ...merged.task,
+        name: "env",
+        template: "chatml-turns",
+        options: { api_version: ENV_API_VERSION, source },
+      },
+    };
+  }
+  const p = parseRunConfig(merged);
   if (!p.ok) {
     console.error(`error: ${p.errors.map((e) => `${e.path}: ${e.message}`).join("\n")}`);
     process.exit(2);
   }
   return { config: p.config, name: base.name, edits: base.edits };
+}
+
+/** --env TEMPLATE: the template's source; a name that is neither a file nor a template is an error naming both. */
+function envTemplateSource(name: string): string {
+  try {
+    return envTemplate(name).source;
+  } catch {
+    throw new Error(
+      `--env: ${name} is neither a file nor a template (templates: ${ENV_TEMPLATES.map((t) => t.name).join(", ")})`,
+    );
+  }
 }
 
 /** Files named in a config resolve against public/ (the app serves them from there) or the cwd. */
@@ -178,6 +217,7 @@ async function main() {
     const files = readdirSync("public/recipes").filter((f) => f.endsWith(".json") && f !== "index.json");
     const names = new Set([...Object.keys(RECIPES), ...files.map((f) => f.replace(/\.json$/, ""))]);
     for (const name of names) console.log(`preset: ${name}`);
+    for (const t of ENV_TEMPLATES) console.log(`env-template: ${t.name}`);
     return;
   }
   const { config, name, edits, resume } = await loadConfig(args);

@@ -192,6 +192,33 @@ export const SOKOBAN_OPTIONS = z
   .partial()
   .strict();
 
+/** The environment API version this lab runs (tasks/env-api/runtime.ts ENV_API_VERSION). */
+export const ENV_API_VERSION = 1;
+/** Past this many characters of task.options.source a share link says so and offers the bundle. */
+export const ENV_SOURCE_LINK_MAX = 6000;
+
+/**
+ * task.options of a JavaScript environment (task.name "env", docs/ENVIRONMENTS.md): the API
+ * version it was written for, its module's source (or a template's name), and the turn limit
+ * that overrides the module's maxTurns.
+ */
+export const ENV_OPTIONS = z
+  .object({
+    api_version: z.literal(ENV_API_VERSION, {
+      error: `must be ${ENV_API_VERSION} (the environment API version this lab runs)`,
+    }),
+    source: z.string().min(1, "must not be empty").max(200_000, "must be at most 200,000 characters"),
+    template: z.string().min(1, "must not be empty"),
+    max_turns: whole(1),
+    sft: z.object({}).strict(),
+  })
+  .partial({ source: true, template: true, max_turns: true, sft: true })
+  .strict()
+  .refine((o) => (o.source === undefined) !== (o.template === undefined), {
+    message: "give exactly one of source (the module) and template (a template's name)",
+    path: ["source"],
+  });
+
 /** task.options' schema of each built-in task, by task.name (tasks/index.ts pairs them with factories). */
 export const TASK_OPTIONS: Record<string, z.ZodType> = {
   arithmetic: ARITHMETIC_OPTIONS,
@@ -199,4 +226,5 @@ export const TASK_OPTIONS: Record<string, z.ZodType> = {
   "function-calling": FUNCTION_CALLING_OPTIONS,
   frozenlake: FROZENLAKE_OPTIONS,
   sokoban: SOKOBAN_OPTIONS,
+  env: ENV_OPTIONS,
 };

@@ -162,7 +162,7 @@ describe("errors", () => {
     expect(r.backstop).toBeUndefined();
   });
 
-  it("the budget counts work: the same program stops at the same place on every run (issue 7)", () => {
+  it("the budget counts work: the same program stops at the same place on every run", () => {
     // Prints its progress every 10,000 iterations: where the budget stopped it is in stdout.
     const code = "let i = 0; for (;;) { if (++i % 10000 === 0) console.log(i) }";
     const runs = [0.05, 0.05, 0.05].map(() => run(code, { run_timeout: 0.05, max_output_bytes: 1 << 20 }));
@@ -175,7 +175,7 @@ describe("errors", () => {
     expect(Math.abs(lines(double) - 2 * lines(runs[0]))).toBeLessThanOrEqual(2);
   });
 
-  it("a value nested 3,000 deep comes out cut at MAX_VALUE_DEPTH, never deep enough to overflow a host (issue 1)", () => {
+  it("a value nested 3,000 deep comes out cut at MAX_VALUE_DEPTH, never deep enough to overflow a host", () => {
     const depthOf = (v: unknown): number => {
       let d = 0;
       while (Array.isArray(v) || (v !== null && typeof v === "object")) {
@@ -213,7 +213,7 @@ describe("errors", () => {
     expect(run("6 * 7").backstop).toBeUndefined();
   });
 
-  it("the time zone is UTC whatever the host's (issue 7)", () => {
+  it("the time zone is UTC whatever the host's", () => {
     const zone = process.env.TZ;
     try {
       for (const tz of ["America/New_York", "Asia/Kolkata", "UTC"]) {

@@ -185,7 +185,7 @@ describe("runRewardFunction", () => {
   });
 });
 
-describe("values nested 3,000 deep (issue 1)", () => {
+describe("values nested 3,000 deep", () => {
   const deepCode = "let v = 1; for (let i = 0; i < 3000; i++) v = [v]; v";
 
   it("a tool call through the worker pool is a Success the model sees, not a SandboxError", async () => {

@@ -5,6 +5,7 @@
 
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { prepareEnvEngine } from "./env-api/engine.ts";
 import { getTask, TASK_NAMES, TASKS } from "./index.ts";
 import { didYouMean } from "./options.ts";
 import { Rng } from "./rng.ts";
@@ -14,6 +15,7 @@ describe("task registry", () => {
   it("names the built-in tasks", () => {
     expect(TASK_NAMES.sort()).toEqual([
       "arithmetic",
+      "env",
       "frozenlake",
       "function-calling",
       "sokoban",
@@ -60,9 +62,11 @@ describe("task registry", () => {
   });
 
   for (const name of Object.keys(TASKS)) {
-    it(`${name} honours the contract`, () => {
-      const t = getTask(name);
-      expect(t.name).toBe(name);
+    it(`${name} honours the contract`, async () => {
+      // A JS environment (task "env") is a module: here the FrozenLake template.
+      if (name === "env") await prepareEnvEngine();
+      const t = name === "env" ? getTask(name, { api_version: 1, template: "frozenlake-js" }) : getTask(name);
+      expect(t.name).toBe(name === "env" ? "frozenlake-js" : name);
       if (isEnvTask(t)) {
         const seeds = t.sampleSeeds(new Rng(1), 5);
         expect(t.sampleSeeds(new Rng(1), 5)).toEqual(seeds);

@@ -5,10 +5,19 @@
 // Tested by tasks/index.test.ts.
 import type { z } from "zod";
 import { makeArithmeticTask } from "./arithmetic.ts";
+import {
+  DEFAULT_ENV_LIMITS,
+  EnvError,
+  envErrorText,
+  type JsEnvLimits,
+  makeJsEnvTask,
+} from "./env-api/js-env.ts";
+import { envTemplate } from "./env-api/templates.ts";
 import { makeFrozenLakeTask } from "./frozenlake.ts";
 import { makeFunctionCallingTask } from "./function-calling.ts";
 import {
   ARITHMETIC_OPTIONS,
+  ENV_OPTIONS,
   FROZENLAKE_OPTIONS,
   FUNCTION_CALLING_OPTIONS,
   parseTaskOptions,
@@ -35,7 +44,31 @@ export const TASKS: Record<string, TaskEntry> = {
   "function-calling": entry({ options: FUNCTION_CALLING_OPTIONS, make: makeFunctionCallingTask }),
   frozenlake: entry({ options: FROZENLAKE_OPTIONS, make: makeFrozenLakeTask }),
   sokoban: entry({ options: SOKOBAN_OPTIONS, make: makeSokobanTask }),
+  env: entry({ options: ENV_OPTIONS, make: (o) => makeEnvTask(o) }),
 };
+
+/** The module a JS environment's options name: its source, or a template's. */
+export function envSourceOf(options: { source?: string; template?: string }): string {
+  return options.source ?? envTemplate(options.template ?? "").source;
+}
+
+/**
+ * A JS environment's task (task.name "env"); `limits` are the run's (rl/setup.ts passes
+ * limits.*). A module that does not compile or describe itself throws naming
+ * task.options.source, the line, and the error.
+ */
+export function makeEnvTask(
+  options: { source?: string; template?: string; max_turns?: number },
+  limits: JsEnvLimits = DEFAULT_ENV_LIMITS,
+): AnyTask {
+  try {
+    return makeJsEnvTask(envSourceOf(options), { ...limits, maxTurns: options.max_turns ?? limits.maxTurns });
+  } catch (e) {
+    if (e instanceof EnvError)
+      throw new Error(`task.options.${options.source ? "source" : "template"}: ${envErrorText(e)}`);
+    throw e;
+  }
+}
 
 export const TASK_NAMES = Object.keys(TASKS);
 

@@ -169,6 +169,11 @@ export interface Env<S = unknown> {
   /** Exact-equality key of a state for GiGPO step groups (map identity + positions). */
   anchorKey(state?: S): string;
   render(state?: S): string;
+  /**
+   * The episode's opening messages, for an environment that writes its own (a JS
+   * environment's reset); absent: the task's instructions, then the first observation.
+   */
+  messages?(): Message[];
 }
 
 export interface EnvTask {

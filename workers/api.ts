@@ -126,6 +126,11 @@ export interface TryResult {
   answer: string | null;
 }
 
+/** A JS environment's dry run: what it declares, three episodes and their inspector samples, or its error and line. */
+import type { EnvDryRunResult } from "../rl/rollout/env-dry-run";
+
+export type { EnvDryRunResult };
+
 /** The result of testing a reward function on a trajectory. */
 export type RewardTestResult = { ok: true; value: number } | { ok: false; error: string };
 
@@ -149,6 +154,11 @@ export interface TrainerApi {
   ): Promise<TryResult>;
   /** A held-out prompt of the config's task (default: the current run's), for "try the model". */
   examplePrompt(config?: RunConfig): Promise<string | null>;
+  /**
+   * Compiles a JS environment (docs/ENVIRONMENTS.md) and plays three episodes with its scripted
+   * policy (or a random one) under `config`'s limits; errors come back with their line.
+   */
+  envDryRun(source: string, config?: RunConfig): Promise<EnvDryRunResult>;
   /** Runs a JS reward function in the sandbox on one sampled trajectory. */
   testReward(source: string, sample: SampleRecord): Promise<RewardTestResult>;
   /** Stored runs (IndexedDB), newest first where the store orders them so. */

@@ -14,6 +14,7 @@ import { importResults } from "../results/import";
 import { withPieces } from "../rl/common/step-records";
 import { rollout } from "../rl/rollout/agent-loop";
 import { rewardInput, runCustomReward } from "../rl/rollout/batch-rewards";
+import { envDryRun } from "../rl/rollout/env-dry-run";
 import { parseAnswer } from "../rl/rollout/parse";
 import { taskDriver } from "../rl/rollout/task-driver";
 import { makeToolProtocol } from "../rl/rollout/tool-protocol";
@@ -27,6 +28,7 @@ import { createBrowserSandboxPool } from "../sandbox/pool-browser";
 import { sandboxSmoke } from "../sandbox/smoke";
 import { isEnvTask } from "../tasks/types";
 import type {
+  EnvDryRunResult,
   GpuStatus,
   InterruptedRun,
   RewardTestResult,
@@ -519,6 +521,15 @@ const api: TrainerApi = {
     const [p] = taskDriver(runTaskOf(c)).evalSet(1);
     const user = p?.messages.filter((m) => m.role === "user").at(-1);
     return user ? user.content : null;
+  },
+
+  async envDryRun(source: string, config?: RunConfig): Promise<EnvDryRunResult> {
+    const c = config ?? defaultRunConfig();
+    return envDryRun(source, {
+      timeoutS: c.limits.tool_timeout_s,
+      memoryMB: c.limits.memory_mb,
+      maxToolCalls: c.limits.max_tool_calls,
+    });
   },
 
   async testReward(source: string, sample: SampleRecord): Promise<RewardTestResult> {

@@ -1,6 +1,6 @@
 // The tokenizer regex check (model/hf/regex-check.ts): the patterns real tokenizers use pass,
-// patterns that backtrack exponentially are refused naming the file and the pattern (issue 2),
-// and an unknown tokenizer model type is refused naming it (issue 9).
+// patterns that backtrack exponentially are refused naming the file and the pattern,
+// and an unknown tokenizer model type is refused naming it.
 // Run: `npx vitest run --project unit model/hf/regex-check.test.ts`.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -74,7 +74,7 @@ describe("tokenizer regex patterns", () => {
     );
   });
 
-  it("an unknown tokenizer model type is refused naming it (issue 9)", () => {
+  it("an unknown tokenizer model type is refused naming it", () => {
     const tok = labLlama();
     tok.model.type = "SentencePieceOfCake";
     expect(() => checkTokenizerJson(tok, "m/tokenizer.json")).toThrow(

@@ -376,6 +376,17 @@ export const REWARD: Record<string, RewardEntry> = {
     contract: CUSTOM_JS_CONTRACT,
     check: checkCustomReward,
   },
+  env: {
+    kind: "sandbox",
+    help: "an environment's episode return: its step rewards plus its final check's score",
+    contract:
+      "The episode return of a multi-turn or JS environment (docs/ENVIRONMENTS.md); listed in rewards.terms it is weighted and summed with the other terms, unlisted it is the episode's whole reward.",
+    check: (v) => {
+      if (typeof v !== "number" || !Number.isFinite(v))
+        throw new Error(`env reward must be a finite number, got ${String(v)}`);
+      return v;
+    },
+  },
 };
 
 /**

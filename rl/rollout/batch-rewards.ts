@@ -166,6 +166,11 @@ export async function computeRewards(
   // custom-js may also be listed in rewards.terms (with its own weight); then it is scored
   // through the registry's check and not added a second time with custom_js_weight.
   const customTerm = config.rewards.terms.some((t) => t.name === "custom-js");
+  const envTerm = config.rewards.terms.some((t) => t.name === "env");
+  if (envTerm && items.some((it) => it.envReturn === undefined))
+    throw new Error(
+      `rewards.terms: "env" is an environment episode's return; ${config.task.name} is a single-turn task (use correctness)`,
+    );
   if (customTerm && !custom)
     throw new Error('rewards.terms: "custom-js" needs rewards.custom_js (the reward function source)');
   return items.map((it, i) => {
@@ -176,10 +181,14 @@ export async function computeRewards(
       if (r.ok) customValue = r.value;
       else customError = r.error;
     }
+    const sandboxValues: Record<string, number> = custom ? { "custom-js": customValue } : {};
+    if (it.envReturn !== undefined) sandboxValues.env = it.envReturn;
+    // An episode's return is the term `env`: weighted with the others when rewards.terms lists
+    // it, else the episode's whole reward.
     const { total, terms } =
-      it.envReturn !== undefined
+      it.envReturn !== undefined && !envTerm
         ? { total: it.envReturn, terms: { env: it.envReturn } as Record<string, number> }
-        : combineRewards(inputs[i], config.rewards.terms, custom ? { "custom-js": customValue } : {});
+        : combineRewards(inputs[i], config.rewards.terms, sandboxValues);
     let reward = total;
     if (custom && (it.envReturn !== undefined || !customTerm)) {
       terms["custom-js"] = customValue;

@@ -79,7 +79,7 @@ export async function envRollout(
     return {
       traj: {
         index,
-        promptTokens: promptTokens(envPromptMessages(task, obs), "chatml-turns"),
+        promptTokens: promptTokens(env.messages?.() ?? envPromptMessages(task, obs), "chatml-turns"),
         tokens: [],
         mask: [],
         logprobs: [],

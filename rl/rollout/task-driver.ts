@@ -115,9 +115,11 @@ function envDriver(env: EnvTask): TaskDriver {
 
 /** An environment seed as a prompt: the instructions and the first observation. */
 function envProblem(env: EnvTask, seed: number): Problem {
+  const e = env.make();
+  const obs = e.reset(seed);
   return {
     id: `${env.name}:seed${seed}`,
-    messages: envPromptMessages(env, env.make().reset(seed)),
+    messages: e.messages?.() ?? envPromptMessages(env, obs),
     answer: "",
     bucket: env.buckets[0] ?? "all",
     meta: { seed },

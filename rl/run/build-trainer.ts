@@ -13,6 +13,7 @@ import { loadHfWeights, type ModelDir, readHfConfig } from "../../model/hf/read"
 import { type PlanLimits, planOfConfig, planRefusal } from "../../model/memory-plan";
 import { blobSource } from "../../model/safetensors";
 import type { SandboxRunner } from "../../sandbox/types";
+import { prepareEnvEngine } from "../../tasks/env-api/engine";
 import { chatFormatOf, modelConfigOf, runTaskOf } from "./run-parts";
 import { Trainer, type TrainerDeps } from "./trainer";
 
@@ -30,6 +31,8 @@ export interface SessionDeps {
 
 export async function createTrainer(config: RunConfig, deps: SessionDeps): Promise<Trainer> {
   const chat = await chatFormatOf(config, deps.readFile);
+  // A JS environment's calls run synchronously in this thread's QuickJS engine.
+  if (config.task.name === "env") await prepareEnvEngine();
   const task = runTaskOf(config);
   let mc = modelConfigOf(config, chat.tokenizer.vocabSize);
   let weights: Float32Array | undefined;

@@ -135,7 +135,13 @@ function entryCases(): Case[] {
   for (const name of Object.keys(REGISTRIES.shaping))
     add(`shaping: ${name}`, tiny(SPREAD_REWARD, { shaping: { kind: name, restrict_to_post_tool: false } }));
   for (const name of Object.keys(REGISTRIES.reward)) {
-    const custom = name === "custom-js" ? { rewards: { custom_js: "(x) => x.text.length % 3" } } : {};
+    // env is an episode's return: it runs on an environment.
+    const custom =
+      name === "custom-js"
+        ? { rewards: { custom_js: "(x) => x.text.length % 3" } }
+        : name === "env"
+          ? FROZENLAKE
+          : {};
     add(`reward: ${name}`, tiny(custom, { rewards: { terms: [{ name, weight: 1, options: {} }] } }), [
       `reward/${name}/mean`,
     ]);

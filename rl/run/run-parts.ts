@@ -7,7 +7,7 @@ import { builtinChat, type ChatFormat, jinjaChat } from "../../model/chat";
 import { modelConfigOf } from "../../model/config";
 import { HfTokenizer, loadHfTokenizerFiles } from "../../model/hf/tokenizer";
 import { CHAR_TOKENIZER } from "../../model/tokenizer";
-import { getTask } from "../../tasks";
+import { getTask, makeEnvTask, taskOptions } from "../../tasks";
 import { type AnyTask, type EnvTask, isEnvTask, type Task } from "../../tasks/types";
 import { chatToolsOf } from "../rollout/tool-protocol";
 
@@ -20,6 +20,14 @@ export { modelConfigOf };
  * Environments (frozenlake, sokoban) come back as EnvTasks.
  */
 export function runTaskOf(c: RunConfig): AnyTask {
+  // A JS environment runs under the run's tool limits: its calls' time and memory, and the
+  // tool calls an episode may make.
+  if (c.task.name === "env")
+    return makeEnvTask(taskOptions("env", c.task.options) as { source?: string; template?: string }, {
+      timeoutS: c.limits.tool_timeout_s,
+      memoryMB: c.limits.memory_mb,
+      maxToolCalls: c.limits.max_tool_calls,
+    });
   return getTask(c.task.name, c.task.options, { version: c.task.split_version });
 }
 
