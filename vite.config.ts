@@ -66,6 +66,32 @@ export default defineConfig({
         },
       },
       {
+        // The discrete-GPU plan forced on this machine's adapter (lavapipe: its real subgroup size):
+        // each op variant that plan uses against its reference, a whole-model train step and KV
+        // decode (model/gpu), one RL step and its replay. Part of npm test's gpu layer.
+        extends: true,
+        test: {
+          name: "gpu-discrete",
+          root: ".",
+          include: [
+            "kernels/plan.gpu.test.ts",
+            "kernels/matmul.gpu.test.ts",
+            "kernels/attention.gpu.test.ts",
+            "kernels/decode.gpu.test.ts",
+            "kernels/ops.gpu.test.ts",
+            "kernels/reduce.gpu.test.ts",
+            "kernels/head.gpu.test.ts",
+            "kernels/rope.gpu.test.ts",
+            "model/gpu.gpu.test.ts",
+            "rl/run/replay.gpu.test.ts",
+          ],
+          env: { LAB_KERNEL_PLAN: "discrete", LAB_MATMUL_TILE: "8x8" },
+          fileParallelism: false,
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+        },
+      },
+      {
         extends: true,
         test: {
           name: "train",

@@ -2,7 +2,8 @@
 // `npm test`: every test layer in order, then one closing line "N passed, N failed".
 //   1. static: TypeScript (strict) typecheck and Biome lint/format check
 //   2. unit:   vitest project "unit" (Node), then "serial" (timing-sensitive sandbox tests, alone)
-//   3. gpu:    vitest project "gpu" (WGSL run for real through Dawn: lavapipe or SwiftShader)
+//   3. gpu:    vitest projects "gpu" (WGSL run for real through Dawn: lavapipe or SwiftShader) and
+//              "gpu-discrete" (the same with the discrete-GPU kernel plan forced)
 //   4. train:  vitest project "train" (headless training runs through Dawn: ci-tiny learns)
 //   5. engines: vitest project "engines" (the exports run in verl, TRL, transformers and PEFT, in the
 //              venv of `npm run engines:setup`; without that venv the layer is reported skipped)
@@ -15,6 +16,9 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 const LAYERS = ["static", "unit", "serial", "gpu", "train", "engines", "e2e"];
+// A layer's vitest projects where they are more than the one of its name: the gpu layer also runs
+// the discrete-GPU kernel plan forced on this machine's adapter (vite.config.ts gpu-discrete).
+const PROJECTS = { gpu: ["gpu", "gpu-discrete"] };
 const wanted = process.argv.slice(2).filter((a) => LAYERS.includes(a));
 const layers = wanted.length ? wanted : LAYERS;
 const bin = (name) => `node_modules/.bin/${name}`;
@@ -80,8 +84,7 @@ for (const layer of layers) {
   rmSync(out, { force: true });
   const r = run(bin("vitest"), [
     "run",
-    "--project",
-    layer,
+    ...(PROJECTS[layer] ?? [layer]).flatMap((p) => ["--project", p]),
     "--passWithNoTests",
     "--reporter=default",
     "--reporter=json",
