@@ -1,6 +1,7 @@
 // The import rules of docs/ARCHITECTURE.md held against the sources (cli/imports.ts): no
-// circles, nothing of model/ imports export/, app/ and export/ reach model/ only through its
-// face (model/face.ts) and the face only its pure parts.
+// circles, nothing of model/ imports export/, nothing below the wiring imports workers/ (a worker
+// started by `new URL(...)` counts), app/ and export/ reach model/ only through its face
+// (model/face.ts) and the face only its pure parts.
 // Run: npx vitest run --project unit cli/imports.test.ts
 import { describe, expect, it } from "vitest";
 import { circles, type Edge, importEdges, importGraph, violations } from "./imports";
@@ -22,6 +23,9 @@ describe("the import graph", () => {
       true,
     );
     expect(edges.get("app/ExportRun.tsx")?.find((e) => e.to === "export/index.ts")?.typeOnly).toBe(false);
+    // a worker started from a URL is an import
+    expect(graph.get("sandbox/pool-browser.ts")).toContain("sandbox/sandbox.worker.ts");
+    expect(graph.get("app/engine.ts")).toContain("workers/trainer.worker.ts");
   });
 
   it("finds a circle when there is one", () => {
@@ -50,6 +54,9 @@ describe("the import graph", () => {
     );
     expect(violations(planted(edges, "app/chartData.ts", "rl/run/run-bundle.ts"))).toContain(
       "past the model's face: app/chartData.ts -> rl/run/run-bundle.ts -> model/checkpoint.ts",
+    );
+    expect(violations(planted(edges, "sandbox/pool-browser.ts", "workers/trainer.worker.ts"))).toContain(
+      "below the wiring imports workers/: sandbox/pool-browser.ts -> workers/trainer.worker.ts",
     );
     expect(violations(planted(edges, "model/memory-plan.ts", "model/tokenizer.ts", true))).toContain(
       "the face reaches past its parts: model/memory-plan.ts -> model/tokenizer.ts",

@@ -1,9 +1,10 @@
 // The import graph of the lab's own sources, and the rules docs/ARCHITECTURE.md states about
 // it: no circles (no files that import each other, directly or in a loop), nothing in model/
-// imports export/, and app/ and export/ reach model/ only through the model's face
-// (MODEL_FACE), directly or through another folder. Imports are read by TypeScript's own
-// pre-processor (static, `export ... from`, type-only and dynamic `import()` alike; comments
-// and strings are not imports). Checked by cli/imports.test.ts; `npx tsx cli/imports.ts`
+// imports export/, nothing below the wiring (BELOW_WIRING) imports workers/, and app/ and
+// export/ reach model/ only through the model's face (MODEL_FACE), directly or through another
+// folder. Imports are read from TypeScript's syntax tree (static, `export ... from`, type-only,
+// dynamic `import()` and `new URL("...", import.meta.url)`, the form a worker is started from,
+// alike; comments and strings are not imports). Checked by cli/imports.test.ts; `npx tsx cli/imports.ts`
 // prints the violations.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -50,6 +51,8 @@ export interface Edge {
   to: string;
   /** Only types cross (`import type`, or every name marked `type`): erased, no code loads. */
   typeOnly: boolean;
+  /** A module loaded from `new URL(..., import.meta.url)`: a worker's own thread, not this file's code. */
+  url?: boolean;
 }
 
 /** file -> the lab files it imports (relative specifiers resolved; packages left out). */
@@ -65,11 +68,14 @@ export function importEdges(root = ROOT): Map<string, Edge[]> {
       true,
     );
     const edges = new Map<string, boolean>();
-    const add = (spec: string, typeOnly: boolean) => {
+    const urls = new Set<string>();
+    const add = (spec: string, typeOnly: boolean, url = false) => {
       if (!spec.startsWith(".")) return;
       const base = join(dirname(file), spec.split("?")[0]).split("\\").join("/");
       const found = [base, `${base}.ts`, `${base}.tsx`, `${base}/index.ts`].find((c) => known.has(c));
-      if (found) edges.set(found, (edges.get(found) ?? true) && typeOnly);
+      if (!found) return;
+      if (url) urls.add(found);
+      else edges.set(found, (edges.get(found) ?? true) && typeOnly);
     };
     const visit = (node: ts.Node) => {
       if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
@@ -97,6 +103,17 @@ export function importEdges(root = ROOT): Map<string, Edge[]> {
         ts.isStringLiteralLike(node.arguments[0])
       ) {
         add(node.arguments[0].text, false);
+      } else if (
+        ts.isNewExpression(node) &&
+        ts.isIdentifier(node.expression) &&
+        node.expression.text === "URL" &&
+        node.arguments?.length === 2 &&
+        ts.isStringLiteralLike(node.arguments[0]) &&
+        node.arguments[1].getText(src) === "import.meta.url"
+      ) {
+        // `new URL("./x.worker.ts", import.meta.url)`: a worker (or other module) the bundler
+        // loads from this file, so an import like any other
+        add(node.arguments[0].text, false, true);
       } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
         const lit = node.argument.literal;
         if (ts.isStringLiteral(lit)) add(lit.text, true);
@@ -104,9 +121,11 @@ export function importEdges(root = ROOT): Map<string, Edge[]> {
       ts.forEachChild(node, visit);
     };
     visit(src);
+    const list: Edge[] = [...edges].map(([to, typeOnly]) => ({ to, typeOnly }));
+    for (const to of urls) if (!edges.has(to)) list.push({ to, typeOnly: false, url: true });
     graph.set(
       file,
-      [...edges].map(([to, typeOnly]) => ({ to, typeOnly })).sort((a, b) => a.to.localeCompare(b.to)),
+      list.sort((a, b) => a.to.localeCompare(b.to)),
     );
   }
   return graph;
@@ -117,9 +136,9 @@ export function importGraph(edges = importEdges()): Map<string, string[]> {
   return new Map([...edges].map(([f, es]) => [f, es.map((e) => e.to)]));
 }
 
-/** file -> the lab files whose code it loads (type-only imports left out). */
+/** file -> the lab files whose code it loads into its own thread (type-only imports and worker URLs left out). */
 export function codeGraph(edges = importEdges()): Map<string, string[]> {
-  return new Map([...edges].map(([f, es]) => [f, es.filter((e) => !e.typeOnly).map((e) => e.to)]));
+  return new Map([...edges].map(([f, es]) => [f, es.filter((e) => !e.typeOnly && !e.url).map((e) => e.to)]));
 }
 
 /** The circles: strongly connected sets of two or more files (Tarjan), each sorted. */
@@ -157,6 +176,18 @@ export function circles(graph: Map<string, string[]>): string[][] {
 }
 
 const isTest = (f: string) => /\.test\.tsx?$/.test(f);
+/** The folders below the wiring: they never import workers/ (the browser's and Node's wiring). */
+export const BELOW_WIRING = [
+  "kernels/",
+  "model/",
+  "rl/",
+  "sandbox/",
+  "tasks/",
+  "config/",
+  "export/",
+  "results/",
+];
+const belowWiring = (f: string) => BELOW_WIRING.some((d) => f.startsWith(d));
 const inModel = (f: string) => f.startsWith("model/");
 const isPageOrExport = (f: string) => (f.startsWith("app/") || f.startsWith("export/")) && !isTest(f);
 
@@ -199,6 +230,8 @@ export function violations(edges = importEdges()): string[] {
   for (const [file, targets] of all) {
     for (const t of targets) {
       if (inModel(file) && t.startsWith("export/")) out.push(`model/ imports export/: ${file} -> ${t}`);
+      if (belowWiring(file) && !isTest(file) && t.startsWith("workers/"))
+        out.push(`below the wiring imports workers/: ${file} -> ${t}`);
       if (isPageOrExport(file) && inModel(t) && t !== MODEL_FACE)
         out.push(`past the model's face: ${file} -> ${t}`);
     }

@@ -457,6 +457,9 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
       "verl's overlong buffer belongs to the DAPO reward manager of the DAPO recipe (recipe/dapo); compute_score does not see token counts",
     ),
     "custom-js": unmapped("a custom JavaScript reward is not exported"),
+    env: unmapped(
+      "a JavaScript environment's episode return is not exported (its steps run in the lab's sandbox)",
+    ),
   },
   "aux-loss": {
     "positive-lm": unmapped("VAPO's positive-example LM loss is not in verl's PPO trainer"),

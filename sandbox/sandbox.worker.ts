@@ -3,11 +3,11 @@
 // in Node, sandbox/node-worker-bootstrap.mjs imports it and calls serveSandbox(parentPort).
 // A call that breaks the module (a host-stack overflow inside wasm) or grows its memory
 // makes it load a new one (a few ms) before the next call, so every call starts from the
-// same heap and the memory limit does not depend on what ran before (sandbox/run-code.ts).
+// same heap and the memory limit does not depend on what ran before (run-code.ts).
 // Tested through sandbox/pool.test.ts and sandbox/adversarial.test.ts.
 import type { QuickJSWASMModule } from "quickjs-emscripten-core";
-import type { HostToWorker, SandboxEndpoint } from "../sandbox/protocol.ts";
-import { loadQuickJS, runCode, shouldReloadModule } from "../sandbox/run-code.ts";
+import type { HostToWorker, SandboxEndpoint } from "./protocol.ts";
+import { loadQuickJS, runCode, shouldReloadModule } from "./run-code.ts";
 
 export function serveSandbox(endpoint: SandboxEndpoint): void {
   let mod: Promise<QuickJSWASMModule> = loadQuickJS();
