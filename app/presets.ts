@@ -1,7 +1,7 @@
 // Presets for the config panel: the recipes in public/recipes/ (index.json lists them) and
 // the algorithm recipes of config/. A preset is a partial config layered over the root
 // defaults; a missing or broken recipe file is a notice, never a blank page.
-import { defaultRunConfig, mergeConfig, parseRunConfig, RECIPES, type RunConfig } from "../config";
+import { defaultRunConfig, mergeConfig, own, parseRunConfig, RECIPES, type RunConfig } from "../config";
 import { loadRecipeFile, type RecipeContrast } from "../config/recipe-file";
 import { fetchServedText } from "../workers/served-file";
 
@@ -56,7 +56,7 @@ export async function presetRecipe(
   p: PresetEntry,
 ): Promise<{ config: RunConfig; contrast?: RecipeContrast }> {
   let partial: unknown = {};
-  if (p.source === "algorithm") partial = RECIPES[p.id]?.config ?? {};
+  if (p.source === "algorithm") partial = own(RECIPES, p.id)?.config ?? {};
   else {
     const parsed = await loadRecipeFile(`recipes/${p.file}`, (file) =>
       fetchServedText(file, document.baseURI),

@@ -3,5 +3,6 @@
 export * from "./edit.ts";
 export * from "./meta.ts";
 export * from "./migrate.ts";
+export * from "./own.ts";
 export * from "./presets.ts";
 export * from "./schema.ts";

@@ -5,6 +5,7 @@
 // Tested by config/config.test.ts (every recipe parses).
 import { mergeConfig } from "./edit.ts";
 import { parseRunConfig } from "./migrate.ts";
+import { own } from "./own.ts";
 import { defaultRunConfig, formatConfigErrors, type RunConfig, type RunConfigInput } from "./schema.ts";
 
 export type Recipe = { help: string; config: RunConfigInput };
@@ -192,7 +193,7 @@ export const RECIPES: Record<string, Recipe> = {
 
 /** The full, validated config of a recipe, optionally with further overrides. Throws on errors. */
 export function recipeConfig(name: string, override: unknown = {}): RunConfig {
-  const recipe = RECIPES[name];
+  const recipe = own(RECIPES, name);
   if (!recipe) throw new Error(`unknown recipe "${name}" (known: ${Object.keys(RECIPES).join(", ")})`);
   const r = parseRunConfig(mergeConfig(mergeConfig(defaultRunConfig(), recipe.config), override));
   if (!r.ok) throw new Error(`recipe ${name}:\n${formatConfigErrors(r.errors)}`);

@@ -7,6 +7,7 @@
 // Tested by config/recipe-file.test.ts.
 import { mergeConfig } from "./edit.ts";
 import { parseRunConfig } from "./migrate.ts";
+import { own } from "./own.ts";
 import { RECIPES } from "./presets.ts";
 import { defaultRunConfig, formatConfigErrors, type RunConfig } from "./schema.ts";
 
@@ -87,13 +88,14 @@ export function parseRecipeFile(text: string, source: string, parent?: RunConfig
   }
   let base: Record<string, unknown> = (parent ?? defaultRunConfig()) as unknown as Record<string, unknown>;
   if (raw.base !== undefined) {
-    if (typeof raw.base !== "string" || !RECIPES[raw.base]) {
+    const recipe = typeof raw.base === "string" ? own(RECIPES, raw.base) : undefined;
+    if (!recipe) {
       return {
         ok: false,
         error: `${source}: unknown base recipe ${JSON.stringify(raw.base)} (known: ${Object.keys(RECIPES).join(", ")})`,
       };
     }
-    base = mergeConfig(base, RECIPES[raw.base].config);
+    base = mergeConfig(base, recipe.config);
   }
   const parsed = parseRunConfig(mergeConfig(base, raw.config ?? {}));
   if (!parsed.ok)

@@ -8,6 +8,7 @@
 // (`npx vitest run config/`).
 import { z } from "zod";
 import { POLICY_LOSSES } from "../rl/algos/losses.ts";
+import { own } from "./own.ts";
 import { TASK_OPTIONS, taskOptionIssues } from "./task-options.ts";
 
 export const CONFIG_VERSION = 2;
@@ -118,8 +119,17 @@ export const TaskSchema = z
   // Each built-in task's options against its schema, here where a config is parsed, so a link,
   // a recipe or the CLI with task.options {digts: 3} is refused before anything runs.
   .superRefine((task, ctx) => {
-    const schema = TASK_OPTIONS[task.name];
-    if (!schema) return;
+    const schema = own(TASK_OPTIONS, task.name);
+    if (!schema) {
+      // refused here, where a link, a recipe or the CLI's arguments are parsed, so nothing (a run
+      // folder, a stored run) is made for a task that cannot run
+      ctx.addIssue({
+        code: "custom",
+        path: ["name"],
+        message: `unknown task ${JSON.stringify(task.name)} (known: ${Object.keys(TASK_OPTIONS).join(", ")})`,
+      });
+      return;
+    }
     const r = schema.safeParse(task.options);
     if (r.success) return;
     for (const issue of taskOptionIssues(task.name, schema, r.error.issues))

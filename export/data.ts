@@ -6,6 +6,7 @@
 // gt_calls, tools_kwargs}, and agent_name "tool_agent" as its own column. Written with
 // hyparquet-writer; export/export.test.ts reads them back with hyparquet.
 import { parquetWriteBuffer } from "hyparquet-writer";
+import { own } from "../config/own.ts";
 import type { RunConfig } from "../config/schema.ts";
 import { type ChatTool, chatToolsOf, withToolPrompt } from "../model/face.ts";
 import { makeArithmeticTask } from "../tasks/arithmetic.ts";
@@ -45,7 +46,7 @@ export function exportTask(c: RunConfig): { task: Task; verifier: string; abilit
     throw new Error(
       `task.name: "${name}" is a multi-turn environment; verl runs environments through an Interaction (verl-agent, RAGEN), which this exporter does not write`,
     );
-  const e = EXPORT_TASKS[name];
+  const e = own(EXPORT_TASKS, name);
   if (!e)
     throw new Error(
       `task.name: unknown task "${name}" (exportable: ${Object.keys(EXPORT_TASKS).join(", ")})`,

@@ -4,6 +4,7 @@
 // task is one entry. JSONL tasks are made at run time by importJsonl().
 // Tested by tasks/index.test.ts.
 import type { z } from "zod";
+import { own } from "../config/own.ts";
 import { makeArithmeticTask } from "./arithmetic.ts";
 import {
   DEFAULT_ENV_LIMITS,
@@ -73,7 +74,7 @@ export function makeEnvTask(
 export const TASK_NAMES = Object.keys(TASKS);
 
 function entryOf(name: string): TaskEntry {
-  const t = TASKS[name];
+  const t = own(TASKS, name);
   if (!t)
     throw new Error(
       `task.name: unknown task "${name}" (known: ${TASK_NAMES.join(", ")}; user data: importJsonl)`,

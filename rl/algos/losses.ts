@@ -13,6 +13,8 @@
 // policy losses live by family: policy-loss.ts (their shared contract), policy-clip.ts,
 // policy-sequence.ts, policy-covariance.ts, policy-cispo-sapo.ts; aggregation.ts the AGG modes.
 // Tested by rl/algos/losses.test.ts (`npx vitest run rl/algos/`).
+
+import { own } from "../../config/own.ts";
 import { AGG, type AggFn, type AggMode, type AggOptions, aggregate } from "./aggregation.ts";
 import { CISPO, cispo, SAPO, sapo } from "./policy-cispo-sapo.ts";
 import { PPO_CLIP, ppoClip, VANILLA_PG, vanillaPg } from "./policy-clip.ts";
@@ -107,7 +109,7 @@ export const KL: Record<string, KlFn> = { k1, k2, k3 };
 
 /** Per-token KL term coef·k(lp, lp_ref) and its gradient, 0 on env tokens (§10). */
 export function klTerm(name: string, lp: Arr, lpRef: Arr, mask: Arr, coef: number) {
-  const fn = KL[name];
+  const fn = own(KL, name);
   if (!fn) throw new Error(`unknown KL estimator "${name}"`);
   const value = new Float64Array(mask.length);
   const grad = new Float64Array(mask.length);
