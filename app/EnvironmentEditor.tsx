@@ -38,6 +38,48 @@ function formSource(config: RunConfig | undefined): string | null {
 
 let dryRuns = 0;
 
+/** Selects (and focuses) line `line` of the textarea, where a syntax error or a throw points. */
+function selectLine(el: HTMLTextAreaElement | null, line: number) {
+  if (!el) return;
+  const lines = el.value.split("\n");
+  const start = lines.slice(0, line - 1).reduce((a, l) => a + l.length + 1, 0);
+  el.focus();
+  el.setSelectionRange(start, start + (lines[line - 1]?.length ?? 0));
+}
+
+type DryRunOk = Extract<EnvDryRunResult, { ok: true }>;
+type DryRunFailed = Extract<EnvDryRunResult, { ok: false }>;
+
+/** Opens a dry run's episodes in the inspector. */
+function inspectDryRun(r: DryRunOk, config: RunConfig) {
+  // The episodes as a run of their own (no training), so the inspector shows them token by token.
+  const id = `dry-run:${++dryRuns}`;
+  const active = useLab.getState().activeId;
+  useLab.setState((s) => addRun(s, id, config));
+  useLab.setState((s) =>
+    applyIncoming(s, id, { rows: [], samples: [r.samples], events: [], progress: null }),
+  );
+  useLab.setState((s) => setWorkerId(s, id, "", `dry run ${dryRuns}: ${r.info.name}`));
+  useLab.setState((s) => setRunPhase(s, id, "done"));
+  // The controls keep driving the run they drove; the inspector opens the dry run.
+  useLab.setState({ tab: "inspector", activeId: active, openId: id });
+}
+
+/** Puts the environment `source` into the form's run config, dropping pending task edits. */
+function putEnvInForm(source: string) {
+  const s = useLab.getState();
+  const old = s.form.config as RunConfig;
+  const task = {
+    ...old.task,
+    name: "env",
+    template: "chatml-turns" as const,
+    buckets: [],
+    options: { api_version: ENV_API_VERSION, source },
+  };
+  const pending = Object.fromEntries(Object.entries(s.form.pending).filter(([k]) => !k.startsWith("task.")));
+  useLab.setState({ form: { ...s.form, config: { ...old, task }, pending } });
+}
+
 export function EnvironmentEditor() {
   const config = useLab((s) => s.form.config) as RunConfig;
   const [source, setSource] = useState(() => formSource(config) ?? ENV_TEMPLATES[0].source);
@@ -46,36 +88,13 @@ export function EnvironmentEditor() {
   const [applied, setApplied] = useState<string | null>(null);
   const area = useRef<HTMLTextAreaElement>(null);
 
-  const selectLine = (line: number) => {
-    const el = area.current;
-    if (!el) return;
-    const lines = el.value.split("\n");
-    const start = lines.slice(0, line - 1).reduce((a, l) => a + l.length + 1, 0);
-    el.focus();
-    el.setSelectionRange(start, start + (lines[line - 1]?.length ?? 0));
-  };
-
   const run = async (): Promise<EnvDryRunResult> => {
     setBusy(true);
     const r = await envDryRun(source, config);
     setBusy(false);
     setResult(r);
-    if (!r.ok && r.line) selectLine(r.line);
+    if (!r.ok && r.line) selectLine(area.current, r.line);
     return r;
-  };
-
-  const inspect = (r: Extract<EnvDryRunResult, { ok: true }>) => {
-    // The episodes as a run of their own (no training), so the inspector shows them token by token.
-    const id = `dry-run:${++dryRuns}`;
-    const active = useLab.getState().activeId;
-    useLab.setState((s) => addRun(s, id, config));
-    useLab.setState((s) =>
-      applyIncoming(s, id, { rows: [], samples: [r.samples], events: [], progress: null }),
-    );
-    useLab.setState((s) => setWorkerId(s, id, "", `dry run ${dryRuns}: ${r.info.name}`));
-    useLab.setState((s) => setRunPhase(s, id, "done"));
-    // The controls keep driving the run they drove; the inspector opens the dry run.
-    useLab.setState({ tab: "inspector", activeId: active, openId: id });
   };
 
   const use = async () => {
@@ -84,19 +103,7 @@ export function EnvironmentEditor() {
       setApplied("Not used: the environment fails its dry run. Fix it and try again.");
       return;
     }
-    const s = useLab.getState();
-    const old = s.form.config as RunConfig;
-    const task = {
-      ...old.task,
-      name: "env",
-      template: "chatml-turns" as const,
-      buckets: [],
-      options: { api_version: ENV_API_VERSION, source },
-    };
-    const pending = Object.fromEntries(
-      Object.entries(s.form.pending).filter(([k]) => !k.startsWith("task.")),
-    );
-    useLab.setState({ form: { ...s.form, config: { ...old, task }, pending } });
+    putEnvInForm(source);
     setApplied(`The run config's task is now ${r.info.name}: Start trains on it.`);
   };
 
@@ -107,28 +114,12 @@ export function EnvironmentEditor() {
         episodes, and <code>check</code>, run in the QuickJS sandbox with a seeded Math.random and a virtual
         clock (API version {ENV_API_VERSION}; docs/ENVIRONMENTS.md has the types).
       </p>
-      <div className="row">
-        <label>
-          Start from{" "}
-          <select
-            data-testid="env-template"
-            value=""
-            onChange={(e) => {
-              const t = ENV_TEMPLATES.find((x) => x.name === e.target.value);
-              setSource(t ? t.source : BLANK);
-              setResult(null);
-            }}
-          >
-            <option value="">a template…</option>
-            {ENV_TEMPLATES.map((t) => (
-              <option key={t.name} value={t.name}>
-                {t.title}
-              </option>
-            ))}
-            <option value="blank">a blank environment</option>
-          </select>
-        </label>
-      </div>
+      <TemplatePicker
+        onPick={(next) => {
+          setSource(next);
+          setResult(null);
+        }}
+      />
       <textarea
         ref={area}
         data-testid="env-source"
@@ -156,57 +147,95 @@ export function EnvironmentEditor() {
         </div>
       )}
       {result && !result.ok && (
-        <div className="banner banner-error" role="alert" data-testid="env-error">
-          {result.error}
-          {result.line !== undefined && (
-            <>
-              {" "}
-              <button type="button" onClick={() => selectLine(result.line as number)}>
-                Show line {result.line}
-              </button>
-            </>
-          )}
-        </div>
+        <DryRunError result={result} onShowLine={(line) => selectLine(area.current, line)} />
       )}
-      {result?.ok && (
-        <div data-testid="env-result">
-          <p>
-            <strong>{result.info.name}</strong>: {result.info.multiTurn ? "multi-turn" : "single-turn"}, at
-            most {result.info.maxTurns} turns
-            {result.info.tools.length > 0 && `, tools ${result.info.tools.map((t) => t.name).join(", ")}`}
-            {";"}
-            played with{" "}
-            {result.scripted ? "its scripted policy" : "a random policy (the module has no policy)"}.
-          </p>
-          <table className="env-episodes" data-testid="env-episodes">
-            <thead>
-              <tr>
-                <th>seed</th>
-                <th>turns</th>
-                <th>rewards</th>
-                <th>return</th>
-                <th>success</th>
-                <th>ended</th>
-              </tr>
-            </thead>
-            <tbody>
-              {result.episodes.map((e) => (
-                <tr key={e.seed}>
-                  <td>{e.seed}</td>
-                  <td>{e.turns}</td>
-                  <td>{e.rewards.map((x) => +x.toFixed(3)).join(", ")}</td>
-                  <td>{+e.envReturn.toFixed(3)}</td>
-                  <td>{e.success ? "yes" : "no"}</td>
-                  <td>{e.error ?? e.ended ?? "done"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <button type="button" data-testid="env-inspect" onClick={() => inspect(result)}>
-            Show in the inspector
-          </button>
-        </div>
-      )}
+      {result?.ok && <DryRunEpisodes result={result} onInspect={() => inspectDryRun(result, config)} />}
     </section>
+  );
+}
+
+/** "Start from a template…": hands the chosen template's source (or a blank one) to `onPick`. */
+function TemplatePicker({ onPick }: { onPick: (source: string) => void }) {
+  return (
+    <div className="row">
+      <label>
+        Start from{" "}
+        <select
+          data-testid="env-template"
+          value=""
+          onChange={(e) => {
+            const t = ENV_TEMPLATES.find((x) => x.name === e.target.value);
+            onPick(t ? t.source : BLANK);
+          }}
+        >
+          <option value="">a template…</option>
+          {ENV_TEMPLATES.map((t) => (
+            <option key={t.name} value={t.name}>
+              {t.title}
+            </option>
+          ))}
+          <option value="blank">a blank environment</option>
+        </select>
+      </label>
+    </div>
+  );
+}
+
+/** A failed dry run's error, with a button that selects the line it points at. */
+function DryRunError({ result, onShowLine }: { result: DryRunFailed; onShowLine: (line: number) => void }) {
+  return (
+    <div className="banner banner-error" role="alert" data-testid="env-error">
+      {result.error}
+      {result.line !== undefined && (
+        <>
+          {" "}
+          <button type="button" onClick={() => onShowLine(result.line as number)}>
+            Show line {result.line}
+          </button>
+        </>
+      )}
+    </div>
+  );
+}
+
+/** A dry run's environment summary and its episodes as a table. */
+function DryRunEpisodes({ result, onInspect }: { result: DryRunOk; onInspect: () => void }) {
+  return (
+    <div data-testid="env-result">
+      <p>
+        <strong>{result.info.name}</strong>: {result.info.multiTurn ? "multi-turn" : "single-turn"}, at most{" "}
+        {result.info.maxTurns} turns
+        {result.info.tools.length > 0 && `, tools ${result.info.tools.map((t) => t.name).join(", ")}`}
+        {";"}
+        played with {result.scripted ? "its scripted policy" : "a random policy (the module has no policy)"}.
+      </p>
+      <table className="env-episodes" data-testid="env-episodes">
+        <thead>
+          <tr>
+            <th>seed</th>
+            <th>turns</th>
+            <th>rewards</th>
+            <th>return</th>
+            <th>success</th>
+            <th>ended</th>
+          </tr>
+        </thead>
+        <tbody>
+          {result.episodes.map((e) => (
+            <tr key={e.seed}>
+              <td>{e.seed}</td>
+              <td>{e.turns}</td>
+              <td>{e.rewards.map((x) => +x.toFixed(3)).join(", ")}</td>
+              <td>{+e.envReturn.toFixed(3)}</td>
+              <td>{e.success ? "yes" : "no"}</td>
+              <td>{e.error ?? e.ended ?? "done"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <button type="button" data-testid="env-inspect" onClick={onInspect}>
+        Show in the inspector
+      </button>
+    </div>
   );
 }

@@ -36,9 +36,14 @@ function defaultGroups(groups: readonly SampleGroup[]): string[] {
     .map((g) => g.groupId);
 }
 
-export function Inspector() {
-  const run = useLab(openRun);
-  const state = useLab((s) => s.inspector);
+type InspectorState = ReturnType<typeof useLab.getState>["inspector"];
+
+function setInspector(patch: Partial<InspectorState>) {
+  useLab.setState((s) => ({ inspector: { ...s.inspector, ...patch } }));
+}
+
+/** The inspected step's samples, those the filter shows, their groups and the groups picked. */
+function useInspectedGroups(run: RunRecord | undefined, state: InspectorState) {
   const { steps, current } = useMemo(() => inspectorStep({ inspector: state }, run), [state, run]);
   const samples = useMemo(() => (current && run ? (run.samples.get(current) ?? []) : []), [current, run]);
   const scale = useMemo(() => overlayScale(samples, state.overlay), [samples, state.overlay]);
@@ -50,124 +55,178 @@ export function Inspector() {
   const wanted = new Set(picked && picked.length > 0 ? picked : defaultGroups(allGroups));
   const groups = allGroups.filter((g) => wanted.has(g.groupId));
   const inStep = samples[0]?.groupsInStep ?? allGroups.length;
+  return { steps, current, samples, scale, shown, allGroups, wanted, groups, inStep };
+}
+
+export function Inspector() {
+  const run = useLab(openRun);
+  const state = useLab((s) => s.inspector);
+  const { steps, current, samples, scale, shown, allGroups, wanted, groups, inStep } = useInspectedGroups(
+    run,
+    state,
+  );
   const [raw, setRaw] = useState(false);
-  const set = (patch: Partial<typeof state>) =>
-    useLab.setState((s) => ({ inspector: { ...s.inspector, ...patch } }));
   if (!run) return <div className="panel-empty">Start a run to see its trajectories.</div>;
   return (
     <section className="inspector" data-testid="inspector" aria-label="Trajectory inspector">
-      <div className="inspector-toolbar">
-        <label>
-          Step{" "}
-          <select
-            data-testid="inspector-step"
-            value={state.pinnedStep ?? ""}
-            onChange={(e) => set({ pinnedStep: e.target.value || null, selected: null, groups: null })}
-          >
-            <option value="">latest{current && !state.pinnedStep ? ` (${current})` : ""}</option>
-            {steps.map((k) => (
-              <option key={k} value={k}>
-                {k}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Colour by{" "}
-          <select
-            data-testid="inspector-overlay"
-            value={state.overlay}
-            onChange={(e) => set({ overlay: e.target.value as Overlay })}
-          >
-            <option value="none">role only</option>
-            <option value="logprob">log-prob</option>
-            <option value="entropy">entropy</option>
-            <option value="advantage">advantage</option>
-            <option value="logratio">IS ratio (log, trainer/sampler)</option>
-          </select>
-        </label>
-        <label>
-          Show{" "}
-          <select value={state.filter} onChange={(e) => set({ filter: e.target.value as SampleFilter })}>
-            <option value="all">all trajectories</option>
-            <option value="failed-tools">failed tool calls</option>
-            <option value="truncated">truncated</option>
-            <option value="extreme-adv">extreme advantages</option>
-          </select>
-        </label>
-        <OverlayLegend scale={scale} />
-        <button type="button" onClick={() => setRaw(!raw)}>
-          {raw ? "Hide JSON" : "Raw JSON"}
-        </button>
-      </div>
+      <InspectorToolbar
+        state={state}
+        steps={steps}
+        current={current}
+        scale={scale}
+        raw={raw}
+        onToggleRaw={() => setRaw(!raw)}
+      />
       {run.engine ? <EngineNote engine={run.engine} /> : <RoleLegend />}
       {samples.length === 0 && <div className="panel-empty">No trajectories yet (fast mode sends none).</div>}
       {allGroups.length > 0 && (
-        <div className="group-picker" data-testid="group-picker">
-          <span data-testid="group-count">
-            {groups.length} of {inStep} groups
-            {inStep > allGroups.length ? ` (${allGroups.length} recorded)` : ""} ·{" "}
-            {allGroups.filter((g) => !g.zeroStd).length} with signal
-          </span>{" "}
-          {allGroups.map((g) => (
-            <label
-              key={g.groupId}
-              title={g.zeroStd ? "every reward equal: no learning signal" : "rewards differ"}
-            >
-              <input
-                type="checkbox"
-                data-testid="group-pick"
-                data-group={g.groupId}
-                data-signal={g.zeroStd ? "0" : "1"}
-                checked={wanted.has(g.groupId)}
-                onChange={(e) => {
-                  const next = new Set(wanted);
-                  if (e.target.checked) next.add(g.groupId);
-                  else next.delete(g.groupId);
-                  set({ groups: [...next] });
-                }}
-              />
-              {g.groupId}
-              {g.zeroStd ? "" : " ●"}
-            </label>
-          ))}
-        </div>
+        <GroupPicker allGroups={allGroups} shownCount={groups.length} inStep={inStep} wanted={wanted} />
       )}
       {raw && <pre className="raw-json">{JSON.stringify(shown, null, 1)}</pre>}
       <div className="groups">
         {groups.map((g) => (
-          <div
-            key={g.groupId}
-            className="group"
-            data-testid="sample-group"
-            data-signal={g.zeroStd ? "0" : "1"}
-          >
-            <div className="group-head">
-              group {g.groupId}
-              {g.zeroStd && (
-                <span className="badge badge-warn" title="Every reward equal: no learning signal">
-                  zero std
-                </span>
-              )}
-              <span className={`badge filter-${g.filter || "kept"}`} data-testid="filter-decision">
-                {g.filter || "kept"}
-              </span>
-            </div>
-            <div className="group-samples">
-              {g.samples.map((s) => (
-                <SampleCard
-                  key={samples.indexOf(s)}
-                  sample={s}
-                  index={samples.indexOf(s)}
-                  stepKey={current ?? ""}
-                  scale={scale}
-                />
-              ))}
-            </div>
-          </div>
+          <GroupCard key={g.groupId} group={g} samples={samples} stepKey={current ?? ""} scale={scale} />
         ))}
       </div>
     </section>
+  );
+}
+
+/** The step, overlay and filter pickers, the overlay's legend and the raw-JSON toggle. */
+function InspectorToolbar(props: {
+  state: InspectorState;
+  steps: readonly string[];
+  current: string | null | undefined;
+  scale: OverlayScale;
+  raw: boolean;
+  onToggleRaw: () => void;
+}) {
+  const { state, steps, current, scale, raw, onToggleRaw } = props;
+  return (
+    <div className="inspector-toolbar">
+      <label>
+        Step{" "}
+        <select
+          data-testid="inspector-step"
+          value={state.pinnedStep ?? ""}
+          onChange={(e) => setInspector({ pinnedStep: e.target.value || null, selected: null, groups: null })}
+        >
+          <option value="">latest{current && !state.pinnedStep ? ` (${current})` : ""}</option>
+          {steps.map((k) => (
+            <option key={k} value={k}>
+              {k}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Colour by{" "}
+        <select
+          data-testid="inspector-overlay"
+          value={state.overlay}
+          onChange={(e) => setInspector({ overlay: e.target.value as Overlay })}
+        >
+          <option value="none">role only</option>
+          <option value="logprob">log-prob</option>
+          <option value="entropy">entropy</option>
+          <option value="advantage">advantage</option>
+          <option value="logratio">IS ratio (log, trainer/sampler)</option>
+        </select>
+      </label>
+      <label>
+        Show{" "}
+        <select
+          value={state.filter}
+          onChange={(e) => setInspector({ filter: e.target.value as SampleFilter })}
+        >
+          <option value="all">all trajectories</option>
+          <option value="failed-tools">failed tool calls</option>
+          <option value="truncated">truncated</option>
+          <option value="extreme-adv">extreme advantages</option>
+        </select>
+      </label>
+      <OverlayLegend scale={scale} />
+      <button type="button" onClick={onToggleRaw}>
+        {raw ? "Hide JSON" : "Raw JSON"}
+      </button>
+    </div>
+  );
+}
+
+/** "2 of 8 groups · 3 with signal" and a checkbox per recorded group. */
+function GroupPicker(props: {
+  allGroups: readonly SampleGroup[];
+  shownCount: number;
+  inStep: number;
+  wanted: ReadonlySet<string>;
+}) {
+  const { allGroups, shownCount, inStep, wanted } = props;
+  return (
+    <div className="group-picker" data-testid="group-picker">
+      <span data-testid="group-count">
+        {shownCount} of {inStep} groups
+        {inStep > allGroups.length ? ` (${allGroups.length} recorded)` : ""} ·{" "}
+        {allGroups.filter((g) => !g.zeroStd).length} with signal
+      </span>{" "}
+      {allGroups.map((g) => (
+        <label
+          key={g.groupId}
+          title={g.zeroStd ? "every reward equal: no learning signal" : "rewards differ"}
+        >
+          <input
+            type="checkbox"
+            data-testid="group-pick"
+            data-group={g.groupId}
+            data-signal={g.zeroStd ? "0" : "1"}
+            checked={wanted.has(g.groupId)}
+            onChange={(e) => {
+              const next = new Set(wanted);
+              if (e.target.checked) next.add(g.groupId);
+              else next.delete(g.groupId);
+              setInspector({ groups: [...next] });
+            }}
+          />
+          {g.groupId}
+          {g.zeroStd ? "" : " ●"}
+        </label>
+      ))}
+    </div>
+  );
+}
+
+/** One GRPO group: its head (zero std, filter decision) and its samples side by side. */
+function GroupCard(props: {
+  group: SampleGroup;
+  samples: readonly SampleRecord[];
+  stepKey: string;
+  scale: OverlayScale;
+}) {
+  const { group: g, samples, stepKey, scale } = props;
+  return (
+    <div className="group" data-testid="sample-group" data-signal={g.zeroStd ? "0" : "1"}>
+      <div className="group-head">
+        group {g.groupId}
+        {g.zeroStd && (
+          <span className="badge badge-warn" title="Every reward equal: no learning signal">
+            zero std
+          </span>
+        )}
+        <span className={`badge filter-${g.filter || "kept"}`} data-testid="filter-decision">
+          {g.filter || "kept"}
+        </span>
+      </div>
+      <div className="group-samples">
+        {g.samples.map((s) => (
+          <SampleCard
+            key={samples.indexOf(s)}
+            sample={s}
+            index={samples.indexOf(s)}
+            stepKey={stepKey}
+            scale={scale}
+          />
+        ))}
+      </div>
+    </div>
   );
 }
 

@@ -10,7 +10,7 @@
 // Zoom survives streaming (setData(data, false) while zoomed); double-click resets it.
 // It redraws only when on screen (or within half a screen of it) and not in fast mode; a chart
 // scrolled into view is drawn before the frame that shows it.
-import { useEffect, useMemo, useRef, useState } from "react";
+import { type RefObject, useEffect, useMemo, useRef, useState } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { RunConfig } from "../config";
@@ -40,9 +40,12 @@ const Y_AXIS_MIN = 52;
 /** Charts within this many screen heights of the view are kept drawn. */
 const NEAR_SCREEN = 0.5;
 
+/** A marker placed on the x axis. */
+type PlacedMarker = { x: number; marker: Marker };
+
 interface Drawing {
   data: ChartData;
-  markers: { x: number; marker: Marker }[];
+  markers: PlacedMarker[];
   width: number;
   log: boolean;
 }
@@ -117,7 +120,7 @@ function seriesOpts(data: ChartData, xLabel: string): { series: uPlot.Series[]; 
   return { series, bands };
 }
 
-function placeMarkers(u: uPlot, markers: readonly { x: number; marker: Marker }[], layer: HTMLDivElement) {
+function placeMarkers(u: uPlot, markers: readonly PlacedMarker[], layer: HTMLDivElement) {
   layer.replaceChildren();
   const width = u.over.clientWidth;
   const clusters = clusterMarkers(
@@ -248,7 +251,8 @@ function seriesInputs(runs: readonly RunRecord[], currentId: string | undefined)
   }));
 }
 
-export function MetricChart({ def }: { def: ChartDef }) {
+/** The store's settings one chart draws with. */
+function useChartView(def: ChartDef) {
   // In fast mode the charts hold the runs they last drew: no data work per incoming row.
   const frozen = useRef<RunRecord[]>([]);
   const runs = useLab((s) => {
@@ -264,15 +268,13 @@ export function MetricChart({ def }: { def: ChartDef }) {
   const fast = useLab((s) => s.fast);
   const theme = useLab((s) => s.theme);
   const formConfig = useLab((s) => activeRun(s)?.liveConfig ?? (s.form.config as RunConfig));
-  const holder = useRef<HTMLDivElement>(null);
-  const readout = useRef<HTMLDivElement>(null);
-  const plot = useRef<uPlot | null>(null);
-  const zoomed = useRef(false);
-  const markerLayer = useRef<HTMLDivElement | null>(null);
-  const markersRef = useRef<{ x: number; marker: Marker }[]>([]);
-  const [visible, setVisible] = useState(true);
-  const [width, setWidth] = useState(320);
+  return { runs, activeId, smoothing, xAxis, bandMode, log, clip, fast, theme, formConfig };
+}
+type ChartView = ReturnType<typeof useChartView>;
 
+/** The visible runs' series, markers and legend for this chart at the plot's width. */
+function useChartData(def: ChartDef, view: ChartView, width: number) {
+  const { runs, activeId, smoothing, xAxis, bandMode } = view;
   const visibleRuns = useMemo(() => runs.filter((r) => r.visible), [runs]);
   const currentId = activeId ?? runs[runs.length - 1]?.id;
   const inputs = useMemo(() => seriesInputs(visibleRuns, currentId), [visibleRuns, currentId]);
@@ -299,23 +301,308 @@ export function MetricChart({ def }: { def: ChartDef }) {
   }, [def, visibleRuns, xAxis]);
   const legend = useMemo(() => chartLegend(def, data), [def, data]);
   const xLabel = xAxis === "time" ? "wall time (s)" : def.phase === "sft" ? "SFT step" : "RL step";
-  // The shape of the plot (series list, log) changes rarely; data changes every frame.
-  const shapeKey = `${data.series.map((s) => `${s.runId}:${s.runName}:${s.key}:${s.current}:${s.role}`).join("|")}|${log}|${clip}|${theme}|${xAxis}`;
+  return { visibleRuns, inputs, data, markers, legend, xLabel };
+}
+
+/** What the figure's data attributes say about the drawing (tests and DOM readers read them). */
+function figureStats(data: ChartData) {
   const currentSeries = data.series.filter((s) => s.current && s.role !== "seed");
-  const points = currentSeries.reduce((a, s) => a + s.points, 0);
-  const keysWithPoints = [...new Set(currentSeries.map((s) => s.key))].join(",");
-  const bands = data.series.filter((s) => s.band).length;
-  // Where each of the current run's bold lines ends, as drawn (tests read it beside the legend).
-  const ends = JSON.stringify(
-    Object.fromEntries(
-      currentSeries.map((s) => [s.key, [...s.smooth].reverse().find((v) => v !== null) ?? null]),
+  return {
+    points: currentSeries.reduce((a, s) => a + s.points, 0),
+    keysWithPoints: [...new Set(currentSeries.map((s) => s.key))].join(","),
+    bands: data.series.filter((s) => s.band).length,
+    // Where each of the current run's bold lines ends, as drawn (tests read it beside the legend).
+    ends: JSON.stringify(
+      Object.fromEntries(
+        currentSeries.map((s) => [s.key, [...s.smooth].reverse().find((v) => v !== null) ?? null]),
+      ),
     ),
-  );
-  const seedRuns = new Set(data.series.filter((s) => s.role === "seed").map((s) => s.runId)).size;
-  const lastSeen = useRef({ data, markers, legend, width, log, fast });
-  lastSeen.current = { data, markers, legend, width, log, fast };
+    seedRuns: new Set(data.series.filter((s) => s.role === "seed").map((s) => s.runId)).size,
+  };
+}
+
+/** The shape of the plot (series list, log): it changes rarely, the data every frame. */
+function shapeKeyOf(data: ChartData, view: ChartView): string {
+  const series = data.series.map((s) => `${s.runId}:${s.runName}:${s.key}:${s.current}:${s.role}`);
+  return `${series.join("|")}|${view.log}|${view.clip}|${view.theme}|${view.xAxis}`;
+}
+
+/** What the last render computed, read by uPlot's hooks and the draw calls. */
+interface Seen {
+  data: ChartData;
+  markers: PlacedMarker[];
+  legend: Legend;
+  width: number;
+  log: boolean;
+  fast: boolean;
+}
+
+/** The mutable state a plot's hooks and listeners share with the component. */
+interface PlotRefs {
+  readout: RefObject<HTMLDivElement | null>;
+  zoomed: RefObject<boolean>;
+  markerLayer: RefObject<HTMLDivElement | null>;
+  markersRef: RefObject<PlacedMarker[]>;
+  lastSeen: RefObject<Seen>;
+}
+
+/** What the plot is built with; a change to any of these rebuilds it (they make the shape key). */
+interface PlotShape {
+  def: ChartDef;
+  log: boolean;
+  clip: boolean;
+  xLabel: string;
+  xAxis: ChartView["xAxis"];
+}
+
+/** The y range: the 5th-95th percentile when clipped, rates from 0, a little padding. */
+function yRangeOf(d: ChartData, { def, log, clip }: PlotShape): uPlot.Scale.Range {
+  return (_u, min, max) => {
+    if (clip) {
+      const r = percentileRange(d.series.flatMap((s) => s.raw));
+      if (r) return [r[0], r[1] > r[0] ? r[1] : r[0] + 1];
+    }
+    if (min === null || max === null || !Number.isFinite(min)) return [0, 1];
+    const lo = def.rate && !log && min >= 0 ? 0 : min;
+    const hi = max > lo ? max : lo + (Math.abs(lo) || 1);
+    const pad = log ? 0 : (hi - lo) * 0.05;
+    return [log ? lo : lo - (lo === 0 ? 0 : pad), hi + pad];
+  };
+}
+
+const AXIS_FONT = "11px system-ui, sans-serif";
+
+function xAxisOpts(xLabel: string): uPlot.Axis {
+  return {
+    stroke: cssVar("--muted"),
+    grid: { stroke: cssVar("--grid") },
+    ticks: { stroke: cssVar("--grid") },
+    label: xLabel,
+    labelSize: 16,
+    labelFont: AXIS_FONT,
+    // Steps are integers: no 0.5 ticks.
+    incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
+  };
+}
+
+/**
+ * The y axis's width: wide enough for the longest tick label (near 1 the importance ratio's read
+ * "1.000005": a fixed 52 px cut their first digits); measured with the axis's own font.
+ */
+function yAxisSize(el: HTMLElement): uPlot.Axis.Size {
+  return (u, values, axisIdx, cycleNum) => {
+    const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number; font?: unknown };
+    if (cycleNum > 1 && axis._size) return axis._size;
+    const longest = (values ?? []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), "");
+    const font = Array.isArray(axis.font) ? String(axis.font[0]) : String(axis.font ?? "");
+    if (font) u.ctx.font = font;
+    const text = Math.ceil(u.ctx.measureText(longest).width / uPlot.pxRatio);
+    const size = Math.max(Y_AXIS_MIN, text + (axis.ticks?.size ?? 10) + (axis.gap ?? 5) + 2);
+    const fig = el.closest("figure");
+    if (fig) {
+      fig.dataset.yLabelWidth = String(text);
+      fig.dataset.yAxisSize = String(size);
+    }
+    return size;
+  };
+}
+
+function yAxisOpts(el: HTMLElement, def: ChartDef): uPlot.Axis {
+  return {
+    stroke: cssVar("--muted"),
+    grid: { stroke: cssVar("--grid") },
+    ticks: { stroke: cssVar("--grid") },
+    size: yAxisSize(el),
+    label: def.unit,
+    labelSize: def.unit ? 16 : 0,
+    labelFont: AXIS_FONT,
+    values: (_u, splits) => {
+      const labels = tickLabels(splits);
+      // On the figure, for tests and for people reading the DOM (the axis is a canvas).
+      const fig = el.closest("figure");
+      if (fig) fig.dataset.yLabels = labels.join("|");
+      return labels;
+    },
+  };
+}
+
+/** The hover readout at data index `i`: step, then each line's raw, smoothed and band values. */
+function readoutText(cur: ChartData, i: number, def: ChartDef, xAxis: PlotShape["xAxis"]): string {
+  const at = cur.x[i];
+  const lines = cur.series
+    .filter((s) => s.role !== "seed")
+    .map((s) => ({ s, raw: s.raw[i], sm: s.smooth[i] }))
+    .filter((r) => r.raw !== null && r.raw !== undefined)
+    .sort((a, b) => Number(b.s.current) - Number(a.s.current))
+    .map((r) => {
+      const band = r.s.band
+        ? ` ${bandModeText()} ${fmtNum(r.s.band.lo[i] ?? Number.NaN)}..${fmtNum(r.s.band.hi[i] ?? Number.NaN)}`
+        : "";
+      const sm = r.s.sparse ? "" : ` (smoothed ${fmtNum(r.sm ?? Number.NaN)})`;
+      return `${r.s.runName} ${r.s.label}: ${fmtNum(r.raw)}${sm}${band}`;
+    });
+  const where = xAxis === "time" ? `${fmtNum(at)} s` : `step ${at}`;
+  return `${where} · ${lines.join(" · ")}${def.phase === "rl" && xAxis === "step" ? " · click: inspect" : ""}`;
+}
+
+function plotHooks(el: HTMLElement, { def, xAxis }: PlotShape, refs: PlotRefs): uPlot.Hooks.Arrays {
+  const { readout, zoomed, markerLayer, markersRef, lastSeen } = refs;
+  return {
+    // The visible x range, on the figure, for tests and for people reading the DOM.
+    setScale: [
+      (u, key) => {
+        const fig = el.closest("figure");
+        if (key !== "x" || !fig) return;
+        fig.dataset.xmin = String(u.scales.x.min);
+        fig.dataset.xmax = String(u.scales.x.max);
+        fig.dataset.zoomed = zoomed.current ? "1" : "0";
+      },
+    ],
+    // The last x uPlot was given, on the figure: beside data-x-last (the data's), it says
+    // whether the canvas shows the newest data (tests of off-screen charts read it).
+    setData: [
+      (u) => {
+        const fig = el.closest("figure");
+        if (fig) fig.dataset.drawnXLast = String(u.data[0].at(-1) ?? "");
+      },
+    ],
+    setSelect: [
+      (u) => {
+        if (u.select.width > 0) zoomed.current = true;
+      },
+    ],
+    draw: [
+      (u) => {
+        if (markerLayer.current) placeMarkers(u, markersRef.current, markerLayer.current);
+        drawBaseline(u, baselineValue(def, lastSeen.current.data));
+      },
+    ],
+    setCursor: [
+      (u) => {
+        const out = readout.current;
+        const i = u.cursor.idx;
+        if (!out) return;
+        out.textContent =
+          i === null || i === undefined ? "" : readoutText(lastSeen.current.data, i, def, xAxis);
+      },
+    ],
+  };
+}
+
+function plotOptions(el: HTMLElement, shape: PlotShape, refs: PlotRefs): uPlot.Options {
+  const { def, log, xLabel } = shape;
+  const d = refs.lastSeen.current.data;
+  const { series, bands } = seriesOpts(d, xLabel);
+  return {
+    width: Math.max(200, el.clientWidth),
+    height: 190,
+    legend: { show: false },
+    cursor: { sync: { key: SYNC.key }, drag: { x: true, y: false }, y: false },
+    scales: { x: { time: false }, y: { distr: log ? 3 : 1, range: log ? undefined : yRangeOf(d, shape) } },
+    bands,
+    axes: [xAxisOpts(xLabel), yAxisOpts(el, def)],
+    series,
+    hooks: plotHooks(el, shape, refs),
+  };
+}
+
+/**
+ * Builds the plot in `el` with its marker layer, double-click (zoom reset) and click (pin the
+ * step in the inspector) listeners; returns the plot and what tears it down.
+ */
+function createPlot(el: HTMLElement, shape: PlotShape, refs: PlotRefs) {
+  const { def, log, xAxis } = shape;
+  const { zoomed, markerLayer, markersRef, lastSeen } = refs;
+  const u = new uPlot(plotOptions(el, shape, refs), toAligned(lastSeen.current.data, log), el);
+  const layer = document.createElement("div");
+  layer.className = "marker-layer";
+  u.over.append(layer);
+  markerLayer.current = layer;
+  markersRef.current = lastSeen.current.markers;
+  placeMarkers(u, markersRef.current, layer);
+  const onDbl = () => {
+    zoomed.current = false;
+    const fig = el.closest("figure");
+    if (fig) fig.dataset.zoomed = "0";
+  };
+  // A click (not a drag) on an RL chart pins that step in the trajectory inspector.
+  const onClick = () => {
+    const i = u.cursor.idx;
+    if (def.phase !== "rl" || xAxis !== "step" || i === null || i === undefined || u.select.width > 0) return;
+    pinInspectorStep(lastSeen.current.data.x[i]);
+  };
+  u.over.addEventListener("dblclick", onDbl);
+  u.over.addEventListener("click", onClick);
+  const destroy = () => {
+    u.over.removeEventListener("dblclick", onDbl);
+    u.over.removeEventListener("click", onClick);
+    u.destroy();
+  };
+  return { u, destroy };
+}
+
+/**
+ * Keeps the plot's width and on-screen state in step with `holder`.
+ * Off-screen charts are not drawn (setData costs a canvas redraw per row). A chart coming on
+ * screen must not show what it held when it left (or the step-0 point it was created with):
+ * an IntersectionObserver's callback and the React effect it leads to run only after the frame
+ * that shows the chart is painted (seconds later on a busy page). So the observer's margin keeps
+ * charts within half a screen of the view drawn, and a scroll that brings a stale chart into
+ * view draws it in the scroll event, which the browser dispatches before that frame's paint.
+ */
+function useOnScreen(
+  holder: RefObject<HTMLDivElement | null>,
+  setWidth: (w: number) => void,
+  setVisible: (on: boolean) => void,
+  drawRef: RefObject<() => void>,
+  isStale: RefObject<() => boolean>,
+) {
+  // biome-ignore lint/correctness/useExhaustiveDependencies: set up once; reads the rest through refs
+  useEffect(() => {
+    const el = holder.current;
+    if (!el) return;
+    const ro = new ResizeObserver(() => setWidth(Math.max(200, Math.floor(el.clientWidth))));
+    ro.observe(el);
+    const io = new IntersectionObserver(
+      (entries) => {
+        const on = entries.at(-1)?.isIntersecting ?? false;
+        if (on) drawRef.current();
+        setVisible(on);
+      },
+      { rootMargin: `${NEAR_SCREEN * 100}% 0px` },
+    );
+    io.observe(el);
+    const onScroll = () => {
+      if (!isStale.current()) return;
+      const r = el.getBoundingClientRect();
+      const margin = window.innerHeight * NEAR_SCREEN;
+      if (r.bottom > -margin && r.top < window.innerHeight + margin && r.width > 0) drawRef.current();
+    };
+    document.addEventListener("scroll", onScroll, { capture: true, passive: true });
+    return () => {
+      ro.disconnect();
+      io.disconnect();
+      document.removeEventListener("scroll", onScroll, { capture: true });
+    };
+  }, []);
+}
+
+/**
+ * The uPlot instance behind one chart: rebuilt when `shapeKey` changes, given the newest data
+ * when on screen and not in fast mode, zoom kept across streaming.
+ */
+function useUplot(seen: Seen, shape: PlotShape, shapeKey: string, setWidth: (w: number) => void) {
+  const holder = useRef<HTMLDivElement>(null);
+  const readout = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const zoomed = useRef(false);
+  const markerLayer = useRef<HTMLDivElement | null>(null);
+  const markersRef = useRef<PlacedMarker[]>([]);
+  const [visible, setVisible] = useState(true);
+  const lastSeen = useRef(seen);
+  lastSeen.current = seen;
   /** What uPlot was last given. */
-  const drawn = useRef<typeof lastSeen.current | null>(null);
+  const drawn = useRef<Seen | null>(null);
 
   /** Gives uPlot the newest data (from the last render) unless it has it already. */
   const draw = () => {
@@ -334,201 +621,21 @@ export function MetricChart({ def }: { def: ChartDef }) {
   };
   const drawRef = useRef(draw);
   drawRef.current = draw;
-
-  // Off-screen charts are not drawn (setData costs a canvas redraw per row). A chart coming on
-  // screen must not show what it held when it left (or the step-0 point it was created with):
-  // an IntersectionObserver's callback and the React effect it leads to run only after the frame
-  // that shows the chart is painted (seconds later on a busy page). So the observer's margin keeps
-  // charts within half a screen of the view drawn, and a scroll that brings a stale chart into
-  // view draws it in the scroll event, which the browser dispatches before that frame's paint.
-  useEffect(() => {
-    const el = holder.current;
-    if (!el) return;
-    const ro = new ResizeObserver(() => setWidth(Math.max(200, Math.floor(el.clientWidth))));
-    ro.observe(el);
-    const io = new IntersectionObserver(
-      (entries) => {
-        const on = entries.at(-1)?.isIntersecting ?? false;
-        if (on) drawRef.current();
-        setVisible(on);
-      },
-      { rootMargin: `${NEAR_SCREEN * 100}% 0px` },
-    );
-    io.observe(el);
-    const onScroll = () => {
-      if (!plot.current || lastSeen.current.fast || sameDrawing(drawn.current, lastSeen.current)) return;
-      const r = el.getBoundingClientRect();
-      const margin = window.innerHeight * NEAR_SCREEN;
-      if (r.bottom > -margin && r.top < window.innerHeight + margin && r.width > 0) drawRef.current();
-    };
-    document.addEventListener("scroll", onScroll, { capture: true, passive: true });
-    return () => {
-      ro.disconnect();
-      io.disconnect();
-      document.removeEventListener("scroll", onScroll, { capture: true });
-    };
-  }, []);
+  const isStale = useRef(
+    () => !!plot.current && !lastSeen.current.fast && !sameDrawing(drawn.current, lastSeen.current),
+  );
+  useOnScreen(holder, setWidth, setVisible, drawRef, isStale);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: rebuilt only when the shape changes
   useEffect(() => {
     const el = holder.current;
     if (!el) return;
-    const { data: d } = lastSeen.current;
-    const yRange: uPlot.Scale.Range = (_u, min, max) => {
-      if (clip) {
-        const r = percentileRange(d.series.flatMap((s) => s.raw));
-        if (r) return [r[0], r[1] > r[0] ? r[1] : r[0] + 1];
-      }
-      if (min === null || max === null || !Number.isFinite(min)) return [0, 1];
-      const lo = def.rate && !log && min >= 0 ? 0 : min;
-      const hi = max > lo ? max : lo + (Math.abs(lo) || 1);
-      const pad = log ? 0 : (hi - lo) * 0.05;
-      return [log ? lo : lo - (lo === 0 ? 0 : pad), hi + pad];
-    };
-    const { series, bands: bandOpts } = seriesOpts(d, xLabel);
-    const axisFont = "11px system-ui, sans-serif";
-    const opts: uPlot.Options = {
-      width: Math.max(200, el.clientWidth),
-      height: 190,
-      legend: { show: false },
-      cursor: { sync: { key: SYNC.key }, drag: { x: true, y: false }, y: false },
-      scales: { x: { time: false }, y: { distr: log ? 3 : 1, range: log ? undefined : yRange } },
-      bands: bandOpts,
-      axes: [
-        {
-          stroke: cssVar("--muted"),
-          grid: { stroke: cssVar("--grid") },
-          ticks: { stroke: cssVar("--grid") },
-          label: xLabel,
-          labelSize: 16,
-          labelFont: axisFont,
-          // Steps are integers: no 0.5 ticks.
-          incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
-        },
-        {
-          stroke: cssVar("--muted"),
-          grid: { stroke: cssVar("--grid") },
-          ticks: { stroke: cssVar("--grid") },
-          // Wide enough for the longest tick label (near 1 the importance ratio's read "1.000005":
-          // a fixed 52 px cut their first digits); measured with the axis's own font.
-          size: (u, values, axisIdx, cycleNum) => {
-            const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number; font?: unknown };
-            if (cycleNum > 1 && axis._size) return axis._size;
-            const longest = (values ?? []).reduce(
-              (a, v) => (String(v).length > a.length ? String(v) : a),
-              "",
-            );
-            const font = Array.isArray(axis.font) ? String(axis.font[0]) : String(axis.font ?? "");
-            if (font) u.ctx.font = font;
-            const text = Math.ceil(u.ctx.measureText(longest).width / uPlot.pxRatio);
-            const size = Math.max(Y_AXIS_MIN, text + (axis.ticks?.size ?? 10) + (axis.gap ?? 5) + 2);
-            const fig = el.closest("figure");
-            if (fig) {
-              fig.dataset.yLabelWidth = String(text);
-              fig.dataset.yAxisSize = String(size);
-            }
-            return size;
-          },
-          label: def.unit,
-          labelSize: def.unit ? 16 : 0,
-          labelFont: axisFont,
-          values: (_u, splits) => {
-            const labels = tickLabels(splits);
-            // On the figure, for tests and for people reading the DOM (the axis is a canvas).
-            const fig = el.closest("figure");
-            if (fig) fig.dataset.yLabels = labels.join("|");
-            return labels;
-          },
-        },
-      ],
-      series,
-      hooks: {
-        // The visible x range, on the figure, for tests and for people reading the DOM.
-        setScale: [
-          (u, key) => {
-            const fig = el.closest("figure");
-            if (key !== "x" || !fig) return;
-            fig.dataset.xmin = String(u.scales.x.min);
-            fig.dataset.xmax = String(u.scales.x.max);
-            fig.dataset.zoomed = zoomed.current ? "1" : "0";
-          },
-        ],
-        // The last x uPlot was given, on the figure: beside data-x-last (the data's), it says
-        // whether the canvas shows the newest data (tests of off-screen charts read it).
-        setData: [
-          (u) => {
-            const fig = el.closest("figure");
-            if (fig) fig.dataset.drawnXLast = String(u.data[0].at(-1) ?? "");
-          },
-        ],
-        setSelect: [
-          (u) => {
-            if (u.select.width > 0) zoomed.current = true;
-          },
-        ],
-        draw: [
-          (u) => {
-            if (markerLayer.current) placeMarkers(u, markersRef.current, markerLayer.current);
-            drawBaseline(u, baselineValue(def, lastSeen.current.data));
-          },
-        ],
-        setCursor: [
-          (u) => {
-            const out = readout.current;
-            const i = u.cursor.idx;
-            if (!out) return;
-            if (i === null || i === undefined) {
-              out.textContent = "";
-              return;
-            }
-            const { data: cur } = lastSeen.current;
-            const at = cur.x[i];
-            const lines = cur.series
-              .filter((s) => s.role !== "seed")
-              .map((s) => ({ s, raw: s.raw[i], sm: s.smooth[i] }))
-              .filter((r) => r.raw !== null && r.raw !== undefined)
-              .sort((a, b) => Number(b.s.current) - Number(a.s.current))
-              .map((r) => {
-                const band = r.s.band
-                  ? ` ${bandModeText()} ${fmtNum(r.s.band.lo[i] ?? Number.NaN)}..${fmtNum(r.s.band.hi[i] ?? Number.NaN)}`
-                  : "";
-                const sm = r.s.sparse ? "" : ` (smoothed ${fmtNum(r.sm ?? Number.NaN)})`;
-                return `${r.s.runName} ${r.s.label}: ${fmtNum(r.raw)}${sm}${band}`;
-              });
-            const where = xAxis === "time" ? `${fmtNum(at)} s` : `step ${at}`;
-            out.textContent = `${where} · ${lines.join(" · ")}${def.phase === "rl" && xAxis === "step" ? " · click: inspect" : ""}`;
-          },
-        ],
-      },
-    };
-    const u = new uPlot(opts, toAligned(d, log), el);
-    const layer = document.createElement("div");
-    layer.className = "marker-layer";
-    u.over.append(layer);
-    markerLayer.current = layer;
-    markersRef.current = lastSeen.current.markers;
-    placeMarkers(u, markersRef.current, layer);
-    const onDbl = () => {
-      zoomed.current = false;
-      const fig = el.closest("figure");
-      if (fig) fig.dataset.zoomed = "0";
-    };
-    // A click (not a drag) on an RL chart pins that step in the trajectory inspector.
-    const onClick = () => {
-      const i = u.cursor.idx;
-      if (def.phase !== "rl" || xAxis !== "step" || i === null || i === undefined || u.select.width > 0)
-        return;
-      pinInspectorStep(lastSeen.current.data.x[i]);
-    };
-    u.over.addEventListener("dblclick", onDbl);
-    u.over.addEventListener("click", onClick);
+    const { u, destroy } = createPlot(el, shape, { readout, zoomed, markerLayer, markersRef, lastSeen });
     plot.current = u;
     drawn.current = { ...lastSeen.current, width: u.width };
     zoomed.current = false;
     return () => {
-      u.over.removeEventListener("dblclick", onDbl);
-      u.over.removeEventListener("click", onClick);
-      u.destroy();
+      destroy();
       plot.current = null;
     };
   }, [shapeKey]);
@@ -536,8 +643,24 @@ export function MetricChart({ def }: { def: ChartDef }) {
   // biome-ignore lint/correctness/useExhaustiveDependencies: draw reads these through lastSeen
   useEffect(() => {
     if (visible) draw();
-  }, [data, markers, visible, fast, width, log]);
+  }, [seen.data, seen.markers, visible, seen.fast, seen.width, seen.log]);
 
+  const png = () => plot.current && downloadPng(plot.current, shape.def, lastSeen.current.legend);
+  return { holder, readout, png };
+}
+
+export function MetricChart({ def }: { def: ChartDef }) {
+  const [width, setWidth] = useState(320);
+  const view = useChartView(def);
+  const { visibleRuns, inputs, data, markers, legend, xLabel } = useChartData(def, view, width);
+  const { log, clip, fast, xAxis } = view;
+  const { holder, readout, png } = useUplot(
+    { data, markers, legend, width, log, fast },
+    { def, log, clip, xLabel, xAxis },
+    shapeKeyOf(data, view),
+    setWidth,
+  );
+  const { points, keysWithPoints, bands, ends, seedRuns } = figureStats(data);
   const empty = data.series.length === 0;
   const csv = () =>
     download(fileName(def, legend, ".csv"), new Blob([chartCsv(def, inputs)], { type: "text/csv" }));
@@ -555,46 +678,61 @@ export function MetricChart({ def }: { def: ChartDef }) {
       data-ends={ends}
       data-unit={def.unit ?? ""}
     >
-      <figcaption>
-        <span className="chart-title" title={def.keys.map((k) => k.key).join(", ")}>
-          {def.title}
-        </span>
-        {smoothing > 0 && <span className="badge">smoothed</span>}
-        {clip && <span className="badge badge-warn">5–95% range</span>}
-        <ChartToggles def={def} />
-        <span className="chart-actions">
-          <button
-            type="button"
-            data-testid="chart-png"
-            title="Download this chart as PNG"
-            disabled={empty}
-            onClick={() => plot.current && downloadPng(plot.current, def, lastSeen.current.legend)}
-          >
-            PNG
-          </button>
-          <button
-            type="button"
-            data-testid="chart-csv"
-            title="Download this chart's data as CSV"
-            disabled={empty}
-            onClick={csv}
-          >
-            CSV
-          </button>
-          <PinButton id={def.id} />
-          {def.custom && <RemoveButton id={def.id} />}
-        </span>
-      </figcaption>
+      <ChartCaption def={def} smoothed={view.smoothing > 0} clip={clip} empty={empty} png={png} csv={csv} />
       <ChartLegend legend={legend} />
       <div className="chart-plot" ref={holder}>
         {empty && (
           <div className="chart-empty" data-testid="chart-empty">
-            {emptyReason(def, formConfig, visibleRuns.length > 0)}
+            {emptyReason(def, view.formConfig, visibleRuns.length > 0)}
           </div>
         )}
       </div>
       <div className="chart-readout" ref={readout} data-testid="chart-readout" />
     </figure>
+  );
+}
+
+/** The title, its badges and toggles, and the download, pin and remove buttons. */
+function ChartCaption(props: {
+  def: ChartDef;
+  smoothed: boolean;
+  clip: boolean;
+  empty: boolean;
+  png: () => void;
+  csv: () => void;
+}) {
+  const { def, smoothed, clip, empty, png, csv } = props;
+  return (
+    <figcaption>
+      <span className="chart-title" title={def.keys.map((k) => k.key).join(", ")}>
+        {def.title}
+      </span>
+      {smoothed && <span className="badge">smoothed</span>}
+      {clip && <span className="badge badge-warn">5–95% range</span>}
+      <ChartToggles def={def} />
+      <span className="chart-actions">
+        <button
+          type="button"
+          data-testid="chart-png"
+          title="Download this chart as PNG"
+          disabled={empty}
+          onClick={png}
+        >
+          PNG
+        </button>
+        <button
+          type="button"
+          data-testid="chart-csv"
+          title="Download this chart's data as CSV"
+          disabled={empty}
+          onClick={csv}
+        >
+          CSV
+        </button>
+        <PinButton id={def.id} />
+        {def.custom && <RemoveButton id={def.id} />}
+      </span>
+    </figcaption>
   );
 }
 

@@ -43,13 +43,9 @@ function baseName(label: string | null | undefined): string | undefined {
   return (m ? m[1] : label) || undefined;
 }
 
-export function ShareLink() {
+/** The link the page was opened with, if any: what it sets, or what is wrong with it. */
+function useOpenedLink() {
   const [opened, setOpened] = useState<Opened | null>(null);
-  const run = useLab(activeRun);
-  const events = run?.events;
-  const config = run?.config;
-  const label = run?.label;
-
   useEffect(() => {
     const hash = window.location.hash;
     if (hash === "" || hash === "#") return;
@@ -70,8 +66,15 @@ export function ShareLink() {
       ),
     );
   }, []);
+  return [opened, setOpened] as const;
+}
 
-  // The URL follows the active run: its config and the edits applied so far.
+/** The URL follows the active run: its config and the edits applied so far. */
+function useRunInUrl() {
+  const run = useLab(activeRun);
+  const events = run?.events;
+  const config = run?.config;
+  const label = run?.label;
   useEffect(() => {
     if (!config || !events) return;
     let live = true;
@@ -89,69 +92,78 @@ export function ShareLink() {
       live = false;
     };
   }, [config, events, label]);
+}
 
+export function ShareLink() {
+  const [opened, setOpened] = useOpenedLink();
+  useRunInUrl();
+  const dismiss = () => setOpened(null);
   return (
     <>
       {opened && !opened.ok && (
         <div className="banner banner-error" role="alert" data-testid="link-error">
           <strong>{opened.title}</strong> {opened.error}{" "}
-          <button type="button" onClick={() => setOpened(null)}>
+          <button type="button" onClick={dismiss}>
             Dismiss
           </button>
         </div>
       )}
-      {opened?.ok && (
-        <div className="banner" data-testid="link-banner">
-          <strong data-testid="link-summary">Shared run: {linkSummary(opened.name, opened.edits)}</strong>{" "}
-          <button
-            type="button"
-            data-testid="link-replay"
-            onClick={() => {
-              void startRun(opened.config, {
-                edits: opened.edits,
-                source: "link",
-                ...(opened.name ? { name: opened.name } : {}),
-              });
-              setOpened(null);
-            }}
-          >
-            Replay
-          </button>{" "}
-          <button type="button" onClick={() => setOpened(null)}>
-            Dismiss
-          </button>
-          {opened.edits.length > 0 && (
-            <ul className="link-edits" data-testid="link-edits">
-              {opened.edits.map((e, i) => (
-                // biome-ignore lint/suspicious/noArrayIndexKey: edits may repeat
-                <li key={i}>
-                  {e.phase === "sft" ? "SFT" : e.phase === "rl" ? "RL" : e.phase} step {e.step}: {e.path} →{" "}
-                  {JSON.stringify(e.value)}
-                </li>
-              ))}
-            </ul>
-          )}
-          <details className="link-config">
-            <summary>
-              {(() => {
-                const n = Object.keys(configDiff(opened.config, defaultRunConfig())).length;
-                return n === 0
-                  ? "the default config"
-                  : `${n} value${n > 1 ? "s" : ""} differ from the defaults`;
-              })()}
-            </summary>
-            {Object.entries(configDiff(opened.config, defaultRunConfig()))
-              .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
-              .join(", ") || "the default config"}
-          </details>
-          <div className="muted" data-testid="link-determinism">
-            A replay gives the same numbers on the same kind of adapter as the original run. On another GPU,
-            driver or browser, sampling turns last-bit differences into other tokens within a step or two: the
-            curves should agree in shape, not number for number.
-          </div>
-        </div>
-      )}
+      {opened?.ok && <LinkBanner opened={opened} onClose={dismiss} />}
     </>
+  );
+}
+
+/** "3 values differ from the defaults", or "the default config". */
+function diffSummary(config: RunConfig): string {
+  const n = Object.keys(configDiff(config, defaultRunConfig())).length;
+  return n === 0 ? "the default config" : `${n} value${n > 1 ? "s" : ""} differ from the defaults`;
+}
+
+/** What an opened link sets (its edits, the values off the defaults), with Replay and Dismiss. */
+function LinkBanner({ opened, onClose }: { opened: Extract<Opened, { ok: true }>; onClose: () => void }) {
+  return (
+    <div className="banner" data-testid="link-banner">
+      <strong data-testid="link-summary">Shared run: {linkSummary(opened.name, opened.edits)}</strong>{" "}
+      <button
+        type="button"
+        data-testid="link-replay"
+        onClick={() => {
+          void startRun(opened.config, {
+            edits: opened.edits,
+            source: "link",
+            ...(opened.name ? { name: opened.name } : {}),
+          });
+          onClose();
+        }}
+      >
+        Replay
+      </button>{" "}
+      <button type="button" onClick={onClose}>
+        Dismiss
+      </button>
+      {opened.edits.length > 0 && (
+        <ul className="link-edits" data-testid="link-edits">
+          {opened.edits.map((e, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: edits may repeat
+            <li key={i}>
+              {e.phase === "sft" ? "SFT" : e.phase === "rl" ? "RL" : e.phase} step {e.step}: {e.path} →{" "}
+              {JSON.stringify(e.value)}
+            </li>
+          ))}
+        </ul>
+      )}
+      <details className="link-config">
+        <summary>{diffSummary(opened.config)}</summary>
+        {Object.entries(configDiff(opened.config, defaultRunConfig()))
+          .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+          .join(", ") || "the default config"}
+      </details>
+      <div className="muted" data-testid="link-determinism">
+        A replay gives the same numbers on the same kind of adapter as the original run. On another GPU,
+        driver or browser, sampling turns last-bit differences into other tokens within a step or two: the
+        curves should agree in shape, not number for number.
+      </div>
+    </div>
   );
 }
 
