@@ -82,7 +82,9 @@ function putEnvInForm(source: string) {
 
 export function EnvironmentEditor() {
   const config = useLab((s) => s.form.config) as RunConfig;
-  const [source, setSource] = useState(() => formSource(config) ?? ENV_TEMPLATES[0].source);
+  // the draft lives in the store, so leaving the tab (which unmounts the editor) loses nothing
+  const source = useLab((s) => s.envDraft) ?? formSource(config) ?? ENV_TEMPLATES[0].source;
+  const setSource = (next: string) => useLab.setState({ envDraft: next });
   const [result, setResult] = useState<EnvDryRunResult | null>(null);
   const [busy, setBusy] = useState(false);
   const [applied, setApplied] = useState<string | null>(null);

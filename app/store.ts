@@ -105,6 +105,8 @@ export interface ViewSlice {
   fast: boolean;
   theme: "auto" | "light" | "dark";
   tab: "charts" | "inspector" | "try" | "reward" | "environment" | "runs";
+  /** The Environment tab's source as being edited: kept while other tabs are open; null: none yet. */
+  envDraft: string | null;
   inspector: {
     pinnedStep: string | null;
     overlay: Overlay;
@@ -152,6 +154,7 @@ export function initialState(): LabState {
     fast: false,
     theme: "auto",
     tab: "charts",
+    envDraft: null,
     inspector: { pinnedStep: null, overlay: "none", filter: "all", selected: null, groups: null },
     errors: [],
     gpu: undefined,
