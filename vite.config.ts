@@ -35,7 +35,7 @@ export default defineConfig({
             "**/*.engines.test.ts",
             "**/node_modules/**",
           ],
-          testTimeout: 30_000,
+          testTimeout: 120_000,
         },
       },
       {
@@ -47,7 +47,7 @@ export default defineConfig({
           include: ["**/*.serial.test.ts"],
           exclude: ["**/node_modules/**"],
           fileParallelism: false,
-          testTimeout: 60_000,
+          testTimeout: 240_000,
         },
       },
       {

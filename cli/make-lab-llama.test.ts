@@ -98,5 +98,5 @@ describe("the lab-made Llama", () => {
     expect(r.stderr).toContain("3/3 ");
     checkFolder(join(work, "model"), { layers: 1, madeBy: /--small --sft-steps 2/ });
     expect(readFileSync(join(work, "model", "README.md"), "utf8")).toContain("SFT: 2 steps");
-  }, 300_000);
+  }, 1200_000);
 });

@@ -13,7 +13,7 @@ const train = (args: string[]) =>
     ["--import", "tsx", "--import", "./cli/raw-loader.mjs", "cli/train.ts", ...args],
     {
       encoding: "utf8",
-      timeout: 120_000,
+      timeout: 480_000,
     },
   );
 
@@ -49,5 +49,5 @@ describe("npm run train --resume", () => {
       ["start", "cpu"],
       ["resume", "cpu"],
     ]);
-  }, 240_000);
+  }, 960_000);
 });

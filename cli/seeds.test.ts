@@ -43,7 +43,7 @@ describe("npm run train --seeds", () => {
         out,
         "--quiet",
       ],
-      { encoding: "utf8", timeout: 120_000 },
+      { encoding: "utf8", timeout: 480_000 },
     );
     expect(train.status, train.stderr).toBe(0);
     for (const s of [40, 41]) {
@@ -59,12 +59,12 @@ describe("npm run train --seeds", () => {
       ["--import", "tsx", "cli/compare-runs.ts", out, "--keys", "val/acc"],
       {
         encoding: "utf8",
-        timeout: 60_000,
+        timeout: 240_000,
       },
     );
     expect(cmp.status, cmp.stderr).toBe(0);
     expect(cmp.stdout).toContain("arm (2 seeds: 40, 41)");
     expect(cmp.stdout).toContain("backend: cpu\n");
     expect(cmp.stdout).toMatch(/\| 0 \| \d\.\d{3} ± \d\.\d{3} \(SE \d\.\d{3}\) \|/);
-  }, 180_000);
+  }, 720_000);
 });

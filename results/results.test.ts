@@ -299,7 +299,7 @@ describe("npm run compare", () => {
   const compare = (...args: string[]) =>
     spawnSync(process.execPath, ["--import", "tsx", "cli/compare-runs.ts", ...args], {
       encoding: "utf8",
-      timeout: 60_000,
+      timeout: 240_000,
     });
   it("prints a lab run and a verl run in one paired table, saying the engines differ", () => {
     const out = compare("docs/experiments/citiny/seed-6", VERL, "--keys", "val/acc/hard,reward/mean");

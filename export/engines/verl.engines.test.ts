@@ -144,7 +144,7 @@ beforeAll(async () => {
   results.set("direct", {
     steps: { direct: { ok: direct.status === 0, lines: direct.stdout.trim().split("\n") } },
   });
-}, 900_000);
+}, 3600_000);
 
 describe("verl 0.9.1 takes every verl export", () => {
   it("every exportable preset and recipe file, on 1 and 8 GPUs: composes, validates, loads its reward and tools", () => {

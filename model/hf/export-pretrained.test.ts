@@ -86,7 +86,7 @@ beforeAll(async () => {
     join(dir, "checkpoint.safetensors"),
     saveCheckpoint({ config: run.mc, weights: run.weights, adapter: run.adapter }),
   );
-}, 60_000);
+}, 240_000);
 
 describe("npm run export -- peft on a pretrained run", () => {
   it("names the source as the base; PyTorch applies the adapter to it and gets the run's log-probs", () => {
@@ -123,7 +123,7 @@ describe("npm run export -- peft on a pretrained run", () => {
         rtol: 1e-4,
       });
     }
-  }, 120_000);
+  }, 480_000);
 
   it("an hf: source is its repo id, with the revision in adapter_config.json and the README", () => {
     const c = mergeConfig(runConfig(), {
@@ -177,7 +177,7 @@ describe("npm run export -- hf on a pretrained run", () => {
         rtol: dtype === "f32" ? 1e-4 : 0.02,
       });
     }
-  }, 120_000);
+  }, 480_000);
 
   it("refuses a checkpoint whose shape is not the source's config.json", () => {
     const other = join(root, "other");
@@ -193,5 +193,5 @@ describe("npm run export -- hf on a pretrained run", () => {
     const r = cli(["hf", other, "--out", join(root, "nope")]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/export hf: the checkpoint's model \(.*\) is not the source's config.json/);
-  }, 60_000);
+  }, 240_000);
 });

@@ -253,5 +253,5 @@ describe("tokenizer files in the merged folder", () => {
     expect(b.status, b.stderr).toBe(0);
     expect(existsSync(join(bare, "tokenizer.json"))).toBe(true);
     expect(existsSync(join(bare, "generation_config.json"))).toBe(false);
-  }, 60_000);
+  }, 240_000);
 });

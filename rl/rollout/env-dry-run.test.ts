@@ -22,7 +22,7 @@ describe("envDryRun", () => {
       expect(decode(s.promptTokens)).toMatch(/key [a-h]\?/);
       expect(s.pieces).toHaveLength(s.tokens.length);
     }
-  }, 60_000);
+  }, 240_000);
 
   it("reports a syntax error and a throwing reset with their lines", async () => {
     const bad = await envDryRun(
@@ -38,5 +38,5 @@ describe("envDryRun", () => {
       expect(thrown.line).toBe(3);
       expect(thrown.error).toMatch(/^reset: RangeError: no seed \d+ \(line 3\)$/);
     }
-  }, 60_000);
+  }, 240_000);
 });

@@ -95,7 +95,7 @@ describe("a run with Qwen3's tokenizer and chat template", () => {
     );
     expect(s.promptPieces!.slice(-3)).toEqual(["<|im_start|>", "assistant", "\n"]);
     expect(s.padId).toBe(151643);
-  }, 120_000);
+  }, 480_000);
 
   it("strict: an SFT demo the template rewrites stops the step with the message named", async () => {
     const tr = await trainerOf(config({ options: { sft: { toolRate: 1, thinkRate: 0 } } }));

@@ -91,5 +91,5 @@ describe("qwen-calculator recipe", () => {
     }
     expect(Buffer.from((await policy.getWeights()).buffer).equals(Buffer.from(base.buffer))).toBe(true);
     expect((await policy.getAdapter())!.some((x, i) => x !== adapter[i])).toBe(true);
-  }, 120_000);
+  }, 480_000);
 });

@@ -388,7 +388,7 @@ describe("property: replay from any resume point equals the original", () => {
       }),
       { numRuns: 12, seed: 16 },
     );
-  }, 120_000);
+  }, 480_000);
 });
 
 describe("checkpointSeconds (the web worker's wall-time checkpoints)", () => {
@@ -419,7 +419,7 @@ describe("checkpointSeconds (the web worker's wall-time checkpoints)", () => {
     ).run();
     const kept = rows.filter((r) => r.phase === "sft" && r.step < ck.step);
     expect(comparable([...kept, ...replayed])).toEqual(comparable(rows));
-  }, 120_000);
+  }, 480_000);
 });
 
 describe("value pretraining", () => {

@@ -56,5 +56,5 @@ describe("replay on the GPU path", () => {
     expect(a.some((r) => Number(r["tool/calls_mean"]) > 0)).toBe(true);
     expect(b).toEqual(a);
     gpu.device.destroy();
-  }, 120_000);
+  }, 480_000);
 });

@@ -21,7 +21,7 @@ let sandbox: InProcessSandbox;
 beforeAll(async () => {
   sandbox = await InProcessSandbox.create();
   await prepareEnvEngine();
-}, 60_000);
+}, 240_000);
 
 function kvConfig(over: object = {}): RunConfig {
   return mergeConfig(

@@ -12,7 +12,7 @@ import { ENV_TEMPLATES, envTemplate } from "./templates.ts";
 
 beforeAll(async () => {
   await prepareEnvEngine();
-}, 60_000);
+}, 240_000);
 
 const env = (body: string) => `export default {\n${body}\n};\n`;
 
