@@ -58,8 +58,12 @@ export async function presetRecipe(
   let partial: unknown = {};
   if (p.source === "algorithm") partial = own(RECIPES, p.id)?.config ?? {};
   else {
-    const parsed = await loadRecipeFile(`recipes/${p.file}`, (file) =>
-      fetchServedText(file, document.baseURI),
+    const parsed = await loadRecipeFile(
+      `recipes/${p.file}`,
+      (file) => fetchServedText(file, document.baseURI),
+      {
+        presets: "recipes",
+      },
     );
     if (!parsed.ok) throw new Error(parsed.error);
     return { config: parsed.config, ...(parsed.recipe.contrast ? { contrast: parsed.recipe.contrast } : {}) };

@@ -4,6 +4,8 @@
 // command's usage(), which prints the message and the usage and exits 2 (usageExit makes one).
 // Tested by cli/args.test.ts.
 
+import { fileURLToPath } from "node:url";
+
 export interface ArgSpec {
   /** Options without a value ("--quiet"). */
   flags: readonly string[];
@@ -48,3 +50,6 @@ export function usageExit(text: string): (msg?: string) => never {
     process.exit(2);
   };
 }
+
+/** The lab's presets (public/recipes): where a recipe's bare `extends` name is found when not beside it. */
+export const PRESETS = fileURLToPath(new URL("../public/recipes/", import.meta.url));

@@ -42,7 +42,7 @@ import {
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
 import type { ChatTemplateFacts } from "../model/tool-list-prompt";
-import { parseCliArgs, usageExit } from "./args";
+import { PRESETS, parseCliArgs, usageExit } from "./args";
 import { bundleFromRunFolder, configFromLink, readRunInput } from "./link";
 import { fsByteStore } from "./model-store";
 
@@ -106,7 +106,7 @@ async function loadRun(a: Args): Promise<LoadedInput> {
       source: `the ${input.source} ${path}`,
       chat: input.bundle ? chatFactsOf(input.bundle.events) : null,
     };
-  const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"));
+  const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"), { presets: PRESETS });
   if (!r.ok) throw new Error(r.error);
   return { config: r.config, name: r.recipe.name, source: path, chat: null };
 }

@@ -45,7 +45,7 @@ import { createNodeSandboxPool } from "../sandbox/pool-node";
 import { getTask } from "../tasks/index";
 import { createRng } from "../tasks/rng";
 import type { Task } from "../tasks/types";
-import { parseCliArgs, usageExit } from "./args";
+import { PRESETS, parseCliArgs, usageExit } from "./args";
 import { runToFolder } from "./run";
 
 /** The published model's shape (sized like the demo model: about 90,000 parameters). */
@@ -148,7 +148,7 @@ async function main() {
   const work = resolve(p.values.get("--work") ?? (small ? "runs/lab-llama-small" : "runs/lab-llama"));
   const backend = p.values.get("--backend") ?? "cpu";
   if (backend !== "cpu" && backend !== "webgpu") usage(`--backend must be cpu or webgpu, not ${backend}`);
-  const r = await loadRecipeFile(recipePath, async (f) => readFileSync(f, "utf8"));
+  const r = await loadRecipeFile(recipePath, async (f) => readFileSync(f, "utf8"), { presets: PRESETS });
   if (!r.ok) usage(r.error);
   // --from DIR: a further SFT stage from a model this script made (its tokenizer kept), else a fresh init.
   const from = p.values.get("--from");

@@ -31,7 +31,7 @@ import type { MetricsRow } from "../rl/run/trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
 import { ENV_API_VERSION } from "../tasks/env-api/runtime";
 import { ENV_TEMPLATES, envTemplate } from "../tasks/env-api/templates";
-import { parseCliArgs, usageExit } from "./args";
+import { PRESETS, parseCliArgs, usageExit } from "./args";
 import { configFromLink, readRunInput } from "./link";
 import { hubReader } from "./model-store";
 import { openRunFolder, runToFolder } from "./run";
@@ -135,7 +135,7 @@ async function loadConfig(a: Args): Promise<Loaded> {
     if (input) base = { config: input.config, name: input.name, edits: input.edits };
     else {
       const path = a.recipe ?? usage("a recipe file, a bundle or --link is needed");
-      const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"));
+      const r = await loadRecipeFile(path, async (p) => readFileSync(p, "utf8"), { presets: PRESETS });
       if (!r.ok) throw new Error(r.error);
       base = { config: r.config, name: r.recipe.name, edits: [] };
     }

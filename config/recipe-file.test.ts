@@ -49,8 +49,10 @@ describe("parseRecipeFile", () => {
       "r/c.json": JSON.stringify({ name: "c", extends: "d.json" }),
       "r/d.json": JSON.stringify({ name: "d", extends: "c.json" }),
       "r/e.json": JSON.stringify({ name: "e", extends: "nope.json" }),
-      "/x/f.json": JSON.stringify({ name: "f", extends: "/r/g.json", config: { seed: 4 } }),
-      "/r/g.json": JSON.stringify({ name: "g", config: { rl: { lr: 0.003 } } }),
+      // a preset by bare name, itself extending a preset beside it
+      "x/f.json": JSON.stringify({ name: "f", extends: "g.json", config: { seed: 4 } }),
+      "presets/g.json": JSON.stringify({ name: "g", extends: "h.json", config: { rl: { lr: 0.003 } } }),
+      "presets/h.json": JSON.stringify({ name: "h", config: { rl: { epochs: 2 } } }),
     };
     const read = async (p: string) => {
       if (!(p in files)) throw new Error("no such file");
@@ -60,10 +62,32 @@ describe("parseRecipeFile", () => {
     expect(b.ok && [b.config.seed, b.config.rl.lr, b.config.rl.mask_tool_output]).toEqual([9, 0.002, false]);
     const c = await loadRecipeFile("r/c.json", read);
     expect(!c.ok && c.error).toMatch(/cycle/);
-    const e = await loadRecipeFile("r/e.json", read);
-    expect(!e.ok && e.error).toMatch(/r\/e\.json: extends r\/nope\.json: cannot read/);
-    const f = await loadRecipeFile("/x/f.json", read); // an absolute parent is not joined to the child's folder
-    expect(f.ok && [f.config.seed, f.config.rl.lr]).toEqual([4, 0.003]);
+    const e = await loadRecipeFile("r/e.json", read, { presets: "presets" });
+    expect(!e.ok && e.error).toBe('r/e.json: extends "nope.json": no such recipe in r/ or presets/');
+    const f = await loadRecipeFile("x/f.json", read, { presets: "presets" });
+    expect(f.ok && [f.config.seed, f.config.rl.lr, f.config.rl.epochs]).toEqual([4, 0.003, 2]);
+    expect((await loadRecipeFile("x/f.json", read)).ok).toBe(false); // no presets folder given
+  });
+
+  it("refuses an extends that is a path, and never quotes another file's bytes", async () => {
+    const secret = "root:x:0:0:root:/root:/bin/bash";
+    const files: Record<string, string> = { "/etc/passwd": secret, "r/passwd": secret };
+    const read = async (p: string) => {
+      if (p in files) return files[p];
+      if (p === "r/x.json") return JSON.stringify({ name: "x", extends: current });
+      throw new Error("no such file");
+    };
+    let current = "";
+    for (const target of ["../../../etc/passwd", "/etc/passwd", "sub/a.json", "..\\a.json", ".."]) {
+      current = target;
+      const r = await loadRecipeFile("r/x.json", read, { presets: "presets" });
+      expect(!r.ok && r.error).toMatch(/^r\/x\.json: "extends" must be a recipe file's bare name/);
+    }
+    current = "passwd"; // a bare name beside it that is not a recipe
+    const r = await loadRecipeFile("r/x.json", read);
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error).toMatch(/^r\/x\.json: extends r\/passwd: not valid JSON/);
+    expect(!r.ok && r.error).not.toContain("root:x");
   });
 });
 

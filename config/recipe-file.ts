@@ -16,7 +16,7 @@ export interface RecipeFile {
   description: string;
   /** An algorithm recipe of presets.ts applied under `config`. */
   base?: string;
-  /** Another recipe file (same folder) whose config this one starts from. */
+  /** Another recipe file whose config this one starts from: a bare name in the same folder, or a preset. */
   extends?: string;
   config: Record<string, unknown>;
   /** What a claim arm changes against its baseline arm (checked by config/contrast.test.ts). */
@@ -66,7 +66,9 @@ export function parseRecipeFile(text: string, source: string, parent?: RunConfig
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    return { ok: false, error: `${source}: not valid JSON (${(err as Error).message})` };
+    // where it broke, not the engine's message, which quotes the file's bytes
+    const at = /position \d+(?: \(line \d+ column \d+\))?/.exec((err as Error).message);
+    return { ok: false, error: `${source}: not valid JSON${at ? ` (at ${at[0]})` : ""}` };
   }
   if (!isObject(raw)) return { ok: false, error: `${source}: a recipe must be a JSON object` };
   const known = new Set(["name", "description", "base", "extends", "config", "contrast"]);
@@ -114,13 +116,35 @@ export function parseRecipeFile(text: string, source: string, parent?: RunConfig
   };
 }
 
+/** Where `extends` may look beside the starting recipe's own folder. */
+export interface RecipeLoadOptions {
+  /**
+   * The folder of the lab's presets (public/recipes in Node, recipes/ on the page): a bare name
+   * not found in the recipe's own folder is read from here.
+   */
+  presets?: string;
+}
+
+const folderOf = (file: string) => (file.includes("/") ? file.slice(0, file.lastIndexOf("/") + 1) : "");
+
+/** Why an `extends` value is not a bare file name, or null. */
+function extendsProblem(name: string): string | null {
+  if (!name) return `"extends" must name a recipe file`;
+  if (/[/\\]/.test(name) || name === "." || name === "..")
+    return `"extends" must be a recipe file's bare name (in this recipe's folder, or a preset), not a path: ${JSON.stringify(name)}`;
+  return null;
+}
+
 /**
  * Loads a recipe file and the chain of files it extends; `read` returns a file's text
- * (fs in Node, fetch in the browser). Errors name the file; cycles are reported.
+ * (fs in Node, fetch in the browser). `extends` is a bare file name, read from the starting
+ * recipe's folder or else from `options.presets`, so a recipe can reach no other file. Errors
+ * name the file and never quote another file's bytes; cycles are reported.
  */
 export async function loadRecipeFile(
   file: string,
   read: (file: string) => Promise<string>,
+  options: RecipeLoadOptions = {},
   seen: string[] = [],
 ): Promise<RecipeParse> {
   if (seen.includes(file))
@@ -139,9 +163,34 @@ export async function loadRecipeFile(
   }
   if (parentName === undefined) return parseRecipeFile(text, file);
   if (typeof parentName !== "string") return { ok: false, error: `${file}: "extends" must be a file name` };
-  const dir = file.includes("/") ? file.slice(0, file.lastIndexOf("/") + 1) : "";
-  const parentFile = parentName.startsWith("/") ? parentName : dir + parentName;
-  const parent = await loadRecipeFile(parentFile, read, [...seen, file]);
+  const problem = extendsProblem(parentName);
+  if (problem) return { ok: false, error: `${file}: ${problem}` };
+  // the folder of this file: the starting recipe's or the presets' (a chain never leaves them)
+  const home = folderOf(file);
+  const candidates = [home + parentName];
+  if (options.presets !== undefined) {
+    const presets =
+      options.presets.endsWith("/") || !options.presets ? options.presets : `${options.presets}/`;
+    if (presets !== home) candidates.push(presets + parentName);
+  }
+  let parent: RecipeParse | undefined;
+  for (const candidate of candidates) {
+    try {
+      await read(candidate);
+    } catch {
+      continue;
+    }
+    parent = await loadRecipeFile(candidate, read, options, [...seen, file]);
+    break;
+  }
+  if (!parent)
+    return {
+      ok: false,
+      error: `${file}: extends ${JSON.stringify(parentName)}: no such recipe in ${candidates
+        .map(folderOf)
+        .map((d) => d || "./")
+        .join(" or ")}`,
+    };
   if (!parent.ok) return { ok: false, error: `${file}: extends ${parent.error}` };
   return parseRecipeFile(text, file, parent.config);
 }
