@@ -5,8 +5,9 @@
 // - Truncated, tampered and unknown-version links show a message naming the problem, a hash
 //   that is no link at all says it was not understood, and the page keeps working.
 // - A reload mid-run (ci-tiny, its default checkpoints every 2 steps): the run is marked
-//   interrupted and offered as "Resume #N from step K"; resumed, it completes with every row,
-//   the same name in the runs table and the chart hover, and the counts at the end say 4/4;
+//   interrupted and offered as "Resume #N from step K", its stored rows drawn before Resume;
+//   resumed, it completes with every row (none twice), the same name in the runs table and the
+//   chart hover, and the counts at the end say 8/8;
 //   a stopped run says "stopped".
 // Run: `npx vite build && E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/link.e2e.test.ts`.
 import { mkdirSync } from "node:fs";
@@ -168,6 +169,13 @@ describe("share links in the app", () => {
     expect(after, resumeText).not.toBeNull();
     expect(Number(from)).toBeLessThanOrEqual(Number(after![1]));
     expect(resumeText).toContain(`Its last checkpoint is at step ${from};`);
+    // Before Resume, the charts draw the stored rows: one reward mean and std per step done,
+    // the last at the last row's step (0-based, as the charts count).
+    const rewardChart = page.getByTestId("chart-reward");
+    await expect
+      .poll(async () => Number(await rewardChart.getAttribute("data-points")), { timeout: 30_000 })
+      .toBe(2 * Number(after![1]));
+    expect(Number(await rewardChart.getAttribute("data-x-last"))).toBe(Number(after![1]) - 1);
     // The page's own URL is not someone else's link.
     expect(await page.getByTestId("link-banner").count()).toBe(0);
     await page.getByTestId("tab-runs").click();
