@@ -31,10 +31,10 @@ export function ResumeBanner() {
   return (
     <div className="banner" data-testid="resume-banner">
       <strong>{run.name} was interrupted</strong> (its page was reloaded or closed while it ran
-      {/* summary.step is the last row's 0-based index; the page counts steps from 1. */}
-      {lastStep === undefined ? "" : `, after step ${lastStep + 1}`}).{" "}
+      {/* Steps as the charts number them, from 0: the last one drawn, the first one to redo. */}
+      {lastStep === undefined ? "" : `, after step ${lastStep}`}).{" "}
       {ck
-        ? `Its last checkpoint is at ${at}; the steps after it are recomputed.`
+        ? `Its last checkpoint is before ${at}; that step and those after it are recomputed.`
         : "It has no checkpoint (checkpoint_every is 0), so it restarts from step 0."}{" "}
       <button
         type="button"

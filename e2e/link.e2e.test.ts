@@ -1,14 +1,14 @@
 // e2e: share links and reloads in the app (one WebGPU browser for the spec).
 // - A valid link shows what it sets and offers Replay; the address bar keeps the link after
-//   the preset picker applies and after a form edit; the replayed run ends at "step 1/1"; a
+//   the preset picker applies and after a form edit; the replayed run ends at "1/1 steps done"; a
 //   reload of the page's own link is not shown as someone else's shared link.
 // - Truncated, tampered and unknown-version links show a message naming the problem, a hash
 //   that is no link at all says it was not understood, and the page keeps working.
 // - A reload mid-run (ci-tiny, its default checkpoints every 2 steps): the run is marked
-//   interrupted and offered as "Resume #N from step K", its stored rows drawn before Resume;
+//   interrupted and offered as "Resume #N from step K", its stored rows drawn before Resume,
+//   its steps numbered as the charts and the inspector number them (from 0, before training);
 //   resumed, it completes with every row (none twice), the same name in the runs table and the
-//   chart hover, and the counts at the end say 8/8;
-//   a stopped run says "stopped".
+//   chart hover, and the counts at the end say 8/8; a stopped run says "stopped".
 // Run: `npx vite build && E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/link.e2e.test.ts`.
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
@@ -163,19 +163,24 @@ describe("share links in the app", () => {
     expect(m, label).not.toBeNull();
     const [, name, from] = m!;
     expect(Number(from)).toBeGreaterThanOrEqual(2);
-    // Steps counted from 1 in both: the checkpoint is never after the last step done (the
-    // banner said "after step 3. Its last checkpoint is at step 4" with a 0-based row).
+    // One numbering everywhere, the charts' (step 0 = the untrained policy's): the banner's
+    // last step is the last point drawn before Resume (one reward mean and std per step done),
+    // the inspector's latest step is that one, and the checkpoint is before the step after it
+    // at the latest.
     const after = /after step (\d+)\)/.exec(resumeText);
     expect(after, resumeText).not.toBeNull();
-    expect(Number(from)).toBeLessThanOrEqual(Number(after![1]));
-    expect(resumeText).toContain(`Its last checkpoint is at step ${from};`);
-    // Before Resume, the charts draw the stored rows: one reward mean and std per step done,
-    // the last at the last row's step (0-based, as the charts count).
+    const last = Number(after![1]);
+    expect(Number(from)).toBeLessThanOrEqual(last + 1);
+    expect(resumeText).toContain(`Its last checkpoint is before step ${from};`);
     const rewardChart = page.getByTestId("chart-reward");
     await expect
       .poll(async () => Number(await rewardChart.getAttribute("data-points")), { timeout: 30_000 })
-      .toBe(2 * Number(after![1]));
-    expect(Number(await rewardChart.getAttribute("data-x-last"))).toBe(Number(after![1]) - 1);
+      .toBe(2 * (last + 1));
+    expect(Number(await rewardChart.getAttribute("data-x-last"))).toBe(last);
+    await page.getByTestId("tab-inspector").click();
+    expect(await page.getByTestId("inspector-step").locator("option").first().textContent()).toBe(
+      `latest (step ${last})`,
+    );
     // The page's own URL is not someone else's link.
     expect(await page.getByTestId("link-banner").count()).toBe(0);
     await page.getByTestId("tab-runs").click();
@@ -210,6 +215,10 @@ describe("share links in the app", () => {
     const chart = page.getByTestId("chart-reward");
     // data-points counts the current run's series: reward/mean and reward/std, 8 steps each.
     expect(Number(await chart.getAttribute("data-points"))).toBe(16);
+    // 8 steps done: the last reward point is step 7, the final evaluation (the weights after
+    // 8 steps) is drawn at step 8.
+    expect(await chart.getAttribute("data-x-last")).toBe("7");
+    expect(await page.getByTestId("chart-accuracy").getAttribute("data-x-last")).toBe("8");
     // The chart hover names the run as the runs table does.
     const over = (await chart.locator(".u-over").boundingBox())!;
     await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);
