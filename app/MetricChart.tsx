@@ -561,28 +561,30 @@ export function MetricChart({ def }: { def: ChartDef }) {
         </span>
         {smoothing > 0 && <span className="badge">smoothed</span>}
         {clip && <span className="badge badge-warn">5–95% range</span>}
-        <ChartToggles def={def} />
-        <span className="chart-actions">
-          <button
-            type="button"
-            data-testid="chart-png"
-            title="Download this chart as PNG"
-            disabled={empty}
-            onClick={() => plot.current && downloadPng(plot.current, def, lastSeen.current.legend)}
-          >
-            PNG
-          </button>
-          <button
-            type="button"
-            data-testid="chart-csv"
-            title="Download this chart's data as CSV"
-            disabled={empty}
-            onClick={csv}
-          >
-            CSV
-          </button>
-          <PinButton id={def.id} />
-          {def.custom && <RemoveButton id={def.id} />}
+        <span className="chart-controls">
+          <ChartToggles def={def} />
+          <span className="chart-actions">
+            <button
+              type="button"
+              data-testid="chart-png"
+              title="Download this chart as PNG"
+              disabled={empty}
+              onClick={() => plot.current && downloadPng(plot.current, def, lastSeen.current.legend)}
+            >
+              PNG
+            </button>
+            <button
+              type="button"
+              data-testid="chart-csv"
+              title="Download this chart's data as CSV"
+              disabled={empty}
+              onClick={csv}
+            >
+              CSV
+            </button>
+            <PinButton id={def.id} />
+            {def.custom && <RemoveButton id={def.id} />}
+          </span>
         </span>
       </figcaption>
       <ChartLegend legend={legend} />

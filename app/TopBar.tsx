@@ -8,6 +8,7 @@ import {
   estimateSeconds,
   loadStepTimes,
   measureStepTimes,
+  PLAN_TITLE,
   planText,
   type StepTimes,
   saveStepTimes,
@@ -61,7 +62,12 @@ function StartPlan() {
   const preset = useLab((s) => s.preset);
   if (!config?.rl || !gpu?.ok) return null;
   return (
-    <div className="start-plan" data-testid="start-plan" data-seconds={estimateSeconds(config, times) ?? ""}>
+    <div
+      className="start-plan"
+      data-testid="start-plan"
+      data-seconds={estimateSeconds(config, times) ?? ""}
+      title={PLAN_TITLE}
+    >
       {pretrainedConflict(config, preset) ?? planText(config, times)}
     </div>
   );
@@ -190,7 +196,7 @@ export function RunProgressBar() {
             {" "}
             <span title={STEPS_DONE_TITLE}>
               <span data-testid="progress-step">{p.step}</span>/
-              <span data-testid="progress-total">{p.total}</span> steps done
+              <span data-testid="progress-total">{p.total}</span> steps
             </span>{" "}
             ·{" "}
             {ticking && (

@@ -8,7 +8,9 @@
 //   interrupted and offered as "Resume #N from step K", its stored rows drawn before Resume,
 //   its steps numbered as the charts and the inspector number them (from 0, before training);
 //   resumed, it completes with every row (none twice), the same name in the runs table and the
-//   chart hover, and the counts at the end say 8/8; a stopped run says "stopped".
+//   chart hover, and the counts at the end say 8/8; a stopped run says "stopped". The layout
+//   holds: the top bar is as high at the end as before Start, each chart's PNG/CSV buttons
+//   stay on their toggles' line, the Export buttons are indented as the top bar's title.
 // Run: `npx vite build && E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/link.e2e.test.ts`.
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
@@ -26,6 +28,34 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
+
+/**
+ * The layout the page keeps: the top bar's height, the charts whose PNG/CSV buttons sit on
+ * another line than their toggles (none should), and the left edges of the Export buttons and
+ * the top bar's title (the buttons are indented as the bar's contents, not flush left).
+ */
+const layout = (page: Page) =>
+  page.evaluate(() => {
+    const box = (el: Element | null) => el?.getBoundingClientRect();
+    const split = [...document.querySelectorAll(".chart figcaption")]
+      .filter((c) => {
+        const t = box(c.querySelector(".chart-toggles"));
+        const a = box(c.querySelector(".chart-actions"));
+        return t && a && Math.abs(t.top + t.height / 2 - (a.top + a.height / 2)) > 4;
+      })
+      .map((c) => c.querySelector(".chart-title")?.textContent);
+    return {
+      topBar: Math.round(box(document.querySelector(".topbar"))?.height ?? 0),
+      // Each part of the bar: its class, top and height (what grew, when the bar did).
+      parts: [...(document.querySelector(".topbar")?.children ?? [])].map(
+        (c) =>
+          `${c.className} ${Math.round(box(c)?.top ?? 0)}+${Math.round(box(c)?.height ?? 0)} ${c.textContent?.slice(0, 300)}`,
+      ),
+      split,
+      exportX: box(document.querySelector('[data-testid="export-verl"]'))?.x ?? -1,
+      titleX: box(document.querySelector(".topbar h1"))?.x ?? 0,
+    };
+  });
 
 const attr = async (page: Page, id: string, name: string) =>
   (await page.getByTestId(id).getAttribute(name)) ?? "";
@@ -137,6 +167,9 @@ describe("share links in the app", () => {
     );
     await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
     await expect.poll(() => page.getByTestId("start").isEnabled(), { timeout: 30_000 }).toBe(true);
+    const idle = await layout(page);
+    expect(idle.split, "charts whose PNG/CSV buttons left their toggles' line").toEqual([]);
+    expect(idle.exportX).toBeGreaterThanOrEqual(idle.titleX);
     await page.getByTestId("start").click();
     await expect
       .poll(async () => Number(await text(page, "progress-step")), { timeout: 300_000, interval: 250 })
@@ -208,6 +241,10 @@ describe("share links in the app", () => {
     // recomputed: one reward point per RL step.
     expect(await text(page, "progress-step")).toBe("8");
     expect(await text(page, "progress-total")).toBe("8");
+    // The top bar keeps its height when the run ends; the captions still hold their buttons.
+    const ended = await layout(page);
+    expect(ended.topBar, JSON.stringify([idle.parts, ended.parts], null, 1)).toBe(idle.topBar);
+    expect(ended.split).toEqual([]);
     expect(await text(page, "progress-eta")).toBe("ETA –");
     expect(await page.getByTestId("run-row").first().getByTestId("run-name").textContent()).toBe(name);
     expect(await page.getByTestId("run-row").first().getByTestId("run-status").textContent()).toBe("done");
