@@ -29,6 +29,9 @@ import {
 /** Groups shown at once unless the person picks more. */
 export const GROUPS_SHOWN = 2;
 
+/** A step's name as the charts give it ("rl:3" is "step 3", counted from 0 before training). */
+const stepLabel = (key: string) => key.replace(/^rl:/, "step ");
+
 /** The default pick: groups with signal first, in step order, then zero-std ones. */
 function defaultGroups(groups: readonly SampleGroup[]): string[] {
   return [...groups.filter((g) => !g.zeroStd), ...groups.filter((g) => g.zeroStd)]
@@ -111,10 +114,10 @@ function InspectorToolbar(props: {
           value={state.pinnedStep ?? ""}
           onChange={(e) => setInspector({ pinnedStep: e.target.value || null, selected: null, groups: null })}
         >
-          <option value="">latest{current && !state.pinnedStep ? ` (${current})` : ""}</option>
+          <option value="">latest{current && !state.pinnedStep ? ` (${stepLabel(current)})` : ""}</option>
           {steps.map((k) => (
             <option key={k} value={k}>
-              {k}
+              {stepLabel(k)}
             </option>
           ))}
         </select>

@@ -709,28 +709,30 @@ function ChartCaption(props: {
       </span>
       {smoothed && <span className="badge">smoothed</span>}
       {clip && <span className="badge badge-warn">5–95% range</span>}
-      <ChartToggles def={def} />
-      <span className="chart-actions">
-        <button
-          type="button"
-          data-testid="chart-png"
-          title="Download this chart as PNG"
-          disabled={empty}
-          onClick={png}
-        >
-          PNG
-        </button>
-        <button
-          type="button"
-          data-testid="chart-csv"
-          title="Download this chart's data as CSV"
-          disabled={empty}
-          onClick={csv}
-        >
-          CSV
-        </button>
-        <PinButton id={def.id} />
-        {def.custom && <RemoveButton id={def.id} />}
+      <span className="chart-controls">
+        <ChartToggles def={def} />
+        <span className="chart-actions">
+          <button
+            type="button"
+            data-testid="chart-png"
+            title="Download this chart as PNG"
+            disabled={empty}
+            onClick={png}
+          >
+            PNG
+          </button>
+          <button
+            type="button"
+            data-testid="chart-csv"
+            title="Download this chart's data as CSV"
+            disabled={empty}
+            onClick={csv}
+          >
+            CSV
+          </button>
+          <PinButton id={def.id} />
+          {def.custom && <RemoveButton id={def.id} />}
+        </span>
       </span>
     </figcaption>
   );

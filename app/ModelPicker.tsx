@@ -2,8 +2,9 @@
 // revision (its files and size shown before anything downloads; the download's progress bar;
 // resumed where an interrupted one stopped; cached, so the second open makes no request), or
 // local files / a folder; the cache's contents and a way to clear it. A run (or a link) naming a
-// model that is not cached says so and offers the download; a cached model whose files the lab
-// refuses (model/untrusted.ts: a hostile chat template, an absurd config) says which and why.
+// model that is not cached says so and offers the download; a model whose files the lab refuses
+// (model/untrusted.ts: a hostile chat template, an absurd config) says which and why, and is not
+// kept in the cache.
 // The worker does all reading, hashing, checking and fetching (workers/model-cache.ts); the page
 // holds no weights or tokenizer.
 // The memory plan (model/memory-plan.ts) is recomputed as the config changes.
@@ -321,7 +322,8 @@ function RunModelState({
   onDownload: () => void;
 }) {
   if (!info) return <div className="picker-info">{sourceLabel(source)}: looking in the cache…</div>;
-  if (info.state.state === "cached" && info.refused)
+  // A refused model is no longer in the cache (the worker removes it): the reason stays said.
+  if (info.refused)
     return (
       <div className="banner banner-error" role="alert" data-testid="run-model" data-state="refused">
         This run's model {info.label} is refused: <span data-testid="model-refused">{info.refused}</span>

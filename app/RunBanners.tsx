@@ -1,12 +1,13 @@
 // Banners about runs that need the person's attention:
 // - ResumeBanner: on load, a stored run the previous page left running (a reload, a closed
 //   tab) is marked interrupted by the worker and offered here: "Resume #N from step K" from
-//   its newest checkpoint, or, without one, a restart from step 0 that says so.
+//   its newest checkpoint, or, without one, a restart from step 0 that says so; its stored rows
+//   are drawn in the charts before the person decides.
 // - RewardErrorBanner: the active run's custom JS reward threw during the latest step that
 //   ran it (reward/custom_error_rate > 0): how often, at which step, the first message.
 import { useEffect, useState } from "react";
 import type { InterruptedRun } from "../workers/api";
-import { interruptedRuns, refreshStoredRuns, resumeStoredRun } from "./bridge";
+import { interruptedRuns, openStoredRun, refreshStoredRuns, resumeStoredRun } from "./bridge";
 import { activeRun, canTrain, useLab } from "./store";
 
 export function ResumeBanner() {
@@ -15,7 +16,11 @@ export function ResumeBanner() {
   useEffect(() => {
     void interruptedRuns().then((runs) => {
       setFound(runs);
-      if (runs.length > 0) void refreshStoredRuns();
+      if (runs.length === 0) return;
+      void refreshStoredRuns();
+      // The charts draw the offered run's stored rows at once, not only after Resume (a resumed
+      // run replaces this opened copy).
+      void openStoredRun(runs[0].run.id);
     });
   }, []);
   const first = found[0];
@@ -26,10 +31,10 @@ export function ResumeBanner() {
   return (
     <div className="banner" data-testid="resume-banner">
       <strong>{run.name} was interrupted</strong> (its page was reloaded or closed while it ran
-      {/* summary.step is the last row's 0-based index; the page counts steps from 1. */}
-      {lastStep === undefined ? "" : `, after step ${lastStep + 1}`}).{" "}
+      {/* Steps as the charts number them, from 0: the last one drawn, the first one to redo. */}
+      {lastStep === undefined ? "" : `, after step ${lastStep}`}).{" "}
       {ck
-        ? `Its last checkpoint is at ${at}; the steps after it are recomputed.`
+        ? `Its last checkpoint is before ${at}; that step and those after it are recomputed.`
         : "It has no checkpoint (checkpoint_every is 0), so it restarts from step 0."}{" "}
       <button
         type="button"

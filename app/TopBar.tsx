@@ -8,6 +8,7 @@ import {
   estimateSeconds,
   loadStepTimes,
   measureStepTimes,
+  PLAN_TITLE,
   planText,
   type StepTimes,
   saveStepTimes,
@@ -61,7 +62,12 @@ function StartPlan() {
   const preset = useLab((s) => s.preset);
   if (!config?.rl || !gpu?.ok) return null;
   return (
-    <div className="start-plan" data-testid="start-plan" data-seconds={estimateSeconds(config, times) ?? ""}>
+    <div
+      className="start-plan"
+      data-testid="start-plan"
+      data-seconds={estimateSeconds(config, times) ?? ""}
+      title={PLAN_TITLE}
+    >
       {pretrainedConflict(config, preset) ?? planText(config, times)}
     </div>
   );
@@ -162,6 +168,11 @@ function useElapsed(p: { elapsed: number } | null | undefined, at: number, ticki
   return ticking ? p.elapsed + Math.max(0, now - at) / 1000 : p.elapsed;
 }
 
+// The bar counts steps done; the charts and the inspector number a step from 0, the untrained
+// policy's: after k steps the newest reward point is step k - 1 and the weights are step k's.
+const STEPS_DONE_TITLE =
+  "Steps done in this phase. Charts and inspector number steps from 0 (before training): after k steps done, the newest reward point is at step k - 1 and the held-out evaluation of the weights now is drawn at step k.";
+
 export function RunProgressBar() {
   const run = useLab(activeRun);
   const p = run?.progress;
@@ -183,8 +194,11 @@ export function RunProgressBar() {
         {p && (
           <>
             {" "}
-            step <span data-testid="progress-step">{p.step}</span>/
-            <span data-testid="progress-total">{p.total}</span> ·{" "}
+            <span title={STEPS_DONE_TITLE}>
+              <span data-testid="progress-step">{p.step}</span>/
+              <span data-testid="progress-total">{p.total}</span> steps
+            </span>{" "}
+            ·{" "}
             {ticking && (
               <>
                 <span data-testid="progress-activity">

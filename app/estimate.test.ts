@@ -76,11 +76,11 @@ describe("plan and time by Start", () => {
     });
     // 10 x 32 s of steps, 3 x 100 x 0.1 s of evaluation, 40 s of start: 390 s = 7 min
     expect(planText(demo, { rlPerRollout: 0.5, evalPerProblem: 0.1, startS: 40 })).toBe(
-      "Start loads quick-demo-sft-v2.safetensors, then 10 GRPO steps of 8 prompts × 8 samples, then evaluates 100 held-out problems every 5 steps (watch val/acc): about 7 min on this adapter, loading and evaluations included (measured 32 s per RL step).",
+      "Start loads quick-demo-sft-v2.safetensors, then 10 GRPO steps of 8 prompts × 8 samples, then evaluates 100 held-out problems every 5 steps (watch val/acc). Time on this adapter: about 7 min (32 s per RL step).",
     );
     // 10 steps x 32 rollouts x 0.25 s = 80 s; 3 seeds: 240 s = 4 min
     expect(planText({ ...cfg, seeds: 3 }, { rlPerRollout: 0.25 })).toBe(
-      "Start 10 GRPO steps of 8 prompts × 4 samples, for 3 seeds (1234–1236) one after another: about 4 min on this adapter, loading and evaluations included (measured 8 s per RL step).",
+      "Start 10 GRPO steps of 8 prompts × 4 samples, for 3 seeds (1234–1236) one after another. Time on this adapter: about 4 min (8 s per RL step).",
     );
   });
 });

@@ -116,6 +116,10 @@ export function estimateSeconds(config: RunConfig, times: StepTimes): number | u
   return perSeed * (config.seeds ?? 1);
 }
 
+/** What the time by Start counts (the line's title). */
+export const PLAN_TITLE =
+  "The time counts the whole run as measured on this adapter: loading the files and weights, compiling, every held-out evaluation and the steps.";
+
 /** The line by Start: what the run does and, where measured, about how long it takes. */
 export function planText(config: RunConfig, times: StepTimes): string {
   const sftSteps = config.sft.init_checkpoint ? 0 : config.sft.steps;
@@ -140,7 +144,9 @@ export function planText(config: RunConfig, times: StepTimes): string {
     return `${what}. Time on this adapter: measured after the first steps${
       evaluationsOf(config) > 0 && times.rlPerRollout !== undefined ? " and evaluation" : ""
     }.`;
-  return `${what}: about ${fmtDuration(total)} on this adapter, loading and evaluations included (measured ${fmtNum3(
+  // As long as the line before it was measured, so the top bar keeps its height when a run
+  // ends; what the time counts is the line's title (PLAN_TITLE).
+  return `${what}. Time on this adapter: about ${fmtDuration(total)} (${fmtNum3(
     (times.rlPerRollout ?? 0) * rollouts,
   )} s per RL step).`;
 }

@@ -1,13 +1,16 @@
 // e2e: share links and reloads in the app (one WebGPU browser for the spec).
 // - A valid link shows what it sets and offers Replay; the address bar keeps the link after
-//   the preset picker applies and after a form edit; the replayed run ends at "step 1/1"; a
+//   the preset picker applies and after a form edit; the replayed run ends at "1/1 steps done"; a
 //   reload of the page's own link is not shown as someone else's shared link.
 // - Truncated, tampered and unknown-version links show a message naming the problem, a hash
 //   that is no link at all says it was not understood, and the page keeps working.
 // - A reload mid-run (ci-tiny, its default checkpoints every 2 steps): the run is marked
-//   interrupted and offered as "Resume #N from step K"; resumed, it completes with every row,
-//   the same name in the runs table and the chart hover, and the counts at the end say 4/4;
-//   a stopped run says "stopped".
+//   interrupted and offered as "Resume #N from step K", its stored rows drawn before Resume,
+//   its steps numbered as the charts and the inspector number them (from 0, before training);
+//   resumed, it completes with every row (none twice), the same name in the runs table and the
+//   chart hover, and the counts at the end say 8/8; a stopped run says "stopped". The layout
+//   holds: the top bar is as high at the end as before Start, each chart's PNG/CSV buttons
+//   stay on their toggles' line, the Export buttons are indented as the top bar's title.
 // Run: `npx vite build && E2E_SKIP_BUILD=1 npx vitest run --project e2e e2e/link.e2e.test.ts`.
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
@@ -25,6 +28,34 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
+
+/**
+ * The layout the page keeps: the top bar's height, the charts whose PNG/CSV buttons sit on
+ * another line than their toggles (none should), and the left edges of the Export buttons and
+ * the top bar's title (the buttons are indented as the bar's contents, not flush left).
+ */
+const layout = (page: Page) =>
+  page.evaluate(() => {
+    const box = (el: Element | null) => el?.getBoundingClientRect();
+    const split = [...document.querySelectorAll(".chart figcaption")]
+      .filter((c) => {
+        const t = box(c.querySelector(".chart-toggles"));
+        const a = box(c.querySelector(".chart-actions"));
+        return t && a && Math.abs(t.top + t.height / 2 - (a.top + a.height / 2)) > 4;
+      })
+      .map((c) => c.querySelector(".chart-title")?.textContent);
+    return {
+      topBar: Math.round(box(document.querySelector(".topbar"))?.height ?? 0),
+      // Each part of the bar: its class, top and height (what grew, when the bar did).
+      parts: [...(document.querySelector(".topbar")?.children ?? [])].map(
+        (c) =>
+          `${c.className} ${Math.round(box(c)?.top ?? 0)}+${Math.round(box(c)?.height ?? 0)} ${c.textContent?.slice(0, 300)}`,
+      ),
+      split,
+      exportX: box(document.querySelector('[data-testid="export-verl"]'))?.x ?? -1,
+      titleX: box(document.querySelector(".topbar h1"))?.x ?? 0,
+    };
+  });
 
 const attr = async (page: Page, id: string, name: string) =>
   (await page.getByTestId(id).getAttribute(name)) ?? "";
@@ -136,6 +167,9 @@ describe("share links in the app", () => {
     );
     await page.getByTestId("adapter-info").waitFor({ timeout: 60_000 });
     await expect.poll(() => page.getByTestId("start").isEnabled(), { timeout: 30_000 }).toBe(true);
+    const idle = await layout(page);
+    expect(idle.split, "charts whose PNG/CSV buttons left their toggles' line").toEqual([]);
+    expect(idle.exportX).toBeGreaterThanOrEqual(idle.titleX);
     await page.getByTestId("start").click();
     await expect
       .poll(async () => Number(await text(page, "progress-step")), { timeout: 300_000, interval: 250 })
@@ -162,12 +196,26 @@ describe("share links in the app", () => {
     expect(m, label).not.toBeNull();
     const [, name, from] = m!;
     expect(Number(from)).toBeGreaterThanOrEqual(2);
-    // Steps counted from 1 in both: the checkpoint is never after the last step done (the
-    // banner said "after step 3. Its last checkpoint is at step 4" with a 0-based row).
+    // One numbering everywhere, the charts' (step 0 = the untrained policy's): the banner's
+    // last step is the last point drawn before Resume (one reward mean and std per step done),
+    // and the checkpoint is before the step after it at the latest.
     const after = /after step (\d+)\)/.exec(resumeText);
     expect(after, resumeText).not.toBeNull();
-    expect(Number(from)).toBeLessThanOrEqual(Number(after![1]));
-    expect(resumeText).toContain(`Its last checkpoint is at step ${from};`);
+    const last = Number(after![1]);
+    expect(Number(from)).toBeLessThanOrEqual(last + 1);
+    expect(resumeText).toContain(`Its last checkpoint is before step ${from};`);
+    const rewardChart = page.getByTestId("chart-reward");
+    await expect
+      .poll(async () => Number(await rewardChart.getAttribute("data-points")), { timeout: 30_000 })
+      .toBe(2 * (last + 1));
+    expect(Number(await rewardChart.getAttribute("data-x-last"))).toBe(last);
+    // The inspector's newest stored samples: that step or the one before (a reload can come
+    // between a step's row and its samples being stored), never the count of steps done.
+    await page.getByTestId("tab-inspector").click();
+    const latest = (await page.getByTestId("inspector-step").locator("option").first().textContent()) ?? "";
+    const k = Number(/^latest \(step (\d+)\)$/.exec(latest)?.[1] ?? Number.NaN);
+    expect(k, latest).toBeLessThanOrEqual(last);
+    expect(k, latest).toBeGreaterThanOrEqual(last - 1);
     // The page's own URL is not someone else's link.
     expect(await page.getByTestId("link-banner").count()).toBe(0);
     await page.getByTestId("tab-runs").click();
@@ -195,6 +243,10 @@ describe("share links in the app", () => {
     // recomputed: one reward point per RL step.
     expect(await text(page, "progress-step")).toBe("8");
     expect(await text(page, "progress-total")).toBe("8");
+    // The top bar keeps its height when the run ends; the captions still hold their buttons.
+    const ended = await layout(page);
+    expect(ended.topBar, JSON.stringify([idle.parts, ended.parts], null, 1)).toBe(idle.topBar);
+    expect(ended.split).toEqual([]);
     expect(await text(page, "progress-eta")).toBe("ETA –");
     expect(await page.getByTestId("run-row").first().getByTestId("run-name").textContent()).toBe(name);
     expect(await page.getByTestId("run-row").first().getByTestId("run-status").textContent()).toBe("done");
@@ -202,6 +254,10 @@ describe("share links in the app", () => {
     const chart = page.getByTestId("chart-reward");
     // data-points counts the current run's series: reward/mean and reward/std, 8 steps each.
     expect(Number(await chart.getAttribute("data-points"))).toBe(16);
+    // 8 steps done: the last reward point is step 7, the final evaluation (the weights after
+    // 8 steps) is drawn at step 8.
+    expect(await chart.getAttribute("data-x-last")).toBe("7");
+    expect(await page.getByTestId("chart-accuracy").getAttribute("data-x-last")).toBe("8");
     // The chart hover names the run as the runs table does.
     const over = (await chart.locator(".u-over").boundingBox())!;
     await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);

@@ -11,8 +11,8 @@
 //      the offer applied (lab-llama-calculator, the picked model kept, its architecture fields
 //      read-only from config.json), two RL steps, the PEFT and HF downloads unzipped and checked.
 //   5. the same model with a hostile chat template (a 100,000,000-item range loop) picked as local
-//      files: the picker says it is refused (file and budget), Start fails with the same refusal,
-//      and the page stays usable (the good files picked next are accepted).
+//      files: the picker says it is refused (file and budget), nothing of it is cached or becomes
+//      the run's model, and the page stays usable (the good files picked next are accepted).
 // Run: `npx vitest run --project e2e e2e/model.e2e.test.ts`.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -273,23 +273,30 @@ describe("pretrained models in the page", () => {
     await run.close();
   });
 
-  it("a model whose chat template loops over range(100000000) is refused when picked; the page stays usable", async () => {
+  it("a model whose chat template loops over range(100000000) is refused when picked, nothing of it cached; the page stays usable", async () => {
     const page = await open(RUN);
+    await page.getByTestId("model-cache").evaluate((el) => {
+      (el as HTMLDetailsElement).open = true;
+    });
+    const cached = async () => (await page.getByTestId("model-cache").textContent()) ?? "";
+    await expect.poll(cached).toMatch(/Model cache: \d+ models/);
+    const before = { cache: await cached(), search: await page.evaluate(() => location.search) };
     await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(evilDir, f)));
-    const state = page.getByTestId("run-model");
-    await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("refused");
     const refusal =
       "tokenizer_config.json: chat_template refused by the template sandbox's maxRange budget: range(0, 100000000, 1) has 100000000 items; the template sandbox allows 100000 (Jinja2's MAX_RANGE)";
-    expect(await page.getByTestId("model-refused").textContent()).toContain(refusal);
-    // Start: the run is refused by the same check before it begins.
-    await page.getByTestId("start").click();
     await expect
-      .poll(async () => (await page.getByTestId("app-error").allTextContents()).join(" "), {
-        timeout: 60_000,
-      })
+      .poll(() => page.getByTestId("model-error").textContent(), { timeout: 60_000 })
       .toContain(refusal);
+    expect(await page.getByTestId("model-error").textContent()).toContain(
+      "(nothing of local:qwen3-model is kept in this browser)",
+    );
+    // Not in the cache, not the run's model: the cache, the form and the link are as they were.
+    expect(await cached()).toBe(before.cache);
+    expect(await page.evaluate(() => location.search)).toBe(before.search);
+    expect(await page.getByTestId("run-model").count()).toBe(0);
     // The page and its worker still answer: the good files are accepted and planned.
     await page.getByTestId("local-files").setInputFiles(Object.keys(files).map((f) => join(dir, f)));
+    const state = page.getByTestId("run-model");
     await expect.poll(() => state.getAttribute("data-state"), { timeout: 60_000 }).toBe("cached");
     await expect
       .poll(() => page.getByTestId("memory-plan").getAttribute("data-fits"), { timeout: 30_000 })

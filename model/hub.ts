@@ -440,6 +440,39 @@ export async function listCache(store: ByteStore): Promise<CacheEntry[]> {
   return [...out.values()];
 }
 
+/**
+ * Removes one source from the store: a local source's manifest and the files no other local
+ * manifest names (files are stored by hash, so two picks may share one); a Hub source's manifests
+ * at `commit` (every revision that resolved to it) and its chunks, finished or not. A model the
+ * lab refuses leaves nothing behind this way (workers/model-cache.ts).
+ */
+export async function evictSource(s: ModelSource, store: ByteStore, commit?: string): Promise<void> {
+  if (s.kind === "local") {
+    const mine = `local/${s.name}`;
+    const stored = await readJson<Record<string, string>>(store, mine);
+    const same = (a: Record<string, string>, b: Record<string, string>) =>
+      Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([f, h]) => b[f] === h);
+    if (stored && same(stored, s.sha256)) await store.delete(mine);
+    const kept = new Set<string>();
+    for (const k of await store.keys())
+      if (k.startsWith("local/"))
+        for (const hex of Object.values((await readJson<Record<string, string>>(store, k)) ?? {}))
+          kept.add(hex);
+    for (const hex of Object.values(s.sha256)) if (!kept.has(hex)) await store.delete(`sha256/${hex}`);
+    return;
+  }
+  if (s.kind !== "hub") return;
+  const at = commit ?? (await readJson<HubManifest>(store, manifestKey(s.repo, s.revision)))?.commit;
+  if (!at) return;
+  const prefix = `hub/${s.repo}@`;
+  for (const k of await store.keys()) {
+    if (!k.startsWith(prefix)) continue;
+    if (k.startsWith(`${prefix}${at}/`)) await store.delete(k);
+    else if (k.endsWith("/manifest") && (await readJson<HubManifest>(store, k))?.commit === at)
+      await store.delete(k);
+  }
+}
+
 /** Removes everything the store holds (every model). */
 export async function clearCache(store: ByteStore): Promise<void> {
   for (const k of await store.keys()) await store.delete(k);

@@ -1,9 +1,10 @@
 // The page's model cache: model/hub.ts's ByteStore over the Cache Storage API (one cache,
 // "lab-models-v1"), which a dedicated worker can use and which survives reloads; and the worker's
 // model calls (sizes, download with progress, picked files, list and clear), so that tokenizers
-// and weights are read in the trainer worker, never on the page's main thread. A cached model's
-// files are checked as untrusted input when the picker asks about it (ModelInfo.refused).
-// Tested by e2e/model.e2e.test.ts.
+// and weights are read in the trainer worker, never on the page's main thread. A model's files
+// are checked as untrusted input (model/untrusted.ts) when picked (before they are stored), when
+// downloaded and when the picker asks about a cached one (ModelInfo.refused); a refused model
+// leaves nothing in the cache. Tested by workers/model-cache.test.ts and e2e/model.e2e.test.ts.
 
 import type { RunConfig } from "../config";
 import type { ModelDir } from "../model/hf/read";
@@ -16,6 +17,7 @@ import {
   clearCache,
   type DownloadProgress,
   downloadHub,
+  evictSource,
   hubModelInfo,
   listCache,
   memoryByteStore,
@@ -79,21 +81,42 @@ export interface ModelOptions {
   token?: string;
 }
 
+type Checked = { config?: unknown; architecture?: string; refused?: string };
 // Checks of cached sources, by source and content (a local source's hashes, a Hub commit).
-const checked = new Map<string, Promise<{ config?: unknown; architecture?: string; refused?: string }>>();
+const checked = new Map<string, Promise<Checked>>();
+const checkKey = (s: ModelSource, commit?: string) =>
+  JSON.stringify([sourceLabel(s), commit ?? null, s.kind === "local" ? s.sha256 : null]);
 
 /**
- * config.json and the untrusted-file check of a cached source (model/untrusted.ts: every file
- * read through the lab's bounded readers, the chat template rendered in its sandbox), so the
- * picker shows a refused model before any run. Not cached yet: nothing to check.
+ * config.json and the untrusted-file check of a model's files (model/untrusted.ts: every file
+ * read through the lab's bounded readers, the chat template rendered in its sandbox): the
+ * architecture in words, or why the lab refuses the model. Errors other than a refusal throw.
  */
-async function checkCached(
-  s: ModelSource,
-  commit?: string,
-): Promise<{ config?: unknown; architecture?: string; refused?: string }> {
+async function checkDir(dir: ModelDir, configBlob: Blob): Promise<Checked> {
+  let config: unknown;
+  try {
+    config = JSON.parse(await configBlob.text());
+  } catch {}
+  try {
+    const { config: mc } = await checkModelFiles(dir);
+    return { config, architecture: `${mc.layers} layers, width ${mc.dModel}, vocabulary ${mc.vocab}` };
+  } catch (err) {
+    if (!(err instanceof ModelFileError)) throw err;
+    return err.file === "config.json"
+      ? { architecture: err.message, refused: err.message }
+      : { config, refused: err.message };
+  }
+}
+
+/**
+ * The check of a cached source, so the picker shows a refused model before any run. A refused
+ * model is removed from the cache at once (it can never run: its files do not change), so
+ * nothing of it stays in this browser. Not cached yet: nothing to check.
+ */
+async function checkCached(s: ModelSource, commit?: string): Promise<Checked> {
   const blob = await openCached(s, "config.json", modelStore()).catch(() => null);
   if (!blob) return {};
-  const key = JSON.stringify([sourceLabel(s), commit ?? null, s.kind === "local" ? s.sha256 : null]);
+  const key = checkKey(s, commit);
   let p = checked.get(key);
   if (!p) {
     p = (async () => {
@@ -105,24 +128,14 @@ async function checkCached(
           return b ? blobSource(b, `${name}/${path}`) : null;
         },
       };
-      let config: unknown;
-      try {
-        config = JSON.parse(await blob.text());
-      } catch {}
-      try {
-        const { config: mc } = await checkModelFiles(dir);
-        return { config, architecture: `${mc.layers} layers, width ${mc.dModel}, vocabulary ${mc.vocab}` };
-      } catch (err) {
-        if (!(err instanceof ModelFileError)) throw err;
-        return err.file === "config.json"
-          ? { architecture: err.message, refused: err.message }
-          : { config, refused: err.message };
-      }
+      return checkDir(dir, blob);
     })();
     checked.set(key, p);
     p.catch(() => checked.delete(key));
   }
-  return p;
+  const out = await p;
+  if (out.refused) await evictSource(s, modelStore(), commit);
+  return out;
 }
 
 export async function modelInfo(s: ModelSource, opts: ModelOptions = {}): Promise<ModelInfo> {
@@ -131,18 +144,26 @@ export async function modelInfo(s: ModelSource, opts: ModelOptions = {}): Promis
   if (s.kind === "hub") {
     const m = await hubModelInfo(s.repo, s.revision, st, { endpoint: opts.endpoint, token: opts.token });
     const files = m.files.map((f) => ({ path: f.path, size: f.size }));
+    const check = await checkCached(s, m.commit);
     return {
       label: sourceLabel(s),
       files,
       total: files.reduce((a, f) => a + f.size, 0),
-      state,
+      state: check.refused ? await sourceState(s, st) : state,
       commit: m.commit,
-      ...(await checkCached(s, m.commit)),
+      ...check,
     };
   }
   if (s.kind === "local") {
     const files = Object.keys(s.sha256).map((path) => ({ path, size: 0 }));
-    return { label: sourceLabel(s), files, total: state.bytes, state, ...(await checkCached(s)) };
+    const check = await checkCached(s);
+    return {
+      label: sourceLabel(s),
+      files,
+      total: state.bytes,
+      state: check.refused ? await sourceState(s, st) : state,
+      ...check,
+    };
   }
   throw new Error(`${s.path}: a folder model is read from the app's files, not the model cache`);
 }
@@ -163,18 +184,40 @@ export async function downloadModel(
     chunkBytes: opts.chunkBytes ?? CHUNK_BYTES,
     onProgress,
   });
-  return modelInfo(s, opts);
+  const info = await modelInfo(s, opts);
+  if (info.refused) throw new Error(refusedMessage(sourceLabel(s), info.refused));
+  return info;
 }
 
+const refusedMessage = (label: string, why: string) =>
+  `refused: ${why} (nothing of ${label} is kept in this browser)`;
+
+/**
+ * Picked files, checked before anything is stored: a refused model is an error naming the file
+ * and why, and the cache stays as it was; an accepted one is stored by hash with its check.
+ */
 export async function addLocalModel(
   name: string,
   files: { path: string; blob: Blob }[],
 ): Promise<ModelSource> {
-  return addLocalFiles(
-    name,
-    new Map(files.map((f) => [f.path.split("/").pop() as string, f.blob])),
-    modelStore(),
-  );
+  const byName = new Map(files.map((f) => [f.path.split("/").pop() as string, f.blob]));
+  const label = `local:${name}`;
+  const configBlob = byName.get("config.json");
+  let check: Checked | undefined;
+  if (configBlob) {
+    const dir: ModelDir = {
+      name: label,
+      open: async (path) => {
+        const b = byName.get(path);
+        return b ? blobSource(b, `${label}/${path}`) : null;
+      },
+    };
+    check = await checkDir(dir, configBlob);
+    if (check.refused) throw new Error(refusedMessage(label, check.refused));
+  }
+  const s = await addLocalFiles(name, byName, modelStore());
+  if (check) checked.set(checkKey(s), Promise.resolve(check));
+  return s;
 }
 
 export const listModelCache = (): Promise<CacheEntry[]> => listCache(modelStore());
