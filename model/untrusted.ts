@@ -11,6 +11,7 @@
 // weights. Used by workers/model-cache.ts (the picker) and tested by model/untrusted.test.ts.
 import { jinjaChat } from "./chat";
 import type { ModelConfig } from "./config";
+import { checkFileSize } from "./file-caps";
 import type { HfOptions } from "./hf/config";
 import { type ModelDir, openHfTensors, readHfConfig } from "./hf/read";
 import { HfTokenizer } from "./hf/tokenizer";
@@ -45,6 +46,7 @@ async function blame<T>(dir: ModelDir, file: string, f: () => Promise<T> | T): P
 async function readJsonFile(dir: ModelDir, file: string): Promise<Record<string, unknown> | null> {
   const src = await dir.open(file);
   if (!src) return null;
+  checkFileSize(src.name, src.size);
   const bytes = await src.read(0, src.size);
   try {
     return JSON.parse(new TextDecoder().decode(bytes));

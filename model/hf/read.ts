@@ -12,6 +12,7 @@ import {
   type ParamLayout,
   paramLayout,
 } from "../config";
+import { checkFileSize } from "../file-caps";
 import {
   type ByteSource,
   blobSource,
@@ -108,6 +109,7 @@ const INDEX = "model.safetensors.index.json";
 const SINGLE = "model.safetensors";
 
 async function readText(src: ByteSource): Promise<string> {
+  checkFileSize(src.name, src.size);
   return new TextDecoder().decode(await src.read(0, src.size));
 }
 

