@@ -27,7 +27,8 @@ describe("export from the page", () => {
       page.waitForEvent("download"),
       page.getByTestId("export-verl").click(),
     ]);
-    expect(download.suggestedFilename()).toBe("lab-run-verl.zip");
+    // named after what the page shows: no run yet, so the preset in the form
+    expect(download.suggestedFilename()).toBe("quick-demo-verl.zip");
     const file = join(mkdtempSync(join(tmpdir(), "export-e2e-")), "export.zip");
     await download.saveAs(file);
     const names = JSON.parse(
