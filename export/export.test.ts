@@ -904,6 +904,23 @@ describe("the TRL export runs on a machine without a GPU, with the lab-made Llam
     expect(readFileSync("export/engines/constraints.txt", "utf8")).toMatch(/^jmespath==\d/m);
   });
 
+  it("the reward sees the <think> block TRL's response parser moves to reasoning_content", () => {
+    const exp = exportRun(config({ stop: { max_steps: 1 }, task: { eval_size: 2 } }), {
+      target: "trl",
+      name: "t",
+    });
+    const dir = mkdtempSync(join(tmpdir(), "lab-export-think-"));
+    for (const f of ["train_trl.py", "reward.py", "lab_node.py"]) writeFileSync(join(dir, f), exp.files[f]);
+    const py = [
+      "import json, train_trl",
+      "m = {'role': 'assistant', 'content': '<answer>42</answer>', 'reasoning_content': '6*7'}",
+      "print(json.dumps(train_trl.lab_text([m])))",
+    ].join("\n");
+    const r = spawnSync("python3", ["-c", py], { cwd: dir, encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(["<think>6*7</think>\n<answer>42</answer>", []]);
+  });
+
   it("the local node runner limits the program, not node's start: a slow start still answers, a loop times out", () => {
     const exp = exportRun(config({ stop: { max_steps: 1 }, task: { eval_size: 2 } }), {
       target: "trl",

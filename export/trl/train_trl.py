@@ -87,6 +87,10 @@ def lab_text(completion):
             continue
         flush()
         text = m.get("content") or ""
+        # TRL's response parser (Qwen's, Hermes') moves a leading <think> block to
+        # reasoning_content, and the blank after it: the reward sees the block again.
+        if m.get("reasoning_content"):
+            text = "<think>" + m["reasoning_content"] + "</think>\n" + text
         calls = m.get("tool_calls") or []
         if calls and "<tool_call>" not in text:
             text += "".join(_call_text(c) for c in calls)
