@@ -2,7 +2,7 @@
 // `npm run export -- verl --link '<share url>' --out DIR`
 // `npm run export -- trl  <recipe.json | bundle | --link URL> --out DIR`
 // `npm run export -- --table [trl]`   (the verl mapping table or the TRL one, as docs/SCALE-OUT.md shows them)
-// `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR`
+// `npm run export -- peft <run folder | bundle | checkpoint.safetensors> --out DIR [--base NAME|DIR]`
 // `npm run export -- hf   <run folder | bundle | checkpoint.safetensors> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]
 //   the trained weights in Hugging Face formats (model/hf/write.ts): peft = the LoRA adapter as
 //   adapter_config.json + adapter_model.safetensors, hf = the model with the adapter merged
@@ -10,7 +10,9 @@
 //   generation_config files copied through (from the run's model.tokenizer or model.pretrained:
 //   a folder, or an hf: model in the CLI's model cache; --tokenizer DIR names the folder). For a
 //   pretrained run (model.pretrained) the PEFT adapter's base_model_name_or_path is the source
-//   (the hf: repo id with its revision, or the folder), and the merged config.json is the
+//   (the hf: repo id with its revision, or the folder as found: public/models/lab-llama for the
+//   run's models/lab-llama; --base NAME|DIR sets it, and is required for a folder picked in the
+//   page, local:NAME, which has no path here), and the merged config.json is the
 //   source's, its weights in the source's dtype (--dtype to choose), with a README.md naming
 //   the source. The tiny layernorm/gelu/learned model is GPT-2, the
 //   rmsnorm/swiglu/rope models the Llama family (llama, qwen2, qwen3 by their options); other
@@ -23,7 +25,7 @@
 // run recorded when it loaded its model (whether its chat template renders tools).
 // Tested by export/export.test.ts.
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve } from "node:path";
 import { parseRunConfig } from "../config/migrate";
 import { loadRecipeFile } from "../config/recipe-file";
 import type { RunConfig } from "../config/schema";
@@ -57,7 +59,8 @@ interface Args {
 
 const usage: (msg?: string) => never = usageExit(
   "usage: npm run export -- verl|trl <recipe.json | bundle | run folder> --out DIR [--strict] [--gpus N]\n" +
-    "       npm run export -- peft|hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]\n" +
+    "       npm run export -- peft <run folder | bundle | checkpoint> --out DIR [--base NAME|DIR]\n" +
+    "       npm run export -- hf <run folder | bundle | checkpoint> --out DIR [--tokenizer DIR] [--dtype f32|bf16|f16]\n" +
     "       npm run export -- verl|trl --link '<share url>' --out DIR [--strict]\n" +
     "       npm run export -- --table [trl]",
 );
@@ -158,18 +161,44 @@ function sourceReader(
       return b ? new Uint8Array(await b.arrayBuffer()) : null;
     };
   }
-  const dir = [resolve("public", source), resolve(source)].find((d) => existsSync(d));
-  if (!dir) throw new Error(`the tokenizer folder ${source} is not in public/ or ${process.cwd()}`);
+  const dir = sourceFolder(source, "the tokenizer folder");
   return async (name) => (existsSync(join(dir, name)) ? new Uint8Array(readFileSync(join(dir, name))) : null);
 }
 
+/** A folder a run names, found as npm run train finds it: under public/, else from the cwd. */
+function sourceFolder(source: string, what: string): string {
+  const dir = [resolve("public", source), resolve(source)].find((d) => existsSync(d));
+  if (!dir)
+    throw new Error(
+      `${what} ${source} is not in public/ or ${process.cwd()}${what.includes("model") ? " (name it with --base NAME|DIR)" : ""}`,
+    );
+  return dir;
+}
+
+/**
+ * The adapter's base_model_name_or_path for a folder source: the folder as found, relative to
+ * the cwd (absolute when outside it), so that transformers loads it from where the export ran;
+ * the run's own name ("models/lab-llama") is a path inside the lab's public/ folder.
+ */
+function loadableBase(source: string): string {
+  if (isAbsolute(source)) return source;
+  const rel = relative(process.cwd(), sourceFolder(source, "the run's model folder"));
+  return rel === "" ? "." : rel.startsWith("..") || isAbsolute(rel) ? resolve(rel) : rel;
+}
+
 async function weightsExport(kind: "peft" | "hf", argv: string[]) {
-  const p = parseCliArgs(argv.slice(1), { flags: [], values: ["--out", "--tokenizer", "--dtype"] }, usage);
+  const p = parseCliArgs(
+    argv.slice(1),
+    { flags: [], values: ["--out", "--tokenizer", "--dtype", "--base"] },
+    usage,
+  );
   const out = p.values.get("--out");
   const input = p.positionals[0];
   if (!input) usage(`${kind} needs a run folder, a bundle or a checkpoint`);
   if (!out) usage("--out DIR is needed");
   const tokenizerArg = p.values.get("--tokenizer");
+  const baseArg = p.values.get("--base");
+  if (baseArg !== undefined && kind !== "peft") usage("--base names the adapter's base: peft only");
   const dtype = p.values.get("--dtype");
   if (dtype !== undefined && dtype !== "f32" && dtype !== "bf16" && dtype !== "f16")
     usage(`--dtype must be f32, bf16 or f16, not ${dtype}`);
@@ -182,6 +211,19 @@ async function weightsExport(kind: "peft" | "hf", argv: string[]) {
     if (kind === "peft") {
       if (!ck.adapter)
         throw new Error(`${input} has no LoRA adapter (model.lora.rank is 0): export hf instead`);
+      // base_model_name_or_path must load: --base, else a Hub id as it is, else the folder as found;
+      // a folder picked in the page has no path here, so --base is required.
+      if (source && baseArg !== undefined) Object.assign(source, { name: baseArg, picked: false });
+      else if (source?.picked)
+        throw new Error(
+          `the run's model is ${config?.model.pretrained}, a folder picked in the page: name where it is with --base DIR (the adapter's base_model_name_or_path)`,
+        );
+      else if (source && !config?.model.pretrained?.startsWith("hf:"))
+        source.name = loadableBase(source.name);
+      else if (!source && baseArg !== undefined)
+        throw new Error(
+          "--base: the run has no pretrained source (model.pretrained); its base is the run's own",
+        );
       files = peftFiles(ck.config, ck.adapter, source ?? undefined);
     } else {
       if (source && config?.model.pretrained) {

@@ -878,6 +878,76 @@ describe("TRL", () => {
   });
 });
 
+describe("the TRL export runs on a machine without a GPU, with the lab-made Llama's tools", () => {
+  it("writes bf16 false: the lab computes in f32, and TRL's default true stops a CPU run", () => {
+    const args = trlConfig(config({ stop: { max_steps: 1 } }), "t");
+    expect(args.bf16[0]).toBe(false);
+    expect(TRL_KEYS.training_arguments.names).toContain("bf16");
+  });
+
+  it("gives GRPOTrainer a tool-call parser when it passes tools (TRL refuses a chat template it does not know)", () => {
+    const exp = exportRun(config({ stop: { max_steps: 1 }, task: { eval_size: 2 } }), {
+      target: "trl",
+      name: "t",
+    });
+    const py = text(exp.files["train_trl.py"]);
+    expect(py).toMatch(
+      /if LAB\["pass_tools"\]:\n\s+extra\["tools"\] = TOOLS\n\s+extra\["processing_class"\] = hermes_parsing\(AutoTokenizer\.from_pretrained\(a\.model\)\)/,
+    );
+    expect(py).toMatch(/except ValueError:[\s\S]*tokenizer\.response_schema = ctu\.qwen3_schema/);
+  });
+
+  it("the engines venv pins jmespath, which TRL's tool-call parsing needs on transformers below 5.13", () => {
+    const req = readFileSync("export/engines/requirements.txt", "utf8");
+    expect(req).toMatch(/^transformers==5\.10\./m);
+    expect(req).toMatch(/^jmespath==\d/m);
+    expect(readFileSync("export/engines/constraints.txt", "utf8")).toMatch(/^jmespath==\d/m);
+  });
+
+  it("the reward sees the <think> block TRL's response parser moves to reasoning_content", () => {
+    const exp = exportRun(config({ stop: { max_steps: 1 }, task: { eval_size: 2 } }), {
+      target: "trl",
+      name: "t",
+    });
+    const dir = mkdtempSync(join(tmpdir(), "lab-export-think-"));
+    for (const f of ["train_trl.py", "reward.py", "lab_node.py"]) writeFileSync(join(dir, f), exp.files[f]);
+    const py = [
+      "import json, train_trl",
+      "m = {'role': 'assistant', 'content': '<answer>42</answer>', 'reasoning_content': '6*7'}",
+      "print(json.dumps(train_trl.lab_text([m])))",
+    ].join("\n");
+    const r = spawnSync("python3", ["-c", py], { cwd: dir, encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(["<think>6*7</think>\n<answer>42</answer>", []]);
+  });
+
+  it("the local node runner limits the program, not node's start: a slow start still answers, a loop times out", () => {
+    const exp = exportRun(config({ stop: { max_steps: 1 }, task: { eval_size: 2 } }), {
+      target: "trl",
+      name: "t",
+    });
+    const dir = mkdtempSync(join(tmpdir(), "lab-export-node-"));
+    writeFileSync(join(dir, "lab_node.py"), exp.files["lab_node.py"]);
+    // a node that takes 1.5 s to start (as on a machine busy training), under a 1 s limit
+    writeFileSync(join(dir, "slow-node"), '#!/bin/sh\nsleep 1.5\nexec node "$@"\n', { mode: 0o755 });
+    const py = [
+      "import json, lab_node",
+      "out = [lab_node.run_local_node(lab_node.node_source(c), 1, 512) for c in ['6*7', 'while (true) {}']]",
+      "print(json.dumps(out))",
+    ].join("\n");
+    const r = spawnSync("python3", ["-c", py], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, LAB_NODE: join(dir, "slow-node") },
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([
+      ["42", true],
+      ["TimeoutError: the tool call ran out of time", false],
+    ]);
+  }, 30_000);
+});
+
 describe("lab_node.py's Sandbox Fusion client (the TRL tools)", () => {
   it("sends run_code requests and reads Sandbox Fusion's result shape", async () => {
     // A stand-in for Sandbox Fusion's POST /run_code: runs the program with node, answers in its shape.

@@ -48,6 +48,7 @@ export const TRL_ARGS: Record<string, string> = {
   num_iterations: "rl.epochs (each generation is trained on this many times)",
   shuffle_dataset: "false: the lab's prompt order (train.parquet is in step order)",
   gradient_checkpointing: "model.gradient_checkpointing",
+  bf16: "false: the lab computes in f32 (model.dtype f16 is the frozen base's storage only); TRL's default true also stops a run on a machine without a GPU",
   max_completion_length: "sampling.max_new_tokens",
   temperature: "sampling.temperature",
   top_p: "sampling.top_p",
@@ -175,6 +176,7 @@ export function trlConfig(
   arg("num_iterations", r.epochs);
   arg("shuffle_dataset", false);
   arg("gradient_checkpointing", c.model.gradient_checkpointing);
+  arg("bf16", false);
   arg("max_completion_length", c.sampling.max_new_tokens);
   arg("temperature", c.sampling.temperature);
   arg("top_p", c.sampling.top_p);

@@ -201,20 +201,45 @@ async function importTrl(
   const completions = files
     .filter((f) => COMPLETIONS.test(baseName(f.path)))
     .sort((a, b) => stepOf(a) - stepOf(b));
-  for (const f of completions) {
-    const step = stepOf(f);
-    checkSize(f, limits);
-    samples.push(...(await readCompletions(await f.bytes(), f.path, step)));
-    read.push(f.path);
-  }
   const config = await readTrlScript(files, limits, notes);
   if (config.path) read.push(config.path);
+  // Optimizer steps per lab step: lab_export.json (train_trl.py writes it beside its results), else the script's LAB.
+  const exported = await readLabExport(files, limits, notes);
+  if (exported.path) read.push(exported.path);
+  const perLab = exported.perLab ?? config.perLab;
+  if (perLab === undefined)
+    notes.push(
+      "no lab_export.json nor train_trl.py among the files: each TRL optimizer step is taken as one lab step",
+    );
+  let evalRows = 0;
+  // TRL logs a window of the last generation's size at every optimizer step: the file right after
+  // a generation (optimizer step k perLab + 1) holds that generation whole; the others overlap it
+  // (or hold evaluation completions), so they are left out.
+  const k = perLab ?? 1;
+  const overlapping = completions.filter((f) => stepOf(f) > 0 && (stepOf(f) - 1) % k !== 0);
+  if (overlapping.length > 0)
+    notes.push(
+      `completions of optimizer steps without a generation (they repeat its window): ${overlapping.map((f) => f.path).join(", ")}: left out`,
+    );
+  for (const f of completions) {
+    const step = stepOf(f);
+    if (overlapping.includes(f)) continue;
+    checkSize(f, limits);
+    const got = await readCompletions(await f.bytes(), f.path, step, perLab ?? 1);
+    samples.push(...got.samples);
+    evalRows += got.evalRows;
+    read.push(f.path);
+  }
+  if (evalRows > 0)
+    notes.push(
+      `${evalRows} completions of the evaluation before any update (step 0): no training rollout, left out`,
+    );
   // Named by the export folder (train_trl.py's) when it was picked, else by the output folder.
   const root = config.path !== undefined ? dirName(config.path) : dirName(state.path).replace(CHECKPOINT, "");
   return {
     name: `trl ${baseName(root) || "run"}`,
     info: { engine: "trl", files: read, notes, config: config.value, seed: numberOr(config.value?.seed) },
-    rows: trlRows(entries).rows(),
+    rows: trlRows(entries, perLab ?? 1).rows(),
     samples: samplesByStep(samples),
   };
 }
@@ -226,16 +251,41 @@ async function readTrlScript(
   files: readonly ResultFile[],
   limits: ReadLimits,
   notes: string[],
-): Promise<{ value: Record<string, unknown> | null; path?: string }> {
+): Promise<{ value: Record<string, unknown> | null; path?: string; perLab?: number }> {
   const f = shallowest(files, "train_trl.py");
   if (!f) return { value: null };
   const line = /^LAB = json\.loads\((".*")\)$/m.exec(await readText(f, limits))?.[1];
   try {
     const lab = line ? JSON.parse(JSON.parse(line)) : null;
-    if (isObject(lab) && isObject(lab.grpo_config)) return { value: lab.grpo_config, path: f.path };
+    if (isObject(lab) && isObject(lab.grpo_config))
+      return { value: lab.grpo_config, path: f.path, perLab: perLabOf(lab) };
   } catch {}
   notes.push(`${f.path}: no LAB line of the lab's export: config left out`);
   return { value: null };
+}
+
+const perLabOf = (lab: Record<string, unknown>) => {
+  const k = lab.optimizer_steps_per_lab_step;
+  return typeof k === "number" && Number.isInteger(k) && k >= 1 ? k : undefined;
+};
+
+/** train_trl.py's lab_export.json (its LAB object as run): the optimizer steps per lab step. */
+async function readLabExport(
+  files: readonly ResultFile[],
+  limits: ReadLimits,
+  notes: string[],
+): Promise<{ path?: string; perLab?: number }> {
+  const f = shallowest(files, "lab_export.json");
+  if (!f) return {};
+  try {
+    const lab = JSON.parse(await readText(f, limits));
+    const perLab = isObject(lab) ? perLabOf(lab) : undefined;
+    if (perLab !== undefined) return { path: f.path, perLab };
+  } catch (err) {
+    if (err instanceof ResultsError) throw err;
+  }
+  notes.push(`${f.path}: no optimizer_steps_per_lab_step (not train_trl.py's lab_export.json): left out`);
+  return {};
 }
 
 /** Text samples to sample records, step by step (groups formed within a step). */

@@ -57,6 +57,18 @@ export const TRL_NAMES: readonly NameRow[] = [
   { from: "frac_reward_zero_std", to: "groups/zero_std_frac", how: "same" },
   { from: "tools/call_frequency", to: "tool/calls_mean", how: "same", note: "tool calls per completion" },
   { from: "tools/failure_frequency", to: "tool/success_rate", how: "1 - x", note: "failures per call" },
+  {
+    from: "eval_rewards/lab_acc/mean",
+    to: "val/acc",
+    how: "same",
+    note: "the export's zero-weight reward lab_acc on the held-out set (greedy)",
+  },
+  {
+    from: "eval_rewards/lab_valid_call/mean",
+    to: "val/valid_call_rate",
+    how: "same",
+    note: "the export's zero-weight reward lab_valid_call on the held-out set",
+  },
 ];
 
 interface Compiled {

@@ -150,6 +150,40 @@ describe("a TRL run", () => {
     expect(s[0].text?.correct).toBeUndefined();
   });
 
+  it("puts TRL's optimizer steps on the lab's steps (lab_export.json) and its held-out accuracy in val/acc", async () => {
+    // 2 lab steps of 2 optimizer steps each, evaluated at the start and after every lab step
+    const log = [
+      { step: 0, "eval_rewards/lab_acc/mean": 0.25, "eval_rewards/lab_valid_call/mean": 0.5, eval_loss: 0 },
+      { step: 1, reward: 0.5, loss: 0.1, step_time: 10, learning_rate: 0.003 },
+      { step: 2, loss: 0.3, step_time: 2, learning_rate: 0.003 },
+      { step: 2, "eval_rewards/lab_acc/mean": 0.5, "eval_rewards/lab_valid_call/mean": 0.75 },
+      { step: 3, reward: 1, loss: 0.2, step_time: 11, learning_rate: 0.003 },
+      { step: 4, loss: 0.4, step_time: 3, learning_rate: 0.003 },
+      { step: 4, "eval_rewards/lab_acc/mean": 1, "eval_rewards/lab_valid_call/mean": 1 },
+      { step: 4, train_runtime: 30, train_loss: 0.25 },
+    ];
+    const run = await importResults([
+      memFile("out/trl-out/trainer_state.json", JSON.stringify({ log_history: log })),
+      memFile("out/trl-out/lab_export.json", JSON.stringify({ optimizer_steps_per_lab_step: 2 })),
+    ]);
+    expect(run.info.files).toEqual(["out/trl-out/trainer_state.json", "out/trl-out/lab_export.json"]);
+    expect(run.rows.map((r) => r.step)).toEqual([0, 1, 2]);
+    expect(run.rows.map((r) => r["val/acc"])).toEqual([0.25, 0.5, 1]);
+    expect(run.rows.map((r) => r["val/valid_call_rate"])).toEqual([0.5, 0.75, 1]);
+    expect(run.rows[0]["eval_rewards/lab_acc/mean"]).toBeUndefined();
+    expect(run.rows[0].eval_loss).toBe(0); // an unmapped evaluation key keeps its name
+    expect(run.rows.map((r) => r["reward/mean"])).toEqual([0.5, 1, undefined]);
+    expect(run.rows[0]["actor/pg_loss"]).toBeCloseTo(0.2, 12); // the mean of its two optimizer steps
+    expect(run.rows[1]["actor/pg_loss"]).toBeCloseTo(0.3, 12);
+    expect(run.rows.map((r) => r.time)).toEqual([12, 26, Number.NaN]);
+    // without the export's files, each optimizer step is a lab step, and a note says so
+    const bare = await importResults([
+      memFile("out/trainer_state.json", JSON.stringify({ log_history: log })),
+    ]);
+    expect(bare.rows.map((r) => r.step)).toEqual([0, 1, 2, 3, 4]);
+    expect(bare.info.notes.join("\n")).toContain("each TRL optimizer step is taken as one lab step");
+  });
+
   it("without output_dir's state, reads the newest checkpoint's", async () => {
     const state = (steps: number) =>
       JSON.stringify({ log_history: [...Array(steps).keys()].map((i) => ({ step: i + 1, reward: i })) });

@@ -66,18 +66,46 @@ export function readTrainerState(text: string, path: string): { entries: TrlLogE
 }
 
 /**
- * The run's rows: training keys of step s (s updates done, the s-th update's rollout) in the
- * lab's row s-1 under the lab's names; `eval_*` keys (an evaluation after s updates) in row s,
- * as named. TRL's log has no wall time: `time` stays unknown.
+ * The run's rows on the lab's steps. TRL counts optimizer steps, `perLab` of them per lab RL step
+ * (the export's optimizer_steps_per_lab_step: rl.minibatches x rl.epochs): a training key of
+ * optimizer step s (s updates done) belongs to lab step floor((s - 1) / perLab), the mean over
+ * that lab step's optimizer steps that logged it (the rollout's keys are logged once per
+ * generation); an `eval_*` key (an evaluation after s updates) lands in row s / perLab, under the
+ * lab's name where names.ts maps it (the export's held-out accuracy, `eval_rewards/lab_acc/mean`,
+ * is `val/acc`), else as named. `time` is the sum of TRL's `step_time` up to the lab step's last
+ * optimizer step (training only: evaluation time is not in it).
  */
-export function trlRows(entries: readonly TrlLogEntry[]): RowBuilder {
+export function trlRows(entries: readonly TrlLogEntry[], perLab = 1): RowBuilder {
   const rows = new RowBuilder();
+  const sums = new Map<number, Map<string, { sum: number; n: number }>>();
+  const stepTime = new Map<number, number>();
   for (const { step, metrics } of entries) {
     for (const [k, v] of Object.entries(metrics)) {
-      if (k.startsWith("eval_")) rows.put(step, k, v);
-      else for (const m of labMetric("trl", k, v)) rows.put(Math.max(0, step - 1), m.key, m.value);
+      if (k.startsWith("eval_")) {
+        const at = Math.floor(step / perLab);
+        for (const m of labMetric("trl", k, v)) rows.put(at, m.key, m.value);
+        continue;
+      }
+      if (k === "step_time") stepTime.set(step, v);
+      const lab = Math.max(0, Math.floor((step - 1) / perLab));
+      const acc = sums.get(lab) ?? new Map<string, { sum: number; n: number }>();
+      sums.set(lab, acc);
+      for (const m of labMetric("trl", k, v)) {
+        const a = acc.get(m.key) ?? { sum: 0, n: 0 };
+        a.sum += m.value;
+        a.n += 1;
+        acc.set(m.key, a);
+      }
     }
   }
+  for (const [lab, acc] of sums) for (const [k, { sum, n }] of acc) rows.put(lab, k, sum / n);
+  let t = 0;
+  const last = new Map<number, number>();
+  for (const s of [...stepTime.keys()].sort((a, b) => a - b)) {
+    t += stepTime.get(s) as number;
+    last.set(Math.max(0, Math.floor((s - 1) / perLab)), t);
+  }
+  for (const [lab, time] of last) rows.time(lab, time);
   return rows;
 }
 
@@ -86,27 +114,60 @@ const NOT_REWARDS = new Set(["step", "prompt", "completion", "advantage", "image
 const num = (v: unknown) =>
   typeof v === "number" ? v : typeof v === "bigint" ? Number(v) : v === null ? Number.NaN : undefined;
 
+/** A conversational prompt or completion (a list of messages) as text, in the Hermes form the lab's tasks use. */
+function messagesText(v: unknown): string | null {
+  if (typeof v === "string") return v;
+  if (!Array.isArray(v)) return null;
+  const parts: string[] = [];
+  for (const m of v) {
+    if (typeof m !== "object" || m === null) return null;
+    const { role, content, tool_calls, reasoning_content } = m as Record<string, unknown>;
+    // TRL's response parser moves a <think> block to reasoning_content: put it back
+    const think = typeof reasoning_content === "string" ? `<think>${reasoning_content}</think>` : "";
+    const text = think + (typeof content === "string" ? content : "");
+    if (role === "tool") parts.push(`<tool_response>${text}</tool_response>`);
+    else {
+      const calls = Array.isArray(tool_calls)
+        ? tool_calls.map((c) => {
+            const f = (c as Record<string, unknown>)?.function ?? c;
+            return `<tool_call>\n${JSON.stringify(f)}\n</tool_call>`;
+          })
+        : [];
+      parts.push(text.includes("<tool_call>") ? text : text + calls.join(""));
+    }
+  }
+  return parts.join("\n");
+}
+
 /**
- * One completions parquet file as text samples: the reward is the sum of the reward-function
- * columns (weights 1: the export's train_trl.py has one function, `lab_reward`), each a term.
+ * One completions parquet file as text samples, on the lab's steps (`perLab` optimizer steps per
+ * lab step). The reward is the export's `lab_reward` column (reward weight 1; lab_acc and
+ * lab_valid_call are logged with weight 0, and lab_acc is the verifier's verdict), else the sum
+ * of the reward-function columns; each column is a term. Conversational prompts and completions
+ * (lists of messages, as TRL logs a run with tools) are rendered as text. Rows of an evaluation
+ * before any update (step 0) are no training rollout: left out, and counted in `evalRows`.
  */
 export async function readCompletions(
   bytes: ArrayBuffer,
   path: string,
   fileStep: number,
-): Promise<TextSample[]> {
+  perLab = 1,
+): Promise<{ samples: TextSample[]; evalRows: number }> {
   let rows: Record<string, unknown>[];
   try {
     rows = await parquetReadObjects({ file: bytes });
   } catch (err) {
     throw new ResultsError(`${path}: not a parquet file hyparquet can read: ${(err as Error).message}`);
   }
-  return rows.map((r, i) => {
+  const samples: TextSample[] = [];
+  let evalRows = 0;
+  rows.forEach((r, i) => {
     const at = `${path}: row ${i}`;
-    const { prompt, completion } = r;
-    if (typeof prompt !== "string" || typeof completion !== "string") {
+    const prompt = messagesText(r.prompt);
+    const completion = messagesText(r.completion);
+    if (prompt === null || completion === null) {
       throw new ResultsError(
-        `${at}: a completion has "prompt" and "completion" strings (GRPOTrainer.log_completions)`,
+        `${at}: a completion has "prompt" and "completion" strings or message lists (GRPOTrainer.log_completions)`,
       );
     }
     const terms: Record<string, number> = {};
@@ -114,16 +175,23 @@ export async function readCompletions(
       const x = num(v);
       if (!NOT_REWARDS.has(k) && x !== undefined && Number.isFinite(x)) terms[k] = x;
     }
-    const step = num(r.step);
+    const rowStep = num(r.step);
+    const step = rowStep !== undefined && Number.isFinite(rowStep) ? rowStep : fileStep;
+    if (step === 0) {
+      evalRows++;
+      return;
+    }
     const advantage = num(r.advantage);
-    return {
-      step: Math.max(0, (step !== undefined && Number.isFinite(step) ? step : fileStep) - 1),
+    samples.push({
+      step: Math.max(0, Math.floor((step - 1) / perLab)),
       prompt,
       response: completion,
-      reward: Object.values(terms).reduce((a, b) => a + b, 0),
+      reward: "lab_reward" in terms ? terms.lab_reward : Object.values(terms).reduce((a, b) => a + b, 0),
       terms,
+      correct: "lab_acc" in terms ? terms.lab_acc === 1 : undefined,
       advantage: advantage !== undefined && Number.isFinite(advantage) ? advantage : undefined,
       truth: "",
-    };
+    });
   });
+  return { samples, evalRows };
 }

@@ -87,6 +87,10 @@ def lab_text(completion):
             continue
         flush()
         text = m.get("content") or ""
+        # TRL's response parser (Qwen's, Hermes') moves a leading <think> block to
+        # reasoning_content, and the blank after it: the reward sees the block again.
+        if m.get("reasoning_content"):
+            text = "<think>" + m["reasoning_content"] + "</think>\n" + text
         calls = m.get("tool_calls") or []
         if calls and "<tool_call>" not in text:
             text += "".join(_call_text(c) for c in calls)
@@ -121,6 +125,23 @@ def lab_valid_call(prompts, completions, reward_model, extra_info, **kwargs):
     return [r["valid_call"] for r in _scores(completions, reward_model, extra_info)]
 
 
+def hermes_parsing(tokenizer):
+    """The tokenizer with TRL's tool-call parser set: TRL's own for a chat template it knows; for
+    another (the lab-made Llama's ChatML), Qwen's, which reads the Hermes calls the lab's tasks
+    use (<tool_call>{"name": ..., "arguments": {...}}</tool_call>)."""
+    from trl import chat_template_utils as ctu
+
+    try:
+        return ctu.add_response_schema(tokenizer)
+    except ValueError:
+        print("train_trl.py: TRL does not know this chat template; its tool calls are parsed as Hermes calls (Qwen's)")
+    if ctu._SUPPORTS_RESPONSE_TEMPLATE:
+        tokenizer.response_template = ctu.qwen3_template
+    else:
+        tokenizer.response_schema = ctu.qwen3_schema
+    return tokenizer
+
+
 def main():
     global TOOL_RUNNER
     p = argparse.ArgumentParser(description="The lab run as a TRL GRPOTrainer run.")
@@ -137,7 +158,7 @@ def main():
     TOOL_RUNNER = a.tools
 
     from datasets import load_dataset
-    from transformers import GenerationConfig
+    from transformers import AutoTokenizer, GenerationConfig
     from trl import GRPOConfig, GRPOTrainer
 
     class LabGRPOTrainer(GRPOTrainer):
@@ -176,6 +197,7 @@ def main():
     # prompts carry the tool list in their system message instead, as in the lab.
     if LAB["pass_tools"]:
         extra["tools"] = TOOLS
+        extra["processing_class"] = hermes_parsing(AutoTokenizer.from_pretrained(a.model))
     trainer = LabGRPOTrainer(
         model=a.model,
         reward_funcs=[lab_reward, lab_acc, lab_valid_call],

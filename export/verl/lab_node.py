@@ -17,13 +17,17 @@ import urllib.request
 
 NODE_WRAPPER = """
 const __lab_vm = require("vm");
+const __lab_ms = Number(process.env.LAB_TOOL_TIMEOUT_MS) || undefined;
 try {
-  const __lab_value = __lab_vm.runInThisContext(%s, { filename: "tool.js" });
+  const __lab_value = __lab_vm.runInThisContext(%s, { filename: "tool.js", timeout: __lab_ms });
   if (__lab_value !== undefined) {
     process.stdout.write((typeof __lab_value === "string" ? __lab_value : JSON.stringify(__lab_value)) + "\\n");
   }
 } catch (e) {
-  const msg = e && typeof e === "object" && "name" in e ? e.name + ": " + e.message : String(e);
+  const msg =
+    e && e.code === "ERR_SCRIPT_EXECUTION_TIMEOUT"
+      ? "TimeoutError: the tool call ran out of time"
+      : e && typeof e === "object" && "name" in e ? e.name + ": " + e.message : String(e);
   process.stderr.write(msg + "\\n");
   process.exitCode = 1;
 }
@@ -66,16 +70,24 @@ def run_sandbox_fusion(url, source, timeout_s, memory_mb):
     return last_line(stderr or stdout or str(res.get("message") or res.get("status") or "Error")), False
 
 
+# Seconds a local node may take to start, on top of the call's own limit: the limit is the
+# program's (vm's timeout, as the lab's QuickJS limit and Sandbox Fusion's run_timeout), and a
+# machine busy training can take longer than the lab's 1 s to start a process.
+NODE_START_S = 20
+
+
 def run_local_node(source, timeout_s, memory_mb):
     """Runs one program in a local node; returns (text the model sees, ok), as run_sandbox_fusion."""
     node = os.environ.get("LAB_NODE", "node")
+    env = dict(os.environ, LAB_TOOL_TIMEOUT_MS=str(int(timeout_s * 1000)))
     try:
         r = subprocess.run(
             [node, "--max-old-space-size=" + str(int(memory_mb)), "-"],
             input=source,
             capture_output=True,
             text=True,
-            timeout=timeout_s,
+            timeout=timeout_s + NODE_START_S,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         return "TimeoutError: the tool call ran out of time", False

@@ -144,8 +144,59 @@ describe("npm run export -- peft on a pretrained run", () => {
           model: { pretrained: "local:SmolLM2-135M", sha256: { "config.json": "0".repeat(64) } },
         }),
       ),
-    ).toEqual({ name: "SmolLM2-135M", revision: null });
+    ).toEqual({ name: "SmolLM2-135M", revision: null, picked: true });
   });
+
+  it("names a base PEFT can load: a public/ folder as found, a picked folder only with --base", () => {
+    // The lab-made Llama's runs name models/lab-llama, a path inside public/.
+    const lab = join(root, "lab-run");
+    mkdirSync(lab);
+    writeFileSync(
+      join(lab, "config.json"),
+      JSON.stringify(mergeConfig(runConfig(), { model: { pretrained: "models/lab-llama" } })),
+    );
+    writeFileSync(
+      join(lab, "checkpoint.safetensors"),
+      saveCheckpoint({ config: run.mc, weights: run.weights, adapter: run.adapter }),
+    );
+    const out = join(root, "peft-lab");
+    const r = cli(["peft", lab, "--out", out]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(json(join(out, "adapter_config.json")).base_model_name_or_path).toBe("public/models/lab-llama");
+    // A folder picked in the page has no path the CLI knows: refused, naming --base; --base sets it.
+    const picked = join(root, "picked-run");
+    mkdirSync(picked);
+    writeFileSync(
+      join(picked, "config.json"),
+      JSON.stringify(
+        mergeConfig(runConfig(), {
+          model: { pretrained: "local:lab-llama", sha256: { "config.json": "0".repeat(64) } },
+        }),
+      ),
+    );
+    writeFileSync(
+      join(picked, "checkpoint.safetensors"),
+      saveCheckpoint({ config: run.mc, weights: run.weights, adapter: run.adapter }),
+    );
+    const refused = cli(["peft", picked, "--out", join(root, "peft-picked-no")]);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(
+      /local:lab-llama, a folder picked in the page: name where it is with --base DIR/,
+    );
+    const given = cli(["peft", picked, "--out", join(root, "peft-picked"), "--base", "/models/lab-llama"]);
+    expect(given.status, given.stderr).toBe(0);
+    expect(json(join(root, "peft-picked", "adapter_config.json")).base_model_name_or_path).toBe(
+      "/models/lab-llama",
+    );
+    expect(readFileSync(join(root, "peft-picked", "README.md"), "utf8")).not.toMatch(
+      /picked in the lab's page/,
+    );
+    // The page's own download (no CLI) says so in the README instead.
+    const page = peftFiles(run.mc, run.adapter, { name: "lab-llama", revision: null, picked: true });
+    expect(new TextDecoder().decode(page["README.md"])).toMatch(
+      /`lab-llama` is the name of a folder picked in the lab's page, not a path/,
+    );
+  }, 60_000);
 });
 
 describe("npm run export -- hf on a pretrained run", () => {

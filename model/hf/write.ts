@@ -27,6 +27,7 @@ import type { RunConfig } from "../../config/schema.ts";
 import { toHalfBits } from "../../kernels/half";
 import type { ModelConfig } from "../config";
 import { attnDims, mlpHidden, modelConfig, paramLayout } from "../config";
+import { halfBase } from "../half";
 import { type LoraLayout, type LoraTarget, loraLayout } from "../lora";
 import { safetensorsHead, toFloat32 } from "../safetensors";
 import { type HfFamily, hfModelConfig } from "./config";
@@ -424,6 +425,8 @@ export function llamaConfigJson(c: ModelConfig, family: HfFamily): Record<string
 export interface HfSource {
   /** base_model_name_or_path: a Hub repo id ("owner/name"), a folder path, or a picked folder's name. */
   name: string;
+  /** True for a folder picked in the page (local:NAME): `name` is its name, no path PEFT can load. */
+  picked?: boolean;
   /** The Hub revision the run used (a commit pins it); null for files on disk. */
   revision: string | null;
   /** The source's config.json, parsed: the merged export writes it back (torch_dtype aside). */
@@ -447,7 +450,7 @@ export function hfSourceOf(config: RunConfig): HfSource | null {
   const p = config.model.pretrained;
   if (p === null) return null;
   if (p.startsWith("hf:")) return { name: p.slice(3), revision: config.model.revision };
-  if (p.startsWith("local:")) return { name: p.slice(6), revision: null };
+  if (p.startsWith("local:")) return { name: p.slice(6), revision: null, picked: true };
   return { name: p.replace(/\/+$/, ""), revision: null };
 }
 
@@ -499,20 +502,48 @@ function llamaFiles(
     "config.json": new TextEncoder().encode(`${JSON.stringify(json, null, 2)}\n`),
     "model.safetensors": writeSafetensors(tensors, { format: "pt" }, dtype),
   };
-  if (o.source) files["README.md"] = exportReadme("merged", o.source, dtype);
+  if (o.source) files["README.md"] = exportReadme("merged", o.source, dtype, halfBase(config));
   return files;
 }
 
-/** README.md of an export: what it is, its base model and revision, how to load it. */
-function exportReadme(kind: "merged" | "peft", s: HfSource, dtype?: HfDtype): Uint8Array {
+// The Python that rounds a base as an f16 run did (model/half.ts): each layer's linear weights to
+// float16, q/k/v together and gate/up together (the lab holds each group as one tensor), a group
+// with a value beyond float16's range (or not finite) kept float32; everything else float32.
+const ROUND_LIKE_THE_RUN = [
+  "for layer in base.model.layers:",
+  "    a, m = layer.self_attn, layer.mlp",
+  "    for group in ((a.q_proj, a.k_proj, a.v_proj), (a.o_proj,), (m.gate_proj, m.up_proj), (m.down_proj,)):",
+  "        if all(bool(p.weight.abs().max() <= 65504) for p in group):",
+  "            for p in group:",
+  "                p.weight.data = p.weight.data.half().float()",
+];
+
+/**
+ * README.md of an export: what it is, its base model and revision, how to load it, and (for a run
+ * whose base was rounded to f16) which model each export is.
+ */
+function exportReadme(kind: "merged" | "peft", s: HfSource, dtype?: HfDtype, half = false): Uint8Array {
   const at = s.revision ? ` at revision \`${s.revision}\`` : "";
   const rev = s.revision ? `, revision="${s.revision}"` : "";
+  const picked = s.picked
+    ? [
+        "",
+        `\`${s.name}\` is the name of a folder picked in the lab's page, not a path: set base_model_name_or_path in adapter_config.json to where that folder is, and load the base from there.`,
+      ]
+    : [];
+  const halfMerged = half
+    ? [
+        "",
+        "The run stored its base in float16 (model.dtype f16): each layer's linear weights (q/k/v/o/gate/up/down_proj) rounded to float16, all math in float32. This folder holds that rounded base with the trained adapter merged: the model the run trained and scored, not the source with the adapter applied (which differs slightly unless the source's linear weights are rounded the same way; the adapter export's README shows how).",
+      ]
+    : [];
   const lines =
     kind === "merged"
       ? [
           `# ${s.name}, fine-tuned in the agentic RL lab`,
           "",
           `The model \`${s.name}\`${at} with the run's trained weights (a LoRA adapter merged in, or full fine-tuning): config.json is the source's${dtype ? `, weights stored as ${TORCH_DTYPE[dtype]}` : ""}; the tokenizer and chat template files are the source's, copied.`,
+          ...halfMerged,
           "",
           "```python",
           "from transformers import AutoModelForCausalLM, AutoTokenizer",
@@ -520,18 +551,38 @@ function exportReadme(kind: "merged" | "peft", s: HfSource, dtype?: HfDtype): Ui
           'tokenizer = AutoTokenizer.from_pretrained("path/to/this/folder")',
           "```",
         ]
-      : [
-          `# A LoRA adapter of ${s.name}, trained in the agentic RL lab`,
-          "",
-          `base_model_name_or_path: \`${s.name}\`${at}. Apply it to that model (the same revision):`,
-          "",
-          "```python",
-          "from peft import PeftModel",
-          "from transformers import AutoModelForCausalLM",
-          `base = AutoModelForCausalLM.from_pretrained("${s.name}"${rev})`,
-          'model = PeftModel.from_pretrained(base, "path/to/this/folder")',
-          "```",
-        ];
+      : half
+        ? [
+            `# A LoRA adapter of ${s.name}, trained in the agentic RL lab`,
+            "",
+            `base_model_name_or_path: \`${s.name}\`${at}.`,
+            ...picked,
+            "",
+            "The run stored its base in float16 (model.dtype f16): each layer's linear weights (q/k/v/o/gate/up/down_proj) rounded to float16, all math in float32, and the adapter was trained against that rounded base. Applied to the source as it is, the adapter gives a slightly different model from the run's. To get the run's model, load the base in float32, round those weights as the run did, then apply the adapter (the merged export, npm run export -- hf, is that model already):",
+            "",
+            "```python",
+            "import torch",
+            "from peft import PeftModel",
+            "from transformers import AutoModelForCausalLM",
+            `base = AutoModelForCausalLM.from_pretrained("${s.name}"${rev}, dtype=torch.float32)`,
+            "# as the run's f16 base: q/k/v and gate/up are one tensor each in the lab, rounded (or kept float32, beyond float16's range) together",
+            ...ROUND_LIKE_THE_RUN,
+            'model = PeftModel.from_pretrained(base, "path/to/this/folder")',
+            "```",
+          ]
+        : [
+            `# A LoRA adapter of ${s.name}, trained in the agentic RL lab`,
+            "",
+            `base_model_name_or_path: \`${s.name}\`${at}. Apply it to that model (the same revision):`,
+            ...picked,
+            "",
+            "```python",
+            "from peft import PeftModel",
+            "from transformers import AutoModelForCausalLM",
+            `base = AutoModelForCausalLM.from_pretrained("${s.name}"${rev})`,
+            'model = PeftModel.from_pretrained(base, "path/to/this/folder")',
+            "```",
+          ];
   return new TextEncoder().encode(`${lines.join("\n")}\n`);
 }
 
@@ -605,7 +656,10 @@ export function peftFiles(config: ModelConfig, adapter: Float32Array, source?: H
       name: `the ${arch} export of this run (npm run export -- hf)`,
       revision: null,
     });
-  return { ...peftLlama(config, adapter, source), "README.md": exportReadme("peft", source) };
+  return {
+    ...peftLlama(config, adapter, source),
+    "README.md": exportReadme("peft", source, undefined, halfBase(config)),
+  };
 }
 
 // ---------------------------------------------------------------------------------------
