@@ -33,7 +33,7 @@ const SOURCE = `export default {
   ],
   reset(seed) {
     const words = ["ant", "bee", "cat", "dog", "elk", "fox"];
-    return { prompt: "word?", state: { word: words[Math.floor(Math.random() * words.length)] } };
+    return { prompt: "word " + seed + "?", state: { word: words[Math.floor(Math.random() * words.length)] } };
   },
   check(state, episode) {
     return { success: episode.answer === state.word };
@@ -47,15 +47,21 @@ const SOURCE = `export default {
 
 // A tiny model from scratch, no SFT: two RL steps of one prompt x two episodes.
 const QUERY =
-  "?model.layers=1&model.d_model=16&model.heads=2&model.context=160&sft.steps=0&rl.prompts_per_step=1" +
+  "?model.layers=1&model.d_model=16&model.heads=2&model.context=160&sft.steps=0&sft.init_checkpoint=null&rl.prompts_per_step=1" +
   "&rl.group_size=2&rl.epochs=1&rl.minibatches=1&sampling.max_new_tokens=12&task.eval_size=1&task.eval_every=0&stop.max_steps=2";
 
+/** Waits for the run to end; a run that fails says why (the progress line) instead of timing out. */
 async function waitDone(page: Page) {
   await page.waitForFunction(
-    () => document.querySelector('[data-testid="progress"]')?.getAttribute("data-phase") === "done",
+    () => {
+      const phase = document.querySelector('[data-testid="progress"]')?.getAttribute("data-phase");
+      return phase === "done" || phase === "error";
+    },
     null,
     { timeout: 400_000 },
   );
+  const progress = page.getByTestId("progress");
+  expect(await progress.getAttribute("data-phase"), (await progress.textContent()) ?? "").toBe("done");
 }
 
 /** The reward chart's CSV without the wall-clock column: run-independent rows. */

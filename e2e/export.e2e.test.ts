@@ -52,6 +52,7 @@ describe("export from the page", () => {
       "reward.py",
       "run.sh",
       "tool_config.yaml",
+      "tool_config_node.yaml",
       "train.parquet",
       "val.parquet",
     ]);

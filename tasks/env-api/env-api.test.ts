@@ -130,6 +130,18 @@ describe("bad environments", () => {
     expect((err as EnvError).line).toBe(3);
   });
 
+  it("an environment whose episodes never vary says why it has no held-out episode", () => {
+    const task = makeJsEnvTask(
+      env(
+        "name: 'same', reset(seed) { return { prompt: 'hi', state: {} }; }, check() { return { success: true }; },",
+      ),
+    );
+    expect(() => task.evalSeeds(2)).toThrow(
+      /same: no held-out episode among the first 400 seeds .*it returned 1 different one; let the prompt or state vary with the seed/,
+    );
+    expect(task.evalSeeds(0)).toEqual([]);
+  });
+
   it("a module without export default, or without check, says what is missing", () => {
     expect(() => makeJsEnvTask("const x = 1;")).toThrow(/must `export default`/);
     expect(() => makeJsEnvTask(env("reset() { return { prompt: 'a' }; },"))).toThrow(

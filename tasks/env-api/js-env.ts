@@ -418,8 +418,10 @@ const EVAL_SCAN = (n: number) => Math.max(400, 20 * n);
 function evalSeedsOf(name: string, layout: (seed: number) => string, n: number): number[] {
   const out: number[] = [];
   const seen = new Set<string>();
+  const distinct = new Set<string>();
   for (let seed = 0; out.length < n && seed < EVAL_SCAN(n); seed++) {
     const key = layout(seed);
+    distinct.add(key);
     if (!seen.has(key) && isEvalKey(name, key)) {
       seen.add(key);
       out.push(seed);
@@ -427,7 +429,7 @@ function evalSeedsOf(name: string, layout: (seed: number) => string, n: number):
   }
   if (out.length === 0 && n > 0)
     throw new Error(
-      `${name}: no held-out episode among the first ${EVAL_SCAN(n)} seeds (all its episodes train)`,
+      `${name}: no held-out episode among the first ${EVAL_SCAN(n)} seeds (all its episodes train): episodes are split by what reset(seed) returns, and it returned ${distinct.size} different one${distinct.size === 1 ? "" : "s"}; let the prompt or state vary with the seed, or set task.eval_size to 0`,
     );
   return out;
 }
