@@ -117,20 +117,6 @@ export function ModelPicker() {
       const s = await addLocalModelFiles(name, files);
       setModelSource(sourceFields(s));
     });
-  const onFiles = async (list: FileList | null) => {
-    if (!list?.length) return;
-    const files = [...list].map((f) => ({ path: f.name, blob: f as Blob }));
-    const rel = (list[0] as File & { webkitRelativePath?: string }).webkitRelativePath;
-    void pickFiles(rel ? rel.split("/")[0] : await pickedName(files), files);
-  };
-  const onDirectory = async () => {
-    if (!dirPicker) return;
-    const dir = await dirPicker();
-    const files: { path: string; blob: Blob }[] = [];
-    for await (const e of dir.values())
-      if (e.kind === "file" && e.getFile) files.push({ path: e.name, blob: await e.getFile() });
-    void pickFiles(dir.name, files);
-  };
 
   return (
     <div className="model-picker" data-testid="model-picker">
@@ -172,7 +158,7 @@ export function ModelPicker() {
         />
       )}
       {progress && <DownloadBar progress={progress} />}
-      <LocalPickers onFiles={(list) => void onFiles(list)} onDirectory={() => void onDirectory()} />
+      <LocalPickers onPick={(name, files) => void pickFiles(name, files)} />
       {error && (
         <div className="field-error" role="alert" data-testid="model-error">
           {error}
@@ -250,8 +236,27 @@ function DownloadBar({ progress }: { progress: DownloadProgress }) {
   );
 }
 
-/** Local files, a folder by the file input, and a folder by the directory picker where the browser has one. */
-function LocalPickers(props: { onFiles: (list: FileList | null) => void; onDirectory: () => void }) {
+type PickedFile = { path: string; blob: Blob };
+
+/**
+ * Local files, a folder by the file input, and a folder by the directory picker where the
+ * browser has one; each pick is named (the folder's name, else pickedName) and handed to onPick.
+ */
+function LocalPickers({ onPick }: { onPick: (name: string, files: PickedFile[]) => void }) {
+  const onFiles = async (list: FileList | null) => {
+    if (!list?.length) return;
+    const files = [...list].map((f) => ({ path: f.name, blob: f as Blob }));
+    const rel = (list[0] as File & { webkitRelativePath?: string }).webkitRelativePath;
+    onPick(rel ? rel.split("/")[0] : await pickedName(files), files);
+  };
+  const onDirectory = async () => {
+    if (!dirPicker) return;
+    const dir = await dirPicker();
+    const files: PickedFile[] = [];
+    for await (const e of dir.values())
+      if (e.kind === "file" && e.getFile) files.push({ path: e.name, blob: await e.getFile() });
+    onPick(dir.name, files);
+  };
   return (
     <div className="picker-row">
       <label>
@@ -260,7 +265,7 @@ function LocalPickers(props: { onFiles: (list: FileList | null) => void; onDirec
           type="file"
           multiple
           data-testid="local-files"
-          onChange={(e) => props.onFiles(e.target.files)}
+          onChange={(e) => void onFiles(e.target.files)}
         />
       </label>
       <label>
@@ -268,12 +273,12 @@ function LocalPickers(props: { onFiles: (list: FileList | null) => void; onDirec
         <input
           type="file"
           data-testid="local-folder"
-          onChange={(e) => props.onFiles(e.target.files)}
+          onChange={(e) => void onFiles(e.target.files)}
           {...({ webkitdirectory: "" } as Record<string, string>)}
         />
       </label>
       {dirPicker && (
-        <button type="button" onClick={props.onDirectory}>
+        <button type="button" onClick={() => void onDirectory()}>
           Choose folder…
         </button>
       )}
