@@ -11,7 +11,12 @@ import { describe, expect, it } from "vitest";
 const MAX_LINES = 100;
 
 /** Files another branch is splitting at the same time; merging it empties this list. */
-const SPLIT_ELSEWHERE = ["app/MetricChart.tsx", "app/EnvironmentEditor.tsx", "app/Inspector.tsx", "app/ShareLink.tsx"];
+const SPLIT_ELSEWHERE = [
+  "app/MetricChart.tsx",
+  "app/EnvironmentEditor.tsx",
+  "app/Inspector.tsx",
+  "app/ShareLink.tsx",
+];
 
 /** Every function over `max` lines in `text`, as "file:line name (N lines)". */
 function longFunctions(file: string, text: string, max = MAX_LINES): string[] {
