@@ -1,9 +1,10 @@
 // The import graph of the lab's own sources, and the rules docs/ARCHITECTURE.md states about
 // it: no circles (no files that import each other, directly or in a loop), nothing in model/
 // imports export/, and app/ and export/ reach model/ only through the model's face
-// (MODEL_FACE), directly or through another folder. Imports are read by TypeScript's own
-// pre-processor (static, `export ... from`, type-only and dynamic `import()` alike; comments
-// and strings are not imports). Checked by cli/imports.test.ts; `npx tsx cli/imports.ts`
+// (MODEL_FACE), directly or through another folder; the engine's folders (ENGINE) never import
+// workers/. Imports are read by TypeScript's parser (static, `export ... from`, type-only,
+// dynamic `import()` and a worker's `new URL("...", import.meta.url)` alike; comments and other
+// strings are not imports). Checked by cli/imports.test.ts; `npx tsx cli/imports.ts`
 // prints the violations.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -50,6 +51,8 @@ export interface Edge {
   to: string;
   /** Only types cross (`import type`, or every name marked `type`): erased, no code loads. */
   typeOnly: boolean;
+  /** Only as a worker's script (`new URL("...", import.meta.url)`): its code loads in another thread. */
+  worker?: boolean;
 }
 
 /** file -> the lab files it imports (relative specifiers resolved; packages left out). */
@@ -64,12 +67,14 @@ export function importEdges(root = ROOT): Map<string, Edge[]> {
       ts.ScriptTarget.Latest,
       true,
     );
-    const edges = new Map<string, boolean>();
-    const add = (spec: string, typeOnly: boolean) => {
+    const edges = new Map<string, { typeOnly: boolean; worker: boolean }>();
+    const add = (spec: string, typeOnly: boolean, worker = false) => {
       if (!spec.startsWith(".")) return;
       const base = join(dirname(file), spec.split("?")[0]).split("\\").join("/");
       const found = [base, `${base}.ts`, `${base}.tsx`, `${base}/index.ts`].find((c) => known.has(c));
-      if (found) edges.set(found, (edges.get(found) ?? true) && typeOnly);
+      if (!found) return;
+      const had = edges.get(found) ?? { typeOnly: true, worker: true };
+      edges.set(found, { typeOnly: had.typeOnly && typeOnly, worker: had.worker && worker });
     };
     const visit = (node: ts.Node) => {
       if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
@@ -97,6 +102,17 @@ export function importEdges(root = ROOT): Map<string, Edge[]> {
         ts.isStringLiteralLike(node.arguments[0])
       ) {
         add(node.arguments[0].text, false);
+      } else if (
+        ts.isNewExpression(node) &&
+        ts.isIdentifier(node.expression) &&
+        node.expression.text === "URL" &&
+        node.arguments?.length === 2 &&
+        ts.isStringLiteralLike(node.arguments[0]) &&
+        node.arguments[1].getText(src) === "import.meta.url"
+      ) {
+        // A worker's script (`new Worker(new URL("./w.ts", import.meta.url))`, or a URL handed
+        // to worker_threads): the bundler and Node load it as code, so it is an import.
+        add(node.arguments[0].text, false, true);
       } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
         const lit = node.argument.literal;
         if (ts.isStringLiteral(lit)) add(lit.text, true);
@@ -106,7 +122,9 @@ export function importEdges(root = ROOT): Map<string, Edge[]> {
     visit(src);
     graph.set(
       file,
-      [...edges].map(([to, typeOnly]) => ({ to, typeOnly })).sort((a, b) => a.to.localeCompare(b.to)),
+      [...edges]
+        .map(([to, e]) => ({ to, typeOnly: e.typeOnly, ...(e.worker ? { worker: true } : {}) }))
+        .sort((a, b) => a.to.localeCompare(b.to)),
     );
   }
   return graph;
@@ -117,9 +135,11 @@ export function importGraph(edges = importEdges()): Map<string, string[]> {
   return new Map([...edges].map(([f, es]) => [f, es.map((e) => e.to)]));
 }
 
-/** file -> the lab files whose code it loads (type-only imports left out). */
+/** file -> the lab files whose code it loads into its own thread (type-only imports and worker scripts left out). */
 export function codeGraph(edges = importEdges()): Map<string, string[]> {
-  return new Map([...edges].map(([f, es]) => [f, es.filter((e) => !e.typeOnly).map((e) => e.to)]));
+  return new Map(
+    [...edges].map(([f, es]) => [f, es.filter((e) => !e.typeOnly && !e.worker).map((e) => e.to)]),
+  );
 }
 
 /** The circles: strongly connected sets of two or more files (Tarjan), each sorted. */
@@ -156,6 +176,9 @@ export function circles(graph: Map<string, string[]>): string[][] {
   return out;
 }
 
+/** The engine's folders: pure of the browser's wiring, so none of them imports workers/. */
+export const ENGINE = ["kernels/", "model/", "rl/", "sandbox/", "tasks/"];
+
 const isTest = (f: string) => /\.test\.tsx?$/.test(f);
 const inModel = (f: string) => f.startsWith("model/");
 const isPageOrExport = (f: string) => (f.startsWith("app/") || f.startsWith("export/")) && !isTest(f);
@@ -189,7 +212,9 @@ export function reachBeyond(
  * Every broken rule, one line each (empty: the structure holds). Circles count every import,
  * types too. app/ and export/ import nothing of model/ but the face, and the code they load
  * through other folders reaches no more of model/ (a type-only import, such as the worker API's
- * names of engine types, loads nothing); the face reaches only its parts, types included.
+ * names of engine types, loads nothing; a worker's script runs in its own thread); the face
+ * reaches only its parts, types included. The engine's folders import nothing of workers/, a
+ * worker's script included.
  */
 export function violations(edges = importEdges()): string[] {
   const all = importGraph(edges);
@@ -201,6 +226,8 @@ export function violations(edges = importEdges()): string[] {
       if (inModel(file) && t.startsWith("export/")) out.push(`model/ imports export/: ${file} -> ${t}`);
       if (isPageOrExport(file) && inModel(t) && t !== MODEL_FACE)
         out.push(`past the model's face: ${file} -> ${t}`);
+      if (t.startsWith("workers/") && !isTest(file) && ENGINE.some((d) => file.startsWith(d)))
+        out.push(`the engine imports workers/: ${file} -> ${t}`);
     }
   }
   const face = new Set([MODEL_FACE, ...FACE_PARTS]);

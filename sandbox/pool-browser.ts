@@ -1,11 +1,11 @@
 // The browser side of SandboxPool: each worker is a module Web Worker running
-// workers/sandbox.worker.ts (Vite bundles it from the `new Worker(new URL(...))` form).
+// sandbox/sandbox.worker.ts (Vite bundles it from the `new Worker(new URL(...))` form).
 // Smoke-tested in Chromium by the e2e harness.
 import { type PoolOptions, SandboxPool, type WorkerFactory } from "./pool.ts";
 import type { WorkerToHost } from "./protocol.ts";
 
 export const browserWorkerFactory: WorkerFactory = (events) => {
-  const worker = new Worker(new URL("../workers/sandbox.worker.ts", import.meta.url), { type: "module" });
+  const worker = new Worker(new URL("./sandbox.worker.ts", import.meta.url), { type: "module" });
   worker.onmessage = (e: MessageEvent<WorkerToHost>) => events.message(e.data);
   worker.onerror = (e: ErrorEvent) => {
     e.preventDefault();

@@ -1,5 +1,5 @@
 // The Node side of SandboxPool: each worker is a worker_threads thread started from
-// sandbox/node-worker-bootstrap.mjs, which runs workers/sandbox.worker.ts through tsx.
+// sandbox/node-worker-bootstrap.mjs, which runs sandbox/sandbox.worker.ts through tsx.
 // Node-only (imports node:worker_threads); the browser uses sandbox/pool-browser.ts.
 // Tested by sandbox/pool.test.ts and sandbox/adversarial.test.ts.
 import { Worker } from "node:worker_threads";
@@ -7,7 +7,7 @@ import { type PoolOptions, SandboxPool, type WorkerFactory } from "./pool.ts";
 import type { WorkerToHost } from "./protocol.ts";
 
 export const NODE_BOOTSTRAP = new URL("./node-worker-bootstrap.mjs", import.meta.url);
-export const SANDBOX_WORKER_MODULE = new URL("../workers/sandbox.worker.ts", import.meta.url).href;
+export const SANDBOX_WORKER_MODULE = new URL("./sandbox.worker.ts", import.meta.url).href;
 
 /** Starts worker_threads from `entry` (a script URL) with `workerData`; exported so tests can start other scripts. */
 export function nodeWorkerFactory(

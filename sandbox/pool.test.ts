@@ -1,4 +1,4 @@
-// SandboxPool in Node (worker_threads running workers/sandbox.worker.ts through the tsx
+// SandboxPool in Node (worker_threads running sandbox/sandbox.worker.ts through the tsx
 // bootstrap): results through the queue, concurrency, stats, close, request checks, and the
 // crash paths (a worker that dies mid-call, workers that never start), the latter driven by
 // small stand-in worker scripts since sandboxed code cannot crash a real worker.

@@ -1,4 +1,4 @@
-// The message protocol between SandboxPool (host) and workers/sandbox.worker.ts: plain
+// The message protocol between SandboxPool (host) and sandbox/sandbox.worker.ts: plain
 // structured-clone objects with ids, the same in a browser Worker and in Node worker_threads.
 // One job per worker at a time, so no multiplexing beyond the id check.
 import type { RunCodeRequest, RunCodeResult } from "./types.ts";

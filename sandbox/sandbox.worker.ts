@@ -6,8 +6,8 @@
 // same heap and the memory limit does not depend on what ran before (sandbox/run-code.ts).
 // Tested through sandbox/pool.test.ts and sandbox/adversarial.test.ts.
 import type { QuickJSWASMModule } from "quickjs-emscripten-core";
-import type { HostToWorker, SandboxEndpoint } from "../sandbox/protocol.ts";
-import { loadQuickJS, runCode, shouldReloadModule } from "../sandbox/run-code.ts";
+import type { HostToWorker, SandboxEndpoint } from "./protocol.ts";
+import { loadQuickJS, runCode, shouldReloadModule } from "./run-code.ts";
 
 export function serveSandbox(endpoint: SandboxEndpoint): void {
   let mod: Promise<QuickJSWASMModule> = loadQuickJS();
