@@ -76,7 +76,6 @@ export function ModelPicker() {
   const [repo, setRepo] = useState("HuggingFaceTB/SmolLM2-135M-Instruct");
   const [revision, setRevision] = useState("main");
   const [info, setInfo] = useState<ModelInfo | null>(null);
-  const [runInfo, setRunInfo] = useState<ModelInfo | null>(null);
   const [progress, setProgress] = useState<DownloadProgress | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -85,26 +84,7 @@ export function ModelPicker() {
     () => listModelCache().then(setCache, (e: Error) => setError(e.message)),
     [],
   );
-
-  // The run's own source (from a link, a recipe or this picker): cached, or what is missing.
-  useEffect(() => {
-    setRunInfo(null);
-    if (!source) return;
-    if (source.kind === "folder") {
-      // A folder the page serves (public/models/...): its config.json, for the plan and the Model fields.
-      const path = source.path;
-      if (useLab.getState().modelConfigs[path] !== undefined) return;
-      fetch(`${path.replace(/\/+$/, "")}/config.json`)
-        .then((r) => (r.ok ? r.json() : undefined))
-        .then((json) => {
-          if (json !== undefined)
-            useLab.setState((s) => ({ modelConfigs: { ...s.modelConfigs, [path]: json } }));
-        })
-        .catch(() => {});
-      return;
-    }
-    modelInfoOf(source).then(setRunInfo, (e: Error) => setError(e.message));
-  }, [source]);
+  const [runInfo, setRunInfo] = useRunInfo(source, setError);
   useEffect(() => void refreshCache(), [refreshCache]);
 
   const act = async (f: () => Promise<void>) => {
@@ -138,20 +118,6 @@ export function ModelPicker() {
       const s = await addLocalModelFiles(name, files);
       setModelSource(sourceFields(s));
     });
-  const onFiles = async (list: FileList | null) => {
-    if (!list?.length) return;
-    const files = [...list].map((f) => ({ path: f.name, blob: f as Blob }));
-    const rel = (list[0] as File & { webkitRelativePath?: string }).webkitRelativePath;
-    void pickFiles(rel ? rel.split("/")[0] : await pickedName(files), files);
-  };
-  const onDirectory = async () => {
-    if (!dirPicker) return;
-    const dir = await dirPicker();
-    const files: { path: string; blob: Blob }[] = [];
-    for await (const e of dir.values())
-      if (e.kind === "file" && e.getFile) files.push({ path: e.name, blob: await e.getFile() });
-    void pickFiles(dir.name, files);
-  };
 
   return (
     <div className="model-picker" data-testid="model-picker">
@@ -185,90 +151,162 @@ export function ModelPicker() {
       </div>
       <HubTokenField />
       {info && (
-        <div className="picker-info" data-testid="hub-info">
-          {info.label}: {info.files.length} files, {formatBytes(info.total)}
-          {info.state.state === "cached"
-            ? " (cached)"
-            : info.state.state === "partial"
-              ? " (partly downloaded)"
-              : ""}
-          {info.architecture && <span className="muted"> · {info.architecture}</span>}
-          {info.refused && info.refused !== info.architecture && (
-            <span className="field-error"> · refused: {info.refused}</span>
-          )}{" "}
-          {info.state.state === "cached" ? (
-            <button
-              type="button"
-              data-testid="hub-use"
-              onClick={() =>
-                setModelSource(sourceFields({ ...hub(), revision: info.commit ?? hub().revision }))
-              }
-            >
-              Use
-            </button>
-          ) : (
-            <button type="button" data-testid="hub-download" disabled={busy} onClick={() => download(hub())}>
-              Download {formatBytes(info.total)}
-            </button>
-          )}
-        </div>
+        <HubInfo
+          info={info}
+          busy={busy}
+          onUse={() => setModelSource(sourceFields({ ...hub(), revision: info.commit ?? hub().revision }))}
+          onDownload={() => download(hub())}
+        />
       )}
-      {progress && (
-        <div className="picker-progress">
-          <progress data-testid="hub-progress" value={progress.done} max={progress.total} />{" "}
-          <span data-testid="hub-progress-text">
-            {formatBytes(progress.done)} / {formatBytes(progress.total)} ({progress.file})
-          </span>
-        </div>
-      )}
-      <div className="picker-row">
-        <label>
-          Local files{" "}
-          <input
-            type="file"
-            multiple
-            data-testid="local-files"
-            onChange={(e) => void onFiles(e.target.files)}
-          />
-        </label>
-        <label>
-          Folder{" "}
-          <input
-            type="file"
-            data-testid="local-folder"
-            onChange={(e) => void onFiles(e.target.files)}
-            {...({ webkitdirectory: "" } as Record<string, string>)}
-          />
-        </label>
-        {dirPicker && (
-          <button type="button" onClick={() => void onDirectory()}>
-            Choose folder…
-          </button>
-        )}
-      </div>
+      {progress && <DownloadBar progress={progress} />}
+      <LocalPickers onPick={(name, files) => void pickFiles(name, files)} />
       {error && (
         <div className="field-error" role="alert" data-testid="model-error">
           {error}
         </div>
       )}
-      <details className="model-cache" data-testid="model-cache">
-        <summary>
-          Model cache:{" "}
-          {cache ? `${cache.length} models, ${formatBytes(cache.reduce((a, e) => a + e.bytes, 0))}` : "…"}
-        </summary>
-        <ul>
-          {cache?.map((e) => (
-            <li key={e.id} data-testid="cache-entry">
-              {e.id} · {formatBytes(e.bytes)}
-              {e.complete ? "" : " (incomplete)"}
-            </li>
-          ))}
-        </ul>
-        <button type="button" data-testid="cache-clear" onClick={() => act(clearModelCache)}>
-          Clear the model cache
-        </button>
-      </details>
+      <ModelCacheList cache={cache} onClear={() => act(clearModelCache)} />
     </div>
+  );
+}
+
+/**
+ * What the lab knows of the run's own source (from a link, a recipe or this picker): cached, or
+ * what is missing. A folder the page serves (public/models/...) has no info: its config.json is
+ * fetched into the store, for the plan and the Model fields.
+ */
+function useRunInfo(source: ModelSource | null, setError: (e: string) => void) {
+  const [runInfo, setRunInfo] = useState<ModelInfo | null>(null);
+  useEffect(() => {
+    setRunInfo(null);
+    if (!source) return;
+    if (source.kind === "folder") {
+      const path = source.path;
+      if (useLab.getState().modelConfigs[path] !== undefined) return;
+      fetch(`${path.replace(/\/+$/, "")}/config.json`)
+        .then((r) => (r.ok ? r.json() : undefined))
+        .then((json) => {
+          if (json !== undefined)
+            useLab.setState((s) => ({ modelConfigs: { ...s.modelConfigs, [path]: json } }));
+        })
+        .catch(() => {});
+      return;
+    }
+    modelInfoOf(source).then(setRunInfo, (e: Error) => setError(e.message));
+  }, [source, setError]);
+  return [runInfo, setRunInfo] as const;
+}
+
+/** A checked Hub model: its files and size, whether it is cached, and Use or Download. */
+function HubInfo(props: { info: ModelInfo; busy: boolean; onUse: () => void; onDownload: () => void }) {
+  const { info, busy } = props;
+  return (
+    <div className="picker-info" data-testid="hub-info">
+      {info.label}: {info.files.length} files, {formatBytes(info.total)}
+      {info.state.state === "cached"
+        ? " (cached)"
+        : info.state.state === "partial"
+          ? " (partly downloaded)"
+          : ""}
+      {info.architecture && <span className="muted"> · {info.architecture}</span>}
+      {info.refused && info.refused !== info.architecture && (
+        <span className="field-error"> · refused: {info.refused}</span>
+      )}{" "}
+      {info.state.state === "cached" ? (
+        <button type="button" data-testid="hub-use" onClick={props.onUse}>
+          Use
+        </button>
+      ) : (
+        <button type="button" data-testid="hub-download" disabled={busy} onClick={props.onDownload}>
+          Download {formatBytes(info.total)}
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** The download's progress bar and the file it is on. */
+function DownloadBar({ progress }: { progress: DownloadProgress }) {
+  return (
+    <div className="picker-progress">
+      <progress data-testid="hub-progress" value={progress.done} max={progress.total} />{" "}
+      <span data-testid="hub-progress-text">
+        {formatBytes(progress.done)} / {formatBytes(progress.total)} ({progress.file})
+      </span>
+    </div>
+  );
+}
+
+type PickedFile = { path: string; blob: Blob };
+
+/**
+ * Local files, a folder by the file input, and a folder by the directory picker where the
+ * browser has one; each pick is named (the folder's name, else pickedName) and handed to onPick.
+ */
+function LocalPickers({ onPick }: { onPick: (name: string, files: PickedFile[]) => void }) {
+  const onFiles = async (list: FileList | null) => {
+    if (!list?.length) return;
+    const files = [...list].map((f) => ({ path: f.name, blob: f as Blob }));
+    const rel = (list[0] as File & { webkitRelativePath?: string }).webkitRelativePath;
+    onPick(rel ? rel.split("/")[0] : await pickedName(files), files);
+  };
+  const onDirectory = async () => {
+    if (!dirPicker) return;
+    const dir = await dirPicker();
+    const files: PickedFile[] = [];
+    for await (const e of dir.values())
+      if (e.kind === "file" && e.getFile) files.push({ path: e.name, blob: await e.getFile() });
+    onPick(dir.name, files);
+  };
+  return (
+    <div className="picker-row">
+      <label>
+        Local files{" "}
+        <input
+          type="file"
+          multiple
+          data-testid="local-files"
+          onChange={(e) => void onFiles(e.target.files)}
+        />
+      </label>
+      <label>
+        Folder{" "}
+        <input
+          type="file"
+          data-testid="local-folder"
+          onChange={(e) => void onFiles(e.target.files)}
+          {...({ webkitdirectory: "" } as Record<string, string>)}
+        />
+      </label>
+      {dirPicker && (
+        <button type="button" onClick={() => void onDirectory()}>
+          Choose folder…
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** The model cache's entries and sizes, and a way to clear it. */
+function ModelCacheList({ cache, onClear }: { cache: CacheEntry[] | null; onClear: () => void }) {
+  return (
+    <details className="model-cache" data-testid="model-cache">
+      <summary>
+        Model cache:{" "}
+        {cache ? `${cache.length} models, ${formatBytes(cache.reduce((a, e) => a + e.bytes, 0))}` : "…"}
+      </summary>
+      <ul>
+        {cache?.map((e) => (
+          <li key={e.id} data-testid="cache-entry">
+            {e.id} · {formatBytes(e.bytes)}
+            {e.complete ? "" : " (incomplete)"}
+          </li>
+        ))}
+      </ul>
+      <button type="button" data-testid="cache-clear" onClick={onClear}>
+        Clear the model cache
+      </button>
+    </details>
   );
 }
 

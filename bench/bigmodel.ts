@@ -106,6 +106,113 @@ export async function adapterTrainStepRow(
   });
 }
 
+/** SmolLM2-135M's shape (random weights): a train step at batch 1 x 64, then KV-cache decode at batch 1, the matvec path (ours) vs the 64-row tiles (before it). */
+async function smollm2Rows(rt: Runtime, adapterNote: string): Promise<BenchRow[]> {
+  // context 256: the rows use at most 80 positions, and the KV caches are sized to the context
+  const c = hfModelConfig(SMOLLM2_135M_CONFIG, "SmolLM2-135M config.json", { context: 256 });
+  const t0 = performance.now();
+  const model = new GpuModel(rt, c, undefined, 1);
+  const initS = secs(t0);
+  const T = 64;
+  const batch = { B: 1, T, tokens: seededTokens(T, c.vocab, 1), targets: seededTokens(T, c.vocab, 2) };
+  const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
+  const trainStep = async () => {
+    const t = performance.now();
+    model.zeroGrad();
+    const out = await model.forwardScore(batch);
+    await model.backward({ dlogp: new Float32Array(T).fill(-1 / T) });
+    await model.step(h);
+    return { s: secs(t), loss: -out.logp.reduce((a, b) => a + b, 0) / T };
+  };
+  const warm = await trainStep();
+  const timed = await trainStep();
+  const trainRow = makeRow({
+    id: "smollm2_train_step",
+    group: "model",
+    ours: [T / timed.s],
+    baseline: [T / timed.s],
+    unit: "tokens/s",
+    better: "higher",
+    note: `${SHAPE_NOTE}; batch 1 x ${T}, one timed step (${timed.s.toFixed(1)} s) after a warm-up step (${warm.s.toFixed(1)} s, with pipeline compiles); loss ${warm.loss.toFixed(2)} -> ${timed.loss.toFixed(2)}; init ${initS.toFixed(0)} s; ours only; ${adapterNote}`,
+  });
+
+  // ---- KV-cache decode at batch 1: the matvec path (ours) vs the 64-row tiles (before it)
+  // the baseline: the same weights on a plan variant that runs every product on the 64-row tiles
+  const tiles = new GpuModel(
+    new Runtime(rt.device, { plan: planWith(rt.plan, { smallRows: 0, subgroupMatmul: false }) }),
+    c,
+    await model.getWeights(),
+  );
+  const decodeRate = async (matvec: boolean, n: number) => {
+    const gen = (matvec ? model : tiles).startGeneration({ temperature: 1, seed: 3 });
+    let t = performance.now();
+    await gen.prefill([Array.from(seededTokens(4, c.vocab, 4))]);
+    await gen.decode([true]);
+    const firstS = secs(t);
+    t = performance.now();
+    for (let i = 0; i < n; i++) await gen.decode([true]);
+    const s = secs(t);
+    gen.finish();
+    return { rate: n / s, s, firstS, n };
+  };
+  const mv = await decodeRate(true, 16);
+  const tiled = await decodeRate(false, 2);
+  model.dispose();
+  tiles.dispose();
+  const decodeRow = makeRow({
+    id: "smollm2_decode_kv",
+    group: "model",
+    ours: [mv.rate],
+    baseline: [tiled.rate],
+    unit: "tokens/s",
+    better: "higher",
+    note: `${SHAPE_NOTE}; KV-cache decode at batch 1 after a 4-token prompt and one decode: ${mv.n} tokens in ${mv.s.toFixed(1)} s with the small-M matvec; baseline the same decode on the 64-row matmul tiles only (a plan variant with smallRows 0, ${tiled.n} tokens in ${tiled.s.toFixed(1)} s); ${adapterNote}`,
+  });
+  return [trainRow, decodeRow];
+}
+
+/** The head's logits buffers at vocabulary 151,936, scoring 8 x 512, against the unchunked head's. */
+async function headLogitsRow(rt: Runtime, adapterNote: string): Promise<BenchRow> {
+  const V = 151936;
+  const hc = modelConfig({
+    layers: 1,
+    dModel: 64,
+    heads: 1,
+    context: 512,
+    vocab: V,
+    norm: "rmsnorm",
+    mlp: "swiglu",
+    mlpRatio: 1,
+    positional: "rope",
+  });
+  const hm = new GpuModel(rt, hc, undefined, 2);
+  const [B, TT] = [8, 512];
+  const N = B * TT;
+  const t0 = performance.now();
+  const scored = await hm.forwardScore({
+    B,
+    T: TT,
+    tokens: seededTokens(N, V, 5),
+    targets: seededTokens(N, V, 6),
+  });
+  const scoreS = secs(t0);
+  const finite = scored.logp.every(Number.isFinite) && scored.entropy.every(Number.isFinite);
+  if (!finite) throw new Error("the chunked head gave non-finite log-probs at vocab 151936");
+  const ours = hm.headBytes;
+  hm.dispose();
+  const unchunked = 2 * N * V * 4;
+  const mb = (x: number) => `${(x / 1e6).toFixed(0)} MB`;
+  return makeRow({
+    id: "head_logits_peak_bytes_151936",
+    group: "model",
+    ours: [ours],
+    baseline: [unchunked],
+    unit: "bytes",
+    better: "lower",
+    note: `logits + dlogits chunk buffers the training head allocates to score ${B} x ${TT} tokens at vocab ${V} (${mb(ours)}; goal under 256 MB at any batch) vs the unchunked head's (N,V) logits and dlogits (${mb(unchunked)}); measured on a 1-layer d64 model, forward over the batch in ${scoreS.toFixed(0)} s; ${adapterNote}`,
+  });
+}
+
 export async function runBigModelBench(): Promise<{ rows: BenchRow[]; adapterNote: string }> {
   const gpu = await createGpu(await nodeGpu());
   const { device, adapter } = gpu;
@@ -113,113 +220,8 @@ export async function runBigModelBench(): Promise<{ rows: BenchRow[]; adapterNot
   const rt = new Runtime(device);
   const rows: BenchRow[] = [];
   try {
-    // ---- train step at SmolLM2's shape, batch 1 x 64
-    // context 256: the rows use at most 80 positions, and the KV caches are sized to the context
-    const c = hfModelConfig(SMOLLM2_135M_CONFIG, "SmolLM2-135M config.json", { context: 256 });
-    let t0 = performance.now();
-    const model = new GpuModel(rt, c, undefined, 1);
-    const initS = secs(t0);
-    const T = 64;
-    const batch = { B: 1, T, tokens: seededTokens(T, c.vocab, 1), targets: seededTokens(T, c.vocab, 2) };
-    const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
-    const trainStep = async () => {
-      const t = performance.now();
-      model.zeroGrad();
-      const out = await model.forwardScore(batch);
-      await model.backward({ dlogp: new Float32Array(T).fill(-1 / T) });
-      await model.step(h);
-      return { s: secs(t), loss: -out.logp.reduce((a, b) => a + b, 0) / T };
-    };
-    const warm = await trainStep();
-    const timed = await trainStep();
-    rows.push(
-      makeRow({
-        id: "smollm2_train_step",
-        group: "model",
-        ours: [T / timed.s],
-        baseline: [T / timed.s],
-        unit: "tokens/s",
-        better: "higher",
-        note: `${SHAPE_NOTE}; batch 1 x ${T}, one timed step (${timed.s.toFixed(1)} s) after a warm-up step (${warm.s.toFixed(1)} s, with pipeline compiles); loss ${warm.loss.toFixed(2)} -> ${timed.loss.toFixed(2)}; init ${initS.toFixed(0)} s; ours only; ${adapterNote}`,
-      }),
-    );
-
-    // ---- KV-cache decode at batch 1: the matvec path (ours) vs the 64-row tiles (before it)
-    // the baseline: the same weights on a plan variant that runs every product on the 64-row tiles
-    const tiles = new GpuModel(
-      new Runtime(rt.device, { plan: planWith(rt.plan, { smallRows: 0, subgroupMatmul: false }) }),
-      c,
-      await model.getWeights(),
-    );
-    const decodeRate = async (matvec: boolean, n: number) => {
-      const gen = (matvec ? model : tiles).startGeneration({ temperature: 1, seed: 3 });
-      let t = performance.now();
-      await gen.prefill([Array.from(seededTokens(4, c.vocab, 4))]);
-      await gen.decode([true]);
-      const firstS = secs(t);
-      t = performance.now();
-      for (let i = 0; i < n; i++) await gen.decode([true]);
-      const s = secs(t);
-      gen.finish();
-      return { rate: n / s, s, firstS, n };
-    };
-    const mv = await decodeRate(true, 16);
-    const tiled = await decodeRate(false, 2);
-    model.dispose();
-    tiles.dispose();
-    rows.push(
-      makeRow({
-        id: "smollm2_decode_kv",
-        group: "model",
-        ours: [mv.rate],
-        baseline: [tiled.rate],
-        unit: "tokens/s",
-        better: "higher",
-        note: `${SHAPE_NOTE}; KV-cache decode at batch 1 after a 4-token prompt and one decode: ${mv.n} tokens in ${mv.s.toFixed(1)} s with the small-M matvec; baseline the same decode on the 64-row matmul tiles only (a plan variant with smallRows 0, ${tiled.n} tokens in ${tiled.s.toFixed(1)} s); ${adapterNote}`,
-      }),
-    );
-
-    // ---- the head's logits at vocabulary 151,936, scoring 8 x 512
-    const V = 151936;
-    const hc = modelConfig({
-      layers: 1,
-      dModel: 64,
-      heads: 1,
-      context: 512,
-      vocab: V,
-      norm: "rmsnorm",
-      mlp: "swiglu",
-      mlpRatio: 1,
-      positional: "rope",
-    });
-    const hm = new GpuModel(rt, hc, undefined, 2);
-    const [B, TT] = [8, 512];
-    const N = B * TT;
-    t0 = performance.now();
-    const scored = await hm.forwardScore({
-      B,
-      T: TT,
-      tokens: seededTokens(N, V, 5),
-      targets: seededTokens(N, V, 6),
-    });
-    const scoreS = secs(t0);
-    const finite = scored.logp.every(Number.isFinite) && scored.entropy.every(Number.isFinite);
-    if (!finite) throw new Error("the chunked head gave non-finite log-probs at vocab 151936");
-    const ours = hm.headBytes;
-    hm.dispose();
-    const unchunked = 2 * N * V * 4;
-    const mb = (x: number) => `${(x / 1e6).toFixed(0)} MB`;
-    rows.push(
-      makeRow({
-        id: "head_logits_peak_bytes_151936",
-        group: "model",
-        ours: [ours],
-        baseline: [unchunked],
-        unit: "bytes",
-        better: "lower",
-        note: `logits + dlogits chunk buffers the training head allocates to score ${B} x ${TT} tokens at vocab ${V} (${mb(ours)}; goal under 256 MB at any batch) vs the unchunked head's (N,V) logits and dlogits (${mb(unchunked)}); measured on a 1-layer d64 model, forward over the batch in ${scoreS.toFixed(0)} s; ${adapterNote}`,
-      }),
-    );
+    rows.push(...(await smollm2Rows(rt, adapterNote)));
+    rows.push(await headLogitsRow(rt, adapterNote));
 
     // ---- the adapter's train step at Qwen2.5-0.5B's shape, LoRA r16 on all seven targets, batch 1 x 64
     rows.push(

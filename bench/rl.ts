@@ -262,6 +262,96 @@ function timingOf(rows: MetricsRow[], key: string): number[] {
   return rows.map((r) => Number(r[key] ?? 0));
 }
 
+/** Round trips and step time against the legacy round trips, side by side, and decoding's readbacks. */
+async function roundTripRows(recipe: Recipe, what: string): Promise<BenchRow[]> {
+  const rtSteps = 4;
+  const rts = await measureRoundTrips(recipe, rtSteps);
+  const after1 = <T>(xs: T[]) => (xs.length > 1 ? xs.slice(1) : xs);
+  const trips = (rs: MetricsRow[]) =>
+    after1(rs).map((r) => Number(r["perf/submits"]) + Number(r["perf/readbacks"]));
+  const phaseNote = (rs: MetricsRow[]) =>
+    ["rollout", "old_logprobs", "update"]
+      .map(
+        (p) =>
+          `${p} ${median(after1(rs).map((r) => Number(r[`perf/${p}/submits`])))}+${median(after1(rs).map((r) => Number(r[`perf/${p}/readbacks`])))}`,
+      )
+      .join(", ");
+  const rows = [
+    makeRow({
+      id: "rl_step_round_trips",
+      group: "rl",
+      ours: trips(rts.ours),
+      baseline: trips(rts.legacy),
+      unit: "submits+readbacks",
+      better: "lower",
+      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps on a plan variant decoding one token per submit (the legacy update path is gone; older code: bench/base-tag.ts); ${what}`,
+    }),
+    makeRow({
+      id: "rl_step_s_vs_legacy",
+      group: "rl",
+      ours: after1(rts.oursS),
+      baseline: after1(rts.legacyS),
+      unit: "s",
+      better: "lower",
+      note: `wall seconds of one RL step, median of ${rtSteps - 1} steps after the first, the two trainers stepping in turn; rollout ${median(timingOf(after1(rts.ours), "timing/rollout_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/rollout_s")).toFixed(2)} s, update ${median(timingOf(after1(rts.ours), "timing/train_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/train_s")).toFixed(2)} s; ${what}`,
+    }),
+  ];
+  const dec = await measureDecode(256, 16);
+  rows.push(
+    makeRow({
+      id: "decode_256_b16_readbacks",
+      group: "rl",
+      ours: [dec.ours.readbacks],
+      baseline: [dec.legacy.readbacks],
+      unit: "readbacks",
+      better: "lower",
+      note: `decode 256 tokens at batch 16 (d48 L2, random init, no stops): ${dec.ours.k} tokens per submit vs 1; submits ${dec.ours.submits} vs ${dec.legacy.submits}; ${(4096 / dec.ours.s).toFixed(0)} vs ${(4096 / dec.legacy.s).toFixed(0)} tokens/s`,
+    }),
+  );
+
+  return rows;
+}
+
+/** Minutes to the demo's target: trained to it (a full run from the SFT checkpoint), else extrapolated from the measured steps. */
+async function minutesToTargetRow(
+  recipe: Recipe,
+  m: Awaited<ReturnType<typeof measureSteps>>,
+  total: number[],
+  quick: boolean,
+): Promise<BenchRow> {
+  const c = recipe.config;
+  let minutes: number;
+  let how: string;
+  const target = c.stop.target;
+  if (!quick && existsSync(QUICK_DEMO) && m.fromCheckpoint) {
+    const r = await trainToTarget(recipe);
+    minutes = r.minutes;
+    how = `measured: trained ${recipe.source} from its SFT checkpoint until ${r.target}: ${r.reached ? "reached" : "NOT reached"} after ${r.steps} RL steps, incl. evaluations`;
+  } else {
+    const stepS = median(total);
+    const noCkpt =
+      c.sft.init_checkpoint && !m.fromCheckpoint ? ` (${c.sft.init_checkpoint} absent: its SFT counted)` : "";
+    const sftS = m.fromCheckpoint ? 0 : c.sft.steps * (m.sftStepS.length ? median(m.sftStepS) : 0);
+    const steps = target ? c.stop.max_steps : DEMO_STEPS_TO_TARGET;
+    const evals = 1 + (c.task.eval_every > 0 ? Math.floor(steps / c.task.eval_every) : 0);
+    const evalS = evals * median(m.evalS);
+    minutes = (sftS + steps * stepS + evalS) / 60;
+    how =
+      `extrapolated from step times measured in this run: ${m.fromCheckpoint ? "no SFT (checkpoint)" : `${c.sft.steps} SFT steps x ${median(m.sftStepS).toFixed(2)} s`} + ` +
+      `${steps} RL steps${target ? " (max_steps, an upper bound)" : " (ALGORITHMS §14: target reached by step 10)"} x ${stepS.toFixed(1)} s + ` +
+      `${evals} evaluations x ${median(m.evalS).toFixed(1)} s; ${recipe.source}${noCkpt}`;
+  }
+  return makeRow({
+    id: "quick_demo_minutes_to_target",
+    group: "rl",
+    ours: [minutes],
+    baseline: [LAPTOP_GOAL_MIN],
+    unit: "min",
+    better: "lower",
+    note: `${how}; baseline = the ${LAPTOP_GOAL_MIN}-minute goal on a laptop GPU; ran on ${m.adapter.description || m.adapter.vendor} (Dawn)`,
+  });
+}
+
 export async function runRlBench(opts: {
   quick: boolean;
 }): Promise<{ rows: BenchRow[]; adapter: BenchAdapter }> {
@@ -312,85 +402,8 @@ export async function runRlBench(opts: {
     }),
   );
 
-  // Round trips and step time against the legacy round trips, side by side.
-  const rtSteps = 4;
-  const rts = await measureRoundTrips(recipe, rtSteps);
-  const after1 = <T>(xs: T[]) => (xs.length > 1 ? xs.slice(1) : xs);
-  const trips = (rs: MetricsRow[]) =>
-    after1(rs).map((r) => Number(r["perf/submits"]) + Number(r["perf/readbacks"]));
-  const phaseNote = (rs: MetricsRow[]) =>
-    ["rollout", "old_logprobs", "update"]
-      .map(
-        (p) =>
-          `${p} ${median(after1(rs).map((r) => Number(r[`perf/${p}/submits`])))}+${median(after1(rs).map((r) => Number(r[`perf/${p}/readbacks`])))}`,
-      )
-      .join(", ");
-  rows.push(
-    makeRow({
-      id: "rl_step_round_trips",
-      group: "rl",
-      ours: trips(rts.ours),
-      baseline: trips(rts.legacy),
-      unit: "submits+readbacks",
-      better: "lower",
-      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps on a plan variant decoding one token per submit (the legacy update path is gone; older code: bench/base-tag.ts); ${what}`,
-    }),
-    makeRow({
-      id: "rl_step_s_vs_legacy",
-      group: "rl",
-      ours: after1(rts.oursS),
-      baseline: after1(rts.legacyS),
-      unit: "s",
-      better: "lower",
-      note: `wall seconds of one RL step, median of ${rtSteps - 1} steps after the first, the two trainers stepping in turn; rollout ${median(timingOf(after1(rts.ours), "timing/rollout_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/rollout_s")).toFixed(2)} s, update ${median(timingOf(after1(rts.ours), "timing/train_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/train_s")).toFixed(2)} s; ${what}`,
-    }),
-  );
-  const dec = await measureDecode(256, 16);
-  rows.push(
-    makeRow({
-      id: "decode_256_b16_readbacks",
-      group: "rl",
-      ours: [dec.ours.readbacks],
-      baseline: [dec.legacy.readbacks],
-      unit: "readbacks",
-      better: "lower",
-      note: `decode 256 tokens at batch 16 (d48 L2, random init, no stops): ${dec.ours.k} tokens per submit vs 1; submits ${dec.ours.submits} vs ${dec.legacy.submits}; ${(4096 / dec.ours.s).toFixed(0)} vs ${(4096 / dec.legacy.s).toFixed(0)} tokens/s`,
-    }),
-  );
-
-  // Minutes to the demo's target.
-  let minutes: number;
-  let how: string;
-  const target = c.stop.target;
-  if (!opts.quick && existsSync(QUICK_DEMO) && m.fromCheckpoint) {
-    const r = await trainToTarget(recipe);
-    minutes = r.minutes;
-    how = `measured: trained ${recipe.source} from its SFT checkpoint until ${r.target}: ${r.reached ? "reached" : "NOT reached"} after ${r.steps} RL steps, incl. evaluations`;
-  } else {
-    const stepS = median(total);
-    const noCkpt =
-      c.sft.init_checkpoint && !m.fromCheckpoint ? ` (${c.sft.init_checkpoint} absent: its SFT counted)` : "";
-    const sftS = m.fromCheckpoint ? 0 : c.sft.steps * (m.sftStepS.length ? median(m.sftStepS) : 0);
-    const steps = target ? c.stop.max_steps : DEMO_STEPS_TO_TARGET;
-    const evals = 1 + (c.task.eval_every > 0 ? Math.floor(steps / c.task.eval_every) : 0);
-    const evalS = evals * median(m.evalS);
-    minutes = (sftS + steps * stepS + evalS) / 60;
-    how =
-      `extrapolated from step times measured in this run: ${m.fromCheckpoint ? "no SFT (checkpoint)" : `${c.sft.steps} SFT steps x ${median(m.sftStepS).toFixed(2)} s`} + ` +
-      `${steps} RL steps${target ? " (max_steps, an upper bound)" : " (ALGORITHMS §14: target reached by step 10)"} x ${stepS.toFixed(1)} s + ` +
-      `${evals} evaluations x ${median(m.evalS).toFixed(1)} s; ${recipe.source}${noCkpt}`;
-  }
-  rows.push(
-    makeRow({
-      id: "quick_demo_minutes_to_target",
-      group: "rl",
-      ours: [minutes],
-      baseline: [LAPTOP_GOAL_MIN],
-      unit: "min",
-      better: "lower",
-      note: `${how}; baseline = the ${LAPTOP_GOAL_MIN}-minute goal on a laptop GPU; ran on ${m.adapter.description || m.adapter.vendor} (Dawn)`,
-    }),
-  );
+  rows.push(...(await roundTripRows(recipe, what)));
+  rows.push(await minutesToTargetRow(recipe, m, total, opts.quick));
   return { rows, adapter: m.adapter };
 }
 

@@ -1,5 +1,5 @@
-// Sandbox benchmark: a trivial tool call (`347*29` through the interpreter tool) on the
-// QuickJS worker pool, beside a process-per-call baseline measured in the same run (a fresh
+// Sandbox benchmark: a trivial tool call (`347*29` through the code tool, dispatched as a
+// training run dispatches it: rl/rollout/tool-protocol.ts) on the QuickJS worker pool, beside a process-per-call baseline measured in the same run (a fresh
 // `node -e` per call via child_process, as HTTP code sandboxes spawn a process per request).
 // Latency: one call at a time (p50, p99). Throughput: 2 workers under concurrent load vs 2
 // concurrent process spawns. Standalone: `npx tsx bench/sandbox.ts [--quick]` prints the rows;
@@ -12,9 +12,13 @@
 // alternating order: what determinism costs.
 import { execFile } from "node:child_process";
 import { pathToFileURL } from "node:url";
+import { defaultRunConfig } from "../config/index.ts";
+import type { ToolProtocol } from "../rl/rollout/agent-loop.ts";
+import { makeToolProtocol } from "../rl/rollout/tool-protocol.ts";
 import { createNodeSandboxPool } from "../sandbox/pool-node.ts";
-import { callTool, JS_INTERPRETER_TOOL } from "../sandbox/tools.ts";
+import { JS_INTERPRETER_TOOL } from "../sandbox/tools.ts";
 import type { SandboxRunner } from "../sandbox/types.ts";
+import type { BuiltinToolSpec } from "../tasks/types.ts";
 import { type BenchRow, makeRow } from "./report.ts";
 
 const CODE = "347*29";
@@ -25,9 +29,41 @@ function quantile(xs: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 }
 
+/** The code tool as a task offers it (the demo's calculator without its character check). */
+const CODE_TOOL: BuiltinToolSpec = {
+  builtin: "js",
+  name: JS_INTERPRETER_TOOL.name,
+  description: JS_INTERPRETER_TOOL.description,
+};
+
+const protocols = new WeakMap<SandboxRunner, Map<boolean, ToolProtocol>>();
+
+/**
+ * The tool dispatcher a training run builds (rl/rollout/tool-protocol.ts, with the default
+ * run's limits) over `pool`; `deterministic: false` set on each request for the unseeded calls.
+ */
+function dispatcherOf(pool: SandboxRunner, deterministic: boolean): ToolProtocol {
+  const byMode = protocols.get(pool) ?? new Map<boolean, ToolProtocol>();
+  protocols.set(pool, byMode);
+  let p = byMode.get(deterministic);
+  if (!p) {
+    const { limits } = defaultRunConfig();
+    const runner: SandboxRunner = deterministic ? pool : { run: (r) => pool.run({ ...r, deterministic }) };
+    p = makeToolProtocol([CODE_TOOL], runner, {
+      timeoutS: limits.tool_timeout_s,
+      memoryMB: limits.memory_mb,
+    });
+    byMode.set(deterministic, p);
+  }
+  return p;
+}
+
+/** One call of the code tool through the dispatcher training calls. */
 async function oneCall(pool: SandboxRunner, deterministic = true): Promise<void> {
-  const r = await callTool(pool, JS_INTERPRETER_TOOL, { code: CODE }, deterministic ? {} : { deterministic });
-  if (r.value !== EXPECTED) throw new Error(`sandbox returned ${JSON.stringify(r)}`);
+  const [out] = await dispatcherOf(pool, deterministic).execute([
+    { name: CODE_TOOL.name, code: CODE, raw: CODE },
+  ]);
+  if (!out.ok || out.detail !== EXPECTED) throw new Error(`sandbox returned ${JSON.stringify(out)}`);
 }
 
 function oneProcess(): Promise<void> {

@@ -134,6 +134,67 @@ function priorStages(card: string): string {
     .join("; ");
 }
 
+/** The files of the source folder a stage keeps (empty text for one it lacks). */
+function readSourceFiles(dir: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const f of [
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "generation_config.json",
+    "README.md",
+  ])
+    files[f] = existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : "";
+  return files;
+}
+
+type MakeModel = (
+  mc: Parameters<typeof GpuModel.create>[1],
+  w: Float32Array | undefined,
+  seed: number,
+) => Promise<PolicyModel>;
+
+/** The model maker of --backend: Dawn's WebGPU in Node, or the CPU reference. */
+async function modelMaker(backend: string): Promise<MakeModel> {
+  if (backend === "webgpu") {
+    const gpu = await createGpu(await nodeGpu());
+    return (mc, w, seed) => GpuModel.create(gpu.device, mc, w, seed);
+  }
+  return async (mc, w, seed) => new CpuModel(mc, w, seed);
+}
+
+/** The SFT run into `sftDir`, with progress on stderr; its last row with val/ metrics and its seconds. */
+async function runSftStage(config: RunConfig, sftDir: string, makeModel: MakeModel) {
+  const sandbox = createNodeSandboxPool({ size: 1 });
+  let finalRow: Record<string, unknown> = {};
+  const t1 = Date.now();
+  try {
+    await runToFolder({
+      config,
+      edits: [],
+      out: sftDir,
+      makeModel,
+      sandbox,
+      readFile: async (f) => new Uint8Array(readFileSync(resolve(f))),
+      on: {
+        row(row) {
+          if (
+            row.phase === "sft" &&
+            (row.step % (config.sft.steps > 50 ? 25 : 1) === 0 || row.step === config.sft.steps)
+          )
+            console.error(
+              `2/3 sft ${row.step}/${config.sft.steps} loss ${Number(row.loss).toFixed(3)} ${((Date.now() - t1) / 1000).toFixed(0)} s`,
+            );
+          if (Object.keys(row).some((k) => k.startsWith("val/"))) finalRow = row;
+        },
+      },
+    });
+  } finally {
+    await sandbox.close();
+  }
+  return { finalRow, sftSeconds: (Date.now() - t1) / 1000 };
+}
+
 async function main() {
   const p = parseCliArgs(
     process.argv.slice(2),
@@ -171,54 +232,10 @@ async function main() {
     `1/3 ${initDir}: tokenizer ${init.bpeSize} BPE entries + ${LAB_LLAMA_ADDED.length} added, ${init.params} parameters (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
   );
   // The source's files, read before OUT (which may be the same folder) is written.
-  const sourceFiles: Record<string, string> = {};
-  for (const f of [
-    "config.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "generation_config.json",
-    "README.md",
-  ])
-    sourceFiles[f] = existsSync(join(initDir, f)) ? readFileSync(join(initDir, f), "utf8") : "";
+  const sourceFiles = readSourceFiles(initDir);
 
-  let makeModel: (
-    mc: Parameters<typeof GpuModel.create>[1],
-    w: Float32Array | undefined,
-    seed: number,
-  ) => Promise<PolicyModel>;
-  if (backend === "webgpu") {
-    const gpu = await createGpu(await nodeGpu());
-    makeModel = (mc, w, seed) => GpuModel.create(gpu.device, mc, w, seed);
-  } else makeModel = async (mc, w, seed) => new CpuModel(mc, w, seed);
   const sftDir = join(work, "sft");
-  const sandbox = createNodeSandboxPool({ size: 1 });
-  let finalRow: Record<string, unknown> = {};
-  const t1 = Date.now();
-  try {
-    await runToFolder({
-      config,
-      edits: [],
-      out: sftDir,
-      makeModel,
-      sandbox,
-      readFile: async (f) => new Uint8Array(readFileSync(resolve(f))),
-      on: {
-        row(row) {
-          if (
-            row.phase === "sft" &&
-            (row.step % (config.sft.steps > 50 ? 25 : 1) === 0 || row.step === config.sft.steps)
-          )
-            console.error(
-              `2/3 sft ${row.step}/${config.sft.steps} loss ${Number(row.loss).toFixed(3)} ${((Date.now() - t1) / 1000).toFixed(0)} s`,
-            );
-          if (Object.keys(row).some((k) => k.startsWith("val/"))) finalRow = row;
-        },
-      },
-    });
-  } finally {
-    await sandbox.close();
-  }
-  const sftSeconds = (Date.now() - t1) / 1000;
+  const { finalRow, sftSeconds } = await runSftStage(config, sftDir, await modelMaker(backend));
 
   const ck = loadCheckpoint(new Uint8Array(readFileSync(join(sftDir, "weights.safetensors"))));
   const earlier = from ? JSON.parse(sourceFiles["config.json"]).made_by : undefined;

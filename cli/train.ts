@@ -208,40 +208,36 @@ function bar(done: number, total: number, width = 24): string {
   return `[${"#".repeat(n)}${".".repeat(width - n)}]`;
 }
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  if (args.list) {
-    for (const { registry, name } of listRegistries()) console.log(`${registry}: ${name}`);
-    for (const phase of ["sft", "value-pretrain", "rl"]) console.log(`phase: ${phase}`);
-    // Presets: the algorithm recipes of config/presets.ts and the recipe files of public/recipes.
-    const files = readdirSync("public/recipes").filter((f) => f.endsWith(".json") && f !== "index.json");
-    const names = new Set([...Object.keys(RECIPES), ...files.map((f) => f.replace(/\.json$/, ""))]);
-    for (const name of names) console.log(`preset: ${name}`);
-    for (const t of ENV_TEMPLATES) console.log(`env-template: ${t.name}`);
-    return;
-  }
-  const { config, name, edits, resume } = await loadConfig(args);
-  const out = resolve(
-    args.resume ?? args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`),
-  );
-  const seeds = args.seeds ?? config.seeds;
-  if (seeds > 1 && !resume) return runSeeds(out, config.seed, seeds);
-  mkdirSync(out, { recursive: true });
-  // A resume keeps the backend the run was recorded with (rows differ across backends); an
-  // explicit --backend that changes it is recorded as an event of the run.
-  const recorded = args.resume ? recordedBackend(out) : undefined;
-  const backend = args.backend ?? recorded ?? "webgpu";
-  if (recorded && backend !== recorded) {
-    const event = {
-      step: resume?.at.step ?? 0,
-      phase: resume?.at.phase ?? "sft",
-      kind: "info",
-      message: `backend changed on resume: ${recorded} -> ${backend} (--backend); rows from here differ from a run on ${recorded}`,
-    };
-    appendFileSync(join(out, "events.jsonl"), `${JSON.stringify(event)}\n`);
-    console.error(`[info] ${event.message}`);
-  }
+/** --list: every registry entry, phase, preset and environment template, one a line. */
+function printLists(): void {
+  for (const { registry, name } of listRegistries()) console.log(`${registry}: ${name}`);
+  for (const phase of ["sft", "value-pretrain", "rl"]) console.log(`phase: ${phase}`);
+  // Presets: the algorithm recipes of config/presets.ts and the recipe files of public/recipes.
+  const files = readdirSync("public/recipes").filter((f) => f.endsWith(".json") && f !== "index.json");
+  const names = new Set([...Object.keys(RECIPES), ...files.map((f) => f.replace(/\.json$/, ""))]);
+  for (const name of names) console.log(`preset: ${name}`);
+  for (const t of ENV_TEMPLATES) console.log(`env-template: ${t.name}`);
+}
 
+/** An explicit --backend that changes a resumed run's backend, recorded as an event of the run. */
+function recordBackendChange(
+  out: string,
+  recorded: string,
+  backend: string,
+  at: { step: number; phase: string } | undefined,
+): void {
+  const event = {
+    step: at?.step ?? 0,
+    phase: at?.phase ?? "sft",
+    kind: "info",
+    message: `backend changed on resume: ${recorded} -> ${backend} (--backend); rows from here differ from a run on ${recorded}`,
+  };
+  appendFileSync(join(out, "events.jsonl"), `${JSON.stringify(event)}\n`);
+  console.error(`[info] ${event.message}`);
+}
+
+/** The model maker of the backend (Dawn's WebGPU in Node, or the CPU reference) and the adapter it runs on, in words. */
+async function backendModels(backend: string) {
   let makeModel: (
     mc: Parameters<typeof GpuModel.create>[1],
     w: Float32Array | undefined,
@@ -256,6 +252,25 @@ async function main() {
   } else {
     makeModel = async (mc, w, seed) => new CpuModel(mc, w, seed);
   }
+  return { makeModel, adapterText };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.list) return printLists();
+  const { config, name, edits, resume } = await loadConfig(args);
+  const out = resolve(
+    args.resume ?? args.out ?? join("runs", `${name}-${new Date().toISOString().replace(/[:.]/g, "-")}`),
+  );
+  const seeds = args.seeds ?? config.seeds;
+  if (seeds > 1 && !resume) return runSeeds(out, config.seed, seeds);
+  mkdirSync(out, { recursive: true });
+  // A resume keeps the backend the run was recorded with (rows differ across backends); an
+  // explicit --backend that changes it is recorded as an event of the run.
+  const recorded = args.resume ? recordedBackend(out) : undefined;
+  const backend = args.backend ?? recorded ?? "webgpu";
+  if (recorded && backend !== recorded) recordBackendChange(out, recorded, backend, resume?.at);
+  const { makeModel, adapterText } = await backendModels(backend);
   const sandbox = createNodeSandboxPool({ size: 2 });
   const t0 = Date.now();
   const sftDone = resume ? (resume.at.phase === "sft" ? resume.at.step : config.sft.steps) : 0;

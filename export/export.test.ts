@@ -30,7 +30,7 @@ import { makeToolProtocol } from "../rl/rollout/tool-protocol.ts";
 import { InProcessSandbox } from "../sandbox/run-code.ts";
 import { createRng } from "../tasks/rng.ts";
 import { isEvalKey } from "../tasks/split.ts";
-import type { Problem } from "../tasks/types.ts";
+import type { Problem, UserToolSpec } from "../tasks/types.ts";
 import { EXPORT_TASKS, exportTask } from "./data.ts";
 import { exportRun, StrictExportError, trlConfig } from "./index.ts";
 import { FIELD_DECISIONS, mappingTableMarkdown, REGISTRY_DECISIONS } from "./mapping.ts";
@@ -589,7 +589,7 @@ describe("tools", () => {
     const y = parse(text(exportRun(fc, { target: "verl", name: "f" }).files["tool_config.yaml"]));
     const { task } = exportTask(fc);
     expect(y.tools.map((t: any) => t.tool_schema.function.name)).toEqual(task.tools.map((t) => t.name));
-    const first = task.tools[0] as { parameters: Record<string, unknown> };
+    const first = task.tools[0] as UserToolSpec;
     expect(y.tools[0].tool_schema.function.parameters).toEqual({ ...first.parameters, type: "object" });
     expect(y.tools[0].class_name).toBe("lab_tools.LabFunctionTool");
     const ar = parse(

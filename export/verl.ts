@@ -183,188 +183,255 @@ function rolloutCorrectionTree(rc: Correction): Tree {
   };
 }
 
+/** What every part of the verl tree reads: the run, its batch arithmetic and verl's names for the lab's entries. */
+type VerlParts = {
+  c: RunConfig;
+  r: RunConfig["rl"];
+  batch: VerlBatch;
+  required: readonly Required[];
+  /** verl's name for a registry entry (or the required placeholder when verl has none). */
+  name_: (registry: string, entry: string, key: string) => string;
+  klName: string;
+  klOn: boolean;
+};
+
+/** data: the prompt files and their lengths. */
+function dataTree({ c, r }: VerlParts): Tree {
+  return {
+    train_files: from(
+      "train.parquet",
+      "task.name, task.options, seed, stop.max_steps x rl.prompts_per_step (run.sh passes the absolute path)",
+    ),
+    val_files: from("val.parquet", "task.eval_size held-out prompts"),
+    train_batch_size: from(r.prompts_per_step, "rl.prompts_per_step"),
+    max_prompt_length: from(1024, "lab choice: room for the Hermes tool block the chat template adds"),
+    max_response_length: from(c.sampling.max_new_tokens, "sampling.max_new_tokens"),
+    shuffle: from(false, "the lab's prompt order (train.parquet is already in step order)"),
+    seed: from(c.seed, "seed"),
+    return_raw_chat: from(true, "the tool agent loop renders the chat itself"),
+    filter_overlong_prompts: from(true, "lab choice"),
+  };
+}
+
+/** actor_rollout_ref.model: the model's path and its LoRA adapter. */
+function actorModelTree({ c, required }: VerlParts): Tree {
+  const lora = c.model.lora;
+  const model = clusterModel(c);
+  return {
+    enable_gradient_checkpointing: from(c.model.gradient_checkpointing, "model.gradient_checkpointing"),
+    path: from(
+      model.path ?? requiredValue(required.find((x) => x.key === "actor_rollout_ref.model.path") as Required),
+      model.path !== null
+        ? "model.pretrained (a Hub repo id)"
+        : `required: bash run.sh --model PATH (${model.why})`,
+    ),
+    ...(lora.rank > 0
+      ? {
+          lora_rank: from(lora.rank, "model.lora.rank"),
+          lora_alpha: from(lora.alpha, "model.lora.alpha"),
+          target_modules: from(
+            lora.targets === "all-linear" ? "all-linear" : [...lora.targets],
+            "model.lora.targets",
+          ),
+        }
+      : {}),
+  };
+}
+
+/** actor.policy_loss: the loss's verl name and the parameters of the losses that have them. */
+function policyLossTree({ r, name_ }: VerlParts): Tree {
+  return {
+    loss_mode: from(
+      name_("policy-loss", r.policy_loss, "actor_rollout_ref.actor.policy_loss.loss_mode"),
+      `rl.policy_loss (${r.policy_loss})`,
+    ),
+    ...(r.policy_loss === "clip-cov"
+      ? {
+          clip_cov_ratio: from(r.clip_cov.ratio, "rl.clip_cov.ratio"),
+          clip_cov_lb: from(r.clip_cov.lb, "rl.clip_cov.lb"),
+          clip_cov_ub: from(r.clip_cov.ub, "rl.clip_cov.ub"),
+        }
+      : {}),
+    ...(r.policy_loss === "kl-cov"
+      ? {
+          kl_cov_ratio: from(r.kl_cov.ratio, "rl.kl_cov.ratio"),
+          ppo_kl_coef: from(r.kl_cov.coef, "rl.kl_cov.coef"),
+        }
+      : {}),
+  };
+}
+
+/** actor_rollout_ref.actor: the optimizer, the batch split, the clip ranges, the loss and its KL term. */
+function actorTree(p: VerlParts): Tree {
+  const { c, r, batch, name_, klName, klOn } = p;
+  const schedule = r.schedule === "constant" ? "constant" : "cosine";
+  return {
+    optim: {
+      lr: from(r.lr, "rl.lr"),
+      lr_warmup_steps: from(r.warmup_steps, "rl.warmup_steps"),
+      lr_scheduler_type: from(schedule, `rl.schedule (${r.schedule})`),
+      min_lr_ratio: from(r.min_lr_ratio, "rl.min_lr_ratio"),
+      betas: from([...r.betas], "rl.betas"),
+      weight_decay: from(r.weight_decay, "rl.weight_decay"),
+      clip_grad: from(r.grad_clip > 0 ? r.grad_clip : BIG, "rl.grad_clip (0 = off)"),
+    },
+    grad_clip: from(r.grad_clip > 0 ? r.grad_clip : BIG, "rl.grad_clip (0 = off)"),
+    ppo_mini_batch_size: from(
+      batch.miniPrompts,
+      "rl.prompts_per_step / rl.minibatches (prompts; verl multiplies by rollout.n)",
+    ),
+    ppo_micro_batch_size_per_gpu: from(
+      batch.microPerGpu,
+      `memory only (gradient accumulation does not change the update); divides the ${batch.gpus}-GPU share of a minibatch`,
+    ),
+    ppo_epochs: from(r.epochs, "rl.epochs"),
+    clip_ratio: from(r.clip_eps_low, "rl.clip_eps_low"),
+    clip_ratio_low: from(r.clip_eps_low, "rl.clip_eps_low"),
+    clip_ratio_high: from(r.clip_eps_high, "rl.clip_eps_high"),
+    clip_ratio_c: from(r.dual_clip_c ?? BIG, "rl.dual_clip_c (null = off)"),
+    policy_loss: policyLossTree(p),
+    ...(r.policy_loss === "sapo"
+      ? {
+          tau_pos: from(r.sapo.tau_pos, "rl.sapo.tau_pos"),
+          tau_neg: from(r.sapo.tau_neg, "rl.sapo.tau_neg"),
+        }
+      : {}),
+    loss_agg_mode: from(name_("agg", r.loss_agg, "actor_rollout_ref.actor.loss_agg_mode"), "rl.loss_agg"),
+    ...(r.l_max !== null ? { loss_scale_factor: from(r.l_max, "rl.l_max") } : {}),
+    entropy_coeff: from(r.entropy_coef, "rl.entropy_coef"),
+    use_kl_loss: from(klOn && r.kl.in === "loss", "rl.kl.coef > 0 and rl.kl.in = loss"),
+    kl_loss_coef: from(r.kl.in === "loss" ? r.kl.coef : 0, "rl.kl.coef"),
+    kl_loss_type: from(klName, `rl.kl.estimator (${r.kl.estimator})`),
+    data_loader_seed: from(c.seed, "seed"),
+  };
+}
+
+/** actor_rollout_ref.rollout: vLLM's sampling and the multi-turn tool loop. */
+function rolloutTree({ c, r, batch }: VerlParts): Tree {
+  return {
+    name: from("vllm", "lab choice (sglang also works)"),
+    mode: "async",
+    tensor_model_parallel_size: from(1, "lab choice: small models"),
+    n: from(r.group_size, "rl.group_size"),
+    temperature: from(c.sampling.temperature, "sampling.temperature"),
+    top_p: from(c.sampling.top_p, "sampling.top_p"),
+    top_k: from(c.sampling.top_k > 0 ? c.sampling.top_k : -1, "sampling.top_k (0 = off)"),
+    log_prob_micro_batch_size_per_gpu: from(batch.logProbMicro, "memory only"),
+    ...(correcting(r.rollout_correction)
+      ? { calculate_log_probs: from(true, "rl.rollout_correction needs the rollout's log-probs") }
+      : {}),
+    val_kwargs: {
+      temperature: from(0, "val/acc is greedy in the lab"),
+      do_sample: from(false, "val/acc is greedy in the lab"),
+      n: 1,
+    },
+    multi_turn: {
+      enable: from(true, "the lab's tool loop"),
+      format: from("hermes", `task.template (${c.task.template}): Hermes JSON tool calls`),
+      max_assistant_turns: from(c.limits.max_tool_calls + 1, "limits.max_tool_calls + 1"),
+      max_parallel_calls: from(Math.max(1, c.limits.max_tool_calls), "limits.max_tool_calls"),
+      max_tool_response_length: from(c.limits.max_tool_response_chars, "limits.max_tool_response_chars"),
+      tool_response_truncate_side: from("middle", "the lab keeps head and tail"),
+      tool_config_path: from("tool_config.yaml", "the task's tools (run.sh passes the absolute path)"),
+    },
+    agent: { default_agent_loop: from("tool_agent", "every row also names agent_name: tool_agent") },
+  };
+}
+
+/** algorithm: the advantage estimator, the KL penalty and the rollout correction. */
+function algorithmTree({ r, name_, klName, klOn }: VerlParts): Tree {
+  return {
+    adv_estimator: from(
+      name_("advantage", r.advantage, "algorithm.adv_estimator"),
+      REGISTRY_DECISIONS.advantage[r.advantage]?.status === "unmapped"
+        ? `required: bash run.sh --adv-estimator NAME (rl.advantage ${r.advantage} is not in verl)`
+        : `rl.advantage (${r.advantage})`,
+    ),
+    gamma: from(r.gamma, "rl.gamma"),
+    lam: from(r.lambda, "rl.lambda"),
+    norm_adv_by_std_in_grpo: from(
+      r.advantage === "dr-grpo" ? false : r.norm_adv_by_std,
+      "rl.norm_adv_by_std",
+    ),
+    use_kl_in_reward: from(klOn && r.kl.in === "reward", "rl.kl.coef > 0 and rl.kl.in = reward"),
+    kl_penalty: from(klName, `rl.kl.estimator (${r.kl.estimator})`),
+    kl_ctrl: {
+      type: from("fixed", "the lab's KL coefficient is fixed"),
+      kl_coef: from(r.kl.in === "reward" ? r.kl.coef : 0, "rl.kl.coef"),
+    },
+    ...rolloutCorrectionTree(r.rollout_correction),
+  };
+}
+
+/** critic: the value model GAE trains, started from the actor's model. */
+function criticTree({ c, r, batch }: VerlParts): Tree {
+  return {
+    optim: {
+      lr: from(r.lr, "rl.lr"),
+      betas: from([...r.betas], "rl.betas"),
+      weight_decay: from(r.weight_decay, "rl.weight_decay"),
+    },
+    model: {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation: the critic starts from the actor's model
+      path: from("${actor_rollout_ref.model.path}", "the actor's model"),
+      enable_gradient_checkpointing: from(c.model.gradient_checkpointing, "model.gradient_checkpointing"),
+    },
+    cliprange_value: from(r.value_clip, "rl.value_clip"),
+    ppo_micro_batch_size_per_gpu: from(
+      batch.microPerGpu,
+      "memory only; divides the per-GPU share of a minibatch",
+    ),
+  };
+}
+
+/** trainer: logging, the GPUs, the step count, validation and checkpoint cadence. */
+function trainerTree({ c, r, batch }: VerlParts, name: string): Tree {
+  return {
+    project_name: "agentic-rl-lab",
+    experiment_name: from(name, "the run's name"),
+    logger: from(
+      ["console", "file"],
+      "file: verl's file logger writes the metrics (run.sh sets VERL_FILE_LOGGER_PATH)",
+    ),
+    rollout_data_dir: from(
+      VERL_RESULTS.rollouts,
+      "each step's rollouts as <step>.jsonl (run.sh passes the absolute path)",
+    ),
+    validation_data_dir: from(
+      VERL_RESULTS.validation,
+      "each validation's generations (run.sh passes the absolute path)",
+    ),
+    n_gpus_per_node: from(batch.nGpusPerNode, "--gpus (the export's batch arithmetic is for this many GPUs)"),
+    nnodes: from(batch.nnodes, "--gpus"),
+    total_epochs: 1,
+    total_training_steps: from(c.stop.max_steps, "stop.max_steps"),
+    val_before_train: from(true, "the lab evaluates at RL step 0"),
+    test_freq: from(c.task.eval_every > 0 ? c.task.eval_every : -1, "task.eval_every (0 = only at step 0)"),
+    save_freq: from(
+      c.checkpoint_every > 0 ? c.checkpoint_every : Math.max(1, c.stop.max_steps),
+      "checkpoint_every (0 = at the end)",
+    ),
+    critic_warmup: from(r.advantage === "gae" ? r.value_pretrain.steps : 0, "rl.value_pretrain.steps"),
+  };
+}
+
 export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = verlBatch(c)): Tree {
   const r = c.rl;
-  const { miniPrompts, microPerGpu: trainMicro, logProbMicro: micro } = batch;
-  const lora = c.model.lora;
-  const klOn = r.kl.coef > 0;
   const required = verlRequired(c);
   const name_ = (registry: string, entry: string, key: string) => verlName(registry, entry, required, key);
   const klName = name_("kl", r.kl.estimator, "algorithm.kl_penalty");
-  const model = clusterModel(c);
-  const schedule = r.schedule === "constant" ? "constant" : "cosine";
-  const critic = r.advantage === "gae";
-  const tree: Tree = {
-    data: {
-      train_files: from(
-        "train.parquet",
-        "task.name, task.options, seed, stop.max_steps x rl.prompts_per_step (run.sh passes the absolute path)",
-      ),
-      val_files: from("val.parquet", "task.eval_size held-out prompts"),
-      train_batch_size: from(r.prompts_per_step, "rl.prompts_per_step"),
-      max_prompt_length: from(1024, "lab choice: room for the Hermes tool block the chat template adds"),
-      max_response_length: from(c.sampling.max_new_tokens, "sampling.max_new_tokens"),
-      shuffle: from(false, "the lab's prompt order (train.parquet is already in step order)"),
-      seed: from(c.seed, "seed"),
-      return_raw_chat: from(true, "the tool agent loop renders the chat itself"),
-      filter_overlong_prompts: from(true, "lab choice"),
-    },
+  const p: VerlParts = { c, r, batch, required, name_, klName, klOn: r.kl.coef > 0 };
+  return {
+    data: dataTree(p),
     actor_rollout_ref: {
       hybrid_engine: true,
-      model: {
-        enable_gradient_checkpointing: from(c.model.gradient_checkpointing, "model.gradient_checkpointing"),
-        path: from(
-          model.path ??
-            requiredValue(required.find((x) => x.key === "actor_rollout_ref.model.path") as Required),
-          model.path !== null
-            ? "model.pretrained (a Hub repo id)"
-            : `required: bash run.sh --model PATH (${model.why})`,
-        ),
-        ...(lora.rank > 0
-          ? {
-              lora_rank: from(lora.rank, "model.lora.rank"),
-              lora_alpha: from(lora.alpha, "model.lora.alpha"),
-              target_modules: from(
-                lora.targets === "all-linear" ? "all-linear" : [...lora.targets],
-                "model.lora.targets",
-              ),
-            }
-          : {}),
-      },
-      actor: {
-        optim: {
-          lr: from(r.lr, "rl.lr"),
-          lr_warmup_steps: from(r.warmup_steps, "rl.warmup_steps"),
-          lr_scheduler_type: from(schedule, `rl.schedule (${r.schedule})`),
-          min_lr_ratio: from(r.min_lr_ratio, "rl.min_lr_ratio"),
-          betas: from([...r.betas], "rl.betas"),
-          weight_decay: from(r.weight_decay, "rl.weight_decay"),
-          clip_grad: from(r.grad_clip > 0 ? r.grad_clip : BIG, "rl.grad_clip (0 = off)"),
-        },
-        grad_clip: from(r.grad_clip > 0 ? r.grad_clip : BIG, "rl.grad_clip (0 = off)"),
-        ppo_mini_batch_size: from(
-          miniPrompts,
-          "rl.prompts_per_step / rl.minibatches (prompts; verl multiplies by rollout.n)",
-        ),
-        ppo_micro_batch_size_per_gpu: from(
-          trainMicro,
-          `memory only (gradient accumulation does not change the update); divides the ${batch.gpus}-GPU share of a minibatch`,
-        ),
-        ppo_epochs: from(r.epochs, "rl.epochs"),
-        clip_ratio: from(r.clip_eps_low, "rl.clip_eps_low"),
-        clip_ratio_low: from(r.clip_eps_low, "rl.clip_eps_low"),
-        clip_ratio_high: from(r.clip_eps_high, "rl.clip_eps_high"),
-        clip_ratio_c: from(r.dual_clip_c ?? BIG, "rl.dual_clip_c (null = off)"),
-        policy_loss: {
-          loss_mode: from(
-            name_("policy-loss", r.policy_loss, "actor_rollout_ref.actor.policy_loss.loss_mode"),
-            `rl.policy_loss (${r.policy_loss})`,
-          ),
-          ...(r.policy_loss === "clip-cov"
-            ? {
-                clip_cov_ratio: from(r.clip_cov.ratio, "rl.clip_cov.ratio"),
-                clip_cov_lb: from(r.clip_cov.lb, "rl.clip_cov.lb"),
-                clip_cov_ub: from(r.clip_cov.ub, "rl.clip_cov.ub"),
-              }
-            : {}),
-          ...(r.policy_loss === "kl-cov"
-            ? {
-                kl_cov_ratio: from(r.kl_cov.ratio, "rl.kl_cov.ratio"),
-                ppo_kl_coef: from(r.kl_cov.coef, "rl.kl_cov.coef"),
-              }
-            : {}),
-        },
-        ...(r.policy_loss === "sapo"
-          ? {
-              tau_pos: from(r.sapo.tau_pos, "rl.sapo.tau_pos"),
-              tau_neg: from(r.sapo.tau_neg, "rl.sapo.tau_neg"),
-            }
-          : {}),
-        loss_agg_mode: from(name_("agg", r.loss_agg, "actor_rollout_ref.actor.loss_agg_mode"), "rl.loss_agg"),
-        ...(r.l_max !== null ? { loss_scale_factor: from(r.l_max, "rl.l_max") } : {}),
-        entropy_coeff: from(r.entropy_coef, "rl.entropy_coef"),
-        use_kl_loss: from(klOn && r.kl.in === "loss", "rl.kl.coef > 0 and rl.kl.in = loss"),
-        kl_loss_coef: from(r.kl.in === "loss" ? r.kl.coef : 0, "rl.kl.coef"),
-        kl_loss_type: from(klName, `rl.kl.estimator (${r.kl.estimator})`),
-        data_loader_seed: from(c.seed, "seed"),
-      },
-      ref: {
-        log_prob_micro_batch_size_per_gpu: from(micro, "memory only"),
-      },
-      rollout: {
-        name: from("vllm", "lab choice (sglang also works)"),
-        mode: "async",
-        tensor_model_parallel_size: from(1, "lab choice: small models"),
-        n: from(r.group_size, "rl.group_size"),
-        temperature: from(c.sampling.temperature, "sampling.temperature"),
-        top_p: from(c.sampling.top_p, "sampling.top_p"),
-        top_k: from(c.sampling.top_k > 0 ? c.sampling.top_k : -1, "sampling.top_k (0 = off)"),
-        log_prob_micro_batch_size_per_gpu: from(micro, "memory only"),
-        ...(correcting(r.rollout_correction)
-          ? { calculate_log_probs: from(true, "rl.rollout_correction needs the rollout's log-probs") }
-          : {}),
-        val_kwargs: {
-          temperature: from(0, "val/acc is greedy in the lab"),
-          do_sample: from(false, "val/acc is greedy in the lab"),
-          n: 1,
-        },
-        multi_turn: {
-          enable: from(true, "the lab's tool loop"),
-          format: from("hermes", `task.template (${c.task.template}): Hermes JSON tool calls`),
-          max_assistant_turns: from(c.limits.max_tool_calls + 1, "limits.max_tool_calls + 1"),
-          max_parallel_calls: from(Math.max(1, c.limits.max_tool_calls), "limits.max_tool_calls"),
-          max_tool_response_length: from(c.limits.max_tool_response_chars, "limits.max_tool_response_chars"),
-          tool_response_truncate_side: from("middle", "the lab keeps head and tail"),
-          tool_config_path: from("tool_config.yaml", "the task's tools (run.sh passes the absolute path)"),
-        },
-        agent: { default_agent_loop: from("tool_agent", "every row also names agent_name: tool_agent") },
-      },
+      model: actorModelTree(p),
+      actor: actorTree(p),
+      ref: { log_prob_micro_batch_size_per_gpu: from(batch.logProbMicro, "memory only") },
+      rollout: rolloutTree(p),
     },
-    algorithm: {
-      adv_estimator: from(
-        name_("advantage", r.advantage, "algorithm.adv_estimator"),
-        REGISTRY_DECISIONS.advantage[r.advantage]?.status === "unmapped"
-          ? `required: bash run.sh --adv-estimator NAME (rl.advantage ${r.advantage} is not in verl)`
-          : `rl.advantage (${r.advantage})`,
-      ),
-      gamma: from(r.gamma, "rl.gamma"),
-      lam: from(r.lambda, "rl.lambda"),
-      norm_adv_by_std_in_grpo: from(
-        r.advantage === "dr-grpo" ? false : r.norm_adv_by_std,
-        "rl.norm_adv_by_std",
-      ),
-      use_kl_in_reward: from(klOn && r.kl.in === "reward", "rl.kl.coef > 0 and rl.kl.in = reward"),
-      kl_penalty: from(klName, `rl.kl.estimator (${r.kl.estimator})`),
-      kl_ctrl: {
-        type: from("fixed", "the lab's KL coefficient is fixed"),
-        kl_coef: from(r.kl.in === "reward" ? r.kl.coef : 0, "rl.kl.coef"),
-      },
-      ...rolloutCorrectionTree(r.rollout_correction),
-    },
-    ...(critic
-      ? {
-          critic: {
-            optim: {
-              lr: from(r.lr, "rl.lr"),
-              betas: from([...r.betas], "rl.betas"),
-              weight_decay: from(r.weight_decay, "rl.weight_decay"),
-            },
-            model: {
-              // biome-ignore lint/suspicious/noTemplateCurlyInString: an OmegaConf interpolation: the critic starts from the actor's model
-              path: from("${actor_rollout_ref.model.path}", "the actor's model"),
-              enable_gradient_checkpointing: from(
-                c.model.gradient_checkpointing,
-                "model.gradient_checkpointing",
-              ),
-            },
-            cliprange_value: from(r.value_clip, "rl.value_clip"),
-            ppo_micro_batch_size_per_gpu: from(
-              trainMicro,
-              "memory only; divides the per-GPU share of a minibatch",
-            ),
-          },
-        }
-      : {}),
+    algorithm: algorithmTree(p),
+    ...(r.advantage === "gae" ? { critic: criticTree(p) } : {}),
     reward: {
       reward_manager: { name: from("naive", "per-sample compute_score") },
       custom_reward_function: {
@@ -372,38 +439,8 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
         name: "compute_score",
       },
     },
-    trainer: {
-      project_name: "agentic-rl-lab",
-      experiment_name: from(name, "the run's name"),
-      logger: from(
-        ["console", "file"],
-        "file: verl's file logger writes the metrics (run.sh sets VERL_FILE_LOGGER_PATH)",
-      ),
-      rollout_data_dir: from(
-        VERL_RESULTS.rollouts,
-        "each step's rollouts as <step>.jsonl (run.sh passes the absolute path)",
-      ),
-      validation_data_dir: from(
-        VERL_RESULTS.validation,
-        "each validation's generations (run.sh passes the absolute path)",
-      ),
-      n_gpus_per_node: from(
-        batch.nGpusPerNode,
-        "--gpus (the export's batch arithmetic is for this many GPUs)",
-      ),
-      nnodes: from(batch.nnodes, "--gpus"),
-      total_epochs: 1,
-      total_training_steps: from(c.stop.max_steps, "stop.max_steps"),
-      val_before_train: from(true, "the lab evaluates at RL step 0"),
-      test_freq: from(c.task.eval_every > 0 ? c.task.eval_every : -1, "task.eval_every (0 = only at step 0)"),
-      save_freq: from(
-        c.checkpoint_every > 0 ? c.checkpoint_every : Math.max(1, c.stop.max_steps),
-        "checkpoint_every (0 = at the end)",
-      ),
-      critic_warmup: from(critic ? r.value_pretrain.steps : 0, "rl.value_pretrain.steps"),
-    },
+    trainer: trainerTree(p, name),
   };
-  return tree;
 }
 
 /** config.yaml's text: header, hydra composition, then the tree with lab comments. */

@@ -359,6 +359,57 @@ export function forward(
   };
 }
 
+/** Gradient sinks of backward(): a fresh zeroed buffer, and a weight's gradient or a scratch sink for a frozen base. */
+interface GradSinks {
+  f: (n: number) => F32;
+  dn: (x: F32 | null | undefined) => F32;
+  dnb: (has: F32 | null, x: F32 | null | undefined) => F32 | null;
+}
+
+/**
+ * Backward of the head and the final norm: dlogits (N,V) of sum_n dlogp[n]*logp[n] +
+ * dentropy[n]*entropy[n] (logp and entropy are recomputed into scratch by the fused op), the
+ * value head, then the final norm. Returns dres, the gradient of the residual stream, carried
+ * down through the blocks. A residual add passes its gradient unchanged to both inputs, so dres
+ * is also d(fcproj) and d(attproj).
+ */
+function headBackward(
+  c: ModelConfig,
+  params: Params,
+  grads: Params | null,
+  acts: Activations,
+  g: { dlogp: F32; dentropy?: F32; dvalue?: F32 },
+  { f, dn, dnb }: GradSinks,
+): F32 {
+  const { B, T } = acts;
+  const N = B * T;
+  const C = c.dModel;
+  const V = c.vocab;
+  const dlogits = f(N * V);
+  const dentropy = g.dentropy ?? f(N);
+  logSoftmaxRef(f(N), f(N), dlogits, acts.logits, acts.targets, g.dlogp, dentropy, N, V, acts.invTemp);
+  const dlnf = f(N * C);
+  matmulBackwardRef(dlnf, grads?.lmHead ?? null, null, dlogits, acts.lnf, params.lmHead, N, C, V);
+  if (g.dvalue && params.valuew && grads?.valuew && grads.valueb) {
+    matmulBackwardRef(dlnf, grads.valuew, grads.valueb, g.dvalue, acts.lnf, params.valuew, N, C, 1);
+  }
+  const dres = f(N * C);
+  const last = acts.layers.length > 0 ? acts.layers[acts.layers.length - 1].res3 : acts.encoded;
+  normBackward(
+    c,
+    dres,
+    dn(grads?.lnfw),
+    dnb(params.lnfb, grads?.lnfb),
+    dlnf,
+    last,
+    params.lnfw,
+    acts.lnfMean,
+    acts.lnfRstd,
+    N,
+  );
+  return dres;
+}
+
 /**
  * Backward of forward(): ADDS d(loss)/d(params) into grads, given dloss/d(logp, entropy,
  * values). With an adapter, its gradients are added into `dad` (its layout) and `grads` may be
@@ -379,7 +430,6 @@ export function backward(
   const { NH, KVH, hs, Q, QKV } = attnDims(c);
   const H = mlpHidden(c);
   const fcRows = c.mlp === "swiglu" ? 2 * H : H;
-  const V = c.vocab;
   const f = (n: number) => allocLike(params.wte, n);
   if (ad && !dad) throw new Error("backward: an adapter needs its gradient buffer");
   // A frozen base: norm weight gradients go to a scratch sink, matmul weight gradients are skipped.
@@ -391,32 +441,7 @@ export function backward(
     for (const s of specsOf(ad, l, w)) loraBackward(dinp, dad!, dout, inp, s, ad!, N);
   };
 
-  // The head: dlogits (N,V) of sum_n dlogp[n]*logp[n] + dentropy[n]*entropy[n] (logp and
-  // entropy are recomputed into scratch by the fused op).
-  const dlogits = f(N * V);
-  const dentropy = g.dentropy ?? f(N);
-  logSoftmaxRef(f(N), f(N), dlogits, acts.logits, acts.targets, g.dlogp, dentropy, N, V, acts.invTemp);
-  const dlnf = f(N * C);
-  matmulBackwardRef(dlnf, grads?.lmHead ?? null, null, dlogits, acts.lnf, params.lmHead, N, C, V);
-  if (g.dvalue && params.valuew && grads?.valuew && grads.valueb) {
-    matmulBackwardRef(dlnf, grads.valuew, grads.valueb, g.dvalue, acts.lnf, params.valuew, N, C, 1);
-  }
-  // dres: the gradient of the residual stream, carried down through the blocks. A residual
-  // add passes its gradient unchanged to both inputs, so dres is also d(fcproj) and d(attproj).
-  const dres = f(N * C);
-  const last = acts.layers.length > 0 ? acts.layers[acts.layers.length - 1].res3 : acts.encoded;
-  normBackward(
-    c,
-    dres,
-    dn(grads?.lnfw),
-    dnb(params.lnfb, grads?.lnfb),
-    dlnf,
-    last,
-    params.lnfw,
-    acts.lnfMean,
-    acts.lnfRstd,
-    N,
-  );
+  const dres = headBackward(c, params, grads, acts, g, { f, dn, dnb });
 
   const dfchAct = f(N * H);
   const dfch = f(N * fcRows);

@@ -70,6 +70,26 @@ export interface GpuGenerationHost {
 /** Most tokens one decodeMany samples per submit (the window the runtime picks from). */
 export const MAX_DECODE_WINDOW = 32;
 
+/**
+ * A group's samples share their prompt: each distinct prompt runs once (row u), and every row b
+ * that has it (rowOf[b] = u) gets u's keys, values and last hidden state.
+ */
+function distinctPrompts(prompts: number[][]): { unique: number[][]; rowOf: number[] } {
+  const firstOf = new Map<string, number>();
+  const unique: number[][] = [];
+  const rowOf = prompts.map((pr) => {
+    const key = pr.join(",");
+    let u = firstOf.get(key);
+    if (u === undefined) {
+      u = unique.length;
+      firstOf.set(key, u);
+      unique.push(pr);
+    }
+    return u;
+  });
+  return { unique, rowOf };
+}
+
 export class GpuGenerationSession implements GenerationSession {
   private B = 0;
   private kcache: View[] = [];
@@ -183,20 +203,7 @@ export class GpuGenerationSession implements GenerationSession {
    */
   private async prefillBatched(prompts: number[][]): Promise<boolean> {
     const { rt, config: c, params: p } = this.model;
-    // a group's samples share their prompt: each distinct prompt runs once (row u), and every
-    // row b that has it gets u's keys, values and last hidden state
-    const firstOf = new Map<string, number>();
-    const unique: number[][] = [];
-    const rowOf = prompts.map((pr) => {
-      const key = pr.join(",");
-      let u = firstOf.get(key);
-      if (u === undefined) {
-        u = unique.length;
-        firstOf.set(key, u);
-        unique.push(pr);
-      }
-      return u;
-    });
+    const { unique, rowOf } = distinctPrompts(prompts);
     const B = unique.length;
     const Tp = Math.max(...prompts.map((x) => x.length));
     const N = B * Tp;
@@ -263,7 +270,26 @@ export class GpuGenerationSession implements GenerationSession {
       blockForward(rt, enc, c, lp, a, residual, a.tmp, a.pos, N, attention, lora);
       residual = a.res3;
     });
-    // each row's last prompt token, final norm -> hidden
+    this.recordLastHidden(enc, prompts, rowOf, residual, Tp);
+    rt.submit(enc);
+    this.fed = prompts.map((pr) => pr.length);
+    this.queue = prompts.map(() => []);
+    await rt.device.queue.onSubmittedWorkDone();
+    a.tokens.buffer.destroy();
+    scratch?.loraU.buffer.destroy();
+    return true;
+  }
+
+  /** Records each row's last prompt token of the prefill's `residual` through the final norm into `hidden`. */
+  private recordLastHidden(
+    enc: GPUCommandEncoder,
+    prompts: number[][],
+    rowOf: number[],
+    residual: View,
+    Tp: number,
+  ): void {
+    const { rt, config: c, params: p } = this.model;
+    const C = c.dModel;
     const s = this.step!;
     prompts.forEach((pr, b) => {
       const row = rowOf[b] * Tp + pr.length - 1;
@@ -278,13 +304,6 @@ export class GpuGenerationSession implements GenerationSession {
     normForward(rt, enc, c, s.ln1, s.ln1Mean, s.ln1Rstd, s.x, p.lnfw, p.lnfb, this.B);
     const h = this.hidden!;
     enc.copyBufferToBuffer(s.ln1.buffer, s.ln1.offset, h.buffer, h.offset, this.B * C * 4);
-    rt.submit(enc);
-    this.fed = prompts.map((pr) => pr.length);
-    this.queue = prompts.map(() => []);
-    await rt.device.queue.onSubmittedWorkDone();
-    a.tokens.buffer.destroy();
-    scratch?.loraU.buffer.destroy();
-    return true;
   }
 
   /**

@@ -309,30 +309,29 @@ export function forwardPass(
   if (p.valuew && p.valueb) matmulForward(rt, rec, o(tb.outAt.values), io.lnf, p.valuew, p.valueb, N, C, 1);
 }
 
+/** What every part of the backward reads: the runtime, the model, its weights and gradients, the buffers, the adapter. */
+interface BackwardArgs {
+  rt: Runtime;
+  rec: Recorder;
+  c: ModelConfig;
+  p: ParamViews;
+  g: ParamViews | null;
+  tb: TrainBuffers;
+}
+
+/** The LoRA backward of one base weight of the current layer (nothing without an adapter). */
+type LayerLora = (w: LoraBaseWeight, dinp: View, dout: View, inp: View) => void;
+
 /**
- * Adds d(loss)/d(params) into g, with io.wlp/went/dvalue holding dloss/d(logp, entropy, value).
- * g null: a frozen base (LoRA), whose ops compute only input gradients; the adapter's go to dad.
+ * Backward of the head and the final norm into d.dres, the gradient of the residual stream:
+ * dlogits chunk by chunk (recomputing the logits unless the batch was one chunk) -> dlnf,
+ * dlmHead, then the value head's gradient.
  */
-export function backwardPass(
-  rt: Runtime,
-  rec: Recorder,
-  c: ModelConfig,
-  p: ParamViews,
-  g: ParamViews | null,
-  tb: TrainBuffers,
-  hasValue: boolean,
-  ad: GpuAdapter | null = null,
-  dad: FlatBuffer | null = null,
-) {
-  const { B, T } = tb;
-  const N = B * T;
+function headBackward({ rt, rec, c, p, g, tb }: BackwardArgs, hasValue: boolean) {
+  const N = tb.B * tb.T;
   const C = c.dModel;
-  const H = mlpHidden(c);
-  const { NH, KVH, Q, QKV } = attnDims(c);
-  const fcRows = c.mlp === "swiglu" ? 2 * H : H;
   const { io, grad: d } = tb;
   zero(rt, rec, d.dln, N * C); // dlnf
-  // dlogits chunk by chunk (recomputing the logits unless the batch was one chunk) -> dlnf, dlmHead
   tb.head.backward(
     rec,
     d.dln,
@@ -364,98 +363,141 @@ export function backwardPass(
     io.lnfRstd,
     N,
   );
+}
+
+/** Backward of layer l's MLP: dres is d/d res3 and d/d (MLP output); leaves d/d res2 in dres. */
+function mlpBackward({ rt, rec, c, p, g, tb }: BackwardArgs, l: number, lora: LayerLora) {
+  const N = tb.B * tb.T;
+  const C = c.dModel;
+  const H = mlpHidden(c);
+  const fcRows = c.mlp === "swiglu" ? 2 * H : H;
+  const d = tb.grad;
+  const lp = p.layers[l];
+  const lg = g?.layers[l] ?? null;
+  const a = tb.layers[l];
+  zero(rt, rec, d.dfchAct, N * H);
+  matmulBackward(
+    rt,
+    rec,
+    d.dfchAct,
+    lg?.fcprojw ?? null,
+    lg?.fcprojb ?? null,
+    d.dres,
+    a.fchAct,
+    lp.fcprojw,
+    N,
+    H,
+    C,
+  );
+  lora("fcprojw", d.dfchAct, d.dres, a.fchAct);
+  zero(rt, rec, d.dfch, N * fcRows);
+  if (c.mlp === "gelu") geluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N * H);
+  else swigluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N, H);
+  zero(rt, rec, d.dln, N * C);
+  matmulBackward(rt, rec, d.dln, lg?.fcw ?? null, lg?.fcb ?? null, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
+  lora("fcw", d.dln, d.dfch, a.ln2);
+  normBackward(
+    rt,
+    rec,
+    c,
+    d.dres,
+    lg?.ln2w ?? null,
+    lg?.ln2b ?? null,
+    d.dln,
+    a.res2,
+    lp.ln2w,
+    a.ln2Mean,
+    a.ln2Rstd,
+    N,
+  );
+}
+
+/** Backward of layer l's attention: dres is d/d res2 and d/d (attention output); leaves d/d (layer input) in dres. */
+function attentionBackwardLayer({ rt, rec, c, p, g, tb }: BackwardArgs, l: number, lora: LayerLora) {
+  const { B, T } = tb;
+  const N = B * T;
+  const C = c.dModel;
+  const { NH, KVH, Q, QKV } = attnDims(c);
+  const { io, grad: d } = tb;
+  const lp = p.layers[l];
+  const lg = g?.layers[l] ?? null;
+  const a = tb.layers[l];
+  const residual = l === 0 ? io.encoded : tb.layers[l - 1].res3;
+  zero(rt, rec, d.datty, N * Q);
+  matmulBackward(rt, rec, d.datty, lg?.projw ?? null, lg?.projb ?? null, d.dres, a.atty, lp.projw, N, Q, C);
+  lora("projw", d.datty, d.dres, a.atty);
+  zero(rt, rec, d.dqkv, N * QKV);
+  attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, Q, NH, KVH);
+  if (c.positional === "rope") rope(rt, rec, c, d.dqkv, io.pos, N, true);
+  let dproj = d.dqkv; // d(qkv projection output)
+  if (lp.qnormw && lp.knormw) {
+    zero(rt, rec, d.dqkvRaw, N * QKV);
+    const s = qkNormShape(c, N);
+    qkNormBackward(
+      rt,
+      rec,
+      d.dqkvRaw,
+      lg?.qnormw ?? tb.lora!.loraSinkQ, // a frozen base: the q/k norm weights' gradients go to a sink
+      lg?.knormw ?? tb.lora!.loraSinkK,
+      d.dqkv,
+      a.qkvRaw,
+      lp.qnormw,
+      lp.knormw,
+      a.qkRstd,
+      d.qkScratch,
+      s,
+    );
+    dproj = d.dqkvRaw;
+  }
+  zero(rt, rec, d.dln, N * C);
+  matmulBackward(rt, rec, d.dln, lg?.qkvw ?? null, lg?.qkvb ?? null, dproj, a.ln1, lp.qkvw, N, C, QKV);
+  lora("qkvw", d.dln, dproj, a.ln1);
+  normBackward(
+    rt,
+    rec,
+    c,
+    d.dres,
+    lg?.ln1w ?? null,
+    lg?.ln1b ?? null,
+    d.dln,
+    residual,
+    lp.ln1w,
+    a.ln1Mean,
+    a.ln1Rstd,
+    N,
+  );
+}
+
+/**
+ * Adds d(loss)/d(params) into g, with io.wlp/went/dvalue holding dloss/d(logp, entropy, value).
+ * g null: a frozen base (LoRA), whose ops compute only input gradients; the adapter's go to dad.
+ */
+export function backwardPass(
+  rt: Runtime,
+  rec: Recorder,
+  c: ModelConfig,
+  p: ParamViews,
+  g: ParamViews | null,
+  tb: TrainBuffers,
+  hasValue: boolean,
+  ad: GpuAdapter | null = null,
+  dad: FlatBuffer | null = null,
+) {
+  const N = tb.B * tb.T;
+  const C = c.dModel;
+  const args: BackwardArgs = { rt, rec, c, p, g, tb };
+  headBackward(args, hasValue);
   for (let l = c.layers - 1; l >= 0; l--) {
-    const lp = p.layers[l];
-    const lg = g?.layers[l] ?? null;
-    const a = tb.layers[l];
     // Recomputation: the shared arena holds the last layer forwarded; re-run this one from its
     // input (the same ops on the same inputs: the same bits as the forward's).
     if (tb.recompute && l < c.layers - 1) layerForward(rt, rec, c, p, tb, l, ad);
-    const lora = (w: LoraBaseWeight, dinp: View, dout: View, inp: View) =>
+    const lora: LayerLora = (w, dinp, dout, inp) =>
       loraBackward(rt, rec, ad, dad, tb.lora, l, w, dinp, dout, inp, N);
-    const residual = l === 0 ? io.encoded : tb.layers[l - 1].res3;
-    // MLP: dres is d/d res3 and d/d (MLP output).
-    zero(rt, rec, d.dfchAct, N * H);
-    matmulBackward(
-      rt,
-      rec,
-      d.dfchAct,
-      lg?.fcprojw ?? null,
-      lg?.fcprojb ?? null,
-      d.dres,
-      a.fchAct,
-      lp.fcprojw,
-      N,
-      H,
-      C,
-    );
-    lora("fcprojw", d.dfchAct, d.dres, a.fchAct);
-    zero(rt, rec, d.dfch, N * fcRows);
-    if (c.mlp === "gelu") geluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N * H);
-    else swigluBackward(rt, rec, d.dfch, a.fch, d.dfchAct, N, H);
-    zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg?.fcw ?? null, lg?.fcb ?? null, d.dfch, a.ln2, lp.fcw, N, C, fcRows);
-    lora("fcw", d.dln, d.dfch, a.ln2);
-    normBackward(
-      rt,
-      rec,
-      c,
-      d.dres,
-      lg?.ln2w ?? null,
-      lg?.ln2b ?? null,
-      d.dln,
-      a.res2,
-      lp.ln2w,
-      a.ln2Mean,
-      a.ln2Rstd,
-      N,
-    );
-    // Attention: dres is now d/d res2 and d/d (attention output).
-    zero(rt, rec, d.datty, N * Q);
-    matmulBackward(rt, rec, d.datty, lg?.projw ?? null, lg?.projb ?? null, d.dres, a.atty, lp.projw, N, Q, C);
-    lora("projw", d.datty, d.dres, a.atty);
-    zero(rt, rec, d.dqkv, N * QKV);
-    attentionBackward(rt, rec, d.dqkv, d.attScratch, d.datty, a.qkv, a.atty, a.lse, null, B, T, Q, NH, KVH);
-    if (c.positional === "rope") rope(rt, rec, c, d.dqkv, io.pos, N, true);
-    let dproj = d.dqkv; // d(qkv projection output)
-    if (lp.qnormw && lp.knormw) {
-      zero(rt, rec, d.dqkvRaw, N * QKV);
-      const s = qkNormShape(c, N);
-      qkNormBackward(
-        rt,
-        rec,
-        d.dqkvRaw,
-        lg?.qnormw ?? tb.lora!.loraSinkQ, // a frozen base: the q/k norm weights' gradients go to a sink
-        lg?.knormw ?? tb.lora!.loraSinkK,
-        d.dqkv,
-        a.qkvRaw,
-        lp.qnormw,
-        lp.knormw,
-        a.qkRstd,
-        d.qkScratch,
-        s,
-      );
-      dproj = d.dqkvRaw;
-    }
-    zero(rt, rec, d.dln, N * C);
-    matmulBackward(rt, rec, d.dln, lg?.qkvw ?? null, lg?.qkvb ?? null, dproj, a.ln1, lp.qkvw, N, C, QKV);
-    lora("qkvw", d.dln, dproj, a.ln1);
-    normBackward(
-      rt,
-      rec,
-      c,
-      d.dres,
-      lg?.ln1w ?? null,
-      lg?.ln1b ?? null,
-      d.dln,
-      residual,
-      lp.ln1w,
-      a.ln1Mean,
-      a.ln1Rstd,
-      N,
-    );
+    mlpBackward(args, l, lora);
+    attentionBackwardLayer(args, l, lora);
   }
   if (!g) return; // a frozen base: no embedding gradients
+  const d = tb.grad;
   if (tb.wteGroups) embeddingBackward(rt, rec, g.wte, d.dres, tb.wteGroups, C);
   if (g.wpe && tb.wpeGroups) embeddingBackward(rt, rec, g.wpe, d.dres, tb.wpeGroups, C);
 }

@@ -235,32 +235,20 @@ function trainBuffers(c: ModelConfig, N: number, lora: LoraLayout | null, recomp
   return { activations, scratch };
 }
 
-/** The plan of model `c` (LoRA from c.lora) trained with run shape `run` on an adapter with `limits`, against `budget` bytes. */
-export function memoryPlan(
-  c: ModelConfig,
-  run: PlanRun,
-  limits: PlanLimits = DEFAULT_LIMITS,
-  budget = DEFAULT_BUDGET_BYTES,
-): MemoryPlan {
-  const layout = paramLayout(c);
-  const lora = c.lora.rank > 0 ? loraLayout(c, c.lora) : null;
-  const P = layout.total; // floats of the flat layout (aligned tensors)
-  const largestF32 = Math.max(...layout.tensors.map((t) => t.size));
-  const notes: string[] = [];
-  const C = c.dModel;
-  const { KV } = attnDims(c);
-  const V = c.vocab;
-  const T = run.seqLen;
-  const rows = Math.min(run.microBatchRows || run.trainRows, run.trainRows);
-  const n = rows * T;
-  const N = trainCapacity(n);
-  const B = run.decodeRows;
-  const recompute = run.recompute ?? false;
-  const terms: PlanTerm[] = [];
+type Layout = ReturnType<typeof paramLayout>;
 
-  // Base weights: the f32 layout, or an f16 base (model/half.ts, LoRA only) as model/gpu-base.ts
-  // stores it on a device with shader-f16: each layer's linear weights packed two to a word, the
-  // rest packed f32, and an f32 buffer for each f16 tensor kept f32 (beyond f16's range).
+/**
+ * The base weights' term: the f32 layout, or an f16 base (model/half.ts, LoRA only) as
+ * model/gpu-base.ts stores it on a device with shader-f16: each layer's linear weights packed two
+ * to a word, the rest packed f32, and an f32 buffer for each f16 tensor kept f32 (beyond f16's range).
+ */
+function weightsTerm(
+  c: ModelConfig,
+  layout: Layout,
+  run: PlanRun,
+  lora: LoraLayout | null,
+  notes: string[],
+): PlanTerm {
   const half = halfBase(c);
   const halfNames = new Set(half ? halfTensors(layout).map((t) => t.name) : []);
   const kept = new Map((run.keptF32 ?? []).map((k) => [k.name, k]));
@@ -301,20 +289,27 @@ export function memoryPlan(
         `${k.name} kept in f32 in the f16 base: a value of ${k.maxAbs} is beyond f16's range (65504)`,
       );
     }
-  } else weights.push({ name: "params", bytes: P * F32, binding: largestF32 * F32, windowed: true });
-  const baseBytes = sum(weights.map((w) => w.bytes));
-  terms.push({
+  } else {
+    const largestF32 = Math.max(...layout.tensors.map((t) => t.size));
+    weights.push({ name: "params", bytes: layout.total * F32, binding: largestF32 * F32, windowed: true });
+  }
+  return {
     key: "weights",
     label: lora ? "Base weights (frozen)" : "Weights",
-    bytes: baseBytes,
+    bytes: sum(weights.map((w) => w.bytes)),
     why: f16
       ? `${halves.toLocaleString("en")} linear weights x 2 bytes (f16) + ${(layout.count - halves).toLocaleString("en")} embedding, norm and bias weights x 4 (f32)${kept.size ? `, ${kept.size} tensor(s) kept f32` : ""}`
       : `${layout.count.toLocaleString("en")} parameters x 4 bytes (f32)${half ? ", f16-rounded values" : ""}`,
     buffers: weights,
-  });
+  };
+}
+
+/** The trained parameters' terms: the LoRA adapter (when there is one), their gradients and AdamW's moments. */
+function trainedTerms(c: ModelConfig, layout: Layout, lora: LoraLayout | null): PlanTerm[] {
   const trainedLayout = lora ?? layout;
   const trainable = trainedLayout.total;
   const largestTrained = Math.max(...trainedLayout.tensors.map((t) => t.size));
+  const terms: PlanTerm[] = [];
   if (lora)
     terms.push({
       key: "adapter",
@@ -338,26 +333,40 @@ export function memoryPlan(
     why: `AdamW's two moments, f32, per ${tname} parameter`,
     buffers: [buf("adam-m", trainable, largestTrained, true), buf("adam-v", trainable, largestTrained, true)],
   });
+  return terms;
+}
 
-  // Saved activations and the backward's scratch of one micro-batch: model/gpu-buffers.ts's TrainBuffers for N rows.
+/** The shape of one training micro-batch: `rows` sequences of T tokens, n token rows, buffers for N. */
+type MicroBatch = { rows: number; T: number; n: number; N: number; recompute: boolean };
+
+/** Saved activations and the backward's scratch of one micro-batch: model/gpu-buffers.ts's TrainBuffers for N rows. */
+function activationTerms(c: ModelConfig, mb: MicroBatch, lora: LoraLayout | null): PlanTerm[] {
+  const { rows, T, n, N, recompute } = mb;
   const train = trainBuffers(c, N, lora, recompute);
-  terms.push({
-    key: "activations",
-    label: "Saved activations (per micro-batch)",
-    bytes: sum(train.activations.map((b) => b.bytes)),
-    why: `${rows} sequences x ${T} tokens = ${n.toLocaleString("en")} rows (buffers for ${N.toLocaleString("en")}) through ${c.layers} layers${recompute ? ", recomputed: one layer's arena + each layer's output (model.gradient_checkpointing)" : ", every layer's arena"}`,
-    buffers: train.activations,
-  });
-  terms.push({
-    key: "scratch",
-    label: "Backward scratch",
-    bytes: sum(train.scratch.map((b) => b.bytes)),
-    why: `the backward's gradients of one layer's activations for ${N.toLocaleString("en")} rows${lora ? ", and the adapter's (u, delta, du)" : ""}`,
-    buffers: train.scratch,
-  });
+  return [
+    {
+      key: "activations",
+      label: "Saved activations (per micro-batch)",
+      bytes: sum(train.activations.map((b) => b.bytes)),
+      why: `${rows} sequences x ${T} tokens = ${n.toLocaleString("en")} rows (buffers for ${N.toLocaleString("en")}) through ${c.layers} layers${recompute ? ", recomputed: one layer's arena + each layer's output (model.gradient_checkpointing)" : ", every layer's arena"}`,
+      buffers: train.activations,
+    },
+    {
+      key: "scratch",
+      label: "Backward scratch",
+      bytes: sum(train.scratch.map((b) => b.bytes)),
+      why: `the backward's gradients of one layer's activations for ${N.toLocaleString("en")} rows${lora ? ", and the adapter's (u, delta, du)" : ""}`,
+      buffers: train.scratch,
+    },
+  ];
+}
 
-  // The head (model/head.ts): logits and their gradient for a chunk of whole rows at a time,
-  // at most headChunkBytes and one binding each.
+/**
+ * The head's chunking (model/head.ts): logits and their gradient for a chunk of whole rows at a
+ * time, at most headChunkBytes and one binding each. Returns the rows of a chunk for r rows.
+ */
+function headChunkRows(c: ModelConfig, run: PlanRun, limits: PlanLimits): (r: number) => number {
+  const V = c.vocab;
   const F = Math.min(
     Math.floor((run.headChunkBytes ?? HEAD_CHUNK_BYTES) / F32),
     Math.floor(limits.maxStorageBufferBindingSize / F32),
@@ -365,10 +374,15 @@ export function memoryPlan(
   const maxRows = Math.floor(F / V);
   if (maxRows === 0)
     throw new Error(`memory plan: one row of ${V} logits is over the head's chunk of ${F * F32} bytes`);
-  const unit = ALIGN_FLOATS / gcd(C, ALIGN_FLOATS); // rows per 256-byte-aligned chunk view
-  const chunkRowsOf = (r: number) => (r <= maxRows ? r : Math.floor(maxRows / unit) * unit);
+  const unit = ALIGN_FLOATS / gcd(c.dModel, ALIGN_FLOATS); // rows per 256-byte-aligned chunk view
+  return (r: number) => (r <= maxRows ? r : Math.floor(maxRows / unit) * unit);
+}
+
+/** The head's logits chunk for the training rows. */
+function headTerm(c: ModelConfig, N: number, chunkRowsOf: (r: number) => number): PlanTerm {
+  const V = c.vocab;
   const trainChunk = chunkRowsOf(N);
-  terms.push({
+  return {
     key: "head-logits",
     label: "Head logits chunk",
     bytes: 2 * trainChunk * V * F32,
@@ -377,55 +391,77 @@ export function memoryPlan(
         ? `logits and their gradient, ${N.toLocaleString("en")} rows x ${V.toLocaleString("en")} ids each (the batch is one chunk)`
         : `logits and their gradient, chunks of ${trainChunk} rows x ${V.toLocaleString("en")} ids (of ${N.toLocaleString("en")} rows)`,
     buffers: [buf("head-logits", trainChunk * V), buf("head-dlogits", trainChunk * V)],
-  });
+  };
+}
 
-  // Decoding: a key and a value cache per layer for every sequence at the full context.
+/** Decoding's terms: a key and a value cache per layer for every sequence at the full context, and the sampler's logits. */
+function decodeTerms(c: ModelConfig, B: number, chunkRowsOf: (r: number) => number): PlanTerm[] {
+  const { KV } = attnDims(c);
+  const V = c.vocab;
   const cache = B * c.context * KV;
   const kv = Array.from({ length: c.layers }, (_, l) => [
     buf(`kcache-${l}`, cache),
     buf(`vcache-${l}`, cache),
   ]).flat();
-  terms.push({
-    key: "kv-cache",
-    label: "KV cache",
-    bytes: sum(kv.map((b) => b.bytes)),
-    why: `2 x ${c.layers} layers x ${B} sequences x ${c.context} positions x ${KV} (key/value heads x head size) f32`,
-    buffers: kv,
-  });
   const sampleRows = chunkRowsOf(B);
-  const decode = [buf("sample-logits", sampleRows * V), buf("decode-hidden", B * C)];
-  terms.push({
-    key: "decode",
-    label: "Decode logits",
-    bytes: sum(decode.map((b) => b.bytes)),
-    why: `the sampler's logits, ${sampleRows} of ${B} sequences at a time x ${V.toLocaleString("en")} ids, and their hidden states`,
-    buffers: decode,
-  });
+  const decode = [buf("sample-logits", sampleRows * V), buf("decode-hidden", B * c.dModel)];
+  return [
+    {
+      key: "kv-cache",
+      label: "KV cache",
+      bytes: sum(kv.map((b) => b.bytes)),
+      why: `2 x ${c.layers} layers x ${B} sequences x ${c.context} positions x ${KV} (key/value heads x head size) f32`,
+      buffers: kv,
+    },
+    {
+      key: "decode",
+      label: "Decode logits",
+      bytes: sum(decode.map((b) => b.bytes)),
+      why: `the sampler's logits, ${sampleRows} of ${B} sequences at a time x ${V.toLocaleString("en")} ids, and their hidden states`,
+      buffers: decode,
+    },
+  ];
+}
 
-  if (run.reference) {
-    // Full fine-tuning: frozenCopy(), the weights (f32) without gradients or moments (they come
-    // on first use). LoRA: the base with the adapter off, sharing the base buffer (no weights).
-    // Either is a model of its own, whose scoring allocates its own training buffers and head.
-    const refN = trainCapacity(Math.min(run.referenceRows || rows, run.trainRows) * T);
-    const ref = trainBuffers(c, refN, lora, true); // frozen copies keep the recomputation layout (model/gpu-buffers.ts)
-    const refHead = chunkRowsOf(refN);
-    const buffers = [
-      ...(lora ? [] : [{ name: "ref-params", bytes: P * F32, binding: largestF32 * F32, windowed: true }]),
-      ...ref.activations.map((b) => ({ ...b, name: `ref-${b.name}` })),
-      ...ref.scratch.map((b) => ({ ...b, name: `ref-${b.name}` })),
-      buf("ref-head-logits", refHead * V),
-      buf("ref-head-dlogits", refHead * V),
-    ];
-    terms.push({
-      key: "reference",
-      label: "Reference policy (KL)",
-      bytes: sum(buffers.map((b) => b.bytes)),
-      why: `${lora ? "the base with the adapter off (shares the base weights)" : "a frozen copy of the weights (f32)"}, and its own scoring buffers for ${refN.toLocaleString("en")} rows (one layer's arena: it only scores)`,
-      buffers,
-    });
-  }
+/**
+ * The reference policy (KL). Full fine-tuning: frozenCopy(), the weights (f32) without gradients
+ * or moments (they come on first use). LoRA: the base with the adapter off, sharing the base
+ * buffer (no weights). Either is a model of its own, whose scoring allocates its own training
+ * buffers and head.
+ */
+function referenceTerm(
+  c: ModelConfig,
+  layout: Layout,
+  run: PlanRun,
+  mb: MicroBatch,
+  lora: LoraLayout | null,
+  chunkRowsOf: (r: number) => number,
+): PlanTerm {
+  const V = c.vocab;
+  const largestF32 = Math.max(...layout.tensors.map((t) => t.size));
+  const refN = trainCapacity(Math.min(run.referenceRows || mb.rows, run.trainRows) * mb.T);
+  const ref = trainBuffers(c, refN, lora, true); // frozen copies keep the recomputation layout (model/gpu-buffers.ts)
+  const refHead = chunkRowsOf(refN);
+  const buffers = [
+    ...(lora
+      ? []
+      : [{ name: "ref-params", bytes: layout.total * F32, binding: largestF32 * F32, windowed: true }]),
+    ...ref.activations.map((b) => ({ ...b, name: `ref-${b.name}` })),
+    ...ref.scratch.map((b) => ({ ...b, name: `ref-${b.name}` })),
+    buf("ref-head-logits", refHead * V),
+    buf("ref-head-dlogits", refHead * V),
+  ];
+  return {
+    key: "reference",
+    label: "Reference policy (KL)",
+    bytes: sum(buffers.map((b) => b.bytes)),
+    why: `${lora ? "the base with the adapter off (shares the base weights)" : "a frozen copy of the weights (f32)"}, and its own scoring buffers for ${refN.toLocaleString("en")} rows (one layer's arena: it only scores)`,
+    buffers,
+  };
+}
 
-  const total = sum(terms.map((t) => t.bytes));
+/** Each buffer over an adapter limit and the total over the budget, with what to change for each. */
+function planProblems(terms: PlanTerm[], total: number, limits: PlanLimits, budget: number) {
   const problems: string[] = [];
   const advice = new Set<string>();
   for (const t of terms)
@@ -452,7 +488,32 @@ export function memoryPlan(
     for (const t of biggest) advice.add(ADVICE[t.key]);
     advice.add("or raise model.memory_budget_gb if this GPU has the memory");
   }
-  return { terms, total, budget, problems, advice: [...advice], fits: problems.length === 0, notes };
+  return { problems, advice: [...advice] };
+}
+
+/** The plan of model `c` (LoRA from c.lora) trained with run shape `run` on an adapter with `limits`, against `budget` bytes. */
+export function memoryPlan(
+  c: ModelConfig,
+  run: PlanRun,
+  limits: PlanLimits = DEFAULT_LIMITS,
+  budget = DEFAULT_BUDGET_BYTES,
+): MemoryPlan {
+  const layout = paramLayout(c);
+  const lora = c.lora.rank > 0 ? loraLayout(c, c.lora) : null;
+  const notes: string[] = [];
+  const T = run.seqLen;
+  const rows = Math.min(run.microBatchRows || run.trainRows, run.trainRows);
+  const n = rows * T;
+  const mb: MicroBatch = { rows, T, n, N: trainCapacity(n), recompute: run.recompute ?? false };
+  const terms: PlanTerm[] = [weightsTerm(c, layout, run, lora, notes), ...trainedTerms(c, layout, lora)];
+  terms.push(...activationTerms(c, mb, lora));
+  const chunkRowsOf = headChunkRows(c, run, limits);
+  terms.push(headTerm(c, mb.N, chunkRowsOf));
+  terms.push(...decodeTerms(c, run.decodeRows, chunkRowsOf));
+  if (run.reference) terms.push(referenceTerm(c, layout, run, mb, lora, chunkRowsOf));
+  const total = sum(terms.map((t) => t.bytes));
+  const { problems, advice } = planProblems(terms, total, limits, budget);
+  return { terms, total, budget, problems, advice, fits: problems.length === 0, notes };
 }
 
 const ADVICE: Record<string, string> = {

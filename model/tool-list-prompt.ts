@@ -34,7 +34,7 @@ export function chatToolsOf(tools: readonly ToolSpec[]): ChatTool[] {
           },
           codeArg: CODE_ARG,
         }
-      : { name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> },
+      : { name: t.name, description: t.description, parameters: { ...t.parameters } },
   );
 }
 

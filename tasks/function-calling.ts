@@ -448,6 +448,51 @@ export function compactSystemPrompt(tools: UserToolSpec[]): string {
 export const NO_TOOL_LIST_SYSTEM_PROMPT =
   "Results come back as <tool_response>. Answer in <answer></answer>.";
 
+/**
+ * The demonstration of problem `p`: each ground-truth turn's tool calls (after a short plan
+ * when `think`), the library's real results, then the answer.
+ */
+function fcDemo(impl: ReturnType<typeof libraryImpl>, p: Problem, i: number, think: boolean): Demo {
+  const turns = p.meta.gtTurns as CallRecord[][];
+  const messages: Message[] = [...p.messages];
+  turns.forEach((calls, t) => {
+    const plan = t === 0 ? "I need data from the library tools." : "Now I can look up the rest.";
+    const text = calls.map(
+      (c) => `<tool_call>${JSON.stringify({ name: c.name, arguments: c.arguments })}</tool_call>`,
+    );
+    messages.push({
+      role: "assistant",
+      content: (think ? `<think>${plan}</think>` : "") + text.join("\n"),
+    });
+    for (const c of calls) {
+      const out = runImpl(impl, c.name, c.arguments ?? {});
+      messages.push({ role: "tool", content: out?.output ?? "" });
+    }
+  });
+  const final = think ? "<think>Combine the results.</think>" : "";
+  messages.push({ role: "assistant", content: `${final}<answer>${p.answer}</answer>` });
+  return { id: `${p.id}#demo${i}`, messages, bucket: p.bucket, meta: { ...p.meta, think } };
+}
+
+/** A library tool run on arguments given as an object or as JSON text (refused unless an object). */
+function runImplOnInput(
+  impl: ReturnType<typeof libraryImpl>,
+  toolName: string,
+  input: string | Record<string, unknown>,
+): LocalToolResult | undefined {
+  if (typeof input === "string") {
+    try {
+      const parsed: unknown = JSON.parse(input);
+      if (typeof parsed !== "object" || parsed === null)
+        return { ok: false, output: "arguments are not an object" };
+      return runImpl(impl, toolName, parsed as Record<string, unknown>);
+    } catch {
+      return { ok: false, output: "arguments are not JSON" };
+    }
+  }
+  return runImpl(impl, toolName, input);
+}
+
 export function makeFunctionCallingTask(
   opts: {
     library?: LibraryName;
@@ -522,42 +567,10 @@ export function makeFunctionCallingTask(
       const thinkRate = knobs.thinkRate ?? 1;
       const problems = sample(rng.fork("problems"), n);
       const r = rng.fork("behaviour");
-      return problems.map((p, i) => {
-        const turns = p.meta.gtTurns as CallRecord[][];
-        const think = r.bool(thinkRate);
-        const messages: Message[] = [...p.messages];
-        turns.forEach((calls, t) => {
-          const plan = t === 0 ? "I need data from the library tools." : "Now I can look up the rest.";
-          const text = calls.map(
-            (c) => `<tool_call>${JSON.stringify({ name: c.name, arguments: c.arguments })}</tool_call>`,
-          );
-          messages.push({
-            role: "assistant",
-            content: (think ? `<think>${plan}</think>` : "") + text.join("\n"),
-          });
-          for (const c of calls) {
-            const out = runImpl(impl, c.name, c.arguments ?? {});
-            messages.push({ role: "tool", content: out?.output ?? "" });
-          }
-        });
-        const final = think ? "<think>Combine the results.</think>" : "";
-        messages.push({ role: "assistant", content: `${final}<answer>${p.answer}</answer>` });
-        return { id: `${p.id}#demo${i}`, messages, bucket: p.bucket, meta: { ...p.meta, think } };
-      });
+      return problems.map((p, i) => fcDemo(impl, p, i, r.bool(thinkRate)));
     },
-    runToolLocally(toolName: string, input: string | Record<string, unknown>) {
-      if (typeof input === "string") {
-        try {
-          const parsed: unknown = JSON.parse(input);
-          if (typeof parsed !== "object" || parsed === null)
-            return { ok: false, output: "arguments are not an object" };
-          return runImpl(impl, toolName, parsed as Record<string, unknown>);
-        } catch {
-          return { ok: false, output: "arguments are not JSON" };
-        }
-      }
-      return runImpl(impl, toolName, input);
-    },
+    runToolLocally: (toolName: string, input: string | Record<string, unknown>) =>
+      runImplOnInput(impl, toolName, input),
   };
 }
 

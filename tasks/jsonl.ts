@@ -7,6 +7,7 @@
 // Every bad row is reported with its 1-based line number and skipped; import never throws.
 // Tested by tasks/jsonl.test.ts against public/data/sample.jsonl.
 
+import type { JsonObjectSchema } from "../sandbox/types.ts";
 import { hashUnit, type Rng } from "./rng.ts";
 import { DEFAULT_EVAL_FRACTION } from "./split.ts";
 import type { Demo, Problem, Task, TemplateName, UserToolSpec, VerifyResult } from "./types.ts";
@@ -96,12 +97,19 @@ function parseTools(v: unknown): UserToolSpec[] {
     }
     if (typeof t.description !== "string")
       throw new RowError(`tools[${i}] (${t.name}): "description" must be a string`);
-    if (!isObject(t.parameters))
-      throw new RowError(`tools[${i}] (${t.name}): "parameters" must be a JSON schema object`);
+    if (!isObject(t.parameters) || t.parameters.type !== "object")
+      throw new RowError(
+        `tools[${i}] (${t.name}): "parameters" must be a JSON schema object (type "object")`,
+      );
     if (typeof t.body !== "string" || t.body.trim().length === 0) {
       throw new RowError(`tools[${i}] (${t.name}): "body" must be JavaScript source`);
     }
-    return { name: t.name, description: t.description, parameters: t.parameters, body: t.body };
+    return {
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters as unknown as JsonObjectSchema, // an object of type "object", checked above
+      body: t.body,
+    };
   });
 }
 

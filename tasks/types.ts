@@ -3,6 +3,7 @@
 // Tasks produce strings and messages, never tokens: the chat template (model/) turns
 // them into tokens. Exercised by every tasks/*.test.ts.
 
+import type { ToolSpec as SandboxToolSpec } from "../sandbox/types.ts";
 import type { Rng } from "./rng.ts";
 
 export type TemplateName = "inline" | "chatml-turns";
@@ -19,27 +20,12 @@ export interface Message {
   content: string;
 }
 
-/** JSON schema for a tool's parameters (the subset tasks use; anything else passes through). */
-export interface JsonSchema {
-  type?: string;
-  description?: string;
-  properties?: Record<string, JsonSchema>;
-  required?: string[];
-  items?: JsonSchema;
-  enum?: unknown[];
-  [key: string]: unknown;
-}
-
 /**
- * A user-defined tool in the sandbox's declaration shape. `body` is the source of a JS
- * function body that receives the parsed arguments as `args` and returns a JSON value.
+ * A user-defined tool: the sandbox's own declaration (sandbox/types.ts ToolSpec), the one type
+ * a task, the sandbox, training and the exports share. `body` is the source of a JS function
+ * over the parsed arguments that returns a JSON value.
  */
-export interface UserToolSpec {
-  name: string;
-  description: string;
-  parameters: JsonSchema;
-  body: string;
-}
+export type UserToolSpec = SandboxToolSpec;
 
 /**
  * A built-in code tool: the model writes bare code inside `<tool_call>..</tool_call>`.

@@ -20,7 +20,7 @@ import { taskDriver } from "../rl/rollout/task-driver";
 import { makeToolProtocol } from "../rl/rollout/tool-protocol";
 import { createTrainer } from "../rl/run/build-trainer";
 import { decodeBundle, encodeBundle } from "../rl/run/run-bundle";
-import { RunLoop, type RunLoopOptions } from "../rl/run/run-loop";
+import { type RunEvents, RunLoop, type RunLoopOptions } from "../rl/run/run-loop";
 import { runTaskOf } from "../rl/run/run-parts";
 import type { SampleRecord, Trainer } from "../rl/run/trainer";
 import type { SandboxPool } from "../sandbox/pool";
@@ -216,36 +216,34 @@ function pushProgress(r: ActiveRun, patch: Partial<RunProgress>): void {
   r.listener.progress(r.progress);
 }
 
-/** A new run from options.config, or a stored run resumed from its last checkpoint. */
-async function startRun(
-  options: StartOptions,
-  listener: RunListener,
-): Promise<{ runId: string; name: string }> {
+/** Stops the run in progress for a new one (its record marked stopped, unless it is the run being resumed). */
+function retireActiveRun(resumeRunId: string | undefined): void {
   if (run && run.loop.phase !== "done" && run.loop.phase !== "error") {
     run.retiring = true;
     run.loop.stop();
     const old = run.id;
-    if (options.resumeRunId !== old)
+    if (resumeRunId !== old)
       void getStore().then((st) => st?.updateRun(old, { status: "stopped" }).catch(() => {}));
   }
-  // The device first: without WebGPU, start() fails with its message before a run record is
-  // created (or a stored run truncated and marked running) that would never train.
-  const { device } = await getGpu();
-  // Without IndexedDB the record lives in memory: a device loss still resumes, a reload does not.
-  const store: RecordStore = (await getStore()) ?? memoryStore;
+}
+
+/**
+ * The run's record: a stored run opened to resume (its kept rows, samples and events go back to
+ * the UI before training continues), or a new one created from options.config. `ranBefore`: a
+ * resumed run's clock goes on from its kept rows' time (seconds since it first started).
+ */
+async function openOrCreateRun(store: RecordStore, options: StartOptions, listener: RunListener) {
   let config: RunConfig;
   let id: string;
   let edits: ConfigEdit[];
   let resume: RunLoopOptions["resume"];
   let name: string;
-  // A resumed run's clock goes on from its kept rows' time (seconds since it first started).
   let ranBefore = 0;
   if (options.resumeRunId) {
     const opened = await openStoredRun(store, options.resumeRunId);
     id = options.resumeRunId;
     name = opened.kept.run.name;
     ({ config, edits, resume } = opened);
-    // The kept rows, samples and events go back to the UI before training continues.
     for (const row of opened.kept.rows) {
       listener.row(row);
       if (Number.isFinite(row.time)) ranBefore = Math.max(ranBefore, row.time);
@@ -263,6 +261,138 @@ async function startRun(
     await store.createRun({ id, name, config, source: options.source ?? "local", group: options.group });
     for (const e of edits) await store.appendEdit(id, e);
   }
+  return { config, id, edits, resume, name, ranBefore };
+}
+
+/** The progress bar's words while the model loads (until the loop runs). */
+function loadingProgress(listener: RunListener, id: string, total: number, startedAt: number) {
+  return (loading: string) =>
+    listener.progress({
+      runId: id,
+      phase: "loading",
+      step: 0,
+      total,
+      elapsed: (performance.now() - startedAt) / 1000,
+      eta: Number.NaN,
+      tokensPerS: Number.NaN,
+      activity: "idle",
+      loading,
+    });
+}
+
+/** What the run loop's events read and write: the page, the record, the run's status and the run itself once it exists. */
+interface LoopEventArgs {
+  listener: RunListener;
+  record: ReturnType<typeof recordingEvents>;
+  trainer: Trainer;
+  config: RunConfig;
+  device: GPUDevice;
+  persist: (what: Promise<void> | undefined) => Promise<void> | undefined;
+  status: (st: { status: StoredRun["status"] }) => Promise<void>;
+  current: () => ActiveRun | undefined;
+}
+
+/** The run loop's events: rows, samples and events to the page and the record; the progress bar; the stored status. */
+function loopEvents(x: LoopEventArgs): RunEvents {
+  const { listener, record, trainer, config, device, persist } = x;
+  let stepTimes: number[] = [];
+  let lastStepAt = performance.now();
+  return {
+    row(row) {
+      listener.row(row);
+      record.row(row);
+      const now = performance.now();
+      stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
+      lastStepAt = now;
+      const current = x.current();
+      if (!current) return;
+      // Steps done come from the trainer's counters, not the row: the final held-out
+      // evaluation is a row at step max_steps that is no step of its own.
+      const at = progressAt(trainer, row.phase);
+      const left =
+        Math.max(0, config.sft.steps - trainer.sftStepIndex) +
+        Math.max(0, config.stop.max_steps - trainer.rlStepIndex);
+      const per = stepTimes.reduce((a, b) => a + b, 0) / stepTimes.length;
+      pushProgress(current, {
+        ...at,
+        eta: left === 0 ? 0 : left * per,
+        tokensPerS:
+          typeof row["perf/tokens_per_s"] === "number"
+            ? row["perf/tokens_per_s"]
+            : current.progress.tokensPerS,
+      });
+    },
+    samples(samples) {
+      record.samples(samples);
+      if (!x.current()?.fast) listener.samples(samples);
+    },
+    event(e) {
+      if (x.current()?.retiring && (e.kind === "error" || e.kind === "stopped")) return;
+      if (e.kind === "error") {
+        // Held back until it is clear the device was not lost (then the run resumes instead).
+        void lostSoon(device).then((lost) => {
+          if (lost || x.current()?.retiring) return;
+          listener.event(e);
+          record.event(e);
+        });
+        return;
+      }
+      listener.event(e);
+      record.event(e);
+    },
+    edit: record.edit,
+    phase(phase) {
+      const current = x.current();
+      if (!current || current.retiring) return;
+      if (phase === "error") current.failedAt = performance.now();
+      pushProgress(current, {
+        phase: phase === "done" && current.stopRequested ? "stopped" : phase,
+        activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
+      });
+      const ended = current.stopRequested ? "stopped" : "done";
+      const status =
+        phase === "paused" ? "paused" : phase === "done" ? ended : phase === "error" ? "error" : "running";
+      void persist(x.status({ status }));
+    },
+    checkpoint: (ck) => persist(record.checkpoint(ck)),
+  };
+}
+
+/** The run's trainer on the GPU, its files read through the model cache, each fetch said on the progress bar. */
+async function buildTrainer(
+  config: RunConfig,
+  device: GPUDevice,
+  say: (loading: string) => void,
+  onActivity: (activity: RunProgress["activity"]) => void,
+): Promise<Trainer> {
+  const files = cachedFiles(config, async (path) => {
+    say(`fetching ${path}`);
+    const bytes = await fetchFile(path);
+    say(`read ${path} (${(bytes.length / 1e6).toFixed(bytes.length < 1e5 ? 2 : 1)} MB); building the model`);
+    return bytes;
+  });
+  return createTrainer(config, {
+    makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
+    sandbox: getSandbox(),
+    readFile: files.readFile,
+    openFile: files.openFile,
+    limits: device.limits,
+    onActivity,
+  });
+}
+
+/** A new run from options.config, or a stored run resumed from its last checkpoint. */
+async function startRun(
+  options: StartOptions,
+  listener: RunListener,
+): Promise<{ runId: string; name: string }> {
+  retireActiveRun(options.resumeRunId);
+  // The device first: without WebGPU, start() fails with its message before a run record is
+  // created (or a stored run truncated and marked running) that would never train.
+  const { device } = await getGpu();
+  // Without IndexedDB the record lives in memory: a device loss still resumes, a reload does not.
+  const store: RecordStore = (await getStore()) ?? memoryStore;
+  const { config, id, edits, resume, name, ranBefore } = await openOrCreateRun(store, options, listener);
   const startedAt = performance.now() - ranBefore * 1000;
   let current: ActiveRun | undefined;
   const persist = (what: Promise<void> | undefined) =>
@@ -278,34 +408,10 @@ async function startRun(
   const record = recordingEvents(store, id, (w) => void persist(w));
   // Until the loop runs, the progress bar says what loading is doing.
   const loadingTotal = config.stop.max_steps;
-  const say = (loading: string) =>
-    listener.progress({
-      runId: id,
-      phase: "loading",
-      step: 0,
-      total: loadingTotal,
-      elapsed: (performance.now() - startedAt) / 1000,
-      eta: Number.NaN,
-      tokensPerS: Number.NaN,
-      activity: "idle",
-      loading,
-    });
+  const say = loadingProgress(listener, id, loadingTotal, startedAt);
   say(config.model.pretrained ? `opening the model ${config.model.pretrained}` : "building the model");
-  const files = cachedFiles(config, async (path) => {
-    say(`fetching ${path}`);
-    const bytes = await fetchFile(path);
-    say(`read ${path} (${(bytes.length / 1e6).toFixed(bytes.length < 1e5 ? 2 : 1)} MB); building the model`);
-    return bytes;
-  });
-  const trainer = await createTrainer(config, {
-    makeModel: (mc, w, seed) => GpuModel.create(device, mc, w, seed),
-    sandbox: getSandbox(),
-    readFile: files.readFile,
-    openFile: files.openFile,
-    limits: device.limits,
-    onActivity: (activity) => {
-      if (current) pushProgress(current, { activity });
-    },
+  const trainer = await buildTrainer(config, device, say, (activity) => {
+    if (current) pushProgress(current, { activity });
   });
   const loadS = Math.max(0, (performance.now() - startedAt) / 1000 - ranBefore - trainer.clock());
   const sftDone = resume
@@ -315,67 +421,18 @@ async function startRun(
     : trainer.sftStepIndex;
   const sftLeft = config.sft.steps - sftDone > 0;
   const rlDone = resume?.at.phase === "rl" ? resume.at.step : 0;
-  let stepTimes: number[] = [];
-  let lastStepAt = performance.now();
   const loop = new RunLoop(
     trainer,
-    {
-      row(row) {
-        listener.row(row);
-        record.row(row);
-        const now = performance.now();
-        stepTimes = [...stepTimes.slice(-9), (now - lastStepAt) / 1000];
-        lastStepAt = now;
-        if (!current) return;
-        // Steps done come from the trainer's counters, not the row: the final held-out
-        // evaluation is a row at step max_steps that is no step of its own.
-        const at = progressAt(trainer, row.phase);
-        const left =
-          Math.max(0, config.sft.steps - trainer.sftStepIndex) +
-          Math.max(0, config.stop.max_steps - trainer.rlStepIndex);
-        const per = stepTimes.reduce((a, b) => a + b, 0) / stepTimes.length;
-        pushProgress(current, {
-          ...at,
-          eta: left === 0 ? 0 : left * per,
-          tokensPerS:
-            typeof row["perf/tokens_per_s"] === "number"
-              ? row["perf/tokens_per_s"]
-              : current.progress.tokensPerS,
-        });
-      },
-      samples(samples) {
-        record.samples(samples);
-        if (!current?.fast) listener.samples(samples);
-      },
-      event(e) {
-        if (current?.retiring && (e.kind === "error" || e.kind === "stopped")) return;
-        if (e.kind === "error") {
-          // Held back until it is clear the device was not lost (then the run resumes instead).
-          void lostSoon(device).then((lost) => {
-            if (lost || current?.retiring) return;
-            listener.event(e);
-            record.event(e);
-          });
-          return;
-        }
-        listener.event(e);
-        record.event(e);
-      },
-      edit: record.edit,
-      phase(phase) {
-        if (!current || current.retiring) return;
-        if (phase === "error") current.failedAt = performance.now();
-        pushProgress(current, {
-          phase: phase === "done" && current.stopRequested ? "stopped" : phase,
-          activity: phase === "sft" || phase === "rl" ? current.progress.activity : "idle",
-        });
-        const ended = current.stopRequested ? "stopped" : "done";
-        const status =
-          phase === "paused" ? "paused" : phase === "done" ? ended : phase === "error" ? "error" : "running";
-        void persist(store.updateRun(id, { status }));
-      },
-      checkpoint: (ck) => persist(record.checkpoint(ck)),
-    },
+    loopEvents({
+      listener,
+      record,
+      trainer,
+      config,
+      device,
+      persist,
+      status: (st) => store.updateRun(id, st),
+      current: () => current,
+    }),
     { edits, resume, checkpointSeconds: CHECKPOINT_SECONDS },
   );
   current = {

@@ -57,18 +57,11 @@ export const HF_CONFIG_MAX: Readonly<Record<string, number>> = {
   max_position_embeddings: 2 ** 31 - 1,
 };
 
-/** The ModelConfig of a Hugging Face config.json (parsed), or an error naming the field. */
-export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptions = {}): ModelConfig {
-  if (typeof json !== "object" || json === null || Array.isArray(json))
-    throw new Error(`${file}: not a JSON object`);
-  const j = json as Json;
+/** Readers of config.json's fields that refuse a bad value with an error naming the file and field. */
+function fieldReader(j: Json, file: string) {
   const bad = (field: string, why: string): never => {
     throw new Error(`${file}: ${field} ${why}`);
   };
-  const family = j.model_type;
-  if (!HF_FAMILIES.includes(family as HfFamily)) {
-    bad("model_type", `is ${JSON.stringify(family)}; supported are ${HF_FAMILIES.join(", ")}`);
-  }
   const int = (field: string, dflt?: number): number => {
     const v = j[field] ?? dflt;
     if (v === undefined) return bad(field, "is missing");
@@ -96,15 +89,13 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
     if (v !== undefined && v !== null && !ok(v))
       bad(field, `is ${JSON.stringify(v)}; only ${supported} is supported`);
   };
+  return { bad, int, num, flag, only };
+}
 
-  const dModel = int("hidden_size");
-  const heads = int("num_attention_heads");
-  const kvHeads = int("num_key_value_heads", heads);
-  const headDim = int("head_dim", dModel % heads === 0 ? dModel / heads : undefined);
-  if (heads % kvHeads !== 0)
-    bad("num_key_value_heads", `(${kvHeads}) must divide num_attention_heads (${heads})`);
-  if (headDim % 2 !== 0) bad("head_dim", `(${headDim}) must be even for RoPE`);
+type FieldReader = ReturnType<typeof fieldReader>;
 
+/** Refuses the options the lab's model does not implement (activation, RoPE variants, sliding windows, dropout, quantization). */
+function refuseUnsupported({ only }: FieldReader): void {
   only("hidden_act", (v) => v === "silu", '"silu"');
   only("rope_scaling", (v) => isDefaultRope(v), "null (no RoPE scaling)");
   only("rope_interleaved", (v) => v === false, "false (rotate-half RoPE)");
@@ -119,8 +110,12 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
     (v) => Array.isArray(v) && v.every((t) => t === "full_attention"),
     '"full_attention" in every layer',
   );
+}
+
+/** rope_theta, from the top level or from rope_parameters (where transformers >= 5 moves it). */
+function ropeThetaOf(j: Json, { bad, num }: FieldReader): number {
   let ropeTheta = num("rope_theta", 10000);
-  const rp = j.rope_parameters; // transformers >= 5 moves rope_theta here
+  const rp = j.rope_parameters;
   if (rp !== undefined && rp !== null) {
     if (!isDefaultRope(rp))
       bad("rope_parameters", `is ${JSON.stringify(rp)}; only rope_type "default" is supported`);
@@ -130,6 +125,31 @@ export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptio
       ropeTheta = t as number;
     }
   }
+  return ropeTheta;
+}
+
+/** The ModelConfig of a Hugging Face config.json (parsed), or an error naming the field. */
+export function hfModelConfig(json: unknown, file = "config.json", opts: HfOptions = {}): ModelConfig {
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw new Error(`${file}: not a JSON object`);
+  const j = json as Json;
+  const f = fieldReader(j, file);
+  const { bad, int, num, flag } = f;
+  const family = j.model_type;
+  if (!HF_FAMILIES.includes(family as HfFamily)) {
+    bad("model_type", `is ${JSON.stringify(family)}; supported are ${HF_FAMILIES.join(", ")}`);
+  }
+
+  const dModel = int("hidden_size");
+  const heads = int("num_attention_heads");
+  const kvHeads = int("num_key_value_heads", heads);
+  const headDim = int("head_dim", dModel % heads === 0 ? dModel / heads : undefined);
+  if (heads % kvHeads !== 0)
+    bad("num_key_value_heads", `(${kvHeads}) must divide num_attention_heads (${heads})`);
+  if (headDim % 2 !== 0) bad("head_dim", `(${headDim}) must be even for RoPE`);
+
+  refuseUnsupported(f);
+  const ropeTheta = ropeThetaOf(j, f);
 
   const maxPos = int("max_position_embeddings", HF_DEFAULT_CONTEXT);
   const context = opts.context ?? Math.min(maxPos, HF_DEFAULT_CONTEXT);

@@ -65,6 +65,93 @@ interface EpisodeState {
   cutTurns: number;
 }
 
+/** A fresh episode: its environment reset with `seed`, the prompt of its first observation. */
+function startEpisode(task: EnvTask, seed: number, index: number): EpisodeState {
+  const env = task.make();
+  const obs = env.reset(seed);
+  return {
+    traj: {
+      index,
+      promptTokens: promptTokens(env.messages?.() ?? envPromptMessages(task, obs), "chatml-turns"),
+      tokens: [],
+      mask: [],
+      logprobs: [],
+      postTool: [],
+      toolCalls: [],
+      finish: "stop",
+      text: "",
+    },
+    env,
+    done: false,
+    turnStart: 0,
+    turnTokens: 0,
+    anchor: env.anchorKey(),
+    steps: [],
+    success: false,
+    cutTurns: 0,
+  };
+}
+
+/** How a turn ended: at <|im_end|>, cut at the turn's token limit, or at the context's end. */
+interface TurnEnd {
+  ended: boolean;
+  cut: boolean;
+  atContext: boolean;
+  /** The sequence's length so far. */
+  length: number;
+  contextLength: number;
+}
+
+/**
+ * The turn is over: the environment scores its text and the step row is recorded. Returns the
+ * tokens to append (the next observation's turn) when the episode goes on, undefined when it ends.
+ */
+function scoreTurn(s: EpisodeState, end: TurnEnd, envTime: (f: () => void) => void): number[] | undefined {
+  const { ended, cut, atContext, length, contextLength } = end;
+  const text = decode(s.traj.tokens.slice(s.turnStart));
+  let result!: ReturnType<typeof s.env.step>;
+  envTime(() => {
+    result = s.env.step(text);
+  });
+  s.steps.push({
+    anchor: s.anchor,
+    reward: result.reward,
+    start: s.turnStart,
+    end: s.traj.tokens.length,
+    invalid: !result.info.valid,
+  });
+  if (cut) s.cutTurns++;
+  if (result.done) {
+    s.done = true;
+    s.success = result.info.success;
+    if (atContext) s.traj.finish = "context";
+    else if (cut) s.traj.finish = "length";
+    return undefined;
+  }
+  const ids = [...(ended ? [] : [IM_END_ID]), ...observationTurnTokens(result.observation)];
+  if (atContext || length + ids.length >= contextLength) {
+    s.done = true;
+    s.traj.finish = "context";
+    return undefined;
+  }
+  envTime(() => {
+    s.anchor = s.env.anchorKey();
+  });
+  return ids;
+}
+
+/** Records the appended observation tokens (mask 0) and opens the next turn. */
+function appendObservation(s: EpisodeState, ids: number[]): void {
+  for (const id of ids) {
+    s.traj.tokens.push(id);
+    s.traj.mask.push(0);
+    s.traj.logprobs.push(0);
+    s.traj.postTool.push(0);
+  }
+  s.turnStart = s.traj.tokens.length;
+  s.turnTokens = 0;
+}
+
 export async function envRollout(
   policy: GenerationPolicy,
   task: EnvTask,
@@ -73,31 +160,7 @@ export async function envRollout(
 ): Promise<EnvEpisode[]> {
   const contextLength = policy.config.context;
   const now = () => (typeof performance !== "undefined" ? performance.now() : Date.now());
-  const states: EpisodeState[] = seeds.map((seed, index) => {
-    const env = task.make();
-    const obs = env.reset(seed);
-    return {
-      traj: {
-        index,
-        promptTokens: promptTokens(env.messages?.() ?? envPromptMessages(task, obs), "chatml-turns"),
-        tokens: [],
-        mask: [],
-        logprobs: [],
-        postTool: [],
-        toolCalls: [],
-        finish: "stop",
-        text: "",
-      },
-      env,
-      done: false,
-      turnStart: 0,
-      turnTokens: 0,
-      anchor: env.anchorKey(),
-      steps: [],
-      success: false,
-      cutTurns: 0,
-    };
-  });
+  const states = seeds.map((seed, index) => startEpisode(task, seed, index));
   for (const s of states) {
     if (s.traj.promptTokens.length >= contextLength) {
       s.done = true;
@@ -136,52 +199,15 @@ export async function envRollout(
           const atContext = length >= contextLength;
           const cut = !ended && s.turnTokens >= opts.maxNewTokensPerTurn;
           if (!ended && !cut && !atContext) return false;
-          // The turn is over: the environment scores its text.
-          const text = decode(s.traj.tokens.slice(s.turnStart));
-          let result!: ReturnType<typeof s.env.step>;
-          envTime(() => {
-            result = s.env.step(text);
-          });
-          s.steps.push({
-            anchor: s.anchor,
-            reward: result.reward,
-            start: s.turnStart,
-            end: s.traj.tokens.length,
-            invalid: !result.info.valid,
-          });
-          if (cut) s.cutTurns++;
-          if (result.done) {
-            s.done = true;
-            s.success = result.info.success;
-            if (atContext) s.traj.finish = "context";
-            else if (cut) s.traj.finish = "length";
-            return true;
-          }
-          const ids = [...(ended ? [] : [IM_END_ID]), ...observationTurnTokens(result.observation)];
-          if (atContext || length + ids.length >= contextLength) {
-            s.done = true;
-            s.traj.finish = "context";
-            return true;
-          }
-          appends.push({ seq: i, ids });
-          envTime(() => {
-            s.anchor = s.env.anchorKey();
-          });
+          const ids = scoreTurn(s, { ended, cut, atContext, length, contextLength }, envTime);
+          if (ids) appends.push({ seq: i, ids });
           return true;
         },
         contextLength,
       );
       for (const { seq, ids } of appends) {
-        const s = states[seq];
         await session.append(seq, ids);
-        for (const id of ids) {
-          s.traj.tokens.push(id);
-          s.traj.mask.push(0);
-          s.traj.logprobs.push(0);
-          s.traj.postTool.push(0);
-        }
-        s.turnStart = s.traj.tokens.length;
-        s.turnTokens = 0;
+        appendObservation(states[seq], ids);
       }
     }
   } finally {

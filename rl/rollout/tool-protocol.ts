@@ -10,9 +10,9 @@
 // Tested by rl/rollout/agent-loop.test.ts and rl/rollout/hermes.test.ts.
 import { CODE_ARG } from "../../model/tool-list-prompt";
 import { formatToolResponse } from "../../sandbox/tools";
-import type { RunCodeResult, SandboxRunner, ToolSpec as SandboxToolSpec } from "../../sandbox/types";
+import type { RunCodeResult, SandboxRunner } from "../../sandbox/types";
 import { binaryOperatorCount, ONE_OP_ERROR } from "../../tasks/calc";
-import { isBuiltinTool, type ToolSpec } from "../../tasks/types";
+import { isBuiltinTool, type ToolSpec, type UserToolSpec } from "../../tasks/types";
 import type { ToolCallRequest, ToolOutcome, ToolProtocol } from "./agent-loop";
 import { parseToolCalls, type ToolCallFormat } from "./parse";
 
@@ -39,7 +39,7 @@ export function makeToolProtocol(
   syntax: "inline" | "hermes" = "inline",
 ): ToolProtocol {
   const builtin = tools.find(isBuiltinTool);
-  const userTools = tools.filter((t) => !isBuiltinTool(t)) as SandboxToolSpec[];
+  const userTools = tools.filter((t): t is UserToolSpec => !isBuiltinTool(t));
   const formats: ToolCallFormat[] = [];
   if (userTools.length > 0 || (builtin && syntax === "hermes")) formats.push("json");
   if (builtin && syntax === "inline") formats.push("code");

@@ -258,98 +258,119 @@ export class RunLoop {
     return typeof v === "number" && v >= t.value;
   }
 
+  /** The model's facts a run records before its first step: an f16 base's storage, whether its chat template renders the tools. */
+  private announceModel(): void {
+    const tr = this.trainer;
+    const sft = tr.sftStepIndex < tr.config.sft.steps;
+    const at = {
+      step: sft ? tr.sftStepIndex : tr.rlStepIndex,
+      phase: sft ? ("sft" as const) : ("rl" as const),
+    };
+    // An f16 base (model.dtype): how the loaded base is stored, and any tensor kept f32.
+    const storage = tr.policy.baseStorage?.();
+    if (storage?.requested === "f16")
+      this.on.event?.({ ...at, kind: "info", message: describeStorage(storage) });
+    // A model's own chat template: whether it renders the tools is part of the run's record.
+    const rendersTools = tr.chat.rendersTools;
+    if (rendersTools !== undefined)
+      this.on.event?.({
+        ...at,
+        kind: "info",
+        message: rendersTools
+          ? "the model's chat template renders the tools itself"
+          : "the model's chat template ignores tools: the tool list goes into the system message",
+        chat: { renders_tools: rendersTools },
+      });
+  }
+
+  /** The SFT steps left, then a checkpoint; false when the run was stopped. */
+  private async sftPhase(): Promise<boolean> {
+    const tr = this.trainer;
+    if (tr.sftStepIndex >= tr.config.sft.steps) return true;
+    this.setPhase("sft");
+    while (tr.sftStepIndex < tr.config.sft.steps) {
+      if (!(await this.gate())) return false;
+      if (this.phase !== "sft") this.setPhase("sft");
+      this.applyAt("sft", tr.sftStepIndex);
+      const out = await tr.sftStep();
+      this.on.row?.(out.row);
+      this.guard(out.skipped, out.row.step, "sft");
+      if (tr.sftStepIndex < tr.config.sft.steps && this.timeDue())
+        await this.save({ phase: "sft", step: tr.sftStepIndex });
+    }
+    await this.save({ phase: "sft", step: tr.sftStepIndex });
+    return true;
+  }
+
+  /** The value-pretraining steps left (GAE with rl.value_pretrain); false when the run was stopped. */
+  private async valuePretrainPhase(): Promise<boolean> {
+    const tr = this.trainer;
+    while (tr.needsValuePretrain) {
+      if (!(await this.gate())) return false;
+      if (this.phase !== "rl") this.setPhase("rl");
+      this.applyAt("value_pretrain", tr.valuePretrainStepIndex);
+      const out = await tr.valuePretrainStep();
+      this.on.row?.(out.row);
+      this.guard(out.skipped, out.row.step, "value_pretrain");
+      const n = tr.valuePretrainStepIndex;
+      if (tr.valuePretrainFinished)
+        this.on.event?.({
+          step: n - 1,
+          phase: "value_pretrain",
+          kind: "info",
+          message: `value pretraining done after ${n} steps`,
+        });
+      if (tr.valuePretrainFinished || this.every(n) || this.timeDue())
+        await this.save({ phase: "value_pretrain", step: n });
+    }
+    return true;
+  }
+
+  /** The RL steps left (with their evaluations) until max_steps or the target, then a checkpoint; false when stopped. */
+  private async rlPhase(): Promise<boolean> {
+    const tr = this.trainer;
+    let savedAt = -1;
+    while (tr.rlStepIndex < tr.config.stop.max_steps) {
+      if (!(await this.gate())) return false;
+      if (this.phase !== "rl") this.setPhase("rl");
+      const step = tr.rlStepIndex;
+      this.applyAt("rl", step);
+      const every = tr.config.task.eval_every;
+      const val = step === 0 || (every > 0 && step % every === 0) ? await tr.evaluate() : {};
+      const out = await tr.rlStep();
+      Object.assign(out.row, val);
+      this.on.row?.(out.row);
+      this.on.samples?.(out.samples);
+      this.guard(out.skipped, step, "rl");
+      if (this.every(tr.rlStepIndex) || this.timeDue()) {
+        await this.save({ phase: "rl", step: tr.rlStepIndex });
+        savedAt = tr.rlStepIndex;
+      }
+      if (this.targetReached(out.row)) {
+        this.on.event?.({
+          step,
+          phase: "rl",
+          kind: "info",
+          message: `target ${tr.config.stop.target!.key} reached`,
+        });
+        break;
+      }
+    }
+    if (savedAt !== tr.rlStepIndex) await this.save({ phase: "rl", step: tr.rlStepIndex });
+    return true;
+  }
+
   /** Runs to the end (or until stop()); resolves when done. */
   async run(): Promise<void> {
     const tr = this.trainer;
     try {
       await this.restore();
       this.lastSaveTime = this.now();
-      // An f16 base (model.dtype): how the loaded base is stored, and any tensor kept f32.
-      const storage = tr.policy.baseStorage?.();
-      if (storage?.requested === "f16") {
-        const sft = tr.sftStepIndex < tr.config.sft.steps;
-        this.on.event?.({
-          step: sft ? tr.sftStepIndex : tr.rlStepIndex,
-          phase: sft ? "sft" : "rl",
-          kind: "info",
-          message: describeStorage(storage),
-        });
-      }
-      // A model's own chat template: whether it renders the tools is part of the run's record.
-      const rendersTools = tr.chat.rendersTools;
-      if (rendersTools !== undefined) {
-        const sft = tr.sftStepIndex < tr.config.sft.steps;
-        this.on.event?.({
-          step: sft ? tr.sftStepIndex : tr.rlStepIndex,
-          phase: sft ? "sft" : "rl",
-          kind: "info",
-          message: rendersTools
-            ? "the model's chat template renders the tools itself"
-            : "the model's chat template ignores tools: the tool list goes into the system message",
-          chat: { renders_tools: rendersTools },
-        });
-      }
-      if (tr.sftStepIndex < tr.config.sft.steps) {
-        this.setPhase("sft");
-        while (tr.sftStepIndex < tr.config.sft.steps) {
-          if (!(await this.gate())) return this.finish("stopped");
-          if (this.phase !== "sft") this.setPhase("sft");
-          this.applyAt("sft", tr.sftStepIndex);
-          const out = await tr.sftStep();
-          this.on.row?.(out.row);
-          this.guard(out.skipped, out.row.step, "sft");
-          if (tr.sftStepIndex < tr.config.sft.steps && this.timeDue())
-            await this.save({ phase: "sft", step: tr.sftStepIndex });
-        }
-        await this.save({ phase: "sft", step: tr.sftStepIndex });
-      }
+      this.announceModel();
+      if (!(await this.sftPhase())) return this.finish("stopped");
       this.setPhase("rl");
-      while (tr.needsValuePretrain) {
-        if (!(await this.gate())) return this.finish("stopped");
-        if (this.phase !== "rl") this.setPhase("rl");
-        this.applyAt("value_pretrain", tr.valuePretrainStepIndex);
-        const out = await tr.valuePretrainStep();
-        this.on.row?.(out.row);
-        this.guard(out.skipped, out.row.step, "value_pretrain");
-        const n = tr.valuePretrainStepIndex;
-        if (tr.valuePretrainFinished)
-          this.on.event?.({
-            step: n - 1,
-            phase: "value_pretrain",
-            kind: "info",
-            message: `value pretraining done after ${n} steps`,
-          });
-        if (tr.valuePretrainFinished || this.every(n) || this.timeDue())
-          await this.save({ phase: "value_pretrain", step: n });
-      }
-      let savedAt = -1;
-      while (tr.rlStepIndex < tr.config.stop.max_steps) {
-        if (!(await this.gate())) return this.finish("stopped");
-        if (this.phase !== "rl") this.setPhase("rl");
-        const step = tr.rlStepIndex;
-        this.applyAt("rl", step);
-        const every = tr.config.task.eval_every;
-        const val = step === 0 || (every > 0 && step % every === 0) ? await tr.evaluate() : {};
-        const out = await tr.rlStep();
-        Object.assign(out.row, val);
-        this.on.row?.(out.row);
-        this.on.samples?.(out.samples);
-        this.guard(out.skipped, step, "rl");
-        if (this.every(tr.rlStepIndex) || this.timeDue()) {
-          await this.save({ phase: "rl", step: tr.rlStepIndex });
-          savedAt = tr.rlStepIndex;
-        }
-        if (this.targetReached(out.row)) {
-          this.on.event?.({
-            step,
-            phase: "rl",
-            kind: "info",
-            message: `target ${tr.config.stop.target!.key} reached`,
-          });
-          break;
-        }
-      }
-      if (savedAt !== tr.rlStepIndex) await this.save({ phase: "rl", step: tr.rlStepIndex });
+      if (!(await this.valuePretrainPhase())) return this.finish("stopped");
+      if (!(await this.rlPhase())) return this.finish("stopped");
       // A last held-out evaluation of the final policy, as its own row.
       const val = await tr.evaluate();
       if (Object.keys(val).length > 0)

@@ -86,48 +86,34 @@ export interface MinibatchInput {
   isWeights?: ArrayLike<number>[];
 }
 
+/** One minibatch's rows, flattened to token arrays. */
+type FlatMinibatch = {
+  logprob: Float64Array;
+  entropy: Float64Array;
+  mask: Float64Array;
+  old: Float64Array;
+  adv: Float64Array;
+  postTool: Float64Array;
+};
+
 /**
- * The RL loss of one minibatch and its gradient w.r.t. each token's log-prob, entropy and
- * value, per row: policy loss (with optional entropy shaping of the advantage), KL in the
- * loss, entropy bonus and the clipped value loss, aggregated by rl.loss_agg (or by the policy
- * loss's own weights for its term). Tokens with mask 0 get exactly zero gradient.
+ * The policy term's per-token factors after the loss. GSPO, GMPO and SAPO fix their own
+ * aggregation of the policy term (pl.weights). The rollout correction's IS weights and the
+ * top-entropy selection scale the policy term per token after it (per row for the
+ * sequence-ratio losses, traits.rowScale: GMPO's IS weights by their geometric mean, as verl);
+ * the aggregation's denominator stays (TRL's entropy mask, verl's IS weights). Also returns the
+ * tokens a selection rule picked, for the inspector: Clip-Cov / KL-Cov's covariance picks, or
+ * the top-entropy tokens that keep their policy loss.
  */
-export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
-  const r = c.rl;
-  const lens = x.mask.map((m) => m.length);
-  const flat = {
-    logprob: flatten(x.logprob),
-    entropy: flatten(x.entropy),
-    mask: flatten(x.mask),
-    old: flatten(x.oldLogprob),
-    adv: flatten(x.advantages),
-    postTool: flatten(x.postTool),
-  };
-  const metrics: Record<string, number> = {};
-  const weights = flatten(AGG[r.loss_agg](x.mask, aggOptions(c)));
-  const shaping = c.shaping.kind !== "none" ? SHAPING[c.shaping.kind] : undefined;
-  const shaped = shaping?.(
-    { advantages: flat.adv, entropy: flat.entropy, mask: flat.mask, postTool: flat.postTool },
-    shapingOptions(c),
-  );
-  const lossFn = POLICY_LOSS[r.policy_loss];
-  if (!lossFn) throw new Error(`rl.policy_loss: unknown loss "${r.policy_loss}"`);
-  const pl = lossFn(
-    {
-      logprob: flat.logprob,
-      oldLogprob: flat.old,
-      advantages: shaped?.advantages ?? flat.adv,
-      mask: flat.mask,
-      lengths: lens,
-    },
-    policyLossOptions(r),
-  );
-  // GSPO, GMPO and SAPO fix their own aggregation of the policy term (pl.weights). The
-  // rollout correction's IS weights and the top-entropy selection scale the policy term per
-  // token after it (per row for the sequence-ratio losses, traits.rowScale: GMPO's IS weights by
-  // their geometric mean, as verl); the aggregation's denominator stays (TRL's entropy mask,
-  // verl's IS weights).
-  const pw = pl.weights ?? weights;
+function policyScale(
+  r: RunConfig["rl"],
+  x: MinibatchInput,
+  flat: FlatMinibatch,
+  lens: readonly number[],
+  plSelected: ArrayLike<number> | undefined,
+  pw: ArrayLike<number>,
+  metrics: Record<string, number>,
+): { scale: Float64Array; selected: Float64Array | undefined } {
   const rowScale = policyLossEntry(r.policy_loss).traits.rowScale;
   const scale = new Float64Array(pw.length).fill(1);
   let isScale: Float64Array | undefined;
@@ -136,9 +122,7 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
     if (rowScale === "geometric") rowGeoMeanScale(isScale, flat.mask, lens);
     else for (let i = 0; i < scale.length; i++) scale[i] *= isScale[i];
   }
-  // Tokens a selection rule picked, for the inspector: Clip-Cov / KL-Cov's covariance picks,
-  // or the top-entropy tokens that keep their policy loss.
-  let selected: Float64Array | undefined = pl.selected ? Float64Array.from(pl.selected) : undefined;
+  let selected: Float64Array | undefined = plSelected ? Float64Array.from(plSelected) : undefined;
   if (r.top_entropy_quantile < 1) {
     const sel = topEntropyMask(flat.entropy, flat.mask, r.top_entropy_quantile);
     for (let i = 0; i < scale.length; i++) scale[i] *= sel[i];
@@ -147,18 +131,25 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
   }
   if (rowScale) rowMeanScale(scale, pw, lens);
   if (isScale && rowScale === "geometric") for (let i = 0; i < scale.length; i++) scale[i] *= isScale[i];
-  const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
-  let loss = aggregate(
-    pl.loss.map((l, i) => l * scale[i]),
-    pw,
-  );
-  metrics["actor/pg_loss"] = loss;
-  const dent = new Float64Array(dlogp.length);
-  if (shaped) {
-    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i] * scale[i]));
-    for (let i = 0; i < dent.length; i++) dent[i] += back[i];
-  }
-  const ref = x.refLogprob ? flatten(x.refLogprob) : undefined;
+  return { scale, selected };
+}
+
+/**
+ * Adds the terms beside the policy loss to `loss`, `dlogp` and `dent` (in place): KL in the
+ * loss, the entropy bonus, VAPO's positive-example LM loss and the clipped value loss, each
+ * aggregated by rl.loss_agg's `weights`. Returns the loss and the value gradient per row.
+ */
+function addAuxTerms(
+  loss: number,
+  r: RunConfig["rl"],
+  x: MinibatchInput,
+  flat: FlatMinibatch,
+  ref: Float64Array | undefined,
+  weights: ArrayLike<number>,
+  grads: { dlogp: Float64Array; dent: Float64Array; lens: readonly number[] },
+  metrics: Record<string, number>,
+): { loss: number; dvalue: Float64Array[] | undefined } {
+  const { dlogp, dent, lens } = grads;
   if (r.kl.in === "loss" && r.kl.coef > 0 && ref) {
     const kl = klTerm(r.kl.estimator, flat.logprob, ref, flat.mask, r.kl.coef);
     loss += aggregate(kl.value, weights);
@@ -191,6 +182,60 @@ export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
       lens,
     );
   }
+  return { loss, dvalue };
+}
+
+/**
+ * The RL loss of one minibatch and its gradient w.r.t. each token's log-prob, entropy and
+ * value, per row: policy loss (with optional entropy shaping of the advantage), KL in the
+ * loss, entropy bonus and the clipped value loss, aggregated by rl.loss_agg (or by the policy
+ * loss's own weights for its term). Tokens with mask 0 get exactly zero gradient.
+ */
+export function minibatchLoss(c: RunConfig, x: MinibatchInput) {
+  const r = c.rl;
+  const lens = x.mask.map((m) => m.length);
+  const flat: FlatMinibatch = {
+    logprob: flatten(x.logprob),
+    entropy: flatten(x.entropy),
+    mask: flatten(x.mask),
+    old: flatten(x.oldLogprob),
+    adv: flatten(x.advantages),
+    postTool: flatten(x.postTool),
+  };
+  const metrics: Record<string, number> = {};
+  const weights = flatten(AGG[r.loss_agg](x.mask, aggOptions(c)));
+  const shaping = c.shaping.kind !== "none" ? SHAPING[c.shaping.kind] : undefined;
+  const shaped = shaping?.(
+    { advantages: flat.adv, entropy: flat.entropy, mask: flat.mask, postTool: flat.postTool },
+    shapingOptions(c),
+  );
+  const lossFn = POLICY_LOSS[r.policy_loss];
+  if (!lossFn) throw new Error(`rl.policy_loss: unknown loss "${r.policy_loss}"`);
+  const pl = lossFn(
+    {
+      logprob: flat.logprob,
+      oldLogprob: flat.old,
+      advantages: shaped?.advantages ?? flat.adv,
+      mask: flat.mask,
+      lengths: lens,
+    },
+    policyLossOptions(r),
+  );
+  const pw = pl.weights ?? weights;
+  const { scale, selected } = policyScale(r, x, flat, lens, pl.selected, pw, metrics);
+  const dlogp = pl.grad.map((g, i) => g * pw[i] * scale[i]);
+  const pgLoss = aggregate(
+    pl.loss.map((l, i) => l * scale[i]),
+    pw,
+  );
+  metrics["actor/pg_loss"] = pgLoss;
+  const dent = new Float64Array(dlogp.length);
+  if (shaped) {
+    const back = shaped.backward(pl.gradAdv.map((g, i) => g * pw[i] * scale[i]));
+    for (let i = 0; i < dent.length; i++) dent[i] += back[i];
+  }
+  const ref = x.refLogprob ? flatten(x.refLogprob) : undefined;
+  const { loss, dvalue } = addAuxTerms(pgLoss, r, x, flat, ref, weights, { dlogp, dent, lens }, metrics);
   Object.assign(
     metrics,
     actorMetrics(

@@ -69,6 +69,66 @@ export async function rlStep(
   return { row, samples, skipped: update?.skipped, advState: update?.advState ?? advState };
 }
 
+type Scored = Awaited<ReturnType<typeof scoreAll>>;
+
+/** The batch's advantages (and returns, for GAE) from the ADVANTAGE registry, over the masks the correction left. */
+function advantagesOf(
+  c: TrainerContext["config"],
+  batch: RewardedTrajectory[],
+  masks: Float64Array[],
+  old: Scored,
+  ref: Scored | undefined,
+  advState: AdvantageState,
+) {
+  const r = c.rl;
+  const algoBatch: AlgoTrajectory[] = batch.map((t, i) => ({
+    groupId: t.groupId,
+    reward: t.reward,
+    mask: masks[i],
+    oldLogprob: old.logp[i],
+    refLogprob: ref?.logp[i],
+    values: old.values?.[i],
+    postTool: t.traj.postTool,
+    toolCalls: t.traj.toolCalls.filter((x) => x.executed).length,
+    toolSuccesses: t.traj.toolCalls.filter((x) => x.executed && x.outcome.ok).length,
+    correct: t.correct,
+    truncated: t.traj.finish !== "stop",
+    steps: t.steps,
+    baselineReward: t.baselineReward,
+    tokenRewards: tokenRewardsOf(c, t, masks[i]),
+  }));
+  const advFn = ADVANTAGE[r.advantage];
+  if (!advFn) throw new Error(`rl.advantage: unknown estimator "${r.advantage}"`);
+  if (r.advantage === "gae" && !old.values)
+    throw new Error("rl.advantage gae needs a model with a value head");
+  return advFn(algoBatch, advantageOptions(r), advState);
+}
+
+/**
+ * Sampler vs trainer on the sampled tokens (rl/update/sampler-mismatch.ts): the mismatch
+ * metrics and the rollout correction, whose rejection narrows the loss masks (in place) and
+ * whose IS weights scale the policy term.
+ */
+function samplerCorrection(
+  c: TrainerContext["config"],
+  batch: RewardedTrajectory[],
+  masks: Float64Array[],
+  oldSampler: ArrayLike<number>[],
+) {
+  const samplerLp = batch.map((t) => t.traj.logprobs);
+  const sampled = batch.map((t, i) => Float64Array.from(t.traj.mask, (m, j) => (m && masks[i][j] ? 1 : 0)));
+  const mismatch = mismatchMetrics(
+    oldSampler,
+    samplerLp,
+    batch.map((t) => t.traj.mask),
+  );
+  const corr = rolloutCorrection(oldSampler, samplerLp, sampled, c.rl.rollout_correction);
+  if (corr.keep)
+    for (let i = 0; i < masks.length; i++)
+      for (let j = 0; j < masks[i].length; j++) masks[i][j] *= corr.keep[i][j];
+  return { samplerLp, mismatch, corr };
+}
+
 /** Steps 5-6: advantages and epochs x minibatches of the RL loss. */
 async function rlUpdate(
   ctx: TrainerContext,
@@ -100,42 +160,10 @@ async function rlUpdate(
       : undefined;
   perf.end("old_logprobs");
 
-  // Sampler vs trainer on the sampled tokens (rl/update/sampler-mismatch.ts); the correction's rejection
-  // narrows the loss mask, its IS weights scale the policy term.
   const oldSampler = old.truncLogp ?? old.logp;
-  const samplerLp = batch.map((t) => t.traj.logprobs);
-  const sampled = batch.map((t, i) => Float64Array.from(t.traj.mask, (m, j) => (m && masks[i][j] ? 1 : 0)));
-  const mismatch = mismatchMetrics(
-    oldSampler,
-    samplerLp,
-    batch.map((t) => t.traj.mask),
-  );
-  const corr = rolloutCorrection(oldSampler, samplerLp, sampled, r.rollout_correction);
-  if (corr.keep)
-    for (let i = 0; i < masks.length; i++)
-      for (let j = 0; j < masks[i].length; j++) masks[i][j] *= corr.keep[i][j];
+  const { samplerLp, mismatch, corr } = samplerCorrection(c, batch, masks, oldSampler);
 
-  const algoBatch: AlgoTrajectory[] = batch.map((t, i) => ({
-    groupId: t.groupId,
-    reward: t.reward,
-    mask: masks[i],
-    oldLogprob: old.logp[i],
-    refLogprob: ref?.logp[i],
-    values: old.values?.[i],
-    postTool: t.traj.postTool,
-    toolCalls: t.traj.toolCalls.filter((x) => x.executed).length,
-    toolSuccesses: t.traj.toolCalls.filter((x) => x.executed && x.outcome.ok).length,
-    correct: t.correct,
-    truncated: t.traj.finish !== "stop",
-    steps: t.steps,
-    baselineReward: t.baselineReward,
-    tokenRewards: tokenRewardsOf(c, t, masks[i]),
-  }));
-  const advFn = ADVANTAGE[r.advantage];
-  if (!advFn) throw new Error(`rl.advantage: unknown estimator "${r.advantage}"`);
-  if (r.advantage === "gae" && !old.values)
-    throw new Error("rl.advantage gae needs a model with a value head");
-  const adv = advFn(algoBatch, advantageOptions(r), advState);
+  const adv = advantagesOf(c, batch, masks, old, ref, advState);
 
   const hparams = adamwHparams(r, rlLr(c, step));
   const selected = new Map<RewardedTrajectory, Float64Array>();

@@ -19,6 +19,31 @@ import { rolloutAndReward } from "../rollout/collect-groups";
 import { tokenRewardsOf } from "../rollout/task-driver";
 import { scoreAll, stepOnly, trainMinibatches } from "./minibatch-loop";
 
+/** The unclipped value loss of one minibatch's values against its Monte-Carlo returns, and its gradient per row. */
+function unclippedValueLoss(
+  c: TrainerContext["config"],
+  values: ArrayLike<number>[],
+  masks: Float64Array[],
+  returns: ArrayLike<number>[],
+) {
+  const weights = flatten(AGG[c.rl.loss_agg](masks, aggOptions(c)));
+  const vl = valueLoss(
+    {
+      values: flatten(values),
+      oldValues: flatten(values),
+      returns: flatten(returns),
+      mask: flatten(masks),
+    },
+    Number.POSITIVE_INFINITY,
+  );
+  const loss = aggregate(vl.loss, weights);
+  const dvalue = unflatten(
+    vl.grad.map((g, i) => g * weights[i]),
+    values.map((v) => v.length),
+  );
+  return { loss, dvalue, metrics: { "critic/vf_loss": loss } };
+}
+
 /**
  * Value-pretraining step `step`. The policy does not move: after each optimizer step every
  * tensor but the value head (and its AdamW moments) is put back. The row logs
@@ -70,30 +95,13 @@ export async function valuePretrainStep(
     epochs: r.epochs,
     context: c.model.context,
     order: () => order,
-    loss: (idx, s) => {
-      const values = s.values!;
-      const weights = flatten(
-        AGG[r.loss_agg](
-          idx.map((i) => masks[i]),
-          aggOptions(c),
-        ),
-      );
-      const vl = valueLoss(
-        {
-          values: flatten(values),
-          oldValues: flatten(values),
-          returns: flatten(idx.map((i) => returns[i])),
-          mask: flatten(idx.map((i) => masks[i])),
-        },
-        Number.POSITIVE_INFINITY,
-      );
-      const loss = aggregate(vl.loss, weights);
-      const dvalue = unflatten(
-        vl.grad.map((g, i) => g * weights[i]),
-        values.map((v) => v.length),
-      );
-      return { loss, dvalue, metrics: { "critic/vf_loss": loss } };
-    },
+    loss: (idx, s) =>
+      unclippedValueLoss(
+        c,
+        s.values!,
+        idx.map((i) => masks[i]),
+        idx.map((i) => returns[i]),
+      ),
     // Keep the policy frozen: only the value head (and its moments) takes the step.
     step: () => stepOnly(policy, head, hparams),
     gradNormKey: "critic/grad_norm",

@@ -211,6 +211,71 @@ export class JsEnv implements Env<unknown> {
     return this.view;
   }
 
+  /** A tool-call turn: the call run by the program's tool() (within the call limit); returns the text the model sees. */
+  private toolTurn(v: EpisodeView, call: NonNullable<ReturnType<typeof parseEnvToolCall>>): string {
+    const p = this.program;
+    let out: string;
+    if ("error" in call) {
+      out = `Error: ${call.error}`;
+      v.calls.push({ name: "", arguments: null, result: out, ok: false });
+    } else if (this.toolCalls >= p.limits.maxToolCalls) {
+      out = `Error: tool-call limit reached (${p.limits.maxToolCalls} calls)`;
+      v.calls.push({ name: call.name, arguments: call.arguments, result: out, ok: false });
+    } else {
+      this.toolCalls++;
+      try {
+        const r = p.call(
+          "tool",
+          { name: call.name, args: call.arguments, state: this.state_ },
+          envCallSeed(this.seed, "tool", v.turn),
+        ) as { result: unknown; state: unknown };
+        this.state_ = r.state;
+        out = typeof r.result === "string" ? r.result : JSON.stringify(r.result);
+        v.calls.push({ name: call.name, arguments: call.arguments, result: r.result, ok: true });
+      } catch (e) {
+        // A tool that throws is a failed call the model sees, as in the sandbox's tools.
+        out = `Error: ${envErrorText(e)}`;
+        v.calls.push({ name: call.name, arguments: call.arguments, result: out, ok: false });
+      }
+    }
+    return out;
+  }
+
+  /** A multi-turn environment's turn: the program's step(); an error ends the episode. */
+  private programStep(v: EpisodeView, text: string) {
+    try {
+      const r = this.program.call(
+        "step",
+        { state: this.state_, text, turn: v.turn },
+        envCallSeed(this.seed, "step", v.turn),
+      ) as { observation: string; reward: number; done: boolean; valid: boolean; state: unknown };
+      this.state_ = r.state;
+      return { observation: r.observation, reward: r.reward, done: r.done, valid: r.valid, error: undefined };
+    } catch (e) {
+      return {
+        observation: "",
+        reward: 0,
+        done: true,
+        valid: true,
+        error: envErrorText(e) as string | undefined,
+      };
+    }
+  }
+
+  /** The ended episode judged by the program's check(): success and the score added to the reward. */
+  private check(v: EpisodeView): { success: boolean; score: number } | { error: string } {
+    try {
+      const c = this.program.call(
+        "check",
+        { state: this.state_, episode: v },
+        envCallSeed(this.seed, "check", v.turn),
+      ) as { success: boolean; score: number };
+      return { success: c.success, score: c.score };
+    } catch (e) {
+      return { error: envErrorText(e) };
+    }
+  }
+
   step(text: string): StepResult {
     const v = this.cur();
     if (this.done) throw new Error(`${this.name}: step() after the episode ended`);
@@ -228,50 +293,13 @@ export class JsEnv implements Env<unknown> {
     const call = p.info.tools.length > 0 ? parseEnvToolCall(text) : null;
     if (call) {
       kind = "tool";
-      let out: string;
-      if ("error" in call) {
-        out = `Error: ${call.error}`;
-        valid = false;
-        v.calls.push({ name: "", arguments: null, result: out, ok: false });
-      } else if (this.toolCalls >= p.limits.maxToolCalls) {
-        out = `Error: tool-call limit reached (${p.limits.maxToolCalls} calls)`;
-        v.calls.push({ name: call.name, arguments: call.arguments, result: out, ok: false });
-      } else {
-        this.toolCalls++;
-        try {
-          const r = p.call(
-            "tool",
-            { name: call.name, args: call.arguments, state: this.state_ },
-            envCallSeed(this.seed, "tool", v.turn),
-          ) as { result: unknown; state: unknown };
-          this.state_ = r.state;
-          out = typeof r.result === "string" ? r.result : JSON.stringify(r.result);
-          v.calls.push({ name: call.name, arguments: call.arguments, result: r.result, ok: true });
-        } catch (e) {
-          // A tool that throws is a failed call the model sees, as in the sandbox's tools.
-          out = `Error: ${envErrorText(e)}`;
-          v.calls.push({ name: call.name, arguments: call.arguments, result: out, ok: false });
-        }
-      }
+      const out = this.toolTurn(v, call);
+      if ("error" in call) valid = false;
       toolOutput = out;
       observation = `<tool_response>${out}</tool_response>`;
     } else if (p.info.multiTurn) {
       kind = "step";
-      try {
-        const r = p.call(
-          "step",
-          { state: this.state_, text, turn: v.turn },
-          envCallSeed(this.seed, "step", v.turn),
-        ) as { observation: string; reward: number; done: boolean; valid: boolean; state: unknown };
-        this.state_ = r.state;
-        observation = r.observation;
-        reward = r.reward;
-        done = r.done;
-        valid = r.valid;
-      } catch (e) {
-        error = envErrorText(e);
-        done = true;
-      }
+      ({ observation, reward, done, valid, error } = this.programStep(v, text));
     } else {
       done = true;
     }
@@ -283,16 +311,11 @@ export class JsEnv implements Env<unknown> {
     }
     let success = false;
     if (done && error === undefined) {
-      try {
-        const c = p.call(
-          "check",
-          { state: this.state_, episode: v },
-          envCallSeed(this.seed, "check", v.turn),
-        ) as { success: boolean; score: number };
-        success = c.success;
-        reward += c.score;
-      } catch (e) {
-        error = envErrorText(e);
+      const checked = this.check(v);
+      if ("error" in checked) error = checked.error;
+      else {
+        success = checked.success;
+        reward += checked.score;
       }
     }
     this.done = done;
