@@ -10,14 +10,6 @@ import { describe, expect, it } from "vitest";
 
 const MAX_LINES = 100;
 
-/** Files another branch is splitting at the same time; merging it empties this list. */
-const SPLIT_ELSEWHERE = [
-  "app/MetricChart.tsx",
-  "app/EnvironmentEditor.tsx",
-  "app/Inspector.tsx",
-  "app/ShareLink.tsx",
-];
-
 /** Every function over `max` lines in `text`, as "file:line name (N lines)". */
 function longFunctions(file: string, text: string, max = MAX_LINES): string[] {
   const kind = file.endsWith(".tsx") ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
@@ -62,9 +54,7 @@ describe("function length", () => {
   });
 
   it(`holds: no function over ${MAX_LINES} lines`, () => {
-    const long = sources()
-      .filter((f) => !SPLIT_ELSEWHERE.includes(f))
-      .flatMap((f) => longFunctions(f, readFileSync(f, "utf8")));
+    const long = sources().flatMap((f) => longFunctions(f, readFileSync(f, "utf8")));
     expect(long).toEqual([]);
   });
 });
