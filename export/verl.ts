@@ -5,7 +5,7 @@
 // verl's own config (export/verl-keys.json) by export/export.test.ts.
 import { Document, isMap, isScalar, isSeq, type Scalar } from "yaml";
 import type { RunConfig } from "../config/schema.ts";
-import type { Task, ToolSpec } from "../tasks/types.ts";
+import type { Task, TaskTool } from "../tasks/types.ts";
 import { isBuiltinTool } from "../tasks/types.ts";
 import { clusterModel, type Required, requiredValue, verlRequired } from "./cluster.ts";
 import { REGISTRY_DECISIONS, type Unmapped } from "./mapping.ts";
@@ -479,7 +479,7 @@ export function verlConfigYaml(
 }
 
 /** JSON schema of a tool's parameters in verl's OpenAI form (required always present). */
-function parametersOf(t: ToolSpec): Record<string, unknown> {
+function parametersOf(t: TaskTool): Record<string, unknown> {
   if (isBuiltinTool(t))
     return {
       type: "object",

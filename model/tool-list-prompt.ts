@@ -5,7 +5,7 @@
 // (export/, which runs in the page without model files) writes exactly the lab's text into its
 // parquet prompts. model/chat.ts (JinjaChat) and rl/rollout/tool-protocol.ts re-export and use it.
 // Tested by model/chat.test.ts (the lab's rendering) and export/export.test.ts (the export's prompts).
-import { isBuiltinTool, type ToolSpec } from "../tasks/types";
+import { isBuiltinTool, type TaskTool } from "../tasks/types";
 
 /** A tool as a chat template sees it (OpenAI function shape) plus how inline calls map onto it. */
 export interface ChatTool {
@@ -21,7 +21,7 @@ export interface ChatTool {
 export const CODE_ARG = "code";
 
 /** The task's tools as a chat template lists them (a code tool takes `{"code": string}`). */
-export function chatToolsOf(tools: readonly ToolSpec[]): ChatTool[] {
+export function chatToolsOf(tools: readonly TaskTool[]): ChatTool[] {
   return tools.map((t) =>
     isBuiltinTool(t)
       ? {

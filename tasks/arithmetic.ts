@@ -16,7 +16,7 @@ import type {
   Message,
   Problem,
   Task,
-  ToolSpec,
+  TaskTool,
   Trajectory,
   VerifyResult,
 } from "./types.ts";
@@ -143,7 +143,7 @@ export const DEFAULT_DEMO_KNOBS: ArithmeticDemoKnobs = {
   checkRate: 0.5,
 };
 
-export const CALCULATOR_TOOL: ToolSpec = {
+export const CALCULATOR_TOOL: TaskTool = {
   builtin: "js",
   name: "calculator",
   description: "Evaluates an integer expression with + - * and parentheses.",
@@ -151,7 +151,7 @@ export const CALCULATOR_TOOL: ToolSpec = {
 };
 
 /** The oneOp variant's calculator: one binary operator per call (rl/rollout/tool-protocol.ts refuses more). */
-export const ONE_OP_CALCULATOR_TOOL: ToolSpec = {
+export const ONE_OP_CALCULATOR_TOOL: TaskTool = {
   builtin: "js",
   name: "calculator",
   description: "Evaluates one integer operation per call: a+b, a-b or a*b.",

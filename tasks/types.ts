@@ -41,9 +41,10 @@ export interface BuiltinToolSpec {
   maxOperators?: number;
 }
 
-export type ToolSpec = UserToolSpec | BuiltinToolSpec;
+/** A tool a task offers: a user-defined one (the sandbox's ToolSpec) or the built-in code tool. */
+export type TaskTool = UserToolSpec | BuiltinToolSpec;
 
-export function isBuiltinTool(spec: ToolSpec): spec is BuiltinToolSpec {
+export function isBuiltinTool(spec: TaskTool): spec is BuiltinToolSpec {
   return "builtin" in spec;
 }
 
@@ -101,7 +102,7 @@ export interface Task {
   name: string;
   description: string;
   defaultTemplate: TemplateName;
-  tools: ToolSpec[];
+  tools: TaskTool[];
   buckets: string[];
   /** Seeded training prompts; never returns a prompt of evalSet (hash split on the problem key). */
   sample(rng: Rng, n: number): Problem[];

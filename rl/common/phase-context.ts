@@ -7,7 +7,7 @@ import type { PolicyModel, SamplingOptions } from "../../model/api";
 import type { ChatFormat } from "../../model/chat";
 import type { SandboxRunner } from "../../sandbox/types";
 import type { Rng } from "../../tasks/rng";
-import type { AnyTask, Demo, Problem, ToolSpec } from "../../tasks/types";
+import type { AnyTask, Demo, Problem, TaskTool } from "../../tasks/types";
 import type { ToolProtocol } from "../rollout/agent-loop";
 import type { RewardItem } from "../rollout/batch-rewards";
 
@@ -34,7 +34,7 @@ export interface TrainerContext {
 /** The seam between single-turn tasks and multi-turn environments (rl/rollout/task-driver.ts). */
 export interface TaskDriver {
   /** Tools the model may call (none for environments: they act through their turns). */
-  readonly tools: ToolSpec[];
+  readonly tools: TaskTool[];
   /** The chat format prompts and demonstrations render with, given the run's. */
   chat(run: ChatFormat): ChatFormat;
   /** n training prompts (for an environment: its seeds as prompts). */

@@ -10,7 +10,7 @@ import { qwen3Files, qwen3Tokenizer } from "../../model/qwen3-fixture";
 import { lossMask } from "../../model/template";
 import { InProcessSandbox } from "../../sandbox/run-code";
 import { CALCULATOR_TOOL } from "../../tasks/arithmetic";
-import type { ToolSpec, UserToolSpec } from "../../tasks/types";
+import type { TaskTool, UserToolSpec } from "../../tasks/types";
 import { ScriptedPolicy } from "../../testing/scripted-policy";
 import { rollout } from "./agent-loop";
 import { checkFormat } from "./answer-format";
@@ -28,7 +28,7 @@ const lookup: UserToolSpec = {
   parameters: { type: "object", properties: { user_id: { type: "string" } }, required: ["user_id"] },
   body: "(args) => ({ u1: ['Dune'], u2: [] })[args.user_id] ?? []",
 };
-const TOOLS: ToolSpec[] = [CALCULATOR_TOOL, lookup];
+const TOOLS: TaskTool[] = [CALCULATOR_TOOL, lookup];
 const call = (name: string, args: unknown) =>
   `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
 

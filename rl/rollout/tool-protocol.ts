@@ -12,7 +12,7 @@ import { CODE_ARG } from "../../model/tool-list-prompt";
 import { formatToolResponse } from "../../sandbox/tools";
 import type { RunCodeResult, SandboxRunner } from "../../sandbox/types";
 import { binaryOperatorCount, ONE_OP_ERROR } from "../../tasks/calc";
-import { isBuiltinTool, type ToolSpec, type UserToolSpec } from "../../tasks/types";
+import { isBuiltinTool, type TaskTool, type UserToolSpec } from "../../tasks/types";
 import type { ToolCallRequest, ToolOutcome, ToolProtocol } from "./agent-loop";
 import { parseToolCalls, type ToolCallFormat } from "./parse";
 
@@ -33,7 +33,7 @@ function outcomeOf(r: RunCodeResult): ToolOutcome {
 export { CODE_ARG, chatToolsOf } from "../../model/tool-list-prompt";
 
 export function makeToolProtocol(
-  tools: ToolSpec[],
+  tools: TaskTool[],
   sandbox: SandboxRunner,
   limits: ToolLimits,
   syntax: "inline" | "hermes" = "inline",
