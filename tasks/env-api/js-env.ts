@@ -8,7 +8,7 @@
 // answer. When the episode ends (done, the turn limit, or an error) check() scores it: its
 // success is the episode's success (val/acc), its score is added to the last turn's reward.
 // Tested by tasks/env-api/env-api.test.ts.
-import type { RunCodeResult } from "../../sandbox/types.ts";
+import type { RunCodeResult, ToolSpec } from "../../sandbox/types.ts";
 import { drawSeeds } from "../env-util.ts";
 import { hash32, Rng } from "../rng.ts";
 import { isEvalKey } from "../split.ts";
@@ -16,11 +16,8 @@ import type { Demo, Env, EnvTask, Message, StepResult } from "../types.ts";
 import { envEngine } from "./engine.ts";
 import { envProgram, exportDefaultCount, moduleAsScript } from "./runtime.ts";
 
-export interface EnvToolSpec {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
+/** A tool as a module declares it: the sandbox's ToolSpec without a body (the module's own run() implements it). */
+type EnvToolSpec = Pick<ToolSpec, "name" | "description"> & { parameters: Record<string, unknown> };
 
 /** What `describe` reports of a module. */
 export interface EnvDescription {
