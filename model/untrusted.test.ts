@@ -282,6 +282,11 @@ describe("the named cases", () => {
       const j = JSON.parse(JSON.stringify({ ...cfg(), [field]: value }));
       expect(() => hfModelConfig(j, "m/config.json"), field).toThrow(msg);
     }
+    // config.json's text "1e999" parses to Infinity: the message shows the number, not JSON's null
+    const text = JSON.stringify({ ...cfg(), rope_theta: 0 }).replace('"rope_theta":0', '"rope_theta":1e999');
+    expect(() => hfModelConfig(JSON.parse(text), "m/config.json")).toThrow(
+      /rope_theta must be a positive number, got Infinity/,
+    );
     expect(HF_CONFIG_MAX.vocab_size).toBe(1 << 21);
   });
 

@@ -57,6 +57,16 @@ export const HF_CONFIG_MAX: Readonly<Record<string, number>> = {
   max_position_embeddings: 2 ** 31 - 1,
 };
 
+/**
+ * A value as an error shows it: a number as written (1e999 parses to Infinity, which JSON would
+ * show as null), anything else as JSON cut to 80 characters.
+ */
+function shown(v: unknown): string {
+  if (typeof v === "number") return String(v);
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
 /** Readers of config.json's fields that refuse a bad value with an error naming the file and field. */
 function fieldReader(j: Json, file: string) {
   const bad = (field: string, why: string): never => {
@@ -66,7 +76,7 @@ function fieldReader(j: Json, file: string) {
     const v = j[field] ?? dflt;
     if (v === undefined) return bad(field, "is missing");
     if (!Number.isInteger(v) || (v as number) <= 0)
-      return bad(field, `must be a positive integer, got ${JSON.stringify(v)}`);
+      return bad(field, `must be a positive integer, got ${shown(v)}`);
     const max = HF_CONFIG_MAX[field];
     if (max !== undefined && (v as number) > max)
       return bad(field, `is ${v}; the lab reads at most ${max} (no real model of these families is larger)`);
@@ -75,12 +85,12 @@ function fieldReader(j: Json, file: string) {
   const num = (field: string, dflt: number): number => {
     const v = j[field] ?? dflt;
     if (typeof v !== "number" || !(v > 0) || !Number.isFinite(v))
-      return bad(field, `must be a positive number, got ${JSON.stringify(v)}`);
+      return bad(field, `must be a positive number, got ${shown(v)}`);
     return v;
   };
   const flag = (field: string, dflt: boolean): boolean => {
     const v = j[field] ?? dflt;
-    if (typeof v !== "boolean") return bad(field, `must be true or false, got ${JSON.stringify(v)}`);
+    if (typeof v !== "boolean") return bad(field, `must be true or false, got ${shown(v)}`);
     return v;
   };
   /** A field whose only supported value is `ok(v)` (absent or null counts as the default). */
