@@ -11,8 +11,10 @@ import {
   configDiff,
   crc32,
   decodeLink,
+  deflateRaw,
   encodeLink,
   hasLink,
+  jsonNesting,
   LINK_BUDGET_CHARS,
   LINK_VERSION,
   sealLink,
@@ -254,6 +256,18 @@ describe("bad links are named", () => {
     const r = await decodeLink(link.replace("v2.", "v7."));
     expect(r.ok ? "" : r.error).toMatch(/^unknown link version 7 /);
     expect(await decodeLink(link.replace("v2.", "v0."))).toMatchObject({ error: /unknown link version 0/ });
+  });
+
+  it("values nested 10,000 deep are refused by depth, not by a host's stack", async () => {
+    // written as text: the host's own JSON.stringify cannot reach that depth either
+    const text = `{"d":{"task.options":${'{"a":'.repeat(10_000)}1${"}".repeat(10_000)}}}`;
+    const packed = bytesToBase64(await deflateRaw(new TextEncoder().encode(text)), true);
+    const crc = crc32(packed).toString(16).padStart(8, "0");
+    const r = await decodeLink(`#run=v${LINK_VERSION}.${packed.length}.${crc}.${packed}`);
+    expect(r.ok ? "" : r.error).toMatch(
+      /^corrupt link payload: its values nest 1000\d levels deep; a link's nest at most 64/,
+    );
+    expect(jsonNesting('{"a":[1,{"b":"[[[{"}],"c":"\\"{"}')).toBe(3);
   });
 
   it("invalid field names the path and the rule", async () => {

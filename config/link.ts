@@ -159,6 +159,30 @@ export function crc32(data: Uint8Array | string): number {
   return (c ^ 0xffffffff) >>> 0;
 }
 
+/** How deep a link's or a bundle's JSON may nest: configs nest a few levels; more is not a run. */
+export const MAX_JSON_NESTING = 64;
+
+/**
+ * The deepest nesting of arrays and objects in JSON text, read without parsing it (strings
+ * skipped), so a value nested thousands deep is refused before any recursive reader sees it.
+ */
+export function jsonNesting(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92)
+        i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) max = Math.max(max, ++depth);
+    else if (c === 125 || c === 93) depth--;
+  }
+  return max;
+}
+
 /** Pushes bytes through a (de)compression stream; more than maxBytes out is an error. */
 export async function pump(
   bytes: Uint8Array,
@@ -399,6 +423,11 @@ async function decodeSteps(input: string): Promise<LinkResult> {
   } catch (err) {
     return fail(`corrupt link payload: cannot decompress it (${(err as Error).message})`);
   }
+  const depth = jsonNesting(text);
+  if (depth > MAX_JSON_NESTING)
+    return fail(
+      `corrupt link payload: its values nest ${depth} levels deep; a link's nest at most ${MAX_JSON_NESTING}`,
+    );
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -123,6 +123,12 @@ describe("bundle round trip", () => {
     expect(r.run.samples[0].logprobs[2]).toBeNull();
   });
 
+  it("a file nested 10,000 deep is refused by its depth, not by a host's stack", async () => {
+    const text = `{"format":${'{"a":'.repeat(10_000)}1${"}".repeat(10_000)}}`;
+    const r = await decodeBundle(new TextEncoder().encode(text));
+    expect(r.ok ? "" : r.error).toMatch(/^its values nest 10001 levels deep; a bundle's nest at most 64/);
+  });
+
   it("names files safely", () => {
     expect(bundleFileName({ name: "dapo / run #3" })).toBe("dapo-run-3.lab-run.json.gz");
     expect(bundleFileName({ name: "" }, false)).toBe("run.lab-run.json");

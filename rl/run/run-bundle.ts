@@ -15,7 +15,7 @@ import {
   type RunConfig,
   withEditPhase,
 } from "../../config";
-import { base64ToBytes, bytesToBase64, pump } from "../../config/link";
+import { base64ToBytes, bytesToBase64, jsonNesting, MAX_JSON_NESTING, pump } from "../../config/link";
 import { loadCheckpoint } from "../../model/checkpoint";
 import type { RunEvents } from "./run-loop";
 import type { MetricsRow, SampleRecord } from "./trainer";
@@ -372,6 +372,12 @@ export async function decodeBundle(bytes: Uint8Array): Promise<BundleResult> {
       return { ok: false, error: `${what} (a bundle is gzipped JSON, .lab-run.json.gz)` };
     }
     let json: unknown;
+    const depth = jsonNesting(text);
+    if (depth > MAX_JSON_NESTING)
+      return {
+        ok: false,
+        error: `its values nest ${depth} levels deep; a bundle's nest at most ${MAX_JSON_NESTING}`,
+      };
     try {
       json = JSON.parse(text);
     } catch (e) {
