@@ -23,6 +23,7 @@ import { createGpu } from "../kernels/device";
 import { nodeGpu } from "../kernels/node-gpu";
 import { planWith } from "../kernels/plan";
 import { Runtime } from "../kernels/runtime";
+import type { ScoreBatch } from "../model/api";
 import { type ModelConfig, modelConfig } from "../model/config";
 import { GpuModel } from "../model/gpu";
 import { describeStorage } from "../model/half";
@@ -60,6 +61,20 @@ export function qwen05bShape(rank: number, context = 512, baseDtype: "f32" | "f1
 }
 
 /** The adapter's train-step row of model `c` (LoRA on) at batch 1 x T on `rt`. */
+/** One timed train step on `batch` (mean log-prob loss, AdamW), as both train benches take it. */
+function trainStepOf(model: GpuModel, batch: ScoreBatch): () => Promise<{ s: number; loss: number }> {
+  const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
+  const T = batch.T;
+  return async () => {
+    const t = performance.now();
+    model.zeroGrad();
+    const out = await model.forwardScore(batch);
+    await model.backward({ dlogp: new Float32Array(T).fill(-1 / T) });
+    await model.step(h);
+    return { s: secs(t), loss: -out.logp.reduce((a, b) => a + b, 0) / T };
+  };
+}
+
 export async function adapterTrainStepRow(
   rt: Runtime,
   c: ModelConfig,
@@ -72,15 +87,7 @@ export async function adapterTrainStepRow(
   const model = new GpuModel(rt, c, undefined, 1);
   const initS = secs(t0);
   const batch = { B: 1, T, tokens: seededTokens(T, c.vocab, 7), targets: seededTokens(T, c.vocab, 8) };
-  const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
-  const trainStep = async () => {
-    const t = performance.now();
-    model.zeroGrad();
-    const out = await model.forwardScore(batch);
-    await model.backward({ dlogp: new Float32Array(T).fill(-1 / T) });
-    await model.step(h);
-    return { s: secs(t), loss: -out.logp.reduce((a, b) => a + b, 0) / T };
-  };
+  const trainStep = trainStepOf(model, batch);
   t0 = performance.now();
   const warm = await trainStep();
   const timed = warm.s > 240 ? null : await trainStep();
@@ -115,15 +122,7 @@ async function smollm2Rows(rt: Runtime, adapterNote: string): Promise<BenchRow[]
   const initS = secs(t0);
   const T = 64;
   const batch = { B: 1, T, tokens: seededTokens(T, c.vocab, 1), targets: seededTokens(T, c.vocab, 2) };
-  const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
-  const trainStep = async () => {
-    const t = performance.now();
-    model.zeroGrad();
-    const out = await model.forwardScore(batch);
-    await model.backward({ dlogp: new Float32Array(T).fill(-1 / T) });
-    await model.step(h);
-    return { s: secs(t), loss: -out.logp.reduce((a, b) => a + b, 0) / T };
-  };
+  const trainStep = trainStepOf(model, batch);
   const warm = await trainStep();
   const timed = await trainStep();
   const trainRow = makeRow({
