@@ -183,7 +183,10 @@ export function jsonNesting(text: string): number {
   return max;
 }
 
-/** Pushes bytes through a (de)compression stream; more than maxBytes out is an error. */
+/** What `pump` throws when a stream's output passes its limit (a bomb, told apart from corrupt data). */
+export class InflateLimitError extends Error {}
+
+/** Pushes bytes through a (de)compression stream; more than maxBytes out is an InflateLimitError. */
 export async function pump(
   bytes: Uint8Array,
   stream: CompressionStream | DecompressionStream,
@@ -202,7 +205,7 @@ export async function pump(
     total += value.length;
     if (total > maxBytes) {
       reader.cancel().catch(() => {});
-      throw new Error(`more than ${maxBytes} bytes after decompression`);
+      throw new InflateLimitError(`more than ${maxBytes} bytes after decompression`);
     }
     chunks.push(value);
   }

@@ -15,15 +15,45 @@ import {
   type RunConfig,
   withEditPhase,
 } from "../../config";
-import { base64ToBytes, bytesToBase64, jsonNesting, MAX_JSON_NESTING, pump } from "../../config/link";
+import {
+  base64ToBytes,
+  bytesToBase64,
+  InflateLimitError,
+  jsonNesting,
+  MAX_JSON_NESTING,
+  pump,
+} from "../../config/link";
 import { loadCheckpoint } from "../../model/checkpoint";
 import type { RunEvents } from "./run-loop";
 import type { MetricsRow, SampleRecord } from "./trainer";
 
 export const BUNDLE_FORMAT = "agentic-rl-lab/bundle";
 export const BUNDLE_VERSION = 2;
-/** Decompressed bundles above this are refused (a gzip bomb, or not a bundle). */
+/** Decompressed bundles above this are refused, whatever their compressed size. */
 const MAX_BUNDLE_BYTES = 1 << 30;
+/**
+ * Below MAX_BUNDLE_BYTES a bundle may inflate to INFLATE_FLOOR or to INFLATE_RATIO times its
+ * compressed size, whichever is larger. Real bundles inflate 1-4x (base64 weights about 1x, rows
+ * about 4x); deflate can reach about 1000x, so a 1 MiB bomb stops at 64 MiB instead of 1 GiB.
+ */
+const INFLATE_RATIO = 64;
+const INFLATE_FLOOR = 64 << 20;
+
+/** How far the gzip `bytes` may inflate before the bundle is refused. */
+export function inflateCap(compressedBytes: number): number {
+  return Math.min(MAX_BUNDLE_BYTES, Math.max(INFLATE_FLOOR, INFLATE_RATIO * compressedBytes));
+}
+
+const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+
+/** The refusal for a gzip that inflates past `cap`. */
+function bombError(bytes: Uint8Array, cap: number): string {
+  return (
+    `the gzip file inflates past ${mib(cap)}: a bundle of ${mib(bytes.length)} may inflate to at most ` +
+    `${mib(cap)} (${INFLATE_RATIO}x its size, at least ${mib(INFLATE_FLOOR)}, at most ${mib(MAX_BUNDLE_BYTES)}); ` +
+    "a gzip bomb, or not a bundle"
+  );
+}
 
 /** One run event as the runner reports it (workers/api.ts RunEvent has the same shape). */
 export type RunEventRecord = Parameters<NonNullable<RunEvents["event"]>>[0];
@@ -353,9 +383,12 @@ export async function decodeBundle(bytes: Uint8Array): Promise<BundleResult> {
     if (!(bytes instanceof Uint8Array) || bytes.length === 0) return { ok: false, error: "empty file" };
     let raw = bytes;
     if (isGzip(bytes)) {
+      // Not the gzip trailer's size: it may lie, and a cut file's last bytes are not a trailer.
+      const cap = inflateCap(bytes.length);
       try {
-        raw = await pump(bytes, new DecompressionStream("gzip"), MAX_BUNDLE_BYTES);
+        raw = await pump(bytes, new DecompressionStream("gzip"), cap);
       } catch (e) {
+        if (e instanceof InflateLimitError) return { ok: false, error: bombError(bytes, cap) };
         return {
           ok: false,
           error: `truncated or corrupt file: cannot decompress it (${(e as Error).message})`,
