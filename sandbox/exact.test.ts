@@ -229,6 +229,23 @@ describe.sequential("the sandbox returns exactly what the program produced", () 
     expect(name.error?.kind).toBe("Exception");
   });
 
+  it("a thrown object with a message and no name is an Error, not 'undefined'", async () => {
+    for (const code of [
+      'throw { get message() { return "m"; } }',
+      'throw { message: "m" }',
+      'throw { name: "", message: "m" }',
+    ]) {
+      const r = await timed(pool, { code });
+      expect(r.error, code).toEqual({ kind: "Exception", name: "Error", message: "m" });
+      expect(r.run_result.stderr, code).toBe("Uncaught Error: m\n");
+    }
+    // A message past the cap goes through the bounded reader, which names it the same way.
+    const long = await timed(pool, { code: 'throw { message: "m".repeat(100000) }' });
+    expect([long.error?.name, long.truncated]).toEqual(["Error", true]);
+    const named = await timed(pool, { code: 'throw { name: "Oops", get message() { return "m"; } }' });
+    expect(named.error).toEqual({ kind: "Exception", name: "Oops", message: "m" });
+  });
+
   it("copies a huge string value out only up to the cap, within the deadline", async () => {
     const r = await timed(pool, { code: "'z'.repeat(3e7)", run_timeout: 5, memory_limit_MB: 128 });
     expect(kindOf(r)).toBe("Success");

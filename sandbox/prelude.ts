@@ -82,11 +82,13 @@ export const HELPERS_SOURCE = `(function () {
     if (s === undefined) s = safeString(v);
     return s.length <= max ? "=" + s : "O";
   }
+  // A thrown object with a message and no name (not an Error) is named Error, not "undefined".
+  function nameOf(n) { return n === undefined || n === null || n === "" ? "Error" : safeString(n); }
   function describe(e, max) {
     let d;
     if (e !== null && typeof e === "object" && "message" in e) {
       const stack = e.stack;
-      d = { name: safeString(e.name), message: safeString(e.message), stack: typeof stack === "string" ? stack : "" };
+      d = { name: nameOf(e.name), message: safeString(e.message), stack: typeof stack === "string" ? stack : "" };
     } else {
       const s = show(e, max);
       if (s === "O") return "O";
@@ -244,7 +246,10 @@ export const BOUNDED_SOURCE = `(function (u) {
   // "cut": the name or message was cut to the cap (the result reports truncated).
   function describe(e, max) {
     if (e !== null && typeof e === "object" && "message" in e) {
-      const stack = e.stack, name = safeString(e.name), message = safeString(e.message);
+      const stack = e.stack, n = e.name;
+      // A thrown object with a message and no name (not an Error) is named Error, not "undefined".
+      const name = n === undefined || n === null || n === "" ? "Error" : safeString(n);
+      const message = safeString(e.message);
       return stringify({
         name: cut(name, max),
         message: cut(message, max),
