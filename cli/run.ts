@@ -52,6 +52,11 @@ export interface FolderRunOptions {
   resume?: RunLoopOptions["resume"];
   /** Progress, events and the loop itself (to pause or stop it), for the caller to print. */
   on?: Pick<RunEvents, "row" | "event"> & { loop?(loop: RunLoop): void };
+  /**
+   * Called once `out` holds the run's files. The model and task are loaded before that, so a run
+   * refused for its model files, tokenizer or task leaves no folder behind.
+   */
+  onFolder?(): void;
 }
 
 const FILES = ["metrics.jsonl", "samples.jsonl", "events.jsonl", "edits.jsonl"] as const;
@@ -187,19 +192,20 @@ function olderCheckpointPoint(bytes: Uint8Array, config: RunConfig): RunPoint {
 /** Runs (or, with `resume`, continues) a run into `out`; resolves when the loop ends. */
 export async function runToFolder(o: FolderRunOptions): Promise<RunLoop> {
   const { out } = o;
-  mkdirSync(out, { recursive: true });
-  if (!o.resume) {
-    writeFileSync(join(out, "config.json"), `${JSON.stringify(o.config, null, 2)}\n`);
-    for (const f of FILES) writeFileSync(join(out, f), "");
-    writeJsonl(join(out, "edits.jsonl"), o.edits);
-  }
-  const append = (file: string, x: unknown) => appendFileSync(join(out, file), `${JSON.stringify(x)}\n`);
   const trainer = await createTrainer(o.config, {
     makeModel: o.makeModel,
     sandbox: o.sandbox,
     readFile: o.readFile,
     clock: o.clock,
   });
+  mkdirSync(out, { recursive: true });
+  if (!o.resume) {
+    writeFileSync(join(out, "config.json"), `${JSON.stringify(o.config, null, 2)}\n`);
+    for (const f of FILES) writeFileSync(join(out, f), "");
+    writeJsonl(join(out, "edits.jsonl"), o.edits);
+  }
+  o.onFolder?.();
+  const append = (file: string, x: unknown) => appendFileSync(join(out, file), `${JSON.stringify(x)}\n`);
   const loop = new RunLoop(
     trainer,
     {

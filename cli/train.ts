@@ -14,7 +14,7 @@
 // only, to publish). Wiring only: the schedule (edits, checkpoints, resume) is rl/run/run-loop.ts's,
 // the folder is cli/run.ts's.
 import { spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type ConfigEdit, mergeConfig, parseRunConfig, type RunConfig } from "../config";
 import { RECIPES } from "../config/presets";
@@ -264,7 +264,8 @@ async function main() {
   );
   const seeds = args.seeds ?? config.seeds;
   if (seeds > 1 && !resume) return runSeeds(out, config.seed, seeds);
-  mkdirSync(out, { recursive: true });
+  // Nothing is written before the model and task load (runToFolder's onFolder): a refused model
+  // file leaves no run folder.
   // A resume keeps the backend the run was recorded with (rows differ across backends); an
   // explicit --backend that changes it is recorded as an event of the run.
   const recorded = args.resume ? recordedBackend(out) : undefined;
@@ -282,7 +283,6 @@ async function main() {
   console.error(
     `run ${name} -> ${out}${resume ? ` (resumed at ${resume.at.phase} step ${resume.at.step})` : ""}\nbackend: ${backend} (${adapterText}); SFT steps ${sftTotal}, RL steps ${config.stop.max_steps}`,
   );
-  recordHowMade(out, backend, adapterText, !!resume);
   let fromHub: Awaited<ReturnType<typeof hubReader>> = null;
   try {
     fromHub = await hubReader(config, (line) => console.error(line));
@@ -299,6 +299,7 @@ async function main() {
       makeModel,
       sandbox,
       readFile: async (p) => (await fromHub?.(p)) ?? readProjectFile(p),
+      onFolder: () => recordHowMade(out, backend, adapterText, !!resume),
       on: {
         row(row) {
           if (row.phase === "rl" && row["reward/mean"] === undefined) return; // the final evaluation row
@@ -374,7 +375,6 @@ function runSeeds(out: string, first: number, n: number) {
   const argv = process.argv.slice(2);
   const drop = new Set(["--seed", "--seeds", "--out"]);
   const rest = argv.filter((x, i) => !drop.has(x) && !drop.has(argv[i - 1]));
-  mkdirSync(out, { recursive: true });
   for (let s = first; s < first + n; s++) {
     console.error(`=== seed ${s} (${s - first + 1} of ${n}) -> ${join(out, `seed-${s}`)}`);
     const r = spawnSync(

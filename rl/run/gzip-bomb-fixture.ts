@@ -6,7 +6,7 @@ import { constants, crc32, deflateRawSync } from "node:zlib";
  * repeated (a byte-aligned block whose matches reach back only into zeros decodes the same anywhere
  * in a zero stream), then an empty final block, a real CRC-32 and the trailer's size.
  */
-export function zeroBomb(mib: number, trailerSize?: number): Uint8Array {
+export function zeroBomb(mib: number, trailerSize?: number): Uint8Array<ArrayBuffer> {
   const zeros = new Uint8Array(1 << 20);
   const block = deflateRawSync(zeros, { finishFlush: constants.Z_SYNC_FLUSH, level: 9 });
   let crc = 0;
