@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createGpu } from "./device";
 import { halfWords, roundHalfArray } from "./half";
 import { HALF_FEATURE, type HalfView, halfView, hasHalf, matmul, matmulBackward } from "./matmul";
+import { subgroupMatmulFits, subgroupMatmulSize } from "./matmul-subgroup";
 import { nodeGpu } from "./node-gpu";
 import { type MatmulShape, matmulRef } from "./reference";
 import { Runtime } from "./runtime";
@@ -75,6 +76,34 @@ describe("f16 weight matmul (shader-f16, f32 accumulation)", () => {
       atol: TOL.grad.atol * Math.sqrt(OC),
       rtol: TOL.grad.rtol,
     });
+  });
+
+  it("the subgroup kernel reads an f16 B too, bit-identical to the tiled f16 variant (forward, dX, dW's forms)", async () => {
+    // shapes whose K and contiguous dimensions are multiples of 4 run as matmul-subgroup.ts's
+    // kernel where the plan has it (lavapipe's cpu plan): the lab-made Llama's layer widths
+    const tiled = await planRuntime({ subgroupMatmul: false });
+    const shapes: MatmulShape[] = [
+      { M: 70, N: 48, K: 48, transB: true },
+      { M: 37, N: 128, K: 48, transB: true },
+      { M: 45, N: 48, K: 128, accumulate: true },
+      { M: 9, N: 24, K: 48, transB: true, alpha: 0.5 },
+    ];
+    const sg = subgroupMatmulSize(rt);
+    for (const [i, s] of shapes.entries()) {
+      const a = rt.tensor(randn(s.M * s.K, 30 + i));
+      const b = halfTensor(randn(s.K * s.N, 40 + i, 3));
+      if (sg) expect(subgroupMatmulFits(s, a, b), JSON.stringify(s)).toBe(true);
+      const out0 = randn(s.M * s.N, 50 + i);
+      const run = async (on: Runtime) => {
+        const out = rt.tensor(out0);
+        const enc = rt.device.createCommandEncoder();
+        matmul(on, enc, out, a, b, null, s);
+        on.submit(enc);
+        return rt.read(out);
+      };
+      expect(Array.from(await run(rt)), JSON.stringify(s)).toEqual(Array.from(await run(tiled)));
+      await check(s, false, 60 + i);
+    }
   });
 
   it("refuses a half A operand and a half weight's gradient", () => {

@@ -13,11 +13,13 @@
 //
 // Each out element is summed as in matmul.wgsl (fma over k from 0 upward, then alpha, bias and
 // the accumulated out in that order), so the products are bit-identical to it. Needs K, the
-// contiguous dimension of each operand and the batch strides to be multiples of 4 and B in f32;
-// matmul.ts checks (subgroupMatmulFits) and runs matmul.wgsl otherwise.
+// contiguous dimension of each operand and the batch strides to be multiples of 4; matmul.ts
+// checks (subgroupMatmulFits) and runs matmul.wgsl otherwise. B may be f16 (a LoRA model's frozen
+// base with model.dtype f16): then it is read as vec4<f16> and widened to f32 at the load, exact,
+// so the sums are those of matmul.wgsl's f16 variant.
 
 import type { MatmulShape } from "./reference";
-import { isHalf, type Runtime, type View } from "./runtime";
+import type { Runtime, View } from "./runtime";
 
 /** Columns of out a lane computes: one vec4 of B per K-row when B is stored (K,N). */
 const C = 4;
@@ -29,6 +31,8 @@ export interface SubgroupMatmulForm {
   SG: number;
   /** lanes a workgroup, a multiple of SG: it computes SG rows x 4 WG columns */
   WG: number;
+  /** B stored as f16 (needs shader-f16) */
+  halfB?: boolean;
 }
 
 /**
@@ -38,11 +42,14 @@ export interface SubgroupMatmulForm {
  */
 export function subgroupMatmulSource(f: SubgroupMatmulForm): string {
   const { transA, transB, SG, WG } = f;
+  const half = !!f.halfB;
+  // a B load: a vec4 of B, widened from f16 where B is half
+  const loadB = (index: string) => (half ? `vec4f(B[${index}])` : `B[${index}]`);
   if (transA && transB) throw new Error("subgroupMatmulSource: no form for transA with transB");
   if (SG % 4 !== 0 || WG % SG !== 0) throw new Error(`subgroupMatmulSource: SG ${SG}, WG ${WG}`);
   const L: string[] = [];
-  L.push(`// Subgroup-matmul (kernels/matmul-subgroup.ts): transA ${transA}, transB ${transB}, SG ${SG}
-enable subgroups;
+  L.push(`// Subgroup-matmul (kernels/matmul-subgroup.ts): transA ${transA}, transB ${transB}, SG ${SG}${half ? ", B f16" : ""}
+${half ? "enable f16;\n" : ""}enable subgroups;
 struct Params {
   M: u32, N: u32, K: u32, hasBias: u32,
   strideA: u32, strideB: u32, strideOut: u32, accumulate: u32,
@@ -50,7 +57,7 @@ struct Params {
 }
 @group(0) @binding(0) var<storage, read_write> outp: array<f32>;
 @group(0) @binding(1) var<storage, read_write> A: array<vec4f>;
-@group(0) @binding(2) var<storage, read_write> B: array<vec4f>;
+@group(0) @binding(2) var<storage, read_write> B: array<${half ? "vec4<f16>" : "vec4f"}>;
 @group(0) @binding(3) var<storage, read_write> bias: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
@@ -82,8 +89,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
   for (let r = 0; r < SG; r++) for (let c = 0; c < C; c++) L.push(`  var c${r}_${c} = 0.0;`);
   L.push(`  for (var k4 = 0u; k4 < K4; k4++) {`);
   L.push(transA ? `    let a = A[ra + k4 * 4u * M4];` : `    let a = A[ra + k4];`);
-  if (transB) for (let c = 0; c < C; c++) L.push(`    let b${c} = B[rb${c} + k4];`);
-  else for (let kk = 0; kk < 4; kk++) L.push(`    let b${kk} = B[rb + (k4 * 4u + ${kk}u) * N4];`);
+  if (transB) for (let c = 0; c < C; c++) L.push(`    let b${c} = ${loadB(`rb${c} + k4`)};`);
+  else for (let kk = 0; kk < 4; kk++) L.push(`    let b${kk} = ${loadB(`rb + (k4 * 4u + ${kk}u) * N4`)};`);
   // op(B)[k4*4+kk, col0+c]
   const bval = (kk: number, c: number) => (transB ? `b${c}[${kk}]` : `b${kk}[${c}]`);
   if (transA) {
@@ -142,7 +149,6 @@ export function subgroupMatmulSize(rt: Runtime): number {
 export function subgroupMatmulFits(s: MatmulShape, a: View, b: View): boolean {
   const four = (x: number | undefined) => (x ?? 0) % 4 === 0;
   return (
-    !isHalf(b) &&
     !(s.transA && s.transB) &&
     s.M > 0 &&
     s.N > 0 &&

@@ -201,7 +201,7 @@ function subgroupMatmul(
   SG: number,
 ) {
   const WG = subgroupMatmulLanes(s.N, SG);
-  const form = { transA: !!s.transA, transB: !!s.transB, SG, WG };
+  const form = { transA: !!s.transA, transB: !!s.transB, SG, WG, halfB: isHalf(b) };
   const key = JSON.stringify(form);
   let code = subgroupSources.get(key);
   if (!code) {
