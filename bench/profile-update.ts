@@ -1,7 +1,8 @@
 // Per-kernel GPU time of the quick-demo RL update (old log-probs, then epochs x minibatches of
 // forward, backward, AdamW), from timestamp queries (Runtime.startProfile): the table the update
 // speed work starts from. Needs an adapter with timestamp-query (lavapipe has it).
-// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-update.ts [--steps N] (LAB_KERNEL_PLAN=NAME: another plan)
+// Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-update.ts [--steps N] [--recipe FILE]
+// (LAB_KERNEL_PLAN=NAME: another plan; --recipe: another recipe than quick-demo)
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,7 +18,9 @@ const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
 const stepsArg = process.argv.indexOf("--steps");
 const steps = stepsArg > 0 ? Number(process.argv[stepsArg + 1]) : 2;
 
-const path = join(ROOT, "public/recipes/quick-demo.json");
+const recipeArg = process.argv.indexOf("--recipe");
+const path =
+  recipeArg > 0 ? resolve(process.argv[recipeArg + 1]) : join(ROOT, "public/recipes/quick-demo.json");
 const r = parseRecipeFile(readFileSync(path, "utf8"), path);
 if (!r.ok) throw new Error(r.error);
 const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"] });

@@ -10,7 +10,10 @@ const dawn = { vendor: "mesa", architecture: "", description: "llvmpipe" };
 
 describe("parseArgs", () => {
   it("runs every group by default and reads --quick", () => {
-    expect(parseArgs([])).toEqual({ quick: false, groups: ["kernels", "model", "sandbox", "rl", "shapes"] });
+    expect(parseArgs([])).toEqual({
+      quick: false,
+      groups: ["kernels", "model", "sandbox", "rl", "shapes", "peers"],
+    });
     expect(parseArgs(["--quick", "model", "rl", "model"])).toEqual({ quick: true, groups: ["model", "rl"] });
   });
   it("names the groups when given an unknown argument", () => {

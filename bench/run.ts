@@ -1,5 +1,5 @@
 // `npm run bench [-- --quick] [-- <group>...]`: runs the benchmark groups (kernels, model,
-// sandbox, rl, shapes; all when none is named) in one run and writes bench/results/latest.json (the
+// sandbox, rl, shapes, peers; all when none is named) in one run and writes bench/results/latest.json (the
 // stable shape other tools read), bench/results/<date>.json and latest.md, then prints the
 // table. A group run replaces only its own rows. A group whose module is missing or fails is
 // reported (here and, when it had rows before, as "stale" notes on them) and the others still
@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { DOC, regenerate } from "./doc-tables";
 import { type BenchAdapter, type BenchRow, RESULTS_DIR, readLatest, toMarkdown, writeReport } from "./report";
 
-export const GROUPS = ["kernels", "model", "sandbox", "rl", "shapes"] as const;
+export const GROUPS = ["kernels", "model", "sandbox", "rl", "shapes", "peers"] as const;
 export type Group = (typeof GROUPS)[number];
 
 export interface BenchArgs {
@@ -101,6 +101,10 @@ async function runGroup(group: Group, quick: boolean): Promise<GroupResult> {
       case "shapes": {
         const m = await import("./shapes");
         return done(await m.runShapesBench({ quick }));
+      }
+      case "peers": {
+        const m = await import("./peers");
+        return done(await m.runPeersBench({ quick }));
       }
     }
   } catch (err) {
