@@ -13,7 +13,7 @@ import {
   sliceLogits,
   unsliceLogits,
 } from "./logsoftmax";
-import { adamw, clipByNorm, gradNorm, normChunk, normParts } from "./optim";
+import { adamw, gradNorm, normChunk, normParts } from "./optim";
 import * as R from "./reference";
 import { type Runtime, subview, windows } from "./runtime";
 import { sample } from "./sample";
@@ -148,37 +148,43 @@ describe("optimizer", () => {
     assertClose("adamw v", await rt.read(gv), v, TOL.grad);
   });
 
-  it("grad norm (two-stage) and clip-by-norm without readback, on a view of a flat buffer", async () => {
+  it("grad norm (two-stage) and AdamW's clip-by-norm without readback, on a view of a flat buffer", async () => {
     const rt = await gpuRuntime();
     const n = 100_003;
     const g = randn(n, 30, 0.01);
+    const p0 = randn(n, 31);
     const flat = rt.tensor(n + 64);
     const gview = { buffer: flat.buffer, offset: 256, size: n * 4 };
     rt.upload(gview, g);
     const chunk = normChunk(n, rt.bindingFloats);
     const [out, scratch] = [rt.tensor(4), rt.tensor(normParts([n], chunk))];
+    const h = { lr: 1e-2, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, step: 1 };
     const run = async () => {
-      rt.upload(gview, g);
+      const [gp, gm, gv] = [rt.tensor(p0), rt.tensor(n), rt.tensor(n)];
       const enc = rt.device.createCommandEncoder();
       gradNorm(rt, enc, out, scratch, [gview], chunk);
-      clipByNorm(rt, enc, gview, out, n, 1.0);
+      adamw(rt, enc, gp, gview, gm, gv, n, h, out, 1.0);
       rt.submit(enc);
-      return [(await rt.read(out))[0], await rt.read(gview)] as const;
+      return [(await rt.read(out))[0], await rt.read(gp), await rt.read(gm), await rt.read(gview)] as const;
     };
-    const [norm, clipped] = await run();
+    const [norm, params, m, grads] = [...(await run())];
     const ref = R.gradNormRef(g, n);
     expect(Math.abs(norm - ref)).toBeLessThanOrEqual(TOL.fwd.atol * Math.sqrt(n) + 1e-3 * ref);
     const s = R.clipScale(ref, 1.0);
     expect(s).toBeLessThan(1);
-    assertClose(
-      "clipped",
-      clipped,
-      g.map((x) => x * s),
-      TOL.fwd,
-    );
-    const [norm2, clipped2] = await run();
+    const [pr, mr, vr] = [p0.slice(), new Float32Array(n), new Float32Array(n)];
+    R.adamwRef(pr, g, mr, vr, n, h, s);
+    assertClose("params after the clipped step", params, pr, TOL.grad);
+    // the first moment is (1 - beta1) times the clipped gradient: the clip is applied
+    assertClose("m (the clipped gradient)", m, mr, TOL.fwd);
+    expect(bitEqual(grads, g), "the gradients are read clipped, not rewritten").toBe(true);
+    const [norm2, params2] = await run();
     expect(bitEqual([norm], [norm2])).toBe(true);
-    expect(bitEqual(clipped, clipped2)).toBe(true);
+    expect(bitEqual(params, params2)).toBe(true);
+    // clipping needs the norm
+    expect(() => adamw(rt, rt.device.createCommandEncoder(), flat, gview, flat, flat, n, h, null, 1)).toThrow(
+      /needs the norm/,
+    );
   });
 
   it("grad norm over windows of a flat buffer (cut at its chunk) has the bits of one binding", async () => {

@@ -1,9 +1,9 @@
-// AdamW, global gradient L2 norm and clip-by-norm over views of a flat buffer. Each op binds the
-// views it is given; a buffer larger than one binding is passed window by window (AdamW, clip)
-// or as the list of its windows (the norm, which stays one deterministic reduction).
+// AdamW (with clip-by-norm folded in) and the global gradient L2 norm over views of a flat buffer.
+// Each op binds the views it is given; a buffer larger than one binding is passed window by
+// window (AdamW) or as the list of its windows (the norm, which stays one deterministic reduction).
 // Hyperparameters travel in a fresh uniform slot per call, so live edits and several calls per
 // encoder are safe. WGSL in optim.wgsl; references adamwRef, gradNormRef, clipScale; tested by
-// optim.gpu.test.ts.
+// head.gpu.test.ts.
 import src from "./optim.wgsl?raw";
 import type { AdamWParams } from "./reference";
 import { alignFloats, FLOAT_ALIGN, packUniform, type Recorder, type Runtime, type View } from "./runtime";
@@ -16,7 +16,9 @@ export const NORM_PARTS = 256;
 
 /**
  * One AdamW step in place: params, m, v updated from grads; all views of n floats. With `gate`
- * (gradNorm's output), nothing changes when gate[0] is not finite.
+ * (gradNorm's output), nothing changes when gate[0] is not finite, and a `maxNorm` above 0 clips
+ * by it: each gradient is read times min(1, maxNorm / (gate[0] + 1e-6)) (the buffer itself is
+ * left as it is), the bits a separate clip pass would give.
  */
 export function adamw(
   rt: Runtime,
@@ -28,7 +30,9 @@ export function adamw(
   n: number,
   h: AdamWParams,
   gate: View | null = null,
+  maxNorm = 0,
 ) {
+  if (maxNorm > 0 && !gate) throw new Error("adamw: clipping by norm needs the norm (gate)");
   const u = rt.uniform(
     packUniform([
       ["u32", n],
@@ -40,6 +44,7 @@ export function adamw(
       ["f32", 1 - h.beta1 ** h.step],
       ["f32", 1 - h.beta2 ** h.step],
       ["u32", gate ? 1 : 0],
+      ["f32", maxNorm > 0 && Number.isFinite(maxNorm) ? maxNorm : 0],
     ]),
   );
   rt.dispatch(
@@ -100,18 +105,4 @@ export function gradNorm(rt: Runtime, rec: Recorder, out: View, scratch: View, g
   }
   const u = normParams(rt, 0, chunk, nparts);
   rt.dispatch(rec, rt.pipeline(rt.reducing(src), "norm_final", { WG }), [null, scratch, out, u], [1]);
-}
-
-/**
- * grads *= min(1, maxNorm / (norm[0] + 1e-6)), the norm read on the GPU from gradNorm's output;
- * a non-finite norm leaves them as they are.
- */
-export function clipByNorm(rt: Runtime, rec: Recorder, grads: View, norm: View, n: number, maxNorm: number) {
-  const u = normParams(rt, n, 0, 0, maxNorm);
-  rt.dispatch(
-    rec,
-    rt.pipeline(rt.reducing(src), "clip", { WG }),
-    [grads, null, norm, u],
-    [Math.ceil(n / WG)],
-  );
 }

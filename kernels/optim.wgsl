@@ -1,11 +1,12 @@
-// Optimizer-side passes over one flat buffer: AdamW, the global gradient L2 norm (two-stage tree
-// reduction with a fixed partition, so bit-identical across runs; wgSum from kernels/reduce.ts,
-// subgroups where the device has them), and clip-by-norm whose scale
-// is computed on the GPU from the norm (no readback between norm and clip). Reference: reference.ts.
-// AdamW and clip given the norm (gate != 0) do nothing when it is not finite: a NaN or infinite
-// gradient turns the step into a no-op on the GPU, and the norm read back later says so.
+// Optimizer-side passes over one flat buffer: AdamW with clip-by-norm folded in (its scale
+// computed on the GPU from the norm: no readback, and no pass of its own over the gradients), and
+// the global gradient L2 norm (two-stage tree reduction with a fixed partition, so bit-identical
+// across runs; wgSum from kernels/reduce.ts, subgroups where the device has them). Reference:
+// reference.ts (adamwRef with clipScale). AdamW given the norm (gate != 0) does nothing when it
+// is not finite: a NaN or infinite gradient turns the step into a no-op on the GPU, and the norm
+// read back later says so.
 
-struct AdamP { n: u32, lr: f32, beta1: f32, beta2: f32, eps: f32, wd: f32, bc1: f32, bc2: f32, gate: u32 }
+struct AdamP { n: u32, lr: f32, beta1: f32, beta2: f32, eps: f32, wd: f32, bc1: f32, bc2: f32, gate: u32, maxNorm: f32 }
 
 @group(0) @binding(0) var<storage, read_write> params: array<f32>;
 @group(0) @binding(1) var<storage, read_write> grads: array<f32>;
@@ -25,7 +26,9 @@ fn adamw(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let i = linear(wid, nwg, lid);
   if (i >= ap.n) { return; }
   if (ap.gate != 0u && !finite(gateNorm[0])) { return; }
-  let g = grads[i];
+  var g = grads[i];
+  // clip-by-norm, as torch.nn.utils.clip_grad_norm_: g * min(1, maxNorm / (norm + 1e-6))
+  if (ap.maxNorm > 0.0) { g *= min(1.0, ap.maxNorm / (gateNorm[0] + 1e-6)); }
   let m = ap.beta1 * m1[i] + (1.0 - ap.beta1) * g;
   let v = ap.beta2 * m2[i] + (1.0 - ap.beta2) * g * g;
   m1[i] = m;
@@ -63,14 +66,4 @@ fn norm_final(lane: Lane) {
   for (var i = lane.i; i < np.nparts; i += WG) { s += partial[i]; }
   let total = wgSum(s, lane);
   if (lane.i == 0u) { norm[0] = sqrt(total); }
-}
-
-// g *= min(1, maxNorm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_
-@compute @workgroup_size(WG)
-fn clip(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let i = linear(wid, nwg, lid);
-  if (i >= np.n) { return; }
-  if (!finite(norm[0])) { return; }
-  let scale = min(1.0, np.maxNorm / (norm[0] + 1e-6));
-  g[i] *= scale;
 }

@@ -24,7 +24,6 @@
 import { tuneMatmulTile } from "../kernels/autotune";
 import {
   adamw,
-  clipByNorm,
   FlatBuffer,
   gradNorm,
   groupRows,
@@ -411,8 +410,6 @@ export class GpuModel implements PolicyModel {
     this.recordGradWork(enc);
     const gw = this.windows.map((w) => this.window(grads, w));
     gradNorm(this.rt, enc, this.misc.norm, this.misc.normScratch, gw, this.normChunk);
-    if (h.maxGradNorm > 0 && Number.isFinite(h.maxGradNorm))
-      for (const g of gw) clipByNorm(this.rt, enc, g, this.misc.norm, g.size / 4, h.maxGradNorm);
     this.optStep++;
     const hp = this.adamwHp(h);
     // The trained parameters: the adapter with LoRA (the base is never written).
@@ -420,7 +417,8 @@ export class GpuModel implements PolicyModel {
     for (const w of this.windows) {
       const p = this.window(target, w);
       const [gv, mv, vv] = [this.window(grads, w), this.window(m, w), this.window(v, w)];
-      adamw(this.rt, enc, p, gv, mv, vv, w[1], hp, this.misc.norm);
+      // clip-by-norm is read into AdamW (the gradients stay as backward left them)
+      adamw(this.rt, enc, p, gv, mv, vv, w[1], hp, this.misc.norm, h.maxGradNorm);
     }
     const slot = this.stepsDone++ % NORM_LOG;
     const log = this.normLog;
