@@ -38,7 +38,8 @@ export const SMOLLM2_135M_CONFIG = SMOLLM2_135M;
 const SHAPE_NOTE =
   "SmolLM2-135M's shape from its config.json (d576 L30, 9 heads of 64 over 3 KV heads, intermediate 1536, vocab 49152, tied), random weights";
 
-function seededTokens(n: number, V: number, seed: number): Int32Array {
+/** n tokens below V from a seeded xorshift (the benches' inputs). */
+export function seededTokens(n: number, V: number, seed: number): Int32Array {
   let s = seed >>> 0 || 1;
   return Int32Array.from({ length: n }, () => {
     s ^= s << 13;
@@ -60,9 +61,8 @@ export function qwen05bShape(rank: number, context = 512, baseDtype: "f32" | "f1
   });
 }
 
-/** The adapter's train-step row of model `c` (LoRA on) at batch 1 x T on `rt`. */
-/** One timed train step on `batch` (mean log-prob loss, AdamW), as both train benches take it. */
-function trainStepOf(model: GpuModel, batch: ScoreBatch): () => Promise<{ s: number; loss: number }> {
+/** One timed train step on `batch` (mean log-prob loss, AdamW), as the train benches take it. */
+export function trainStepOf(model: GpuModel, batch: ScoreBatch): () => Promise<{ s: number; loss: number }> {
   const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
   const T = batch.T;
   return async () => {

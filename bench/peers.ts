@@ -29,6 +29,7 @@ import { hfModelConfig } from "../model/hf/config";
 import { SMOLLM2_135M } from "../model/hf/configs";
 import { hfTensors } from "../model/hf/read";
 import { writeSafetensors } from "../model/hf/write";
+import { seededTokens as tokensOf, trainStepOf } from "./bigmodel";
 import { trlRows } from "./peers-trl";
 import { profileTable } from "./profile-table";
 import { type BenchRow, makeRow } from "./report";
@@ -36,16 +37,7 @@ import { type BenchRow, makeRow } from "./report";
 const THREADS = 2;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const secs = (t0: number) => (performance.now() - t0) / 1000;
-
-function seededTokens(n: number, V: number, seed: number): number[] {
-  let s = seed >>> 0 || 1;
-  return Array.from({ length: n }, () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) % V;
-  });
-}
+const seededTokens = (n: number, V: number, seed: number) => Array.from(tokensOf(n, V, seed));
 
 /** The PyTorch line server (bench/peers/torch_eager.py): one JSON request, one JSON answer. */
 class TorchPeer {
@@ -98,17 +90,6 @@ function writeHfFolder(model: GpuModel, weights: Float32Array): string {
   return dir;
 }
 
-/** One lab train step on `batch`, as bench/bigmodel.ts times it. */
-async function labTrainStep(model: GpuModel, batch: ScoreBatch): Promise<{ s: number; loss: number }> {
-  const h = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 1 };
-  const t = performance.now();
-  model.zeroGrad();
-  const out = await model.forwardScore(batch);
-  await model.backward({ dlogp: new Float32Array(batch.T).fill(-1 / batch.T) });
-  await model.step(h);
-  return { s: secs(t), loss: -out.logp.reduce((a, b) => a + b, 0) / batch.T };
-}
-
 /** Seconds of `n` lab KV decodes at batch `rows` after a 4-token prompt and one decode. */
 async function labDecode(model: GpuModel, rows: number, n: number, V: number): Promise<number> {
   const gen = model.startGeneration({ temperature: 0, seed: 3 });
@@ -133,7 +114,7 @@ async function profileTrain(
 ) {
   rt.startProfile();
   const t = performance.now();
-  await labTrainStep(model, batch);
+  await trainStepOf(model, batch)();
   const wall = secs(t);
   const dispatches = await rt.readProfile();
   const gpuMs = dispatches.reduce((a, d) => a + d.ns, 0) / 1e6;
@@ -171,12 +152,13 @@ export async function runPeersBench(
     const batch = { B: 1, T, tokens: Int32Array.from(tokens), targets: Int32Array.from(targets) };
     const torchLoss = (await peer.ask<{ loss: number }>({ op: "loss", tokens, targets })).loss;
     // warm-up (pipeline compiles; PyTorch's first backward), then interleaved reps
-    const labFirst = await labTrainStep(model, batch);
+    const labStep = trainStepOf(model, batch);
+    const labFirst = await labStep();
     await peer.ask({ op: "train", tokens, targets });
     const lab: number[] = [];
     const torch: number[] = [];
     for (let i = 0; i < reps; i++) {
-      lab.push(T / (await labTrainStep(model, batch)).s);
+      lab.push(T / (await labStep()).s);
       torch.push(T / (await peer.ask<{ s: number }>({ op: "train", tokens, targets })).s);
     }
     rows.push(
