@@ -9,11 +9,9 @@ const gpuA = { vendor: "google", architecture: "swiftshader", description: "Swif
 const dawn = { vendor: "mesa", architecture: "", description: "llvmpipe" };
 
 describe("parseArgs", () => {
-  it("runs every group by default and reads --quick", () => {
-    expect(parseArgs([])).toEqual({
-      quick: false,
-      groups: ["kernels", "model", "sandbox", "rl", "shapes", "peers"],
-    });
+  it("runs the default groups when none is named (baseline and peers only when named) and reads --quick", () => {
+    expect(parseArgs([])).toEqual({ quick: false, groups: ["kernels", "model", "sandbox", "rl", "shapes"] });
+    expect(parseArgs(["peers", "baseline"]).groups).toEqual(["peers", "baseline"]);
     expect(parseArgs(["--quick", "model", "rl", "model"])).toEqual({ quick: true, groups: ["model", "rl"] });
   });
   it("names the groups when given an unknown argument", () => {

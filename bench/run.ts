@@ -1,5 +1,7 @@
 // `npm run bench [-- --quick] [-- <group>...]`: runs the benchmark groups (kernels, model,
-// sandbox, rl, shapes, peers; all when none is named) in one run and writes bench/results/latest.json (the
+// sandbox, rl, shapes when none is named; baseline, against the pinned tag's build, and peers,
+// against PyTorch and TRL in the engines venv, only when named) in one run and writes
+// bench/results/latest.json (the
 // stable shape other tools read), bench/results/<date>.json and latest.md, then prints the
 // table. A group run replaces only its own rows. A group whose module is missing or fails is
 // reported (here and, when it had rows before, as "stale" notes on them) and the others still
@@ -14,7 +16,12 @@ import { fileURLToPath } from "node:url";
 import { DOC, regenerate } from "./doc-tables";
 import { type BenchAdapter, type BenchRow, RESULTS_DIR, readLatest, toMarkdown, writeReport } from "./report";
 
-export const GROUPS = ["kernels", "model", "sandbox", "rl", "shapes", "peers"] as const;
+export const DEFAULT_GROUPS = ["kernels", "model", "sandbox", "rl", "shapes"] as const;
+/**
+ * Groups run only when named: baseline takes half an hour on a shared CPU adapter; peers needs
+ * the engines venv (npm run engines:setup).
+ */
+export const GROUPS = [...DEFAULT_GROUPS, "baseline", "peers"] as const;
 export type Group = (typeof GROUPS)[number];
 
 export interface BenchArgs {
@@ -31,7 +38,7 @@ export function parseArgs(argv: string[]): BenchArgs {
       if (!groups.includes(a as Group)) groups.push(a as Group);
     } else throw new Error(`unknown argument "${a}" (use --quick and/or groups: ${GROUPS.join(", ")})`);
   }
-  return { quick, groups: groups.length ? groups : [...GROUPS] };
+  return { quick, groups: groups.length ? groups : [...DEFAULT_GROUPS] };
 }
 
 export interface GroupResult {
@@ -102,6 +109,10 @@ async function runGroup(group: Group, quick: boolean): Promise<GroupResult> {
         const m = await import("./shapes");
         return done(await m.runShapesBench({ quick }));
       }
+      case "baseline": {
+        const m = await import("./baseline");
+        return done(await m.runBaselineBench({ quick }));
+      }
       case "peers": {
         const m = await import("./peers");
         return done(await m.runPeersBench({ quick }));
@@ -149,7 +160,7 @@ async function main(): Promise<number> {
   const total = (performance.now() - t0) / 1000;
   const summary = [
     "",
-    `Run: \`npm run bench --${args.quick ? " --quick" : ""}${args.groups.length < GROUPS.length ? ` ${args.groups.join(" ")}` : ""}\` took ${total.toFixed(0)} s (${results
+    `Run: \`npm run bench --${args.quick ? " --quick" : ""}${args.groups.join() !== DEFAULT_GROUPS.join() ? ` ${args.groups.join(" ")}` : ""}\` took ${total.toFixed(0)} s (${results
       .map((r) => `${r.group} ${r.seconds.toFixed(0)} s${r.error ? " FAILED" : ""}`)
       .join(", ")}).`,
     ...results.filter((r) => r.error).map((r) => `- ${r.group} failed: ${r.error?.split("\n")[0]}`),

@@ -208,6 +208,16 @@ function params(
   );
 }
 
+/**
+ * The FLOPs of one (T,T) product of causal attention over B sequences and NH heads of hs: the
+ * T(T+1)/2 query-key pairs a head computes, a multiply-add per pair and head dimension. The
+ * forward counts 2 products (scores, then the weighted values), backward_query 3 (the scores
+ * again, dP = dout·V, dq) and backward_key 2 (dk, dv): the algorithm's, not a kernel's re-computations.
+ */
+export function causalProductFlops(B: number, T: number, NH: number, hs: number): number {
+  return 2 * B * NH * ((T * (T + 1)) / 2) * hs;
+}
+
 /** out (B,T,C), lse (B,NH,T) saved; qkv (B,T,C+2KV); mask (B,T) uint32, 1 = real token, or null. */
 export function attentionForward(
   rt: Runtime,
@@ -232,6 +242,7 @@ export function attentionForward(
     pipe,
     [out, lse, qkv, mask ?? rt.dummy, null, null, null, u],
     [trainGrid(kernel, "forward", B, T, NH, KVH, hs, rt.maxWorkgroupStorageBytes)],
+    { flops: 2 * causalProductFlops(B, T, NH, hs) },
   );
 }
 
@@ -269,6 +280,7 @@ export function attentionBackward(
     rt.pipeline(code, "backward_query", consts),
     [dqkv, lse, qkv, m, dout, out, scratch, u],
     grid("backward_query"),
+    { flops: 3 * causalProductFlops(B, T, NH, hs) },
   );
   // per key of each kv head (it sums over the query heads that read it)
   rt.dispatch(
@@ -276,6 +288,7 @@ export function attentionBackward(
     rt.pipeline(code, "backward_key", consts),
     [dqkv, lse, qkv, m, dout, null, scratch, u],
     grid("backward_key"),
+    { flops: 2 * causalProductFlops(B, T, NH, hs) },
   );
 }
 
@@ -308,7 +321,10 @@ export function decodeAttention(
     unrolledDecode.set(hs, code);
   }
   const pipe = rt.pipeline(code, "decode", { WG });
-  rt.dispatch(rec, pipe, [out, q, kcache, vcache, lens, mask ?? rt.dummy, u], [Math.ceil((B * NH) / WG)]);
+  // counted at the whole cache (the lengths are on the GPU): an upper bound on a step's reads
+  rt.dispatch(rec, pipe, [out, q, kcache, vcache, lens, mask ?? rt.dummy, u], [Math.ceil((B * NH) / WG)], {
+    flops: 4 * B * NH * Tmax * hs,
+  });
 }
 
 /**
@@ -336,5 +352,6 @@ export function kvCacheWrite(
     rt.pipeline(src, "kv_write", { WG }),
     [kcache, vcache, kv, slot, u],
     [Math.ceil((B * KV) / WG)],
+    { bytes: 4 * B * (4 * KV + 1) },
   );
 }

@@ -151,6 +151,15 @@ export function linearRows(
       norm?.normed ?? rt.sink(3),
     ],
     [Math.ceil(Math.ceil(N / 2) / 64)],
+    {
+      flops: 2 * M * N * K,
+      bytes:
+        4 * M * K * (norm?.normed ? 2 : 1) +
+        (isHalf(weight) ? 2 : 4) * N * K +
+        4 * M * (glu ? N / 2 : N) * (residual ? 2 : 1) +
+        (bias ? 4 * N : 0) +
+        (norm ? 4 * K : 0),
+    },
   );
 }
 
@@ -197,6 +206,11 @@ export function ropeAppend(
     rt.pipeline(ropeSrc, "main", { WG: 64, ROPE: s.ropeBase === null ? 0 : 1 }),
     [qkv, kcache, vcache, pos, slot, table?.view ?? rt.dummy, u],
     [Math.ceil((B * per) / 64)],
+    // q and k rotated in place, k and v appended (not the whole caches), a table row a row
+    {
+      flops: s.ropeBase === null ? 0 : 3 * B * (NH + KVH) * hs,
+      bytes: 4 * B * (2 * (NH + KVH) * hs + 3 * KVH * hs + (s.ropeBase === null ? 0 : hs) + 2),
+    },
   );
 }
 
@@ -241,11 +255,17 @@ export function loraRows(
     ]),
   );
   // each entry point's layout holds only the bindings it uses
-  rt.dispatch(rec, rt.pipeline(loraSrc, "u", { WG: 64 }), [null, x, W, U, u], [Math.ceil((n * s.r) / 64)]);
+  // counted at the adapter's A and B, not the whole fused weight W that is bound
+  const cols = s.targets.reduce((a, t) => a + t.rows, 0);
+  rt.dispatch(rec, rt.pipeline(loraSrc, "u", { WG: 64 }), [null, x, W, U, u], [Math.ceil((n * s.r) / 64)], {
+    flops: 2 * s.M * s.K * s.r * n,
+    bytes: 4 * (s.M * s.K + n * s.r * s.K + s.M * n * s.r),
+  });
   rt.dispatch(
     rec,
     rt.pipeline(loraSrc, "add", { WG: 64 }),
     [out, null, W, U, u],
     [Math.ceil(s.outStride / 64)],
+    { flops: 2 * s.M * s.r * cols + s.M * cols, bytes: 4 * (s.M * n * s.r + cols * s.r + 2 * s.M * cols) },
   );
 }

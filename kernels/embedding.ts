@@ -90,7 +90,12 @@ export function embeddingForward(
       ]),
     );
     const bindings = [out, tokens, pos, subview(wte, r0 * C, n * C), wpe ?? rt.dummy, u];
-    rt.dispatch(rec, pipeline, bindings, [Math.ceil((N * C) / WG)]);
+    // the rows looked up and written (not the table bound), each slice its share
+    const share = n / V;
+    rt.dispatch(rec, pipeline, bindings, [Math.ceil((N * C) / WG)], {
+      flops: wpe ? N * C * share : 0,
+      bytes: share * 4 * N * (C * (wpe ? 3 : 2) + 2),
+    });
   }
 }
 
@@ -124,7 +129,12 @@ export function embeddingBackward(
       ]),
     );
     const bindings = [subview(dtable, r0 * C, n * C), groups.keys, groups.starts, dout, groups.order, u];
-    rt.dispatch(rec, pipeline, bindings, [Math.ceil(((k1 - k0) * C) / WG)]);
+    // the rows it adds into (read and written) and the dout rows, their share (not the table bound)
+    const share = n / V;
+    rt.dispatch(rec, pipeline, bindings, [Math.ceil(((k1 - k0) * C) / WG)], {
+      flops: (share * dout.size) / 4,
+      bytes: 8 * (k1 - k0) * C + share * dout.size,
+    });
     k0 = k1;
   }
 }

@@ -28,7 +28,7 @@ import {
 } from "./matmul-subgroup";
 import mvSrc from "./matvec.wgsl?raw";
 import type { MatmulShape } from "./reference";
-import { isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
+import { type DispatchWork, isHalf, packUniform, type Recorder, type Runtime, type View } from "./runtime";
 
 export type { MatmulShape } from "./reference";
 
@@ -104,6 +104,22 @@ function matvecForm(s: MatmulShape): boolean {
   return !s.transA && !!s.transB && (s.batch ?? 1) === 1 && !s.accumulate && (s.alpha ?? 1) === 1;
 }
 
+/**
+ * The counted work of out[b] (M,N) = op(A[b]) (M,K) · op(B[b]) (K,N) (+ out) (+ bias) over the
+ * batch: 2MNK FLOPs a product; A, B (at 2 bytes a weight when f16; once when its batch stride is
+ * 0, shared), out (read too when accumulating) and the bias moved once.
+ */
+export function matmulWork(s: MatmulShape, halfB: boolean, bias: boolean): DispatchWork {
+  const batch = s.batch ?? 1;
+  const times = (stride: number | undefined) => (stride ? batch : 1);
+  const bytes =
+    4 * s.M * s.K * times(s.strideA) +
+    (halfB ? 2 : 4) * s.K * s.N * times(s.strideB) +
+    4 * s.M * s.N * batch * (s.accumulate ? 2 : 1) +
+    (bias ? 4 * s.N : 0);
+  return { flops: 2 * s.M * s.N * s.K * batch, bytes };
+}
+
 /** out (M,N) = A (M,K) · Bᵀ (+ bias (N)) for M <= MATVEC_MAX_ROWS, one workgroup per column. */
 function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: View | null, s: MatmulShape) {
   if (linearRowsFits(s.M, s.K)) {
@@ -124,6 +140,7 @@ function matvec(rt: Runtime, rec: Recorder, out: View, a: View, b: View, bias: V
     rt.pipeline(code, "main", { WG: 64, WIDE: s.M > 4 ? 1 : 0 }),
     [out, a, b, bias ?? rt.dummy, u],
     [Math.ceil(s.N / 64)],
+    matmulWork(s, isHalf(b), !!bias),
   );
 }
 
@@ -165,6 +182,7 @@ export function matmul(
     pipeline,
     [out, a, b, bias ?? rt.dummy, matmulUniform(rt, s, bias)],
     [Math.ceil(s.N / (wx * TN)), Math.ceil(s.M / (wy * TM)), s.batch ?? 1],
+    matmulWork(s, half, !!bias),
   );
 }
 
@@ -213,6 +231,7 @@ function subgroupMatmul(
     rt.pipeline(code, "main"),
     [out, a, b, bias ?? rt.dummy, matmulUniform(rt, s, bias)],
     [Math.ceil(s.N / (WG * SUBGROUP_MATMUL_COLS)), Math.ceil(s.M / SG), s.batch ?? 1],
+    matmulWork(s, isHalf(b), !!bias),
   );
 }
 
@@ -265,5 +284,8 @@ export function biasBackward(rt: Runtime, rec: Recorder, dbias: View, dout: View
       ["u32", OC],
     ]),
   );
-  rt.dispatch(rec, pipeline, [dbias, dout, u], [Math.ceil(OC / 64)]);
+  rt.dispatch(rec, pipeline, [dbias, dout, u], [Math.ceil(OC / 64)], {
+    flops: N * OC,
+    bytes: 4 * (N * OC + 2 * OC),
+  });
 }

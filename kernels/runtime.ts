@@ -119,6 +119,34 @@ export function countersSince(after: RuntimeCounters, before: RuntimeCounters): 
   };
 }
 
+/**
+ * The work of one dispatch as its op counts it from the shapes: floating-point operations (a
+ * multiply-add is 2) and bytes of global memory read and written once each (the least traffic
+ * the op can have: re-reads a kernel makes from its cache or workgroup memory are not counted).
+ * An op that gives no `bytes` is counted at the sizes of the storage views it binds (not the
+ * uniforms or the placeholder views bound for absent inputs); one that gives no `flops` at 0.
+ */
+export interface DispatchWork {
+  flops?: number;
+  bytes?: number;
+}
+
+/** Cumulative counted work of one Runtime's dispatches (read, never reset: take differences). */
+export interface WorkCounters {
+  dispatches: number;
+  flops: number;
+  bytes: number;
+}
+
+/** after - before, field by field. */
+export function workSince(after: WorkCounters, before: WorkCounters): WorkCounters {
+  return {
+    dispatches: after.dispatches - before.dispatches,
+    flops: after.flops - before.flops,
+    bytes: after.bytes - before.bytes,
+  };
+}
+
 /** The tiled matmul's workgroup (x, y threads) where nothing was tuned. */
 export const DEFAULT_MATMUL_TILE: readonly [number, number] = [8, 8];
 
@@ -177,6 +205,8 @@ export class Runtime {
 
   /** Cumulative round trips since this Runtime was made (read, never reset: take differences). */
   readonly counters: RuntimeCounters = zeroCounters();
+  /** Cumulative counted work (DispatchWork) of every dispatch recorded on this Runtime. */
+  readonly work: WorkCounters = { dispatches: 0, flops: 0, bytes: 0 };
 
   /** Bound where an op's optional input is absent (binding `out` twice would overlap). */
   readonly dummy: View;
@@ -528,6 +558,17 @@ export class Runtime {
     return p;
   }
 
+  /** Bytes of the storage views bound (not uniforms, rt.dummy or the sinks): DispatchWork's default. */
+  private boundBytes(bindings: (View | GPUBufferBinding | null)[]): number {
+    let n = 0;
+    for (const b of bindings) {
+      if (!b || b === this.dummy || this.sinks.includes(b as View)) continue;
+      if (b.buffer.usage & UNIFORM_USAGE) continue;
+      n += b.size ?? b.buffer.size - (b.offset ?? 0);
+    }
+    return n;
+  }
+
   /** Starts timing every dispatch recorded into an encoder (needs the timestamp-query feature). */
   startProfile(): void {
     if (!this.device.features.has("timestamp-query"))
@@ -586,13 +627,15 @@ export class Runtime {
 
   /**
    * Records one dispatch. `bindings[i]` goes to @binding(i) of group 0 (null: a binding this entry
-   * point does not use); `groups` may exceed 65535 in x, it is then folded into y.
+   * point does not use); `groups` may exceed 65535 in x, it is then folded into y. `work` is the
+   * op's count of its FLOPs and bytes (DispatchWork), added to `work`.
    */
   dispatch(
     rec: Recorder,
     pipeline: GPUComputePipeline,
     bindings: (View | GPUBufferBinding | null)[],
     groups: [number, number?, number?],
+    work?: DispatchWork,
   ): void {
     const align = this.device.limits.minStorageBufferOffsetAlignment;
     bindings.forEach((b, i) => {
@@ -627,11 +670,16 @@ export class Runtime {
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y, z);
     this.counters.dispatches++;
+    this.work.dispatches++;
+    this.work.flops += work?.flops ?? 0;
+    this.work.bytes += work?.bytes ?? this.boundBytes(bindings);
     if (!isPass) pass.end();
   }
 }
 
 const PROFILE_SET = 4096;
+/** GPUBufferUsage.UNIFORM (the constant, for where the global is not defined). */
+const UNIFORM_USAGE = 0x40;
 
 export interface ProfiledDispatch {
   /** The entry point. */
