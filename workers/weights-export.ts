@@ -9,6 +9,7 @@ import type { RunConfig } from "../config";
 import { zipFiles } from "../export/zip";
 import { loadCheckpoint } from "../model/checkpoint";
 import {
+  type HfSource,
   hfFiles,
   hfSourceOf,
   peftFiles,
@@ -18,6 +19,18 @@ import {
 } from "../model/hf/write";
 
 export type WeightsKind = "peft" | "hf";
+
+/**
+ * The page's PEFT base for a run: a Hub id as it is, a picked folder by its name (its README says
+ * so), and a preset's model, which the page serves from the lab's public/ folder, as the lab's
+ * repository holds it ("public/models/lab-llama": what `npm run export -- peft` writes from the
+ * repository's root), not by the page's URL path, which nothing outside the page loads.
+ */
+export function peftSource(config: RunConfig): HfSource | null {
+  const src = hfSourceOf(config);
+  if (!src || src.picked || config.model.pretrained?.startsWith("hf:")) return src;
+  return { ...src, served: src.name, name: `public/${src.name}` };
+}
 
 /**
  * The zip of a run's checkpoint (`weights`, a safetensors checkpoint) as `kind`; `read(root,
@@ -38,7 +51,7 @@ export async function weightsZip(
   if (kind === "peft") {
     if (!ck.adapter)
       throw new Error("the run trains every weight (model.lora.rank 0): download the HF model");
-    files = peftFiles(ck.config, ck.adapter, src ?? undefined);
+    files = peftFiles(ck.config, ck.adapter, peftSource(config) ?? undefined);
   } else {
     const pretrained = config.model.pretrained;
     if (src && pretrained) {

@@ -427,6 +427,11 @@ export interface HfSource {
   name: string;
   /** True for a folder picked in the page (local:NAME): `name` is its name, no path PEFT can load. */
   picked?: boolean;
+  /**
+   * The path the lab's page served the model from (a preset's model, "models/lab-llama"), when
+   * `name` is that folder's place in the lab's repository ("public/models/lab-llama").
+   */
+  served?: string;
   /** The Hub revision the run used (a commit pins it); null for files on disk. */
   revision: string | null;
   /** The source's config.json, parsed: the merged export writes it back (torch_dtype aside). */
@@ -530,7 +535,12 @@ function exportReadme(kind: "merged" | "peft", s: HfSource, dtype?: HfDtype, hal
         "",
         `\`${s.name}\` is the name of a folder picked in the lab's page, not a path: set base_model_name_or_path in adapter_config.json to where that folder is, and load the base from there.`,
       ]
-    : [];
+    : s.served
+      ? [
+          "",
+          `\`${s.name}\` is the folder the lab's page served the model from (\`${s.served}/\` on the page's server), as the lab's repository holds it: load from the repository's root, or copy the folder and set base_model_name_or_path in adapter_config.json to where it is.`,
+        ]
+      : [];
   const halfMerged = half
     ? [
         "",
