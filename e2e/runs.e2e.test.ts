@@ -141,14 +141,20 @@ describe("runs survive and travel", () => {
         timeout: 120_000,
       },
     );
-    const before = await page.evaluate(() => window.runsLab.collected.rows);
+    const seen = await page.evaluate(() => window.runsLab.collected.rows);
     await page.reload();
     await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
+    // What the store kept when the page went: the rows seen, and any the worker wrote between that
+    // read and the reload (on a busy machine the reload takes a while), so nothing here depends on
+    // how long it took.
+    const before = (await page.evaluate((id) => window.runsLab.trainer.loadRun(id), runId)).rows;
+    expect(before.slice(0, seen.length)).toEqual(seen);
 
     // The newest RL checkpoint the store holds: rows of RL steps < k are covered by it.
     const keys = await page.evaluate((id) => window.runsLab.checkpointKeys(id), runId);
     const k = Math.max(...keys.filter(([rank]) => rank === RL_PHASE_RANK).map(([, step]) => step));
-    // Two RL rows were seen, and the runner awaits the step-1 checkpoint before RL step 1 runs.
+    // Two RL rows were seen, and the runner awaits the step-1 checkpoint before RL step 1 runs;
+    // a checkpoint is never ahead of the rows stored.
     expect(k).toBeGreaterThanOrEqual(1);
     expect(before.filter((r) => r.phase === "rl").length).toBeGreaterThanOrEqual(k);
 
