@@ -52,7 +52,10 @@ describe("task registry", () => {
     expect(didYouMean("temperature", ["digits", "size"])).toBeUndefined();
   });
 
-  it("every committed recipe's task options pass its task's schema", () => {
+  it("every committed recipe's task options pass its task's schema", async () => {
+    // A recipe on a JS environment (task "env") needs the environment engine loaded first;
+    // without this the test passed only when another test in the same worker had loaded it.
+    await prepareEnvEngine();
     const dir = new URL("../public/recipes/", import.meta.url);
     for (const f of readdirSync(dir).filter((x) => x.endsWith(".json") && x !== "index.json")) {
       const r = JSON.parse(readFileSync(new URL(f, dir), "utf8"));
