@@ -92,15 +92,30 @@ async function readArm(dir: string): Promise<{ engine: string; runs: SeedRun[] }
   if (seeds.length > 0) {
     return { engine: "lab", runs: seeds.map((d) => readRun(join(dir, d))).sort((a, b) => a.seed - b.seed) };
   }
-  try {
-    const run = await importResults(resultFilesOf(dir));
-    const rows = run.rows.filter((r) => r.step <= upto);
-    return { engine: run.info.engine, runs: [{ seed: run.info.seed ?? Number.NaN, rows }] };
-  } catch (err) {
-    if (err instanceof ResultsError)
-      fail(`${dir}: not a lab run (metrics.jsonl, seed-<S>/) nor a verl or TRL run: ${err.message}`);
-    throw err;
+  // An engine arm: one verl or TRL run, or one per seed-<S>/ folder (each an export with its results).
+  const engineSeeds = readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && /^seed-\d+$/.test(d.name))
+    .map((d) => join(dir, d.name));
+  const runs: { engine: string; run: SeedRun }[] = [];
+  for (const d of engineSeeds.length > 0 ? engineSeeds : [dir]) {
+    try {
+      const run = await importResults(resultFilesOf(d));
+      const rows = run.rows.filter((r) => r.step <= upto);
+      runs.push({ engine: run.info.engine, run: { seed: run.info.seed ?? Number.NaN, rows } });
+    } catch (err) {
+      if (err instanceof ResultsError)
+        fail(`${d}: not a lab run (metrics.jsonl, seed-<S>/) nor a verl or TRL run: ${err.message}`);
+      throw err;
+    }
   }
+  const engines = [...new Set(runs.map((r) => r.engine))];
+  if (engines.length > 1) fail(`${dir}: its seed folders hold runs of different engines (${engines.join(", ")})`);
+  const seen = new Set<number>();
+  for (const { run } of runs) {
+    if (!Number.isNaN(run.seed) && seen.has(run.seed)) fail(`${dir}: two runs have seed ${run.seed}`);
+    seen.add(run.seed);
+  }
+  return { engine: engines[0], runs: runs.map((r) => r.run).sort((a, b) => a.seed - b.seed) };
 }
 
 const f = (x: number) => (Number.isNaN(x) ? "-" : Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(3));
@@ -140,7 +155,7 @@ for (const key of keys) {
     );
     const others = arms.slice(1);
     console.log(
-      `| step | ${arms.map((a) => a.name).join(" | ")} | ${others.map((a) => `${a.name} - ${baseline.name} (paired)`).join(" | ")} |`,
+      `| ${["step", ...arms.map((a) => a.name), ...others.map((a) => `${a.name} - ${baseline.name} (paired)`)].join(" | ")} |`,
     );
     console.log(`| ---: |${" ---: |".repeat(arms.length + others.length)}`);
     const diffs = others.map((a) => pairedDifference(baseline.runs, a.runs, key));

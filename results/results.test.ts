@@ -351,6 +351,15 @@ describe("npm run compare", () => {
     expect(out.stdout).toContain("engines differ: lab (seed-6), trl (trl-run)");
     expect(out.stdout).toContain(`| trl-run | 1 | ${scores.mean} | ${scores.max} |`);
   });
+  it("reads an engine arm of seed-<S> folders as one run per seed, paired with the lab's seeds", () => {
+    // The committed TRL-vs-lab experiment: each trl/seed-S is an export with what TRL wrote.
+    const dir = "docs/experiments/trl-vs-lab";
+    const out = compare(`${dir}/lab`, `${dir}/trl`, "--keys", "val/acc");
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stdout).toContain("arms: lab (3 seeds: 1, 2, 3); trl (3 seeds: 1, 2, 3)");
+    expect(out.stdout).toContain("| step | lab | trl | trl - lab (paired) |");
+    expect(out.stdout).toMatch(/\| 20 \| [0-9.]+ ± [0-9.]+ \(SE [0-9.]+\) \| [0-9.]+ ± [0-9.]+ \| [-+][0-9.]+ ± [0-9.]+ \(3\) \|/);
+  });
   it("names a bad engine file", () => {
     const out = compare("docs/experiments/citiny/seed-6", "results/fixtures/verl-run/results/rollouts");
     expect(out.status).toBe(2);
