@@ -25,6 +25,8 @@ async function download(
     import("../export/index.ts"),
     import("../export/zip.ts"),
   ]);
+  // A JS environment's module is described and reset by the environment engine (QuickJS).
+  if (config.task.name === "env") await (await import("../tasks/env-api/engine.ts")).prepareEnvEngine();
   // What the run recorded when it loaded its model (whether its chat template renders tools).
   const exp = exportRun(config, { target, name, source: "the page", chat: chatFactsOf(events) });
   const file = downloadName(name, `-${target}.zip`);

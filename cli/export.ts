@@ -44,6 +44,7 @@ import {
 import { openCached } from "../model/hub";
 import { parseModelSource } from "../model/source";
 import type { ChatTemplateFacts } from "../model/tool-list-prompt";
+import { prepareEnvEngine } from "../tasks/env-api/engine";
 import { PRESETS, parseCliArgs, usageExit } from "./args";
 import { bundleFromRunFolder, configFromLink, readRunInput } from "./link";
 import { fsByteStore } from "./model-store";
@@ -273,6 +274,8 @@ async function main() {
     process.exit(2);
   }
   let result: ReturnType<typeof exportRun>;
+  // A JS environment's module is run (describe, reset) by the environment engine.
+  if (run.config.task.name === "env") await prepareEnvEngine();
   try {
     result = exportRun(run.config, {
       target: a.target as Target,

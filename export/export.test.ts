@@ -892,7 +892,7 @@ describe("the TRL export runs on a machine without a GPU, with the lab-made Llam
     });
     const py = text(exp.files["train_trl.py"]);
     expect(py).toMatch(
-      /if LAB\["pass_tools"\]:\n\s+extra\["tools"\] = TOOLS\n\s+extra\["processing_class"\] = hermes_parsing\(AutoTokenizer\.from_pretrained\(a\.model\)\)/,
+      /if LAB\["pass_tools"\]:\n\s+if not LAB\["env"\]:\n\s+extra\["tools"\] = TOOLS\n\s+extra\["processing_class"\] = hermes_parsing\(AutoTokenizer\.from_pretrained\(a\.model\)\)/,
     );
     expect(py).toMatch(/except ValueError:[\s\S]*tokenizer\.response_schema = ctu\.qwen3_schema/);
   });

@@ -16,6 +16,7 @@ import type { ChatTemplateFacts } from "../model/face.ts";
 import { isBuiltinTool, type Task } from "../tasks/types.ts";
 import { clusterModel, verlRequired } from "./cluster.ts";
 import { datasetRows, exportTask, rowsToParquet } from "./data.ts";
+import { exportEnvRun } from "./env-export.ts";
 import {
   mappingTableMarkdown,
   pretrainedSource,
@@ -173,6 +174,13 @@ function taskWarnings(c: RunConfig, task: Task, o: ExportOptions): Unmapped[] {
       part: "sampling.max_new_tokens",
       why: `${c.sampling.max_new_tokens} is characters of the lab's character model; ${verl ? "verl's data.max_response_length" : "TRL's max_completion_length"} counts tokens of the model you pass, and in Hermes form the call alone is about 22 tokens of Qwen2.5 (call, tool response and answer over 50): set ${verl ? "data.max_response_length=N (run.sh)" : "--max-completion-length N"} for that tokenizer, or answers are cut`,
     });
+  // TRL's budget holds the whole completion; the lab's, the model's own tokens (EXPERIMENTS.md:
+  // lab-llama-calculator at TRL's 48 cut most late answers, at 128 it matched the lab).
+  else if (!verl && task.tools.length > 0)
+    out.push({
+      part: "sampling.max_new_tokens",
+      why: `the lab counts ${c.sampling.max_new_tokens} of the model's own tokens over the episode; TRL's max_completion_length counts the whole completion, tool calls, tool results and the chat template's framing of each tool turn included: pass a larger --max-completion-length (lab-llama-calculator: 48 cut most answers after a call, 128 matched the lab)`,
+    });
   if (c.task.template === "model" && c.task.tool_prompt === "hermes" && task.tools.length > 0) {
     if (!o.chat)
       out.push({
@@ -291,6 +299,21 @@ function readme(
 
 /** An export of a run: its files and warnings. Throws StrictExportError under `strict`. */
 export function exportRun(c: RunConfig, o: ExportOptions): ExportResult {
+  if (c.task.name === "env") {
+    if (o.target === "verl")
+      throw new Error(
+        'task.name: "env" (a JS environment): the verl export of an environment is not written yet (verl 0.9.1 runs one through a custom agent loop); export it to TRL: npm run export -- trl',
+      );
+    const r = exportEnvRun(c, {
+      name: o.name,
+      gpus: o.gpus,
+      source: o.source,
+      toolList: null,
+      version: LAB_VERSION,
+    });
+    if (o.strict && r.warnings.length > 0) throw new StrictExportError(r.warnings, o.target);
+    return { ...r, rewardTerms: ["env"] };
+  }
   const { task, verifier } = exportTask(c);
   const verl = o.target === "verl";
   const vb = verl ? verlBatch(c, o.gpus) : null;

@@ -351,6 +351,74 @@ export function trlToolsPy(task: Task): string {
   return lines.join("\n");
 }
 
+const pyName = (n: string, what: string) => {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n) || n === "reset" || n === "get_reward")
+    throw new Error(
+      `export trl: ${what} "${n}" is not a Python identifier TRL can call (nor reset, get_reward)`,
+    );
+  return n;
+};
+const docLine = (s: string) =>
+  s
+    .replace(/"""/g, "'''")
+    .replace(/\\/g, "\\\\")
+    .replace(/\s*\n\s*/g, " ");
+
+/**
+ * A JS environment's tools as the methods of TRL's environment class (lab_env.py
+ * LabTrlEnvironment): typed, with Google docstrings TRL turns into the JSON schemas; each plays
+ * one model turn of the lab's episode.
+ */
+export function trlEnvPy(
+  tools: readonly { name: string; description: string; parameters: unknown }[],
+  weight: number,
+): string {
+  const lines = [
+    "class LabEnvironment(lab_env.LabTrlEnvironment):",
+    '    """The lab environment of env.json, one instance per rollout (TRL environment_factory)."""',
+    "",
+    '    SPEC = json.load(open(os.path.join(HERE, "env.json")))',
+    `    WEIGHT = ${weight}`,
+  ];
+  for (const t of tools) {
+    const p = (t.parameters ?? {}) as {
+      properties?: Record<string, { type?: string; description?: string; enum?: unknown[] }>;
+      required?: string[];
+    };
+    const props = p.properties ?? {};
+    const required = new Set(p.required ?? []);
+    const names = Object.keys(props).map((n) => {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n))
+        throw new Error(
+          `export trl: argument "${n}" of ${t.name} is not an identifier (TRL reads arguments from a docstring)`,
+        );
+      return n;
+    });
+    // Required arguments first (Python's order); the optional ones default to None in the signature.
+    const ordered = [...names.filter((n) => required.has(n)), ...names.filter((n) => !required.has(n))];
+    lines.push("", `    def ${pyName(t.name, "tool name")}(self, **arguments) -> str:`);
+    lines.push(`        """${docLine(t.description || t.name)}`);
+    if (ordered.length > 0) {
+      lines.push("", "        Args:");
+      for (const n of ordered) {
+        const e = props[n].enum;
+        const choices = Array.isArray(e) ? ` (choices: ${JSON.stringify(e)})` : "";
+        lines.push(`            ${n}: ${docLine(props[n].description ?? n)}${choices}`);
+      }
+    }
+    lines.push('        """');
+    lines.push(`        return self._tool(${JSON.stringify(t.name)}, arguments)`);
+    // The typed signature TRL reads the schema from (an argument may be a Python keyword: "from").
+    const params = ordered.map(
+      (n) =>
+        `(${JSON.stringify(n)}, ${PY_TYPES[props[n].type ?? "string"] ?? "str"}, ${required.has(n) ? "True" : "False"})`,
+    );
+    lines.push("", `    lab_env.typed(${t.name}, [${params.join(", ")}])`);
+  }
+  lines.push("", "", "TOOLS = []");
+  return lines.join("\n");
+}
+
 /** PEFT's LoraConfig arguments for a LoRA run (null: full fine-tuning). */
 export function trlLora(
   c: RunConfig,
@@ -368,10 +436,16 @@ export function trlLora(
 export function trlPy(
   c: RunConfig,
   name: string,
-  task: Task,
-  o: { batch: TrlBatch; passTools: boolean },
+  task: Task | null,
+  o: { batch: TrlBatch; passTools: boolean; env?: { code: string; maxTurns: number } },
 ): string {
   const cfg = trlConfig(c, name, o.batch);
+  // An environment's episode is max_turns model turns: every turn before the last may be a call.
+  if (o.env)
+    cfg.max_tool_calling_iterations = [
+      Math.max(1, o.env.maxTurns - 1),
+      "the environment's turn limit - 1 (the lab's tool-call limit is enforced by lab_env.py)",
+    ];
   const model = clusterModel(c);
   const lab = {
     model: model.path,
@@ -379,6 +453,7 @@ export function trlPy(
     optimizer_steps_per_lab_step: o.batch.optimizerSteps,
     lora: trlLora(c),
     pass_tools: o.passTools,
+    env: o.env !== undefined,
     output_dir: TRL_RESULTS.outputDir,
     timeout_s: c.limits.tool_timeout_s,
     memory_mb: Math.max(512, c.limits.memory_mb),
@@ -392,7 +467,7 @@ export function trlPy(
   return TRL_PY.replace(
     marker,
     `# GRPOConfig arguments and the lab fields they come from:\n${sources.join("\n")}\nLAB = json.loads(${JSON.stringify(JSON.stringify(lab))})`,
-  ).replace(toolsMarker, trlToolsPy(task));
+  ).replace(toolsMarker, o.env ? o.env.code : trlToolsPy(task as Task));
 }
 
 /** The TRL mapping as markdown (docs/SCALE-OUT.md, an export's README). */

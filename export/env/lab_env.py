@@ -169,6 +169,8 @@ class LabEnvEpisode:
         self.view = {"seed": self.seed, "turn": 0, "turns": [], "calls": [], "answer": None, "text": ""}
         self.done = False
         self.tool_calls = 0
+        self.total = 0.0
+        self.success = False
         return self.messages
 
     def _tool(self, call):
@@ -232,7 +234,116 @@ class LabEnvEpisode:
             except EnvCallError as e:
                 error = e.text()
         self.done = done
+        self.total += reward
+        self.success = success
         info = {"valid": valid, "success": success, "truncated": truncated, "steps": v["turn"], "kind": kind}
         if error is not None:
             info["error"] = error
         return observation, reward, done, info
+
+
+    def end(self):
+        """Ends the episode where it stands (the engine stopped it): check() scores it, as when
+        the turn limit ends it. Returns the error text when check() failed, else None."""
+        if self.done:
+            return None
+        self.done = True
+        self.success = False
+        try:
+            c, _ = self.program.call("check", {"state": self.state, "episode": self.view}, env_call_seed(self.seed, "check", self.view["turn"]))
+            self.success = c["success"]
+            self.total += c["score"]
+        except EnvCallError as e:
+            return e.text()
+        return None
+
+
+def typed(method, params):
+    """Gives a tool method taking **arguments the typed signature TRL builds its JSON schema from
+    (transformers' get_json_schema reads inspect.signature and the annotations): params are
+    (name, type, required); an argument named like a Python keyword ("from") is kept as named."""
+    import inspect
+
+    out = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for name, ty, required in params:
+        hint = ty if required else (ty | None)
+        p = inspect.Parameter("arg", inspect.Parameter.KEYWORD_ONLY, annotation=hint, default=inspect.Parameter.empty if required else None)
+        p._name = name  # inspect.Parameter refuses keywords; the model's calls use the module's names
+        out.append(p)
+    method.__signature__ = inspect.Signature(out, return_annotation=str)
+    method.__annotations__ = {**{n: (t if r else (t | None)) for n, t, r in params}, "return": str}
+    return method
+
+
+def hermes_call(name, arguments):
+    """A tool call as the lab's model writes it (and TRL's Hermes parser reads it)."""
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+class LabTrlEnvironment:
+    """The environment as TRL's GRPOTrainer(environment_factory=...) takes it: one instance per
+    rollout; reset(**row) starts the episode of the row's seed (the prompt is the row's, the
+    opening the lab's reset gave); each public method of a subclass is one of the environment's
+    tools (train_trl.py writes them, typed, from the module's tools) and plays one model turn: the
+    call as the model wrote it goes to the lab's step, so the tool-call limit, the turn limit and
+    the errors are the lab's. The completion's last message (the answer turn) is played by
+    lab_reward, which scores the episode: the sum of the step rewards and check()'s score."""
+
+    SPEC = None  # env.json, set by train_trl.py
+    WEIGHT = 1.0  # the reward term env's weight (rewards.terms; 1 when the run does not list it)
+
+    def __init__(self):
+        self.episode = LabEnvEpisode(self.SPEC)
+        self.scored = None
+
+    def reset(self, seed, **kwargs):
+        self.episode.reset(int(seed))
+        self.scored = None
+        return None
+
+    def _tool(self, name, arguments):
+        if self.episode.done:
+            return "Error: the episode has ended (turn limit %d)" % self.episode.max_turns
+        observation, _, _, _ = self.episode.step(hermes_call(name, arguments))
+        return observation[len("<tool_response>") : -len("</tool_response>")]
+
+    def _finish(self, completion):
+        """Plays the completion's final answer turn (when it is one) and scores the episode once."""
+        if self.scored is None:
+            last = completion[-1] if isinstance(completion, list) and completion else None
+            text = completion if isinstance(completion, str) else None
+            if last is not None and last.get("role") == "assistant" and not last.get("tool_calls"):
+                text = last.get("content") or ""
+                if last.get("reasoning_content"):
+                    text = "<think>" + last["reasoning_content"] + "</think>\n" + text
+            error = None
+            if text is not None and not self.episode.done:
+                _, _, _, info = self.episode.step(text)
+                error = info.get("error")
+            if not self.episode.done:
+                # A tool call TRL left unrun (its iteration limit) or a malformed one: the engine
+                # ended the episode before the environment did.
+                error = self.episode.end()
+            calls = self.episode.view["calls"]
+            self.scored = {
+                "reward": float(self.episode.total),
+                "success": bool(self.episode.success),
+                "valid_call": any(c["ok"] for c in calls),
+                "error": error,
+            }
+        return self.scored
+
+
+def lab_reward(prompts, completions, environments, **kwargs):
+    """The episode's return (the lab's reward term `env`)."""
+    return [e.WEIGHT * e._finish(c)["reward"] for c, e in zip(completions, environments)]
+
+
+def lab_acc(prompts, completions, environments, **kwargs):
+    """check()'s success (weight 0: logged): the lab's val/acc."""
+    return [float(e._finish(c)["success"]) for c, e in zip(completions, environments)]
+
+
+def lab_valid_call(prompts, completions, environments, **kwargs):
+    """1 when a tool call ran without error (weight 0): the lab's valid_call_rate."""
+    return [float(e._finish(c)["valid_call"]) for c, e in zip(completions, environments)]

@@ -21,10 +21,15 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import lab_node  # noqa: E402
-import reward  # noqa: E402
-
 LAB = None  # @LAB_TRL@ (filled in by the exporter: GRPOConfig arguments, tools, limits)
+
+# A lab JavaScript environment (LAB["env"]) runs through lab_env.py and env.json beside this
+# file, as TRL's environment_factory; a task's tools and reward through lab_node.py and reward.py.
+if LAB["env"]:
+    import lab_env  # noqa: E402
+else:
+    import lab_node  # noqa: E402
+    import reward  # noqa: E402
 
 SANDBOX_FUSION_URL = os.environ.get("SANDBOX_FUSION_URL", "http://localhost:8080/run_code")
 TOOL_RUNNER = "sandbox_fusion"  # main() sets it from --tools
@@ -196,11 +201,18 @@ def main():
     # A chat template that ignores tools cannot take them (TRL cannot parse its calls): the
     # prompts carry the tool list in their system message instead, as in the lab.
     if LAB["pass_tools"]:
-        extra["tools"] = TOOLS
+        if not LAB["env"]:
+            extra["tools"] = TOOLS
         extra["processing_class"] = hermes_parsing(AutoTokenizer.from_pretrained(a.model))
+    if LAB["env"]:
+        # One environment instance per rollout; its methods are the tools, its episode the reward.
+        extra["environment_factory"] = LabEnvironment
+        reward_funcs = [lab_env.lab_reward, lab_env.lab_acc, lab_env.lab_valid_call]
+    else:
+        reward_funcs = [lab_reward, lab_acc, lab_valid_call]
     trainer = LabGRPOTrainer(
         model=a.model,
-        reward_funcs=[lab_reward, lab_acc, lab_valid_call],
+        reward_funcs=reward_funcs,
         args=config,
         train_dataset=data["train"],
         eval_dataset=data["test"],
