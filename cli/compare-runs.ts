@@ -109,7 +109,8 @@ async function readArm(dir: string): Promise<{ engine: string; runs: SeedRun[] }
     }
   }
   const engines = [...new Set(runs.map((r) => r.engine))];
-  if (engines.length > 1) fail(`${dir}: its seed folders hold runs of different engines (${engines.join(", ")})`);
+  if (engines.length > 1)
+    fail(`${dir}: its seed folders hold runs of different engines (${engines.join(", ")})`);
   const seen = new Set<number>();
   for (const { run } of runs) {
     if (!Number.isNaN(run.seed) && seen.has(run.seed)) fail(`${dir}: two runs have seed ${run.seed}`);

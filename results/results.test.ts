@@ -358,7 +358,9 @@ describe("npm run compare", () => {
     expect(out.status, out.stderr).toBe(0);
     expect(out.stdout).toContain("arms: lab (3 seeds: 1, 2, 3); trl (3 seeds: 1, 2, 3)");
     expect(out.stdout).toContain("| step | lab | trl | trl - lab (paired) |");
-    expect(out.stdout).toMatch(/\| 20 \| [0-9.]+ ± [0-9.]+ \(SE [0-9.]+\) \| [0-9.]+ ± [0-9.]+ \| [-+][0-9.]+ ± [0-9.]+ \(3\) \|/);
+    expect(out.stdout).toMatch(
+      /\| 20 \| [0-9.]+ ± [0-9.]+ \(SE [0-9.]+\) \| [0-9.]+ ± [0-9.]+ \| [-+][0-9.]+ ± [0-9.]+ \(3\) \|/,
+    );
   });
   it("names a bad engine file", () => {
     const out = compare("docs/experiments/citiny/seed-6", "results/fixtures/verl-run/results/rollouts");
