@@ -128,7 +128,8 @@ function recipe(template: string | null, source: string | null, steps: number) {
   return r;
 }
 
-function exportTo(root: string, name: string, r: unknown): string {
+/** npm run export -- trl of a recipe object into root/name. */
+function exportSpawn(root: string, name: string, r: unknown) {
   writeFileSync(join(root, `${name}.json`), JSON.stringify(r));
   const dir = join(root, name);
   const ex = spawnSync(
@@ -145,6 +146,11 @@ function exportTo(root: string, name: string, r: unknown): string {
     ],
     { encoding: "utf8" },
   );
+  return { dir, ex };
+}
+
+function exportTo(root: string, name: string, r: unknown): string {
+  const { dir, ex } = exportSpawn(root, name, r);
   if (ex.status !== 0) throw new Error(`npm run export -- trl: ${ex.stderr}`);
   return dir;
 }
@@ -251,22 +257,7 @@ describe("the TRL export of a JS environment, in TRL and transformers", () => {
     }, 120_000);
 
   it("a multi-turn environment is refused for TRL, naming why", () => {
-    const r = recipe("guess-number", null, 2);
-    writeFileSync(join(root, "guess.json"), JSON.stringify(r));
-    const ex = spawnSync(
-      "npx",
-      [
-        "tsx",
-        "--import",
-        "./cli/raw-loader.mjs",
-        "cli/export.ts",
-        "trl",
-        join(root, "guess.json"),
-        "--out",
-        join(root, "guess"),
-      ],
-      { encoding: "utf8" },
-    );
+    const { ex } = exportSpawn(root, "guess", recipe("guess-number", null, 2));
     expect(ex.status).not.toBe(0);
     expect(ex.stderr).toMatch(/multi-turn .*environment_factory gives the model tools only/);
   }, 60_000);
