@@ -5,6 +5,8 @@
 //   <!-- bench-table: bench/results/a.json before=bench/results/b.json -->  (+ b's ratio per id)
 //   ...generated...
 //   <!-- /bench-table -->
+// and the counted-work tables (bench/counts-model.ts) between `<!-- counts-table: FILE -->` and
+// `<!-- /counts-table -->`.
 // Any row of any group is printed; a row with one repetition says "1 run", one with more "median
 // of N". `npm run bench` runs this after writing latest.json; --check exits 1 when the
 // document is out of date. Tested by bench/doc-tables.test.ts (which also checks the committed
@@ -12,6 +14,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { updateCountsDoc } from "./counts-model";
 import { type BenchReport, type BenchRow, fmtBench } from "./report";
 
 export const DOC = "docs/PERFORMANCE.md";
@@ -109,7 +112,8 @@ export function updateDoc(text: string, read: (path: string) => string, docName 
 /** Regenerates `doc` in place; returns whether it changed. With check, writes nothing. */
 export function regenerate(doc = DOC, check = false): boolean {
   const text = readFileSync(join(ROOT, doc), "utf8");
-  const next = updateDoc(text, (p) => readFileSync(join(ROOT, p), "utf8"), doc);
+  const read = (p: string) => readFileSync(join(ROOT, p), "utf8");
+  const next = updateCountsDoc(updateDoc(text, read, doc), read, doc);
   if (next !== text && !check) writeFileSync(join(ROOT, doc), next);
   return next !== text;
 }

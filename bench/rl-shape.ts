@@ -53,8 +53,18 @@ export interface RlStepTimes {
   meanLogp: number;
 }
 
-/** One step at shape `s` on `model` (made from rlShapeConfig(s)); `seed` varies the prompts and samples. */
-export async function rlShapeStep(model: GpuModel, s: RlShape, seed: number): Promise<RlStepTimes> {
+export type RlPhase = "rollout" | "old-logprobs" | "update";
+
+/**
+ * One step at shape `s` on `model` (made from rlShapeConfig(s)); `seed` varies the prompts and
+ * samples. `onPhase` is called as each phase begins (bench/counts.ts files the work under it).
+ */
+export async function rlShapeStep(
+  model: GpuModel,
+  s: RlShape,
+  seed: number,
+  onPhase?: (phase: RlPhase) => void,
+): Promise<RlStepTimes> {
   const V = model.config.vocab;
   const B = s.prompts * s.samples;
   const T = s.context;
@@ -65,6 +75,7 @@ export async function rlShapeStep(model: GpuModel, s: RlShape, seed: number): Pr
     for (let k = 0; k < s.samples; k++) prompts.push(toks);
   }
   const t0 = performance.now();
+  onPhase?.("rollout");
   const gen = model.startGeneration({ temperature: 1, seed });
   await gen.prefill(prompts);
   const active = new Array(B).fill(true);
@@ -85,6 +96,7 @@ export async function rlShapeStep(model: GpuModel, s: RlShape, seed: number): Pr
     prompts.map((prompt, b) => ({ prompt, response: run.tokens[b] })),
     T,
   );
+  onPhase?.("old-logprobs");
   const old = await model.forwardScore(batch);
   let sum = 0;
   let n = 0;
@@ -95,6 +107,7 @@ export async function rlShapeStep(model: GpuModel, s: RlShape, seed: number): Pr
         n++;
       }
   const t2 = performance.now();
+  onPhase?.("update");
   model.zeroGrad();
   await model.forwardScore(batch);
   const dlogp = scatterRows(

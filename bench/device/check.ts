@@ -26,6 +26,7 @@ import { GpuModel } from "../../model/gpu";
 import { createTrainer } from "../../rl/run/build-trainer";
 import { SandboxPool } from "../../sandbox/pool";
 import { nodeWorkerFactory } from "../../sandbox/pool-node";
+import { countedStepRows } from "../counts";
 import { variantModel } from "../plan-variant";
 import { type BenchRow, makeRow, median } from "../report";
 import { RL_SHAPE } from "../rl-shape";
@@ -301,6 +302,8 @@ async function measure(outPath: string): Promise<void> {
     rows.push(await rlStepRow(rt, RL_SHAPE, 3, adapterNote));
     // decode windows that compute only the rows still running, against every row
     for (const B of [8, 16]) rows.push(await decodeStaggeredRow(rt, B, 4, 3, adapterNote));
+    // the RL steps docs/PERFORMANCE.md counts and predicts, at their real depths
+    rows.push(...(await countedStepRows(rt, 2, adapterNote)));
   }
   console.log(
     rows.map((r) => `${r.id}: ${r.ours.toFixed(2)} vs ${r.baseline.toFixed(2)} ${r.unit}`).join("\n"),
