@@ -28,6 +28,7 @@ import { rewardInput } from "../rl/rollout/batch-rewards.ts";
 import { parseAnswer } from "../rl/rollout/parse.ts";
 import { makeToolProtocol } from "../rl/rollout/tool-protocol.ts";
 import { InProcessSandbox } from "../sandbox/run-code.ts";
+import { prepareEnvEngine } from "../tasks/env-api/engine.ts";
 import { createRng } from "../tasks/rng.ts";
 import { isEvalKey } from "../tasks/split.ts";
 import type { Problem, UserToolSpec } from "../tasks/types.ts";
@@ -732,6 +733,45 @@ describe("warnings and --strict", () => {
       name: "otc",
     });
     expect(otc.warnings.map((w) => w.part)).toContain("reward:otc-grpo");
+  });
+
+  it("a JS environment exports to verl: verl's keys, the agent loop lab_env_agent, one row per episode with its seed", async () => {
+    await prepareEnvEngine();
+    const base = JSON.parse(readFileSync("public/recipes/env-kv-lookup-sft.json", "utf8")).config;
+    for (const template of ["kv-lookup", "guess-number"]) {
+      const c = config(
+        mergeConfig(base, {
+          task: { options: { api_version: 1, template }, eval_size: 2 },
+          sft: { steps: 0 },
+          rl: { prompts_per_step: 2, group_size: 2 },
+          stop: { max_steps: 3 },
+        }),
+      );
+      const r = exportRun(c, { target: "verl", name: template });
+      const yamlText = text(r.files["config.yaml"]);
+      expect(keyProblems(yamlText), template).toEqual([]);
+      const y = parse(yamlText);
+      expect(y.actor_rollout_ref.rollout.agent).toEqual({
+        default_agent_loop: "lab_env_agent",
+        agent_loop_config_path: "agent_loop.yaml",
+      });
+      expect(y.actor_rollout_ref.rollout.multi_turn).toEqual({ enable: true });
+      expect(y.reward.custom_reward_function.path).toBe("lab_verl_env.py");
+      expect(parse(text(r.files["agent_loop.yaml"]))).toEqual([
+        { name: "lab_env_agent", _target_: "lab_verl_env.LabEnvAgentLoop" },
+      ]);
+      expect(text(r.files["run.sh"])).not.toContain("tool_config");
+      expect(JSON.parse(text(r.files["env.json"])).reward_weight).toBe(1);
+      const rows = (await parquetReadObjects({
+        file: r.files["train.parquet"].slice().buffer,
+      })) as { agent_name: string; extra_info: { seed: bigint; split: string } }[];
+      expect(rows.length).toBe(2 * 3);
+      expect(new Set(rows.map((x) => x.agent_name))).toEqual(new Set(["lab_env_agent"]));
+      expect(rows.every((x) => typeof x.extra_info.seed === "bigint" && x.extra_info.split === "train")).toBe(
+        true,
+      );
+      expect(r.warnings.map((w) => w.part)).toContain("sampling.max_new_tokens");
+    }
   });
 
   it("a multi-turn environment is refused with a clear error", () => {

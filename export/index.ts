@@ -16,7 +16,7 @@ import type { ChatTemplateFacts } from "../model/face.ts";
 import { isBuiltinTool, type Task } from "../tasks/types.ts";
 import { clusterModel, verlRequired } from "./cluster.ts";
 import { datasetRows, exportTask, rowsToParquet } from "./data.ts";
-import { exportEnvRun } from "./env-export.ts";
+import { exportEnvRun, exportEnvVerlRun } from "./env-export.ts";
 import {
   mappingTableMarkdown,
   pretrainedSource,
@@ -300,11 +300,7 @@ function readme(
 /** An export of a run: its files and warnings. Throws StrictExportError under `strict`. */
 export function exportRun(c: RunConfig, o: ExportOptions): ExportResult {
   if (c.task.name === "env") {
-    if (o.target === "verl")
-      throw new Error(
-        'task.name: "env" (a JS environment): the verl export of an environment is not written yet (verl 0.9.1 runs one through a custom agent loop); export it to TRL: npm run export -- trl',
-      );
-    const r = exportEnvRun(c, {
+    const r = (o.target === "verl" ? exportEnvVerlRun : exportEnvRun)(c, {
       name: o.name,
       gpus: o.gpus,
       source: o.source,

@@ -457,8 +457,9 @@ export const REGISTRY_DECISIONS: Record<string, Record<string, Decision>> = {
       "verl's overlong buffer belongs to the DAPO reward manager of the DAPO recipe (recipe/dapo); compute_score does not see token counts",
     ),
     "custom-js": unmapped("a custom JavaScript reward is not exported"),
-    env: unmapped(
-      "a JavaScript environment's episode return is not exported (its steps run in the lab's sandbox)",
+    env: mapped(
+      "lab_verl_env.py",
+      "the episode's return, set as reward_score by the agent loop lab_env_agent, which plays the environment in a local node with the sandbox's determinism",
     ),
   },
   "aux-loss": {

@@ -443,14 +443,49 @@ export function verlConfigTree(c: RunConfig, name: string, batch: VerlBatch = ve
   };
 }
 
+/**
+ * The config tree of a run on a lab JavaScript environment: the agent loop lab_env_agent
+ * (export/env/lab_verl_env.py, registered by agent_loop.yaml) plays each row's episode and sets
+ * its reward, so there is no tool config; the reward function is the same module's fallback.
+ */
+export function verlEnvConfigTree(c: RunConfig, name: string, batch: VerlBatch, env: { name: string }): Tree {
+  const t = verlConfigTree(c, name, batch);
+  const data = t.data as Tree;
+  data.max_response_length = from(
+    c.sampling.max_new_tokens,
+    "sampling.max_new_tokens: in verl the whole episode's response (model turns and observations); the lab counts one turn's",
+  );
+  const rollout = (t.actor_rollout_ref as Tree).rollout as Tree;
+  rollout.multi_turn = { enable: from(true, `the environment ${env.name}'s turns`) };
+  rollout.agent = {
+    default_agent_loop: from("lab_env_agent", "every row also names agent_name: lab_env_agent"),
+    agent_loop_config_path: from(
+      "agent_loop.yaml",
+      "lab_verl_env.LabEnvAgentLoop: the lab's episode loop (run.sh passes the absolute path)",
+    ),
+  };
+  t.reward = {
+    reward_manager: { name: from("naive", "per-sample compute_score") },
+    custom_reward_function: {
+      path: from(
+        "lab_verl_env.py",
+        "the episode's return, set by the agent loop as reward_score (run.sh passes the absolute path)",
+      ),
+      name: "compute_score",
+    },
+  };
+  return t;
+}
+
 /** config.yaml's text: header, hydra composition, then the tree with lab comments. */
 export function verlConfigYaml(
   c: RunConfig,
   name: string,
   header: string[],
   batch: VerlBatch = verlBatch(c),
+  tree: Tree = verlConfigTree(c, name, batch),
 ): { text: string; value: Record<string, unknown> } {
-  const { value, comments } = unwrap(verlConfigTree(c, name, batch));
+  const { value, comments } = unwrap(tree);
   const full = {
     hydra: { searchpath: ["pkg://verl.trainer.config"] },
     defaults: ["ppo_trainer", "_self_"],
@@ -541,7 +576,7 @@ export function toolConfigYaml(task: Task, c: RunConfig, runner: ToolRunner = "s
 }
 
 /** run.sh: verl's PPO entry point on this folder's config, with absolute paths and the required values. */
-export function runSh(required: readonly Required[] = []): string {
+export function runSh(required: readonly Required[] = [], o: { env?: boolean } = {}): string {
   const R = VERL_RESULTS;
   const flags = required.map((r) => `${r.flag} ${r.flag === "--model" ? "PATH" : "NAME"}`).join(" ");
   const checks = required
@@ -557,43 +592,58 @@ if [ -n "\${${r.env}:-}" ]; then overrides+=("${r.key}=\${${r.env}}"); fi`,
   const setEnv = required.map((r) => `    ${r.flag}) ${r.env}="$2"; shift 2 ;;`).join("\n");
   return `#!/usr/bin/env bash
 # run.sh: train this exported lab run with verl's PPO trainer (agentic-rl-lab export).
-#   SANDBOX_FUSION_URL=http://host:8080/run_code bash run.sh ${flags ? `${flags} ` : ""}[--tools sandbox_fusion|node] [hydra overrides...]
+${
+  o.env
+    ? `#   bash run.sh ${flags ? `${flags} ` : ""}[hydra overrides...]      (node on PATH, or LAB_NODE)
 #   e.g. bash run.sh ${required.some((r) => r.flag === "--model") ? "--model Qwen/Qwen2.5-0.5B-Instruct " : ""}trainer.nnodes=1
-# --tools node runs the JavaScript tools in a local node instead of Sandbox Fusion (tool_config_node.yaml).
+# The environment runs in a local node on each rollout worker (lab_env.py), through the agent
+# loop lab_verl_env.LabEnvAgentLoop that agent_loop.yaml registers.`
+    : `#   SANDBOX_FUSION_URL=http://host:8080/run_code bash run.sh ${flags ? `${flags} ` : ""}[--tools sandbox_fusion|node] [hydra overrides...]
+#   e.g. bash run.sh ${required.some((r) => r.flag === "--model") ? "--model Qwen/Qwen2.5-0.5B-Instruct " : ""}trainer.nnodes=1
+# --tools node runs the JavaScript tools in a local node instead of Sandbox Fusion (tool_config_node.yaml).`
+}
 # A value the lab cannot give (a model the cluster can load, an estimator verl lacks) is required:
 # without its flag (or its hydra override) the script stops and says why.
 # The batch sizes are for the GPU count in config.yaml (trainer.n_gpus_per_node x nnodes):
 # export again with --gpus N for another count rather than overriding it.
 # Hydra resolves a relative --config-path against verl's own module, so the path is absolute;
 # the data, tool and reward files are passed as absolute paths for the same reason, and this
-# folder goes on PYTHONPATH so verl can import lab_tools.LabCodeTool.
+# folder goes on PYTHONPATH so verl can import ${o.env ? "lab_verl_env.LabEnvAgentLoop" : "lab_tools.LabCodeTool"}.
 # Results land in this folder: ${R.metrics} (verl's file logger, one JSON line per step),
 # ${R.rollouts}/<step>.jsonl and ${R.validation}/<step>.jsonl (the generations).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-TOOLS=sandbox_fusion
-overrides=()
+${o.env ? "" : "TOOLS=sandbox_fusion\n"}overrides=()
 while [ $# -gt 0 ]; do
   case "$1" in
-${setEnv ? `${setEnv}\n` : ""}    --tools) TOOLS="$2"; shift 2 ;;
+${setEnv ? `${setEnv}\n` : ""}${o.env ? "" : `    --tools) TOOLS="$2"; shift 2 ;;`}
     *) overrides+=("$1"); shift ;;
   esac
 done
 has_override() { local o; for o in \${overrides[@]+"\${overrides[@]}"}; do case "$o" in "$1="* | "+$1="* | "++$1="*) return 0 ;; esac; done; return 1; }
 ${checks}
-case "$TOOLS" in
+${
+  o.env
+    ? ""
+    : `case "$TOOLS" in
   sandbox_fusion) TOOL_CONFIG="$HERE/${TOOL_CONFIGS.sandbox_fusion}" ;;
   node) TOOL_CONFIG="$HERE/${TOOL_CONFIGS.node}" ;;
   *) echo "run.sh: --tools is sandbox_fusion or node, not $TOOLS" >&2; exit 2 ;;
-esac
+esac`
+}
 export PYTHONPATH="$HERE\${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$HERE/${R.metrics.split("/")[0]}"
 export VERL_FILE_LOGGER_PATH="\${VERL_FILE_LOGGER_PATH:-$HERE/${R.metrics}}"
 exec python3 -m verl.trainer.main_ppo --config-path "$HERE" --config-name config \\
   data.train_files="$HERE/train.parquet" \\
   data.val_files="$HERE/val.parquet" \\
-  actor_rollout_ref.rollout.multi_turn.tool_config_path="$TOOL_CONFIG" \\
-  reward.custom_reward_function.path="$HERE/reward.py" \\
+${
+  o.env
+    ? `  actor_rollout_ref.rollout.agent.agent_loop_config_path="$HERE/agent_loop.yaml" \\
+  reward.custom_reward_function.path="$HERE/lab_verl_env.py" \\`
+    : `  actor_rollout_ref.rollout.multi_turn.tool_config_path="$TOOL_CONFIG" \\
+  reward.custom_reward_function.path="$HERE/reward.py" \\`
+}
   trainer.rollout_data_dir="$HERE/${R.rollouts}" \\
   trainer.validation_data_dir="$HERE/${R.validation}" \\
   \${overrides[@]+"\${overrides[@]}"}

@@ -22,63 +22,11 @@ import { importResults } from "../../results/import.ts";
 import { prepareEnvEngine } from "../../tasks/env-api/engine.ts";
 import { makeJsEnvTask, playEpisode } from "../../tasks/env-api/js-env.ts";
 import { ENV_TEMPLATES } from "../../tasks/env-api/templates.ts";
+import { envRecipe, exportSpawn, OFF, SHELF } from "./env-fixtures.ts";
 import { enginesPython } from "./venv.ts";
 
 // The cases below read each module's description: the environment engine first.
 await prepareEnvEngine();
-
-const SHELF = `// A shelf: reset draws the items, the tool draws a noise value; optional and enum arguments.
-export default {
-  name: "shelf",
-  maxTurns: 4,
-  tools: [{
-    name: "peek",
-    description: "What lies on a shelf.",
-    parameters: {
-      type: "object",
-      properties: {
-        shelf: { type: "integer", description: "0, 1 or 2" },
-        side: { type: "string", enum: ["left", "right"], description: "which end" },
-        loud: { type: "boolean" },
-      },
-      required: ["shelf"],
-    },
-    run(args, state) {
-      if (!(args.shelf in state.items)) throw new Error("no shelf " + args.shelf);
-      state.peeks++;
-      return { item: state.items[args.shelf], side: args.side ?? "left", noise: Math.random(), loud: !!args.loud };
-    },
-  }],
-  reset(seed) {
-    const items = [0, 1, 2].map(() => ["cup", "pen", "box"][Math.floor(Math.random() * 3)]);
-    return { prompt: "what is on shelf " + (seed % 3) + "?", state: { items, want: seed % 3, peeks: 0 } };
-  },
-  check(state, episode) {
-    const ok = episode.answer === state.items[state.want];
-    return { success: ok, score: (ok ? 1 : 0) - 0.1 * state.peeks };
-  },
-  policy(state, episode) {
-    if (episode.calls.length === 0) return '<tool_call>{"name":"peek","arguments":{"shelf":' + state.want + ',"side":"right"}}</tool_call>';
-    return "<answer>" + episode.calls[0].result.item + "</answer>";
-  },
-};
-`;
-
-// Off-script turns: calls TRL would run (valid JSON, a known tool), then a final answer.
-const OFF = [
-  ['<tool_call>{"name":"lookup","arguments":{"key":"z"}}</tool_call>', "<answer>12</answer>"],
-  [
-    '<tool_call>{"name":"convert","arguments":{"value":2,"from":"km","to":"mm"}}</tool_call>',
-    '<tool_call>{"name":"convert","arguments":{"value":3,"from":"parsec","to":"m"}}</tool_call>',
-    "<answer>2000000</answer>",
-  ],
-  [
-    '<tool_call>{"name":"peek","arguments":{"shelf":7}}</tool_call>',
-    '<tool_call>{"name":"peek","arguments":{"shelf":1,"loud":true}}</tool_call>',
-    "<answer>pen</answer>",
-  ],
-  ["no idea"],
-];
 
 interface Played {
   seed: number;
@@ -114,40 +62,6 @@ for e in job["episodes"]:
     })
 print(json.dumps({"methods": methods, "schemas": schemas, "episodes": out}))
 `;
-
-function recipe(template: string | null, source: string | null, steps: number) {
-  const r = JSON.parse(readFileSync("public/recipes/env-kv-lookup-sft.json", "utf8"));
-  r.name = `env-${template ?? "custom"}`;
-  r.config.task.options = source ? { api_version: 1, source } : { api_version: 1, template };
-  r.config.sft = { steps: 0 };
-  r.config.rl = { prompts_per_step: 2, group_size: 2 };
-  r.config.task.eval_size = 2;
-  r.config.task.eval_every = 1;
-  r.config.sampling = { max_new_tokens: 40 };
-  r.config.stop = { max_steps: steps };
-  return r;
-}
-
-/** npm run export -- trl of a recipe object into root/name. */
-function exportSpawn(root: string, name: string, r: unknown) {
-  writeFileSync(join(root, `${name}.json`), JSON.stringify(r));
-  const dir = join(root, name);
-  const ex = spawnSync(
-    "npx",
-    [
-      "tsx",
-      "--import",
-      "./cli/raw-loader.mjs",
-      "cli/export.ts",
-      "trl",
-      join(root, `${name}.json`),
-      "--out",
-      dir,
-    ],
-    { encoding: "utf8" },
-  );
-  return { dir, ex };
-}
 
 function exportTo(root: string, name: string, r: unknown): string {
   const { dir, ex } = exportSpawn(root, name, r);
@@ -207,7 +121,7 @@ describe("the TRL export of a JS environment, in TRL and transformers", () => {
   ];
   for (const c of cases)
     it(`${c.name}: TRL's tools and schemas are the module's; outputs, return and success are the lab's`, () => {
-      const dir = exportTo(root, c.name, recipe(c.template, c.custom, 2));
+      const dir = exportTo(root, c.name, envRecipe(c.template, c.custom, 2));
       const lab = labEpisodes(c.source);
       const job = join(root, `${c.name}-job.json`);
       writeFileSync(job, JSON.stringify({ dir, episodes: lab }));
@@ -257,13 +171,13 @@ describe("the TRL export of a JS environment, in TRL and transformers", () => {
     }, 120_000);
 
   it("a multi-turn environment is refused for TRL, naming why", () => {
-    const { ex } = exportSpawn(root, "guess", recipe("guess-number", null, 2));
+    const { ex } = exportSpawn(root, "guess", envRecipe("guess-number", null, 2));
     expect(ex.status).not.toBe(0);
     expect(ex.stderr).toMatch(/multi-turn .*environment_factory gives the model tools only/);
   }, 60_000);
 
   it("GRPOTrainer(environment_factory=LabEnvironment) trains a kv-lookup step with the lab-made Llama; the import puts it on lab steps", async () => {
-    const dir = exportTo(root, "kv-train", recipe("kv-lookup", null, 1));
+    const dir = exportTo(root, "kv-train", envRecipe("kv-lookup", null, 1));
     const r = spawnSync(
       python,
       [
