@@ -2,7 +2,8 @@
 // forward, backward, AdamW), from timestamp queries (Runtime.startProfile): the table the update
 // speed work starts from. Needs an adapter with timestamp-query (lavapipe has it).
 // Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-update.ts [--steps N] [--recipe FILE]
-// (LAB_KERNEL_PLAN=NAME: another plan; --recipe: another recipe than quick-demo)
+// (LAB_KERNEL_PLAN=NAME: another plan; --recipe: another recipe than quick-demo;
+// --plan-change '{"attention":"loop"}': the device's plan with those entries changed, bench/plan-variant.ts)
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +14,7 @@ import type { ProfiledDispatch } from "../kernels/runtime";
 import { GpuModel } from "../model/gpu";
 import { createTrainer } from "../rl/run/build-trainer";
 import { createNodeSandboxPool } from "../sandbox/pool-node";
+import { variantModel } from "./plan-variant";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
 const stepsArg = process.argv.indexOf("--steps");
@@ -23,6 +25,8 @@ const path =
   recipeArg > 0 ? resolve(process.argv[recipeArg + 1]) : join(ROOT, "public/recipes/quick-demo.json");
 const r = parseRecipeFile(readFileSync(path, "utf8"), path);
 if (!r.ok) throw new Error(r.error);
+const changeArg = process.argv.indexOf("--plan-change");
+const change = changeArg > 0 ? JSON.parse(process.argv[changeArg + 1]) : null;
 const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"] });
 const sandbox = createNodeSandboxPool({ size: 2 });
 let model: GpuModel | null = null;
@@ -31,7 +35,9 @@ let profiling = false;
 const awaited = { forwardScore: 0, backward: 0 };
 const trainer = await createTrainer(r.config, {
   makeModel: async (mc, w, seed) => {
-    const m = await GpuModel.create(gpu.device, mc, w, seed);
+    const m = change
+      ? await variantModel(gpu.device, change, mc, w, seed)
+      : await GpuModel.create(gpu.device, mc, w, seed);
     if (!model) {
       model = m;
       const fs = m.forwardScore.bind(m);
