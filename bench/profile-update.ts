@@ -2,7 +2,7 @@
 // forward, backward, AdamW), from timestamp queries (Runtime.startProfile): the table the update
 // speed work starts from. Needs an adapter with timestamp-query (lavapipe has it).
 // Run: npx tsx --import ./cli/raw-loader.mjs bench/profile-update.ts [--steps N] [--recipe FILE]
-// (LAB_KERNEL_PLAN=NAME: another plan; --recipe: another recipe than quick-demo;
+// (--whole: the whole step, rollout included; LAB_KERNEL_PLAN=NAME: another plan; --recipe: another recipe than quick-demo;
 // --plan-change '{"attention":"loop"}': the device's plan with those entries changed, bench/plan-variant.ts)
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -25,6 +25,8 @@ const path =
   recipeArg > 0 ? resolve(process.argv[recipeArg + 1]) : join(ROOT, "public/recipes/quick-demo.json");
 const r = parseRecipeFile(readFileSync(path, "utf8"), path);
 if (!r.ok) throw new Error(r.error);
+/** --whole: profile the whole step, the rollout's decoding included, not only the update. */
+const whole = process.argv.includes("--whole");
 const changeArg = process.argv.indexOf("--plan-change");
 const change = changeArg > 0 ? JSON.parse(process.argv[changeArg + 1]) : null;
 const gpu = await createGpu(await nodeGpu(), { optionalFeatures: [...ENGINE_FEATURES, "timestamp-query"] });
@@ -66,6 +68,10 @@ const trainer = await createTrainer(r.config, {
 let last: ProfiledDispatch[] = [];
 for (let s = 0; s < steps; s++) {
   profiling = false;
+  if (whole && model) {
+    (model as GpuModel).rt.startProfile();
+    profiling = true;
+  }
   awaited.forwardScore = 0;
   awaited.backward = 0;
   const t0 = performance.now();

@@ -223,6 +223,11 @@ describe.each(["blocked", "tiled"] as const)("%s training attention at pretraine
     const rt = await runtime(kernel === "tiled" ? 16384 : 4096);
     await attnCase(rt, 1, 513, 192, 3, padded(1, 513, 0, 40), 4, 1);
   });
+  it("T=41: the lab-made Llama's heads (4 of 12 over 2) and head size 6, small enough to compile as constants", async () => {
+    const rt = await runtime();
+    await attnCase(rt, 3, 41, 48, 4, padded(3, 41, 2, 5), 1, 2);
+    await attnCase(rt, 2, 41, 18, 3, null, 1, 3);
+  });
   if (kernel === "tiled")
     it("runs the blocked kernel where the adapter's workgroup memory holds no tile", async () => {
       expect(tiledShape(128, 1, 1024)).toBeNull();

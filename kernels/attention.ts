@@ -28,7 +28,7 @@ function shader(C: number, NH: number): string {
 }
 
 const unrolled = new Map<number, string>();
-const unrolledDecode = new Map<number, string>();
+const decodeSources = new Map<string, string>();
 
 /**
  * The forward/backward shader: with `rt.plan.matmul === "unrolled"` (SwiftShader) and a head size that is a multiple
@@ -53,6 +53,14 @@ function trainShader(rt: Runtime, C: number, NH: number): string {
  * kernels/dev/attention-pretrained.ts, lavapipe under load). Mutable for that harness.
  */
 export const BLOCKED = { rows: 12, keys: 8 };
+/**
+ * The blocked kernel reads the head size as a constant from head size 12 up, where R x head size
+ * is at most this many floats. On lavapipe at the lab-made Llama's shape (B 32, T 151, 4 heads of
+ * 12 over 2) forward + backward went from 257 to 54 ms with the same bits. Measured around it
+ * (kernels/dev/attention-pretrained.ts): 12 rows of 16 (192 floats) gained nothing; head sizes 4,
+ * 6 and 8 took LLVM 8-24 s to compile (it unrolls more); head size 64 gained 1.4x for 6 s more.
+ */
+const CONST_HEAD_FLOATS = 144;
 const TILED_WG = 64;
 
 /** The blocked kernel's shape for head size hs and GQA group (NH/KVH query heads per kv head). */
@@ -95,6 +103,11 @@ export function trainKernel(rt: Runtime, hs: number, group: number): AttentionKe
   return k;
 }
 
+/** The shader with its uniform head size `field` read as the constant HS = hs instead. */
+function constHead(code: string, field: string, hs: number): string {
+  return `${code.replaceAll(field, "HS")}\nconst HS = ${hs}u;\n`;
+}
+
 const variants = new Map<string, string>();
 
 /** The forward/backward shader of `kernel` at this shape (constants rewritten; cached). */
@@ -114,6 +127,9 @@ function kernelShader(rt: Runtime, kernel: AttentionKernel, hs: number, group: n
         .replace("const QB = 4u;", `const QB = ${QB}u;`)
         .replace("const GH = 3u;", `const GH = ${GH}u;`)
         .replace("const KB = 4u;", `const KB = ${KB}u;`);
+      // the head size as a constant where a thread's rows fit CONST_HEAD_FLOATS: the loops over
+      // it then have a known count and LLVM keeps the per-row arrays in registers
+      if (hs >= 12 && GH * QB * stride <= CONST_HEAD_FLOATS) code = constHead(code, "p.hs", hs);
     } else {
       const t = tiledShape(hs, group, rt.maxWorkgroupStorageBytes);
       if (!t) throw new Error(`attention: no tiled kernel for head size ${hs}`);
@@ -122,6 +138,10 @@ function kernelShader(rt: Runtime, kernel: AttentionKernel, hs: number, group: n
         .replace("const GRP = 3u;", `const GRP = ${group}u;`)
         .replace("const BQ = 21u;", `const BQ = ${t.BQ}u;`)
         .replace("const BK = 16u;", `const BK = ${t.BK}u;`);
+      // the head size as a constant, as GPU attention kernels are built per head size: the head
+      // loops get a known count, so q and acc can live in registers rather than indexable private
+      // memory (the same bits; on lavapipe 483 -> 262 ms at the lab-made Llama's shape, 64 unchanged)
+      code = constHead(code, "p.hs", hs);
     }
     variants.set(key, code);
   }
@@ -293,6 +313,23 @@ export function attentionBackward(
 }
 
 /**
+ * The decode shader: attention-gen.ts's under the unrolled plan where the head size is a multiple
+ * of 4, else attention.wgsl's with the head size as a constant, so its loops have a known count
+ * (on lavapipe q and acc then stay in registers; 2.0 -> 1.6 ms a token at SmolLM2's 2 layers x 8 rows).
+ */
+function decodeShader(rt: Runtime, C: number, NH: number): string {
+  const hs = C / NH;
+  const unrolledHere = rt.plan.matmul === "unrolled" && hs % 4 === 0;
+  const key = `${unrolledHere ? "unrolled" : "const"} ${C} ${NH}`;
+  let code = decodeSources.get(key);
+  if (!code) {
+    code = unrolledHere ? decodeAttentionSource(hs) : constHead(shader(C, NH), "dp.hs", hs);
+    decodeSources.set(key, code);
+  }
+  return code;
+}
+
+/**
  * One query per sequence over the cache: out (B,C); q = the first C columns of each (B,qStride)
  * row (qStride defaults to C+2KV, a qkv row); kcache, vcache (B,Tmax,KV); lens (B) uint32 = cache
  * positions to read (the current token included); mask (B,Tmax) uint32 or null for left-padded prompts.
@@ -315,12 +352,7 @@ export function decodeAttention(
 ) {
   const u = params(rt, B, Tmax, C, NH, mask, qStride ?? C + (2 * KVH * C) / NH, KVH);
   const hs = C / NH;
-  let code = shader(C, NH);
-  if (rt.plan.matmul === "unrolled" && hs % 4 === 0) {
-    code = unrolledDecode.get(hs) ?? decodeAttentionSource(hs);
-    unrolledDecode.set(hs, code);
-  }
-  const pipe = rt.pipeline(code, "decode", { WG });
+  const pipe = rt.pipeline(decodeShader(rt, C, NH), "decode", { WG });
   // counted at the whole cache (the lengths are on the GPU): an upper bound on a step's reads
   rt.dispatch(rec, pipe, [out, q, kcache, vcache, lens, mask ?? rt.dummy, u], [Math.ceil((B * NH) / WG)], {
     flops: 4 * B * NH * Tmax * hs,
