@@ -23,9 +23,16 @@ export const MAX_HEAD_SIZE = 128;
 
 /** The shader with its per-thread q/acc arrays sized for this head size (private memory is scarce). */
 function shader(C: number, NH: number): string {
-  const hs = Math.ceil(C / NH / 4) * 4;
-  return src.replace("const MAX_HS = 128u;", `const MAX_HS = ${Math.min(hs, MAX_HEAD_SIZE)}u;`);
+  const hs = Math.min(Math.ceil(C / NH / 4) * 4, MAX_HEAD_SIZE);
+  let code = sized.get(hs);
+  if (!code) {
+    code = src.replace("const MAX_HS = 128u;", `const MAX_HS = ${hs}u;`);
+    sized.set(hs, code);
+  }
+  return code;
 }
+
+const sized = new Map<number, string>();
 
 const unrolled = new Map<number, string>();
 const decodeSources = new Map<string, string>();

@@ -6,7 +6,7 @@
 import subgroupSrc from "./reduce-subgroup.wgsl?raw";
 import workgroupSrc from "./reduce-workgroup.wgsl?raw";
 
-const made = new Map<string, string>();
+const made = new Map<string, Map<string, string>>();
 
 /**
  * `src` with the reduction functions prepended (the subgroup ones when `subgroups`, told the
@@ -14,8 +14,14 @@ const made = new Map<string, string>();
  * directives of `src` move to the top, as WGSL wants them before any declaration.
  */
 export function withReductions(src: string, subgroups: boolean, minSubgroupSize = 0): string {
-  const key = `${subgroups ? `s${minSubgroupSize}` : "w"}|${src}`;
-  let code = made.get(key);
+  // keyed by the source, then the mode: a key joined from the source would be built and hashed per dispatch
+  let forSrc = made.get(src);
+  if (!forSrc) {
+    forSrc = new Map();
+    made.set(src, forSrc);
+  }
+  const key = subgroups ? `s${minSubgroupSize}` : "w";
+  let code = forSrc.get(key);
   if (!code) {
     const lines = src.split("\n");
     const enables = lines.filter((l) => /^\s*enable\s/.test(l));
@@ -29,7 +35,7 @@ export function withReductions(src: string, subgroups: boolean, minSubgroupSize 
     const preEnables = prelude.split("\n").filter((l) => /^\s*enable\s/.test(l));
     const preRest = prelude.split("\n").filter((l) => !/^\s*enable\s/.test(l));
     code = [...new Set([...preEnables, ...enables]), ...preRest, ...rest].join("\n");
-    made.set(key, code);
+    forSrc.set(key, code);
   }
   return code;
 }

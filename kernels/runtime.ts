@@ -155,8 +155,11 @@ const tiles = new WeakMap<GPUDevice, readonly [number, number]>();
 /** Each device's compiled shaders and pipelines, for all its Runtimes (tests make many). */
 const compiled = new WeakMap<
   GPUDevice,
-  { pipelines: Map<string, GPUComputePipeline>; modules: Map<string, GPUShaderModule> }
+  { pipelines: Map<string, Map<string, GPUComputePipeline>>; modules: Map<string, GPUShaderModule> }
 >();
+
+/** Each pipeline's bind group layout (getBindGroupLayout makes a new object per call). */
+const layouts = new WeakMap<GPUComputePipeline, GPUBindGroupLayout>();
 
 /** Makes `tile` the matmul workgroup of every Runtime made on `device` from now on (autotune.ts). */
 export function setDeviceMatmulTile(device: GPUDevice, tile: readonly [number, number]): void {
@@ -186,8 +189,14 @@ export interface RuntimeOptions {
 }
 
 export class Runtime {
-  /** Shared by every Runtime on the device (pipelines are immutable): made once per device. */
-  private pipelines: Map<string, GPUComputePipeline>;
+  /**
+   * Shared by every Runtime on the device (pipelines are immutable): made once per device. Keyed
+   * by the shader's source, then entry point and constants: a lookup per dispatch, where a key
+   * joined from the source would build and hash a string of kilobytes each time.
+   */
+  private pipelines: Map<string, Map<string, GPUComputePipeline>>;
+  /** minStorageBufferOffsetAlignment (reading device.limits makes an object per read in Dawn's Node binding). */
+  private readonly offsetAlign: number;
   private modules: Map<string, GPUShaderModule>;
   private chunks: GPUBuffer[] = [];
   private chunk = 0;
@@ -271,6 +280,7 @@ export class Runtime {
       "maxBindingBytes",
     );
     this.maxBufferBytes = lim(options.maxBufferBytes, device.limits.maxBufferSize, "maxBufferBytes");
+    this.offsetAlign = device.limits.minStorageBufferOffsetAlignment;
     const wgs = device.limits.maxComputeWorkgroupStorageSize;
     this.maxWorkgroupStorageBytes = Math.min(options.maxWorkgroupStorageBytes ?? wgs, wgs);
     let cache = compiled.get(device);
@@ -537,8 +547,14 @@ export class Runtime {
 
   /** The compute pipeline for (shader, entry point, override constants), built once. */
   pipeline(code: string, entryPoint: string, constants: Record<string, number> = {}): GPUComputePipeline {
-    const key = `${entryPoint}|${JSON.stringify(constants)}|${code}`;
-    let p = this.pipelines.get(key);
+    let forCode = this.pipelines.get(code);
+    if (!forCode) {
+      forCode = new Map();
+      this.pipelines.set(code, forCode);
+    }
+    let key = entryPoint;
+    for (const c in constants) key += ` ${c}=${constants[c]}`;
+    let p = forCode.get(key);
     if (!p) {
       let module = this.modules.get(code);
       if (!module) {
@@ -553,7 +569,7 @@ export class Runtime {
         layout: "auto",
         compute: { module, entryPoint, constants },
       });
-      this.pipelines.set(key, p);
+      forCode.set(key, p);
     }
     return p;
   }
@@ -637,7 +653,7 @@ export class Runtime {
     groups: [number, number?, number?],
     work?: DispatchWork,
   ): void {
-    const align = this.device.limits.minStorageBufferOffsetAlignment;
+    const align = this.offsetAlign;
     bindings.forEach((b, i) => {
       if (b && (b.size ?? 0) > this.maxBindingBytes) {
         throw new Error(
@@ -651,8 +667,13 @@ export class Runtime {
       }
       if (b && b.size === 0) throw new Error(`binding ${i} is an empty view`);
     });
+    let layout = layouts.get(pipeline);
+    if (!layout) {
+      layout = pipeline.getBindGroupLayout(0);
+      layouts.set(pipeline, layout);
+    }
     const bindGroup = this.device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
+      layout,
       entries: bindings.flatMap((b, i) => (b ? [{ binding: i, resource: b as GPUBufferBinding }] : [])),
     });
     let [x, y = 1, z = 1] = groups;
