@@ -7,9 +7,13 @@
 //    row's note gives both losses before training. Train step tokens/s at 1 x 64 (the lab's
 //    GpuModel train step: forwardScore, backward, clipped AdamW; PyTorch the same step), KV decode
 //    tokens/s at batch 1 and 8 (a 4-token prompt, one decode, then N timed).
-// ours = the lab on WebGPU (Dawn on lavapipe), baseline = the peer; ratio > 1: the lab is faster.
-// Needs the engines venv (`npm run engines:setup`); without it the group fails naming it.
-// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/peers.ts [--quick] [--profile]
+//  - trl_rl_step_lab_llama(_cpu): the lab-made Llama's RL step against TRL's GRPOTrainer (bench/peers-trl.ts).
+//  - tjs_lab_llama_decode_b1: its KV decode against transformers.js in one Chromium page (bench/peers-tjs.ts).
+// ours = the lab on WebGPU (Dawn on lavapipe; Chromium's SwiftShader for the transformers.js row),
+// baseline = the peer; ratio > 1: the lab is faster.
+// Needs the engines venv (`npm run engines:setup`) and transformers.js (`npm run peers:setup`);
+// without them the group fails naming them.
+// Standalone: npx tsx --import ./cli/raw-loader.mjs bench/peers.ts [--quick] [--profile] [--no-trl] [--no-tjs]
 // (--profile: then one more train step on each side, profiled: the lab's kernels by GPU time from
 // timestamp queries, PyTorch's ops by CPU time from torch.profiler; what docs/PERFORMANCE.md's
 // explanation of the PyTorch rows is read from).
@@ -30,6 +34,7 @@ import { SMOLLM2_135M } from "../model/hf/configs";
 import { hfTensors } from "../model/hf/read";
 import { writeSafetensors } from "../model/hf/write";
 import { seededTokens as tokensOf, trainStepOf } from "./bigmodel";
+import { peersWebProblem, tjsRows } from "./peers-tjs";
 import { trlRows } from "./peers-trl";
 import { profileTable } from "./profile-table";
 import { type BenchRow, makeRow } from "./report";
@@ -126,10 +131,12 @@ async function profileTrain(
 }
 
 export async function runPeersBench(
-  opts: { quick?: boolean; profile?: boolean; skipTrl?: boolean } = {},
+  opts: { quick?: boolean; profile?: boolean; skipTrl?: boolean; skipTjs?: boolean } = {},
 ): Promise<{ rows: BenchRow[]; adapterNote: string }> {
   const problem = enginesVenvProblem();
   if (problem) throw new Error(`the peers group needs the engines venv: ${problem}`);
+  const web = opts.skipTjs ? null : peersWebProblem();
+  if (web) throw new Error(`the peers group needs transformers.js: ${web}`);
   process.env.LP_NUM_THREADS ??= `${THREADS}`; // read when Dawn loads lavapipe, below
   const reps = 3;
   const features = opts.profile ? [...ENGINE_FEATURES, "timestamp-query" as const] : [...ENGINE_FEATURES];
@@ -202,6 +209,7 @@ export async function runPeersBench(
     rmSync(dir, { recursive: true, force: true });
   }
   if (!opts.skipTrl) rows.push(...(await trlRows(adapterNote)));
+  if (!opts.skipTjs) rows.push(...(await tjsRows({ quick: opts.quick })));
   return { rows, adapterNote };
 }
 
@@ -212,6 +220,7 @@ if (argv1 && fileURLToPath(import.meta.url) === argv1) {
     quick: process.argv.includes("--quick"),
     profile: process.argv.includes("--profile"),
     skipTrl: process.argv.includes("--no-trl"),
+    skipTjs: process.argv.includes("--no-tjs"),
   });
   for (const r of rows)
     console.log(
