@@ -7,24 +7,14 @@
 // server (no CDN). Reps interleave the two sides; both decode the same prompt greedily, and the
 // row records whether their tokens agree.
 import { spawnSync } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "vite";
-import { launchChromium } from "../e2e/chromium";
 import { enginesPython } from "../export/engines/venv";
 import { chatFormatOf, taskOf } from "../rl/run/run-parts";
-import { serveBenchPage } from "./page";
+import { inBenchPage } from "./page";
 import { type BenchRow, makeRow } from "./report";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -80,7 +70,6 @@ export async function tjsRows(opts: { quick?: boolean } = {}): Promise<BenchRow[
   const reps = 3;
   const n = opts.quick ? 16 : 64;
   const work = mkdtempSync(join(tmpdir(), "lab-peers-tjs-"));
-  const server = await serveBenchPage("peers-tjs-page.ts", "peers-tjs");
   try {
     const ex = spawnSync(
       enginesPython(),
@@ -89,105 +78,93 @@ export async function tjsRows(opts: { quick?: boolean } = {}): Promise<BenchRow[
     );
     if (ex.status !== 0) throw new Error(`bench/peers/export_onnx.py: ${ex.stderr.slice(-3000)}`);
     const exportCheck = JSON.parse(ex.stdout.trim().split("\n").pop() ?? "{}");
-    // the page's files: the lab's bundle (bench.js), transformers.js's (tjs.js), the two model
-    // folders and onnxruntime-web's wasm
-    const dir = server.dir;
-    await build({
-      configFile: false,
-      logLevel: "warn",
-      root: WEB,
-      build: {
-        outDir: dir,
-        emptyOutDir: false,
-        target: "es2022",
-        minify: false,
-        lib: { entry: join(WEB, "entry.js"), formats: ["es"], fileName: () => "tjs.js" },
-      },
-    });
-    mkdirSync(join(dir, "ort"));
-    // the wasm builds onnxruntime-web picks from at run time (served under /ort/)
-    const ortDist = join(WEB, "node_modules", "onnxruntime-web", "dist");
-    for (const f of readdirSync(ortDist).filter((f) => /^ort-wasm-.*\.(mjs|wasm)$/.test(f)))
-      copyFileSync(join(ortDist, f), join(dir, "ort", f));
-    mkdirSync(join(dir, "lab-llama"));
-    for (const f of ["config.json", "model.safetensors"])
-      copyFileSync(join(MODEL, f), join(dir, "lab-llama", f));
-    mkdirSync(join(dir, "tjs-model", "onnx"), { recursive: true });
-    for (const f of ["config.json", "generation_config.json", "onnx/model.onnx"]) {
-      const from = join(work, "onnx-model", f);
-      if (existsSync(from)) copyFileSync(from, join(dir, "tjs-model", f));
-    }
-    writeFileSync(
-      join(dir, "index.html"),
-      `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script><script type="module" src="tjs.js"></script>`,
-    );
     const config = JSON.parse(readFileSync(join(MODEL, "config.json"), "utf8"));
     const V = config.vocab_size as number;
     const prompt = await calculatorPrompt();
-    const browser = await launchChromium();
-    try {
-      const page = await browser.newPage();
-      const errors: string[] = [];
-      page.on("pageerror", (e) => errors.push(e.message));
-      await page.goto(server.url);
-      await page
-        .waitForFunction(() => "labDecode" in globalThis && "tjsDecode" in globalThis, undefined, {
-          timeout: 60_000,
-        })
-        .catch(() => {
-          throw new Error(`the peers-tjs page did not load: ${errors.join("; ") || "no error reported"}`);
-        });
-      const run = (side: "labDecode" | "tjsDecode", model: string) =>
-        page.evaluate(
-          ([f, spec]) => (globalThis as unknown as Record<string, (s: unknown) => Promise<Side>>)[f](spec),
-          [side, { model, prompt, n }] as const,
-        );
-      // warm-up (pipeline compiles, session creation), then interleaved reps
-      await run("labDecode", "lab-llama");
-      await run("tjsDecode", "tjs-model");
-      const lab: Side[] = [];
-      const tjs: Side[] = [];
-      for (let i = 0; i < reps; i++) {
-        lab.push(await run("labDecode", "lab-llama"));
-        tjs.push(await run("tjsDecode", "tjs-model"));
+    // beside the lab's bundle (bench.js): transformers.js's (tjs.js), the two model folders and
+    // onnxruntime-web's wasm
+    const prepare = async (dir: string) => {
+      await build({
+        configFile: false,
+        logLevel: "warn",
+        root: WEB,
+        build: {
+          outDir: dir,
+          emptyOutDir: false,
+          target: "es2022",
+          minify: false,
+          lib: { entry: join(WEB, "entry.js"), formats: ["es"], fileName: () => "tjs.js" },
+        },
+      });
+      mkdirSync(join(dir, "ort"));
+      // the wasm builds onnxruntime-web picks from at run time (served under /ort/)
+      const ortDist = join(WEB, "node_modules", "onnxruntime-web", "dist");
+      for (const f of readdirSync(ortDist).filter((f) => /^ort-wasm-.*\.(mjs|wasm)$/.test(f)))
+        copyFileSync(join(ortDist, f), join(dir, "ort", f));
+      mkdirSync(join(dir, "lab-llama"));
+      for (const f of ["config.json", "model.safetensors"])
+        copyFileSync(join(MODEL, f), join(dir, "lab-llama", f));
+      mkdirSync(join(dir, "tjs-model", "onnx"), { recursive: true });
+      for (const f of ["config.json", "generation_config.json", "onnx/model.onnx"]) {
+        const from = join(work, "onnx-model", f);
+        if (existsSync(from)) copyFileSync(from, join(dir, "tjs-model", f));
       }
-      const agree = agreeing(lab[0].tokens, tjs[0].tokens, config.eos_token_id as number);
-      const rate = (xs: Side[]) => xs.map((x) => n / x.s);
-      const versions = JSON.parse(
-        readFileSync(join(WEB, "node_modules", "@huggingface", "transformers", "package.json"), "utf8"),
-      ).version;
-      const ort = JSON.parse(
-        readFileSync(join(WEB, "node_modules", "onnxruntime-web", "package.json"), "utf8"),
-      ).version;
-      return [
-        makeRow({
-          id: "tjs_lab_llama_decode_b1",
-          group: "peers",
-          ours: rate(lab),
-          baseline: rate(tjs),
-          unit: "tokens/s",
-          better: "higher",
-          note: `the lab-made Llama (d48 L2, 4 heads of 12 over 2, vocab ${V}, f32), greedy KV-cache decode at batch 1 after a held-out calculator prompt (${prompt.length} tokens, the model's chat template) and a first token: ${n} timed tokens, ${reps} interleaved reps after a warm-up, in one headless Chromium page on ${lab[0].adapter}; ours the lab's WebGPU engine (plan ${lab[0].plan}, decodeMany as a rollout decodes): ${rate(
-            lab,
-          )
-            .map((x) => x.toFixed(1))
-            .join(
-              "/",
-            )} tokens/s (one decode() a token, a readback each: ${lab.map((x) => (n / (x.sStep ?? Number.NaN)).toFixed(1)).join("/")}); baseline transformers.js ${versions} (onnxruntime-web ${ort}, WebGPU, fp32) generate() on the ONNX export of the same weights (PyTorch ${exportCheck.torch}'s exporter, |logits - transformers| ${Number(exportCheck.cached_logits_max_diff).toExponential(1)} in onnxruntime ${exportCheck.onnxruntime}): ${rate(
-            tjs,
-          )
-            .map((x) => x.toFixed(1))
-            .join(
-              "/",
-            )} tokens/s, timed as generate(1 + n) - generate(1); greedy tokens agree on ${agree.same} of ${agree.of} (those before the lab's first end token)`,
-        }),
-      ];
-    } finally {
-      await browser.close();
-    }
+      return `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script><script type="module" src="tjs.js"></script>`;
+    };
+    return await inBenchPage(
+      "peers-tjs-page.ts",
+      "peers-tjs",
+      ["labDecode", "tjsDecode"],
+      async (page) => {
+        const run = (side: "labDecode" | "tjsDecode", model: string) =>
+          page.evaluate(
+            ([f, spec]) => (globalThis as unknown as Record<string, (s: unknown) => Promise<Side>>)[f](spec),
+            [side, { model, prompt, n }] as const,
+          );
+        // warm-up (pipeline compiles, session creation), then interleaved reps
+        await run("labDecode", "lab-llama");
+        await run("tjsDecode", "tjs-model");
+        const lab: Side[] = [];
+        const tjs: Side[] = [];
+        for (let i = 0; i < reps; i++) {
+          lab.push(await run("labDecode", "lab-llama"));
+          tjs.push(await run("tjsDecode", "tjs-model"));
+        }
+        const agree = agreeing(lab[0].tokens, tjs[0].tokens, config.eos_token_id as number);
+        const rate = (xs: Side[]) => xs.map((x) => n / x.s);
+        const versions = JSON.parse(
+          readFileSync(join(WEB, "node_modules", "@huggingface", "transformers", "package.json"), "utf8"),
+        ).version;
+        const ort = JSON.parse(
+          readFileSync(join(WEB, "node_modules", "onnxruntime-web", "package.json"), "utf8"),
+        ).version;
+        return [
+          makeRow({
+            id: "tjs_lab_llama_decode_b1",
+            group: "peers",
+            ours: rate(lab),
+            baseline: rate(tjs),
+            unit: "tokens/s",
+            better: "higher",
+            note: `the lab-made Llama (d48 L2, 4 heads of 12 over 2, vocab ${V}, f32), greedy KV-cache decode at batch 1 after a held-out calculator prompt (${prompt.length} tokens, the model's chat template) and a first token: ${n} timed tokens, ${reps} interleaved reps after a warm-up, in one headless Chromium page on ${lab[0].adapter}; ours the lab's WebGPU engine (plan ${lab[0].plan}, decodeMany as a rollout decodes): ${rate(
+              lab,
+            )
+              .map((x) => x.toFixed(1))
+              .join(
+                "/",
+              )} tokens/s (one decode() a token, a readback each: ${lab.map((x) => (n / (x.sStep ?? Number.NaN)).toFixed(1)).join("/")}); baseline transformers.js ${versions} (onnxruntime-web ${ort}, WebGPU, fp32) generate() on the ONNX export of the same weights (PyTorch ${exportCheck.torch}'s exporter, |logits - transformers| ${Number(exportCheck.cached_logits_max_diff).toExponential(1)} in onnxruntime ${exportCheck.onnxruntime}): ${rate(
+              tjs,
+            )
+              .map((x) => x.toFixed(1))
+              .join(
+                "/",
+              )} tokens/s, timed as generate(1 + n) - generate(1); greedy tokens agree on ${agree.same} of ${agree.of} (those before the lab's first end token)`,
+          }),
+        ];
+      },
+      prepare,
+    );
   } finally {
-    await server.close();
-    rmSync(server.dir, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
   }
 }
