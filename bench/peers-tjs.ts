@@ -64,6 +64,39 @@ async function calculatorPrompt(): Promise<number[]> {
   return chat.promptTokens(taskOf(recipe.config).evalSet(1)[0].messages);
 }
 
+/**
+ * The page's files beside the lab's bundle (bench.js): transformers.js's bundle (tjs.js), the two
+ * model folders and onnxruntime-web's wasm; returns the index.html that loads both bundles.
+ */
+async function pageFiles(dir: string, onnxModel: string): Promise<string> {
+  await build({
+    configFile: false,
+    logLevel: "warn",
+    root: WEB,
+    build: {
+      outDir: dir,
+      emptyOutDir: false,
+      target: "es2022",
+      minify: false,
+      lib: { entry: join(WEB, "entry.js"), formats: ["es"], fileName: () => "tjs.js" },
+    },
+  });
+  mkdirSync(join(dir, "ort"));
+  // the wasm builds onnxruntime-web picks from at run time (served under /ort/)
+  const ortDist = join(WEB, "node_modules", "onnxruntime-web", "dist");
+  for (const f of readdirSync(ortDist).filter((f) => /^ort-wasm-.*\.(mjs|wasm)$/.test(f)))
+    copyFileSync(join(ortDist, f), join(dir, "ort", f));
+  mkdirSync(join(dir, "lab-llama"));
+  for (const f of ["config.json", "model.safetensors"])
+    copyFileSync(join(MODEL, f), join(dir, "lab-llama", f));
+  mkdirSync(join(dir, "tjs-model", "onnx"), { recursive: true });
+  for (const f of ["config.json", "generation_config.json", "onnx/model.onnx"]) {
+    const from = join(onnxModel, f);
+    if (existsSync(from)) copyFileSync(from, join(dir, "tjs-model", f));
+  }
+  return `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script><script type="module" src="tjs.js"></script>`;
+}
+
 export async function tjsRows(opts: { quick?: boolean } = {}): Promise<BenchRow[]> {
   const problem = peersWebProblem();
   if (problem) throw new Error(problem);
@@ -81,36 +114,7 @@ export async function tjsRows(opts: { quick?: boolean } = {}): Promise<BenchRow[
     const config = JSON.parse(readFileSync(join(MODEL, "config.json"), "utf8"));
     const V = config.vocab_size as number;
     const prompt = await calculatorPrompt();
-    // beside the lab's bundle (bench.js): transformers.js's (tjs.js), the two model folders and
-    // onnxruntime-web's wasm
-    const prepare = async (dir: string) => {
-      await build({
-        configFile: false,
-        logLevel: "warn",
-        root: WEB,
-        build: {
-          outDir: dir,
-          emptyOutDir: false,
-          target: "es2022",
-          minify: false,
-          lib: { entry: join(WEB, "entry.js"), formats: ["es"], fileName: () => "tjs.js" },
-        },
-      });
-      mkdirSync(join(dir, "ort"));
-      // the wasm builds onnxruntime-web picks from at run time (served under /ort/)
-      const ortDist = join(WEB, "node_modules", "onnxruntime-web", "dist");
-      for (const f of readdirSync(ortDist).filter((f) => /^ort-wasm-.*\.(mjs|wasm)$/.test(f)))
-        copyFileSync(join(ortDist, f), join(dir, "ort", f));
-      mkdirSync(join(dir, "lab-llama"));
-      for (const f of ["config.json", "model.safetensors"])
-        copyFileSync(join(MODEL, f), join(dir, "lab-llama", f));
-      mkdirSync(join(dir, "tjs-model", "onnx"), { recursive: true });
-      for (const f of ["config.json", "generation_config.json", "onnx/model.onnx"]) {
-        const from = join(work, "onnx-model", f);
-        if (existsSync(from)) copyFileSync(from, join(dir, "tjs-model", f));
-      }
-      return `<!doctype html><meta charset="utf-8"><script type="module" src="bench.js"></script><script type="module" src="tjs.js"></script>`;
-    };
+    const prepare = (dir: string) => pageFiles(dir, join(work, "onnx-model"));
     return await inBenchPage(
       "peers-tjs-page.ts",
       "peers-tjs",
