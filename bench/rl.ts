@@ -6,7 +6,7 @@
 //    on a laptop GPU). The full run trains public/recipes/quick-demo.json to its stop target and
 //    times it (the demo's bar when it names none: val/acc 0.30 above step 0); --quick, or a
 //    missing SFT checkpoint, extrapolates from measured step times (the note says which).
-//  - rl_step_round_trips, rl_step_s_vs_legacy: submits + readbacks, and seconds, of the same RL
+//  - rl_step_round_trips, rl_step_s_vs_window1: submits + readbacks, and seconds, of the same RL
 //    steps with a plan variant decoding one token per submit (bench/plan-variant.ts) as the
 //    baseline, the two trainers stepping in
 //    turn so load hits both alike (median of the steps after the first);
@@ -184,38 +184,38 @@ async function trainToTarget(
 
 /**
  * The recipe's RL steps from its checkpoint twice over, on one device: with today's round trips
- * and with the legacy ones, a step of each in turn. Per step: seconds and round trips.
+ * and on a plan variant decoding one token per submit, a step of each in turn. Per step: seconds and round trips.
  */
 async function measureRoundTrips(recipe: Recipe, steps: number) {
   const gpu = await createGpu(await nodeGpu());
   const sandbox = createNodeSandboxPool({ size: 2 });
   try {
-    const make = (legacy: boolean) =>
+    const make = (window1: boolean) =>
       createTrainer(recipe.config, {
         makeModel: async (mc, w, seed) =>
-          legacy
+          window1
             ? variantModel(gpu.device, { decodeWindow: 1 }, mc, w, seed)
             : GpuModel.create(gpu.device, mc, w, seed),
         sandbox,
         readFile: async (p) => readProjectFile(p),
       });
-    const trainers = { ours: await make(false), legacy: await make(true) };
+    const trainers = { ours: await make(false), window1: await make(true) };
     const out = {
       ours: [] as MetricsRow[],
-      legacy: [] as MetricsRow[],
+      window1: [] as MetricsRow[],
       oursS: [] as number[],
-      legacyS: [] as number[],
+      window1S: [] as number[],
     };
     for (let i = 0; i < steps; i++) {
-      for (const k of ["ours", "legacy"] as const) {
+      for (const k of ["ours", "window1"] as const) {
         const t0 = performance.now();
         const { row } = await trainers[k].rlStep();
         out[k].push(row);
-        out[k === "ours" ? "oursS" : "legacyS"].push((performance.now() - t0) / 1000);
+        out[k === "ours" ? "oursS" : "window1S"].push((performance.now() - t0) / 1000);
       }
     }
     trainers.ours.policy.dispose();
-    trainers.legacy.policy.dispose();
+    trainers.window1.policy.dispose();
     return out;
   } finally {
     await sandbox.close();
@@ -230,11 +230,11 @@ async function measureDecode(tokens: number, B: number) {
     const config = modelConfig({ layers: 2, dModel: 48, heads: 2, context: tokens + 16 });
     const models = {
       ours: await GpuModel.create(gpu.device, config, undefined, 3),
-      legacy: await variantModel(gpu.device, { decodeWindow: 1 }, config, undefined, 3),
+      window1: await variantModel(gpu.device, { decodeWindow: 1 }, config, undefined, 3),
     };
-    const res: Record<"ours" | "legacy", { readbacks: number; submits: number; s: number; k: number }> =
+    const res: Record<"ours" | "window1", { readbacks: number; submits: number; s: number; k: number }> =
       {} as never;
-    for (const k of ["legacy", "ours", "legacy", "ours"] as const) {
+    for (const k of ["window1", "ours", "window1", "ours"] as const) {
       const model = models[k];
       const s = model.startGeneration({ temperature: 1, seed: 5 });
       await s.prefill(Array.from({ length: B }, (_, b) => [1 + (b % 40)]));
@@ -251,7 +251,7 @@ async function measureDecode(tokens: number, B: number) {
       };
     }
     models.ours.dispose();
-    models.legacy.dispose();
+    models.window1.dispose();
     return res;
   } finally {
     gpu.device.destroy();
@@ -262,7 +262,7 @@ function timingOf(rows: MetricsRow[], key: string): number[] {
   return rows.map((r) => Number(r[key] ?? 0));
 }
 
-/** Round trips and step time against the legacy round trips, side by side, and decoding's readbacks. */
+/** Round trips and step time against one token per submit, side by side, and decoding's readbacks. */
 async function roundTripRows(recipe: Recipe, what: string): Promise<BenchRow[]> {
   const rtSteps = 4;
   const rts = await measureRoundTrips(recipe, rtSteps);
@@ -281,19 +281,19 @@ async function roundTripRows(recipe: Recipe, what: string): Promise<BenchRow[]> 
       id: "rl_step_round_trips",
       group: "rl",
       ours: trips(rts.ours),
-      baseline: trips(rts.legacy),
+      baseline: trips(rts.window1),
       unit: "submits+readbacks",
       better: "lower",
-      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; legacy ${phaseNote(rts.legacy)}); baseline = the same steps on a plan variant decoding one token per submit (the legacy update path is gone; older code: bench/base-tag.ts); ${what}`,
+      note: `per RL step (perf/submits + perf/readbacks; submits+readbacks by phase: ours ${phaseNote(rts.ours)}; one a submit ${phaseNote(rts.window1)}); baseline = the same steps on a plan variant decoding one token per submit (bench/plan-variant.ts; older code is measured by the baseline group, bench/base-tag.ts); ${what}`,
     }),
     makeRow({
-      id: "rl_step_s_vs_legacy",
+      id: "rl_step_s_vs_window1",
       group: "rl",
       ours: after1(rts.oursS),
-      baseline: after1(rts.legacyS),
+      baseline: after1(rts.window1S),
       unit: "s",
       better: "lower",
-      note: `wall seconds of one RL step, median of ${rtSteps - 1} steps after the first, the two trainers stepping in turn; rollout ${median(timingOf(after1(rts.ours), "timing/rollout_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/rollout_s")).toFixed(2)} s, update ${median(timingOf(after1(rts.ours), "timing/train_s")).toFixed(2)} vs ${median(timingOf(after1(rts.legacy), "timing/train_s")).toFixed(2)} s; ${what}`,
+      note: `wall seconds of one RL step, median of ${rtSteps - 1} steps after the first, the two trainers stepping in turn; rollout ${median(timingOf(after1(rts.ours), "timing/rollout_s")).toFixed(2)} vs ${median(timingOf(after1(rts.window1), "timing/rollout_s")).toFixed(2)} s, update ${median(timingOf(after1(rts.ours), "timing/train_s")).toFixed(2)} vs ${median(timingOf(after1(rts.window1), "timing/train_s")).toFixed(2)} s; ${what}`,
     }),
   ];
   const dec = await measureDecode(256, 16);
@@ -302,10 +302,10 @@ async function roundTripRows(recipe: Recipe, what: string): Promise<BenchRow[]> 
       id: "decode_256_b16_readbacks",
       group: "rl",
       ours: [dec.ours.readbacks],
-      baseline: [dec.legacy.readbacks],
+      baseline: [dec.window1.readbacks],
       unit: "readbacks",
       better: "lower",
-      note: `decode 256 tokens at batch 16 (d48 L2, random init, no stops): ${dec.ours.k} tokens per submit vs 1; submits ${dec.ours.submits} vs ${dec.legacy.submits}; ${(4096 / dec.ours.s).toFixed(0)} vs ${(4096 / dec.legacy.s).toFixed(0)} tokens/s`,
+      note: `decode 256 tokens at batch 16 (d48 L2, random init, no stops): ${dec.ours.k} tokens per submit vs 1; submits ${dec.ours.submits} vs ${dec.window1.submits}; ${(4096 / dec.ours.s).toFixed(0)} vs ${(4096 / dec.window1.s).toFixed(0)} tokens/s`,
     }),
   );
 
@@ -367,7 +367,7 @@ export async function runRlBench(opts: {
     `${recipe.name} (${recipe.source}; d${c.model.d_model} L${c.model.layers}, ${c.rl.prompts_per_step}x${c.rl.group_size} rollouts, ` +
     `${c.rl.epochs} epochs x ${c.rl.minibatches} minibatches${m.fromCheckpoint ? ", from its SFT checkpoint" : ", random init"}); ` +
     `${calls.toFixed(2)} tool calls and ${len.toFixed(0)} response tokens a trajectory; steps after the first; ` +
-    `matmul tile ${m.adapter.matmulTile}, subgroup reductions ${m.adapter.subgroups ? "on" : "off"} (legacy: 8x8, off)`;
+    `matmul tile ${m.adapter.matmulTile}, subgroup reductions ${m.adapter.subgroups ? "on" : "off"}`;
   const parts: [string, string, string][] = [
     ["rl_step_rollout_s", "timing/rollout_s", "decoding (KV cache, batched) less tool time"],
     ["rl_step_tool_s", "timing/tool_s", "sandbox calls (QuickJS pool, 2 workers)"],

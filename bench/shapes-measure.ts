@@ -15,10 +15,10 @@ import { SMOLLM2_135M } from "../model/hf/configs";
 const secs = (t0: number) => (performance.now() - t0) / 1000;
 
 export interface DecodeMeasure {
-  /** tokens/s of each repetition: fused (ours), legacy (base) */
+  /** tokens/s of each repetition: fused (ours), the tiles variant (base) */
   ours: number[];
   base: number[];
-  /** max |next-token logits fused - legacy| after the same prompt and appended tokens */
+  /** max |next-token logits fused - tiles| after the same prompt and appended tokens */
   maxDiff: number;
   sameLengths: boolean;
   initS: number;
@@ -44,24 +44,24 @@ export async function measureDecode(
     1,
   );
   const initS = secs(t0);
-  const session = async (legacy: boolean) => {
-    const gen = (legacy ? tiles : model).startGeneration({ temperature: 1, seed: 3 });
+  const session = async (tilesVariant: boolean) => {
+    const gen = (tilesVariant ? tiles : model).startGeneration({ temperature: 1, seed: 3 });
     await gen.prefill([[1, 2, 3, 4]]);
     await gen.decode([true]); // pipeline compiles
     return gen;
   };
   t0 = performance.now();
-  const gens = { fused: await session(false), legacy: await session(true) };
+  const gens = { fused: await session(false), tiles: await session(true) };
   const warmS = secs(t0);
   const dispatches = { ours: 0, base: 0 };
-  const rate = async (legacy: boolean) => {
-    const gen = legacy ? gens.legacy : gens.fused;
-    const r = legacy ? tiles.rt : rt;
+  const rate = async (tilesVariant: boolean) => {
+    const gen = tilesVariant ? gens.tiles : gens.fused;
+    const r = tilesVariant ? tiles.rt : rt;
     const d0 = r.counters.dispatches;
     const t = performance.now();
     for (let i = 0; i < tokens; i++) await gen.decode([true]);
     const s = secs(t);
-    dispatches[legacy ? "base" : "ours"] = (r.counters.dispatches - d0) / tokens;
+    dispatches[tilesVariant ? "base" : "ours"] = (r.counters.dispatches - d0) / tokens;
     return tokens / s;
   };
   const ours: number[] = [];
@@ -70,13 +70,13 @@ export async function measureDecode(
     base.push(await rate(true));
     ours.push(await rate(false));
   }
-  const sameLengths = JSON.stringify(gens.fused.lengths()) === JSON.stringify(gens.legacy.lengths());
+  const sameLengths = JSON.stringify(gens.fused.lengths()) === JSON.stringify(gens.tiles.lengths());
   gens.fused.finish();
-  gens.legacy.finish();
+  gens.tiles.finish();
   // parity after the same tokens: each path's sessions above sample their own, and one flipped
   // sample makes every later logit differ, so both now take one prompt and appended tokens
-  const logitsAfter = async (legacy: boolean) => {
-    const gen = (legacy ? tiles : model).startGeneration({ temperature: 1, seed: 3 });
+  const logitsAfter = async (tilesVariant: boolean) => {
+    const gen = (tilesVariant ? tiles : model).startGeneration({ temperature: 1, seed: 3 });
     await gen.prefill([[1, 2, 3, 4, 17, 250, 9000, 31]]);
     await gen.append(0, [42, 7, 4096]);
     const l = await gen.nextLogits(0);

@@ -57,7 +57,7 @@ export function attentionRowOf(
 
 /**
  * KV-cache decode at batch 1 at SmolLM2-135M's shape (random weights): the fused decode kernels
- * (kernels/decode.ts) vs the path before them (Runtime.legacyDecode), `tokens` decoded tokens a
+ * (kernels/decode.ts) vs a plan variant without them (the tiles), `tokens` decoded tokens a
  * repetition, repetitions interleaved on one model and one generation session each, tokens/s.
  */
 export async function decodeRow(
@@ -86,7 +86,7 @@ export function decodeRowOf(
     baseline: m.base,
     unit: "tokens/s",
     better: "higher",
-    note: `KV-cache decode at batch 1, SmolLM2-135M's shape (d576, ${layers === 30 ? "all 30 layers" : `${layers} of its 30 layers`}, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49152), random weights, after a 4-token prompt; ours the fused decode kernels (linear-rows.wgsl in vec4s with RMSNorm, residual and SwiGLU folded in, rope-append.wgsl: ${m.dispatches.ours.toFixed(0)} dispatches a token), baseline the path before them (Runtime.legacyDecode: matvec.wgsl, ${m.dispatches.base.toFixed(0)} dispatches a token); ${tokens} tokens a repetition, ${reps} interleaved repetitions after one warm-up token each (${m.warmS.toFixed(0)} s; init ${m.initS.toFixed(0)} s); max |next-token logits ours - baseline| after the same 8-token prompt and 3 appended tokens ${m.maxDiff.toExponential(1)}${m.sameLengths ? "" : " (lengths differ!)"}; ${adapterNote}`,
+    note: `KV-cache decode at batch 1, SmolLM2-135M's shape (d576, ${layers === 30 ? "all 30 layers" : `${layers} of its 30 layers`}, 9 heads of 64 over 3 KV heads, MLP 1536, vocab 49152), random weights, after a 4-token prompt; ours the fused decode kernels (linear-rows.wgsl in vec4s with RMSNorm, residual and SwiGLU folded in, rope-append.wgsl: ${m.dispatches.ours.toFixed(0)} dispatches a token), baseline a plan variant without the small-rows kernels (the tiles, ${m.dispatches.base.toFixed(0)} dispatches a token); ${tokens} tokens a repetition, ${reps} interleaved repetitions after one warm-up token each (${m.warmS.toFixed(0)} s; init ${m.initS.toFixed(0)} s); max |next-token logits ours - baseline| after the same 8-token prompt and 3 appended tokens ${m.maxDiff.toExponential(1)}${m.sameLengths ? "" : " (lengths differ!)"}; ${adapterNote}`,
   });
 }
 

@@ -3,19 +3,21 @@
 // interleaved, medians:
 //  - attention_fwd_bwd_smollm2_<T>: causal attention forward + backward at SmolLM2-135M's head
 //    shape (9 query heads of 64 over 3 KV heads), batch 4, context T (512, 2048), the adapter's
-//    pick (Runtime.attentionKernel "auto": blocked on lavapipe) vs attention.wgsl's one thread per
+//    pick (the kernel plan's attention: blocked on lavapipe) vs attention.wgsl's one thread per
 //    query or key ("loop"); the note counts the global K/V floats each reads per query;
 //  - rl_step_smollm2_l4_512: one RL step's GPU work at SmolLM2's layer shape with 4 layers
 //    (bench/rl-shape.ts: LoRA r16, 2 prompts x 2 samples, context 512), the new kernels (the
-//    adapter's attention, the head over response rows) vs the old (loop, every row);
+//    adapter's attention, the head over response rows) vs a plan variant with attention.wgsl and
+//    the tiles for every product (bench/shapes-rows.ts);
 //    --quick: rl_step_smollm2_l4_128 (1 prompt x 2 samples, context 128) and no context 2048.
 //  - decode_smollm2_b1: KV-cache decode tokens/s at batch 1 at SmolLM2-135M's whole shape, the
-//    fused decode kernels (kernels/decode.ts) vs the path before them (Runtime.legacyDecode);
+//    fused decode kernels (kernels/decode.ts) vs a plan variant without them (the tiles);
 //  - decode_smollm2_l4_b8_staggered, _b16_staggered: a group's decode whose rows finish at
-//    different lengths, windows that compute only the running rows vs every row (decodeAllRows);
+//    different lengths, windows that compute only the running rows (ours only: no every-row path
+//    is kept to compare with);
 //  - decode_smollm2_l2_b1_swiftshader, attention_fwd_bwd_smollm2_128_b1_swiftshader: the same
 //    measurements in headless Chromium on SwiftShader (bench/shapes-page.ts) at sizes it finishes
-//    (2 layers; batch 1, context 128), where "auto" keeps the unrolled loop attention (ratio ~1);
+//    (2 layers; batch 1, context 128), where the swiftshader plan keeps the loop attention (ratio ~1);
 // SHAPES_ONLY=decode,page npm run bench -- shapes runs those kinds and keeps the other shapes rows.
 // Standalone: npx tsx --import ./cli/raw-loader.mjs bench/shapes.ts [--quick] [--only decode,staggered,attention,attention2048,rl,page]
 import { fileURLToPath } from "node:url";

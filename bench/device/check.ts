@@ -6,7 +6,7 @@
 // k-token vs one-token decode, the pretrained-shape rows (attention fwd+bwd at SmolLM2's head shape, the
 // fused decode at batch 1 and, on GPUs, the RL step at its layer shape and a group's decode whose
 // rows finish at different lengths: bench/shapes-rows.ts), and
-// the quick-demo RL step against the legacy round trips; and
+// the quick-demo RL step against the same plan decoding one token per submit; and
 // merges PyTorch eager's figures (bench/device/torch_baseline.py) into bench/results/gpu-<adapter>.json.
 //   node check.mjs --out ours.json [--rl-steps 3]
 //   node check.mjs --merge ours.json torch.json --results <dir>
@@ -202,20 +202,20 @@ async function rlRows(device: GPUDevice, steps: number): Promise<BenchRow[]> {
     { size: 2 },
   );
   try {
-    const make = (legacy: boolean) =>
+    const make = (window1: boolean) =>
       createTrainer(r.config, {
         makeModel: async (mc, w, seed) =>
-          legacy
+          window1
             ? variantModel(device, { decodeWindow: 1 }, mc, w, seed)
             : GpuModel.create(device, mc, w, seed),
         sandbox,
         readFile: async (p) => new Uint8Array(readFileSync(join(PUBLIC, p))),
       });
-    const tr = { ours: await make(false), legacy: await make(true) };
-    const s = { ours: [] as number[], legacy: [] as number[] };
-    const trips = { ours: [] as number[], legacy: [] as number[] };
+    const tr = { ours: await make(false), window1: await make(true) };
+    const s = { ours: [] as number[], window1: [] as number[] };
+    const trips = { ours: [] as number[], window1: [] as number[] };
     for (let i = 0; i < steps; i++) {
-      for (const k of ["ours", "legacy"] as const) {
+      for (const k of ["ours", "window1"] as const) {
         const t0 = performance.now();
         const { row } = await tr[k].rlStep();
         if (i === 0) continue; // compiles
@@ -226,10 +226,10 @@ async function rlRows(device: GPUDevice, steps: number): Promise<BenchRow[]> {
     const what = `quick-demo (d48 L2, 8x8 rollouts, 2 epochs x 2 minibatches, from its SFT checkpoint), median of ${steps - 1} steps after the first; baseline = the plan decoding one token per submit (bench/plan-variant.ts)`;
     return [
       makeRow({
-        id: "rl_step_s_vs_legacy",
+        id: "rl_step_s_vs_window1",
         group: "device",
         ours: s.ours,
-        baseline: s.legacy,
+        baseline: s.window1,
         unit: "s",
         better: "lower",
         note: what,
@@ -238,7 +238,7 @@ async function rlRows(device: GPUDevice, steps: number): Promise<BenchRow[]> {
         id: "rl_step_round_trips",
         group: "device",
         ours: trips.ours,
-        baseline: trips.legacy,
+        baseline: trips.window1,
         unit: "submits+readbacks",
         better: "lower",
         note: what,

@@ -1,4 +1,4 @@
-// Times the training attention kernels (Runtime.attentionKernel: loop, blocked, tiled) forward +
+// Times the training attention kernels (the plan's attention variants: loop, blocked, tiled) forward +
 // backward at a pretrained head shape (default SmolLM2-135M's: 9 heads of 64 over 3 KV heads),
 // wall time per submit, median of interleaved runs, with the max difference from the loop kernel.
 // Kernels: loop, blocked, tiled, or blocked:<rows>x<keys> (BLOCKED's sizes); per entry point GPU

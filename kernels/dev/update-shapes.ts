@@ -1,6 +1,6 @@
 // Times the tiled matmul at the quick-demo update's shapes (d48, 4x MLP, vocab 107, 2560 rows) with
-// the tuned tile as is (legacyWorkgroups) and fitted to a narrow N (Runtime.matmulTileFor), in turn,
-// from timestamp queries (bench/profile-update.ts is the whole-update profile).
+// the 8x8 tile fitted to a narrow N (Runtime.matmulTileFor; the tile as is is no longer a path of
+// the engine), from timestamp queries (bench/profile-update.ts is the whole-update profile).
 // Run: npx tsx --import ./cli/raw-loader.mjs kernels/dev/update-shapes.ts
 import { createGpu, ENGINE_FEATURES } from "../device";
 import { matmul } from "../matmul";
