@@ -49,7 +49,7 @@ export const REQUIRED_LIMITS: Record<string, number> = {
 
 const HINT =
   "Use a recent Chrome or Edge on a machine with a GPU (chrome://gpu shows whether WebGPU is on); " +
-  "on Linux, start Chrome with --enable-unsafe-webgpu.";
+  "on Linux, start Chrome with --enable-unsafe-webgpu; in Firefox, set dom.webgpu.enabled to true in about:config.";
 
 /**
  * The optional features the engine enables when the adapter has them: shader-f16 (the f16
