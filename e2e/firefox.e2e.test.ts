@@ -39,14 +39,23 @@ async function until(page: Page, what: string, limitMs: number, done: () => Prom
 }
 
 describe.skipIf(!firefox)("Firefox", () => {
-  it("runs the default recipe's RL steps on a device without subgroups", async () => {
+  it("runs the default recipe's RL steps on a device without subgroups", async (ctx) => {
     const browser = await launchFirefox(firefox as string);
     browsers.push(browser);
     const page = await browser.newPage();
     const pageErrors: string[] = [];
     page.on("pageerror", (e) => pageErrors.push(String(e)));
     await page.goto(`${baseUrl}?preset=quick-demo&${SHORT}`);
-    await page.waitForSelector(el("kernel-plan"), { timeout: 60_000 });
+    await page.waitForSelector(`${el("kernel-plan")}, ${el("webgpu-banner")}`, { timeout: 60_000 });
+    // Firefox's wgpu needs a Vulkan driver; where there is none (no GPU, no lavapipe) this
+    // machine cannot run the spec, which says so rather than failing on the machine
+    const banner = await text(page, "webgpu-banner");
+    if (/no GPU adapter was found/.test(banner)) {
+      console.warn(
+        `e2e/firefox.e2e.test.ts: Firefox finds no adapter here (${banner}); install a Vulkan driver (Debian: mesa-vulkan-drivers)`,
+      );
+      ctx.skip("Firefox finds no WebGPU adapter on this machine");
+    }
     // wgpu offers no `subgroups`: the plan says which entries it dropped and why
     const plan = await text(page, "kernel-plan");
     expect(plan).toMatch(/reductions workgroup/);
