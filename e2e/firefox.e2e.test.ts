@@ -6,7 +6,7 @@
 // - On request (LAB_E2E_FIREFOX_RUN=1): the built app's default recipe (quick-demo from its SFT
 //   checkpoint) shortened to 2 RL steps with a 20-problem evaluation: the trainer worker, the
 //   QuickJS sandbox's nested workers, the run store in IndexedDB and every kernel of an RL step.
-//   Not on every commit: in 3 of 47 runs here, Firefox ESR 153 stayed at "building the model"
+//   Not on every commit: in 3 of about 45 runs here, Firefox ESR 153 stayed at "building the model"
 //   for good (a known hang, not yet understood; the test reports it as such), which would make CI
 //   fail at random.
 import type { Browser, Page } from "puppeteer-core";
