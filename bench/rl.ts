@@ -184,7 +184,8 @@ async function trainToTarget(
 
 /**
  * The recipe's RL steps from its checkpoint twice over, on one device: with today's round trips
- * and on a plan variant decoding one token per submit, a step of each in turn. Per step: seconds and round trips.
+ * and on a plan variant decoding one token per submit, a step of each in turn. Per step: seconds
+ * and round trips.
  */
 async function measureRoundTrips(recipe: Recipe, steps: number) {
   const gpu = await createGpu(await nodeGpu());
